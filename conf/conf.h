@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf: nfscached's configuration. One table of directives (conf.c) drives
+ * parsing (libconfuse), defaults, validation, the example file and
+ * --dump-config. A configuration is immutable once loaded; a reload builds
+ * a new one and swaps it in whole.
+ *
+ * File format (libconfuse syntax), see systemd/nfscached.conf.example:
+ *
+ *   listen = "0.0.0.0"
+ *   nfs_port = 2049
+ *   mount_port = 20048
+ *   export "/data" {
+ *     id = 1
+ *     upstream = "nfs://server/export?nfsport=2049&mountport=20048"
+ *     clients = {"10.0.0.0/8", "192.168.1.7"}
+ *     root_squash = true
+ *     secure = false
+ *   }
+ */
+#ifndef NFSCACHED_CONF_CONF_H
+#define NFSCACHED_CONF_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+/* One allowed client network: address and prefix length. */
+struct conf_net {
+	int family;		/* AF_INET or AF_INET6 */
+	uint8_t addr[16];	/* network byte order; IPv4 uses 4 bytes */
+	unsigned prefix;	/* 0..32 or 0..128 */
+};
+
+/* A parsed nfs:// URL (libnfs URL syntax, RFC 2224 style). */
+struct conf_upstream_url {
+	char *server;		/* owned */
+	char *path;		/* owned, starts with '/' */
+	int nfs_port;		/* 0 = portmapper */
+	int mount_port;		/* 0 = portmapper */
+};
+
+struct conf_export {
+	unsigned id;			/* 1..63, stable across restarts */
+	char *path;			/* client-visible MOUNT path, owned */
+	char *upstream;			/* the URL as written, owned */
+	struct conf_upstream_url url;	/* parsed from upstream */
+	struct conf_net *clients;	/* owned array; empty = everyone */
+	size_t nclients;
+	bool root_squash;		/* map uid/gid 0 to anonuid/anongid */
+	uint32_t anonuid;
+	uint32_t anongid;
+	bool secure;			/* require a source port < 1024 */
+};
+
+struct conf {
+	char *source;			/* file name, or "command line" */
+	char *listen;			/* address to bind, owned */
+	int nfs_port;
+	int mount_port;			/* 0 = serve MOUNT on nfs_port only */
+	char *metrics_listen;		/* "ADDR:PORT", "" disables, owned */
+	char *state_dir;		/* holds the handle key, owned */
+	uint32_t max_record_size;	/* bytes, client RPC record cap */
+	uint32_t max_transfer;		/* bytes, cap on rsize/wsize */
+	bool register_rpcbind;
+	double upstream_timeout;	/* seconds */
+	bool start_without_upstream;	/* serve (JUKEBOX) before upstream */
+	uint32_t max_requests_per_conn;	/* in flight before reads pause */
+	uint32_t max_reply_buffer;	/* bytes queued to a client before
+					 * reads pause */
+	uint32_t drc_entries;		/* duplicate request cache size */
+	double drc_timeout;		/* seconds a DRC entry is kept */
+	char *log_level;		/* "error".."debug", owned */
+	struct conf_export *exports;	/* owned array */
+	size_t nexports;
+};
+
+/*
+ * Load and validate the file at path. On success returns 0 and *out (owned
+ * by the caller, free with conf_free). On failure returns -1 and writes one
+ * line "FILE:LINE: reason" (or "FILE: reason" when no line applies) into
+ * err[0..errlen); *out is untouched.
+ */
+int conf_load_file(const char *path, struct conf **out, char *err,
+		   size_t errlen);
+
+/*
+ * Build a one-export configuration from the quick-start flags: upstream URL
+ * "nfs://HOST/PATH?nfsport=N&mountport=M", listen "ADDR:PORT" (NULL =
+ * defaults) and mount_port (0 = default). The export is id 1, its client
+ * path is the upstream path, everyone may mount it, root is squashed.
+ * Returns 0 and *out, or -1 with a reason in err.
+ */
+int conf_from_flags(const char *upstream_url, const char *listen,
+		    int mount_port, struct conf **out, char *err,
+		    size_t errlen);
+
+/*
+ * Parse "nfs://HOST/PATH?nfsport=N&mountport=M" (other query keys, such as
+ * version=3, are accepted and ignored) into *u (caller frees with
+ * conf_upstream_url_clear). Returns 0, or -1 with a reason in err.
+ */
+int conf_parse_upstream_url(const char *url, struct conf_upstream_url *u,
+			    char *err, size_t errlen);
+void conf_upstream_url_clear(struct conf_upstream_url *u);
+
+/*
+ * Parse "ADDR/PREFIX" or a bare address (full-length prefix), IPv4 or IPv6.
+ * Returns 0, or -1 with a reason in err.
+ */
+int conf_parse_net(const char *s, struct conf_net *n, char *err,
+		   size_t errlen);
+
+/* True if sa (AF_INET or AF_INET6; v4-mapped v6 counts as v4) falls in one
+ * of e's client networks, or e lists none. */
+bool conf_client_allowed(const struct conf_export *e,
+			 const struct sockaddr *sa);
+
+/* The export with id, or NULL. Borrowed from c. */
+const struct conf_export *conf_export_by_id(const struct conf *c,
+					    unsigned id);
+
+/* The export whose client path is path, or NULL. Borrowed from c. */
+const struct conf_export *conf_export_by_path(const struct conf *c,
+					      const char *path);
+
+/* Write c as a valid config file (every directive, with defaults). */
+void conf_dump(const struct conf *c, FILE *f);
+
+/* Free *c and clear the caller's pointer. NULL is ignored. */
+void conf_free(struct conf **c);
+
+#endif

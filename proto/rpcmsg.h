@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rpcmsg: ONC RPC version 2 call headers and reply headers (RFC 5531
+ * sections 8-9), AUTH_NONE and AUTH_SYS credentials (RFC 5531 appendix A).
+ *
+ * Decoding is bounded: credential and verifier bodies are at most 400 bytes,
+ * AUTH_SYS machine names at most 255 bytes and at most 16 groups. Reply
+ * encoders append a whole framed record (record mark included, see rpcrec)
+ * to an evbuffer, so a reply can be copied byte for byte (the duplicate
+ * request cache keeps such copies).
+ */
+#ifndef NFSCACHED_PROTO_RPCMSG_H
+#define NFSCACHED_PROTO_RPCMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rpc/rpc.h>
+
+struct evbuffer;
+
+#define RPCMSG_MAX_GIDS		16
+#define RPCMSG_MAX_MACHINE	255
+#define RPCMSG_MAX_AUTH_BYTES	400
+
+/* The caller's identity as the call header carried it. */
+struct rpcmsg_cred {
+	uint32_t flavor;			/* AUTH_NONE or AUTH_SYS */
+	uint32_t stamp;
+	uint32_t uid;				/* AUTH_NONE: 65534 */
+	uint32_t gid;				/* AUTH_NONE: 65534 */
+	uint32_t ngids;				/* <= RPCMSG_MAX_GIDS */
+	uint32_t gids[RPCMSG_MAX_GIDS];
+	char machine[RPCMSG_MAX_MACHINE + 1];	/* NUL-terminated */
+};
+
+/* A decoded call header. args_off is where the procedure's arguments start
+ * inside the record that was decoded. */
+struct rpcmsg_call {
+	uint32_t xid;
+	uint32_t prog;
+	uint32_t vers;
+	uint32_t proc;
+	struct rpcmsg_cred cred;
+	size_t args_off;
+};
+
+enum rpcmsg_status {
+	RPCMSG_OK = 0,
+	RPCMSG_NOT_CALL,	/* too short, not a CALL, or undecodable
+				 * header before the xid is known: close */
+	RPCMSG_GARBAGE,		/* header cut short after the xid: reply
+				 * GARBAGE_ARGS */
+	RPCMSG_RPC_MISMATCH,	/* rpcvers != 2: reply MSG_DENIED RPC_MISMATCH */
+	RPCMSG_AUTH_BADCRED,	/* malformed credential or verifier: AUTH_BADCRED */
+	RPCMSG_AUTH_TOOWEAK,	/* flavor other than AUTH_NONE/AUTH_SYS */
+};
+
+/*
+ * Decode the call header at the start of rec[0..len). On any status other
+ * than RPCMSG_NOT_CALL, call->xid is set so the caller can reply. Nothing
+ * is allocated. Follows RFC 5531 section 9 (call_body) and appendix A.
+ */
+enum rpcmsg_status rpcmsg_decode_call(const uint8_t *rec, size_t len,
+				      struct rpcmsg_call *call);
+
+/*
+ * Append a framed MSG_ACCEPTED SUCCESS reply for xid whose results are
+ * encoded by proc from res (borrowed). Verifier is AUTH_NONE.
+ * Returns 0, or -1 if encoding failed (nothing is appended then).
+ */
+int rpcmsg_reply_success(struct evbuffer *out, uint32_t xid,
+			 xdrproc_t proc, const void *res);
+
+/*
+ * Append a framed MSG_ACCEPTED reply with accept_stat stat (PROG_UNAVAIL,
+ * PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR); for PROG_MISMATCH, low and high
+ * give the supported version range (ignored otherwise). Returns 0 or -1.
+ */
+int rpcmsg_reply_accept_error(struct evbuffer *out, uint32_t xid,
+			      enum accept_stat stat, uint32_t low,
+			      uint32_t high);
+
+/* Append a framed MSG_DENIED RPC_MISMATCH reply (low = high = 2). 0 or -1. */
+int rpcmsg_reply_rpc_mismatch(struct evbuffer *out, uint32_t xid);
+
+/* Append a framed MSG_DENIED AUTH_ERROR reply with stat. 0 or -1. */
+int rpcmsg_reply_auth_error(struct evbuffer *out, uint32_t xid,
+			    enum auth_stat stat);
+
+/*
+ * Decode XDR arguments from rec[off..len) with proc into args (caller
+ * zeroes it first). Returns 0, or -1 when they do not decode
+ * (GARBAGE_ARGS); trailing bytes are ignored, as most servers do. Whatever proc allocated must be released with
+ * rpcmsg_free_args(proc, args) in both cases.
+ */
+int rpcmsg_decode_args(const uint8_t *rec, size_t len, size_t off,
+		       xdrproc_t proc, void *args);
+
+/* Release what a decode with proc allocated inside obj (not obj itself). */
+void rpcmsg_free_args(xdrproc_t proc, void *obj);
+
+/*
+ * Encode obj with proc into a malloc'd buffer of *len bytes that the caller
+ * owns. Returns NULL on failure.
+ */
+uint8_t *rpcmsg_encode(xdrproc_t proc, const void *obj, size_t *len);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * upstream: the NFSv3 client towards the real NFS server, on libnfs 4.0's
+ * raw async API driven by the caller's libevent loop. This module (and only
+ * this module) includes <nfsc/...>; it meets the rest of the project through
+ * plain types: NFSv3 arguments and results cross this interface as XDR
+ * bytes (RFC 1813 encodings), so neither side needs the other's structs.
+ *
+ * States: DOWN -> CONNECTING (MOUNT MNT of the export path for the root
+ * handle, then the NFS connection and an FSINFO) -> UP. Any socket error,
+ * a call timeout or a failed step goes back to DOWN and a reconnect is
+ * scheduled with exponential backoff (0.1 s doubling to 5 s). Calls
+ * in flight when the connection is lost are completed with UPSTREAM_EDOWN.
+ */
+#ifndef NFSCACHED_PROTO_UPSTREAM_H
+#define NFSCACHED_PROTO_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct upstream;
+
+#define UPSTREAM_NPROCS		22	/* NFSv3 procedures 0..21 */
+#define UPSTREAM_MAX_GIDS	16
+#define UPSTREAM_LIBNFS_MAX	(1024 * 1024)	/* libnfs 4.0 data limit */
+
+enum upstream_state {
+	UPSTREAM_DOWN = 0,
+	UPSTREAM_CONNECTING,
+	UPSTREAM_UP,
+};
+
+/* Outcome of one call, as passed to upstream_cb. */
+enum upstream_status {
+	UPSTREAM_OK = 0,	/* the server replied; res holds its result */
+	UPSTREAM_EDOWN,		/* connection lost before the reply */
+	UPSTREAM_ETIMEDOUT,	/* no reply within the call timeout */
+	UPSTREAM_EPROTO,	/* RPC-level failure (denied, garbage, ...) */
+};
+
+/* The AUTH_SYS identity a call is made with (RFC 5531 appendix A). */
+struct upstream_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngids;				/* <= UPSTREAM_MAX_GIDS */
+	uint32_t gids[UPSTREAM_MAX_GIDS];
+	const char *machine;			/* borrowed for the call */
+};
+
+struct upstream_params {
+	const char *server;		/* host name or address */
+	int nfs_port;			/* 0: ask the server's portmapper */
+	int mount_port;			/* 0: ask the server's portmapper */
+	const char *export_path;	/* upstream MOUNT path, e.g. "/export" */
+	uint32_t max_transfer;		/* configured cap, bytes; 0 = 1 MiB */
+	double call_timeout;		/* seconds before UPSTREAM_ETIMEDOUT */
+};
+
+/* Counters this module owns (upstream_stats_get). */
+struct upstream_stats {
+	uint64_t calls[UPSTREAM_NPROCS];	/* sent, by procedure */
+	uint64_t replies[UPSTREAM_NPROCS];	/* UPSTREAM_OK, by procedure */
+	uint64_t errors;			/* EDOWN/ETIMEDOUT/EPROTO */
+	uint64_t timeouts;
+	uint64_t connects;			/* successful (re)connects */
+	uint64_t disconnects;
+	uint64_t bytes_sent;			/* XDR argument bytes */
+	uint64_t bytes_received;		/* XDR result bytes */
+};
+
+/*
+ * Called with res_xdr[0..res_len) the upstream's XDR-encoded result
+ * (status UPSTREAM_OK) or NULL/0 (other statuses). res_xdr is borrowed:
+ * valid only during the callback. arg is the caller's.
+ */
+typedef void (*upstream_cb)(enum upstream_status status,
+			    const uint8_t *res_xdr, size_t res_len,
+			    void *arg);
+
+/* Called on every state change; arg is the one given to upstream_new. */
+typedef void (*upstream_state_cb)(struct upstream *u,
+				  enum upstream_state state, void *arg);
+
+/*
+ * Create an upstream client on base (borrowed; must outlive it). p is
+ * copied. state_cb may be NULL. Nothing is sent until upstream_start.
+ * Returns NULL on ENOMEM or a bad parameter.
+ */
+struct upstream *upstream_new(struct event_base *base,
+			      const struct upstream_params *p,
+			      upstream_state_cb state_cb, void *arg);
+
+/* Begin connecting (and keep reconnecting). Returns 0 or -1 on ENOMEM. */
+int upstream_start(struct upstream *u);
+
+/* Current state. */
+enum upstream_state upstream_get_state(const struct upstream *u);
+
+/*
+ * The export's root handle as MOUNT returned it, or NULL before the first
+ * successful mount. Borrowed; valid until the next reconnect completes.
+ */
+const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len);
+
+/*
+ * Effective transfer sizes in bytes: min(upstream FSINFO rtmax/wtmax,
+ * UPSTREAM_LIBNFS_MAX, max_transfer). 0 before the first FSINFO.
+ */
+uint32_t upstream_rtmax(const struct upstream *u);
+uint32_t upstream_wtmax(const struct upstream *u);
+
+/*
+ * Send NFSv3 procedure proc (0..21) with XDR-encoded arguments
+ * args_xdr[0..args_len) (borrowed; copied before return) as cred.
+ * Async contract: returns -1 when the call cannot be sent now (state not
+ * UP, proc out of range, arguments that do not decode, ENOMEM) and then
+ * never calls back; otherwise returns 0 and calls cb exactly once, never
+ * from inside upstream_call itself. There is no cancel: a caller that loses
+ * interest keeps arg alive until cb runs.
+ */
+int upstream_call(struct upstream *u, uint32_t proc,
+		  const uint8_t *args_xdr, size_t args_len,
+		  const struct upstream_cred *cred,
+		  upstream_cb cb, void *arg);
+
+/* Copy the counters into *st. */
+void upstream_stats_get(const struct upstream *u, struct upstream_stats *st);
+
+/*
+ * Disconnect, complete every call in flight with UPSTREAM_EDOWN, free *u
+ * and clear the caller's pointer. NULL is ignored.
+ */
+void upstream_free(struct upstream **u);
+
+#endif
