@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fh: client-visible NFSv3 file handles (DESIGN.md "File handles").
+ *
+ * A client handle wraps one upstream handle: a header byte (format
+ * version in the top 2 bits, export id 1..63 in the low 6), the upstream
+ * length L (1..62), the upstream bytes, then HMAC-SHA256(key, header,
+ * length, upstream) truncated to min(8, 64 - 2 - L) bytes. Invariant of
+ * every handle fh_wrap produces and fh_unwrap accepts:
+ *   len == 2 + L + fh_auth_len(L) <= FH_SIZE_MAX.
+ * The authenticator covers the export id and the length, so a client can
+ * neither move a handle to another export nor cut it short. Upstream
+ * handles of 55..62 bytes get a shorter authenticator (7..0 bytes); the
+ * caller logs that once per export.
+ *
+ * The key is a FH_KEY_LEN-byte secret in the state directory, created on
+ * first start (mode 0600, never overwritten) so handles survive restarts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "fh.h"
+
+#define FH_AUTH_MAX	8
+#define FH_HDR_LEN	2
+#define FH_EXPORT_MASK	0x3fu
+#define FH_VERSION_SHIFT 6
+
+size_t
+fh_auth_len(size_t up_len)
+{
+	if (up_len == 0 || up_len > FH_UP_MAX)
+		return 0;
+	if (up_len <= FH_UP_FULLAUTH)
+		return FH_AUTH_MAX;
+	return FH_SIZE_MAX - FH_HDR_LEN - up_len;
+}
+
+/* Compute the full HMAC-SHA256 of fh[0..n) into md; 0 or -1. */
+static int
+fh_mac(const uint8_t *key, const uint8_t *fh, size_t n,
+       uint8_t md[EVP_MAX_MD_SIZE])
+{
+	unsigned int mdlen = 0;
+
+	if (HMAC(EVP_sha256(), key, FH_KEY_LEN, fh, n, md, &mdlen) == NULL)
+		return -1;
+	return mdlen >= FH_AUTH_MAX ? 0 : -1;
+}
+
+enum fh_status
+fh_wrap(const uint8_t *key, unsigned export_id, const uint8_t *up,
+	size_t up_len, uint8_t *out, size_t *out_len)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	size_t alen = fh_auth_len(up_len);
+	size_t n = FH_HDR_LEN + up_len;
+
+	if (export_id == 0 || export_id > FH_EXPORT_MAX)
+		return FH_EINVAL;
+	if (up_len == 0 || up_len > FH_UP_MAX)
+		return FH_EINVAL;
+	out[0] = (uint8_t)(FH_VERSION << FH_VERSION_SHIFT | export_id);
+	out[1] = (uint8_t)up_len;
+	memcpy(out + FH_HDR_LEN, up, up_len);
+	if (fh_mac(key, out, n, md) < 0)
+		return FH_EINVAL;
+	memcpy(out + n, md, alen);
+	OPENSSL_cleanse(md, sizeof(md));
+	*out_len = n + alen;
+	return FH_OK;
+}
+
+enum fh_status
+fh_unwrap(const uint8_t *key, const uint8_t *fh, size_t len,
+	  unsigned *export_id, const uint8_t **up, size_t *up_len)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	size_t l, alen, n;
+	int diff;
+
+	if (len < FH_HDR_LEN + 1 || len > FH_SIZE_MAX)
+		return FH_EBADHANDLE;
+	if (fh[0] >> FH_VERSION_SHIFT != FH_VERSION ||
+	    (fh[0] & FH_EXPORT_MASK) == 0)
+		return FH_EBADHANDLE;
+	l = fh[1];
+	alen = fh_auth_len(l);
+	n = FH_HDR_LEN + l;
+	if (l == 0 || l > FH_UP_MAX || len != n + alen)
+		return FH_EBADHANDLE;
+	if (fh_mac(key, fh, n, md) < 0)
+		return FH_EAUTH;
+	diff = CRYPTO_memcmp(md, fh + n, alen);
+	OPENSSL_cleanse(md, sizeof(md));
+	if (diff != 0)
+		return FH_EAUTH;
+	*export_id = fh[0] & FH_EXPORT_MASK;
+	*up = fh + FH_HDR_LEN;
+	*up_len = l;
+	return FH_OK;
+}
+
+static int key_fail(int e, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Write a reason into err (if any), set errno to e and return -1. */
+static int
+key_fail(int e, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return -1;
+}
+
+/* Read exactly FH_KEY_LEN bytes from the open key file fd. */
+static int
+key_read(int fd, const char *path, uint8_t *key, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t got;
+
+	if (fstat(fd, &st) < 0)
+		return key_fail(errno, err, errlen, "%s: %s", path,
+				strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return key_fail(EINVAL, err, errlen,
+				"%s: not a regular file", path);
+	if (st.st_size != FH_KEY_LEN)
+		return key_fail(EINVAL, err, errlen,
+				"%s: %lld bytes, expected %d; remove it to "
+				"create a new key (clients then get stale "
+				"handles)", path, (long long)st.st_size,
+				FH_KEY_LEN);
+	got = pread(fd, key, FH_KEY_LEN, 0);
+	if (got < 0)
+		return key_fail(errno, err, errlen, "%s: %s", path,
+				strerror(errno));
+	if (got != FH_KEY_LEN)
+		return key_fail(EIO, err, errlen, "%s: short read", path);
+	return 0;
+}
+
+/* Fill key with fresh random bytes and write them to the new file fd. */
+static int
+key_create(int fd, const char *path, uint8_t *key, char *err, size_t errlen)
+{
+	ssize_t put;
+
+	if (fchmod(fd, 0600) < 0)
+		return key_fail(errno, err, errlen, "%s: chmod: %s", path,
+				strerror(errno));
+	if (RAND_bytes(key, FH_KEY_LEN) != 1)
+		return key_fail(EIO, err, errlen,
+				"%s: RAND_bytes failed", path);
+	put = write(fd, key, FH_KEY_LEN);
+	if (put < 0)
+		return key_fail(errno, err, errlen, "%s: write: %s", path,
+				strerror(errno));
+	if (put != FH_KEY_LEN)
+		return key_fail(ENOSPC, err, errlen, "%s: short write", path);
+	if (fsync(fd) < 0)
+		return key_fail(errno, err, errlen, "%s: fsync: %s", path,
+				strerror(errno));
+	return 0;
+}
+
+/* Create the key file at path; EEXIST means another process won. */
+static int
+key_load_new(const char *path, uint8_t *key, char *err, size_t errlen)
+{
+	int fd, rc, e;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return key_fail(errno, err, errlen, "%s: create: %s", path,
+				strerror(errno));
+	rc = key_create(fd, path, key, err, errlen);
+	e = errno;
+	close(fd);
+	if (rc < 0) {
+		unlink(path);	/* never leave a short key behind */
+		OPENSSL_cleanse(key, FH_KEY_LEN);
+		errno = e;
+	}
+	return rc;
+}
+
+int
+fh_key_load(const char *path, uint8_t *key, char *err, size_t errlen)
+{
+	int fd, rc, e;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
+		rc = key_load_new(path, key, err, errlen);
+		if (rc == 0 || errno != EEXIST)
+			return rc;
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return key_fail(errno, err, errlen, "%s: open: %s", path,
+				strerror(errno));
+	rc = key_read(fd, path, key, err, errlen);
+	e = errno;
+	close(fd);
+	if (rc < 0) {
+		OPENSSL_cleanse(key, FH_KEY_LEN);
+		errno = e;
+	}
+	return rc;
+}
