@@ -42,7 +42,7 @@ enum fh_status fh_wrap(const uint8_t *key, unsigned export_id,
 
 /*
  * Check and unwrap client handle fh[0..len). On FH_OK, *export_id is set and
- * *up/*up_len point INTO fh (borrowed for fh's lifetime). Returns FH_OK,
+ * *up and *up_len point INTO fh (borrowed for fh's lifetime). Returns FH_OK,
  * FH_EBADHANDLE or FH_EAUTH; the authenticator is compared in constant time.
  */
 enum fh_status fh_unwrap(const uint8_t *key, const uint8_t *fh, size_t len,
