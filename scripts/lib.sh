@@ -1,0 +1,445 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# Shell functions shared by the test harness, the demo and the test runner.
+# Source it from bash: `. scripts/lib.sh`. It sets no shell options of its
+# own; every function returns non-zero on failure and says why on stderr.
+#
+# What it knows how to run, all on 127.0.0.1 and all on explicit ports:
+#   rpcbind      nfsc_ensure_rpcbind / nfsc_stop_rpcbind
+#                (NFS-Ganesha 4.3 will not serve NFSv3 without one)
+#   NFS-Ganesha  nfsc_ganesha_start / nfsc_ganesha_launch / nfsc_ganesha_stop
+#                (a VFS export of one directory, the settings TESTING.md
+#                lists; ganesha.nfsd daemonizes, we track it by pidfile)
+#   nfscached    nfsc_proxy_config / nfsc_proxy_start / nfsc_proxy_stop
+#                (runs in the foreground as our child, so its exit status
+#                can be collected with `wait`)
+# and how to pick TCP ports nobody else is using (nfsc_free_ports).
+
+# Print a message on stderr with a prefix.
+nfsc_say() {
+	printf 'nfsc: %s\n' "$*" >&2
+}
+
+# True if pid names a live process (a zombie counts as gone).
+nfsc_pid_alive() {
+	local pid=$1 state
+	[[ -n "$pid" ]] || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null) || return 1
+	[[ "$state" != Z ]]
+}
+
+# Wait until pid is gone; $2 = timeout in tenths of a second. True if gone.
+nfsc_wait_gone() {
+	local pid=$1 tenths=$2 i
+	for ((i = 0; i < tenths; i++)); do
+		nfsc_pid_alive "$pid" || return 0
+		sleep 0.1
+	done
+	! nfsc_pid_alive "$pid"
+}
+
+# True if an ONC RPC NULL call to prog/vers on 127.0.0.1:port over TCP
+# is answered.
+nfsc_rpc_ping() {
+	local port=$1 prog=$2 vers=$3
+	timeout 5 rpcinfo -n "$port" -t 127.0.0.1 "$prog" "$vers" >/dev/null 2>&1
+}
+
+# ---------------------------------------------------------------- ports
+#
+# A port is ours while ${NFSC_PORT_LOCKS}/PORT exists (mkdir is atomic, so
+# two harnesses running at once never pick the same port) and holds the pid
+# of its owner; a lock whose owner is dead is taken over. Ports come from
+# 20000..31999, below the kernel's ephemeral range (32768..60999), so an
+# outgoing connection cannot take one between our check and the bind.
+
+NFSC_PORT_LOCKS=${NFSC_PORT_LOCKS:-${TMPDIR:-/tmp}/nfscached-ports}
+
+# True if any TCP socket on this machine uses port as its local port.
+nfsc_port_busy() {
+	ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
+}
+
+# Try to reserve port for owner pid $2. True if it is now ours.
+nfsc_port_reserve() {
+	local port=$1 owner=$2 lock="$NFSC_PORT_LOCKS/$1" old
+	mkdir -p "$NFSC_PORT_LOCKS" 2>/dev/null || true
+	if ! mkdir "$lock" 2>/dev/null; then
+		old=$(cat "$lock/owner" 2>/dev/null) || old=
+		# An owner that died (or a lock still being written) is not ours
+		# to judge unless its pid is known and gone.
+		[[ -n "$old" ]] && ! nfsc_pid_alive "$old" || return 1
+		rm -rf "$lock"
+		mkdir "$lock" 2>/dev/null || return 1
+	fi
+	echo "$owner" >"$lock/owner"
+	if nfsc_port_busy "$port"; then
+		rm -rf "$lock"
+		return 1
+	fi
+}
+
+# Print n free TCP ports, space-separated, reserved for ${NFSC_PORT_OWNER:-$$}
+# until nfsc_release_ports. Fails after 1000 tries.
+nfsc_free_ports() {
+	local n=$1 owner=${NFSC_PORT_OWNER:-$$} got=() tries=0 port
+	while ((${#got[@]} < n)); do
+		((tries++ < 1000)) || { nfsc_say "no free ports"; return 1; }
+		port=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+		nfsc_port_reserve "$port" "$owner" && got+=("$port")
+	done
+	echo "${got[*]}"
+}
+
+# Release the given ports' reservations.
+nfsc_release_ports() {
+	local port
+	for port in "$@"; do
+		rm -rf "${NFSC_PORT_LOCKS:?}/$port"
+	done
+}
+
+# --------------------------------------------------------------- rpcbind
+
+# Ensure an rpcbind answers on 127.0.0.1. If no rpcbind process exists,
+# start `rpcbind -f` in its own session (never with -h: that crashes on
+# Debian 12) and set NFSC_RPCBIND_PID, so the caller can stop what it
+# started with nfsc_stop_rpcbind. Concurrent callers are serialized.
+nfsc_ensure_rpcbind() {
+	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i
+	NFSC_RPCBIND_PID=
+	command -v rpcbind >/dev/null || { nfsc_say "rpcbind is not installed"; return 1; }
+	pidf=$(mktemp "${TMPDIR:-/tmp}/nfscached-rpcbind.XXXXXX") || return 1
+	(
+		flock 9
+		if ! pgrep -x rpcbind >/dev/null; then
+			setsid rpcbind -f </dev/null >/dev/null 2>&1 &
+			echo $! >"$pidf"
+		fi
+	) 9>>"$lockf"
+	NFSC_RPCBIND_PID=$(cat "$pidf")
+	rm -f "$pidf"
+	for ((i = 0; i < 100; i++)); do
+		timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	nfsc_say "rpcbind does not answer on 127.0.0.1"
+	return 1
+}
+
+# Stop the rpcbind that nfsc_ensure_rpcbind started, if it started one.
+nfsc_stop_rpcbind() {
+	[[ -n "${NFSC_RPCBIND_PID:-}" ]] || return 0
+	kill -TERM "$NFSC_RPCBIND_PID" 2>/dev/null || true
+	if ! nfsc_wait_gone "$NFSC_RPCBIND_PID" 50; then
+		kill -KILL "$NFSC_RPCBIND_PID" 2>/dev/null || true
+	fi
+	NFSC_RPCBIND_PID=
+}
+
+# ----------------------------------------------------------- NFS-Ganesha
+#
+# An instance lives in a work directory W: W/ganesha.conf, W/ganesha.log,
+# W/ganesha.pid, W/recovery (its NFSv4 RecoveryRoot).
+
+# Print the top-level block bodies of config file $1 named $2
+# (case-insensitive), or with $2 = "-", every top-level block whose name is
+# none of NFS_CORE_PARAM, NFSv4 and EXPORT, whole.
+nfsc_conf_blocks() {
+	awk -v want="$2" '
+	function merged(n) { n = tolower(n); return n == "nfs_core_param" || n == "nfsv4" || n == "export" }
+	{
+		line = $0; code = line; sub(/#.*/, "", code)
+		if (depth == 0 && match(code, /^[ \t]*[A-Za-z0-9_]+[ \t]*\{/)) {
+			name = code; sub(/^[ \t]*/, "", name); sub(/[ \t]*\{.*/, "", name)
+			if (want == "-") keep = !merged(name)
+			else keep = tolower(name) == tolower(want)
+			body = (want != "-")
+			opens = gsub(/\{/, "{", code); closes = gsub(/\}/, "}", code)
+			depth = opens - closes
+			if (keep && !body) print line
+			else if (keep) {
+				rest = line; sub(/^[^{]*\{/, "", rest)
+				if (depth == 0) sub(/\}[^}]*$/, "", rest)
+				if (rest ~ /[^ \t]/) print rest
+			}
+			next
+		}
+		if (depth > 0) {
+			opens = gsub(/\{/, "{", code); closes = gsub(/\}/, "}", code)
+			depth += opens - closes
+			if (keep && (!body || depth > 0)) print line
+			else if (keep && depth == 0) { sub(/\}[^}]*$/, "", line); if (line ~ /[^ \t]/) print line }
+			next
+		}
+		if (want == "-" && code ~ /[^ \t]/) print line
+	}' "$1"
+}
+
+# Print the block body on stdin less its top-level items (a `Key = value;`
+# setting or a `Name { ... }` sub-block) also named in body $1, then body
+# $1: a merge where $1 wins. (Ganesha rejects some keys set twice in one
+# block, such as Path, and a second block of the same name resets the
+# first.)
+nfsc_conf_merge() {
+	awk -v extra="$1" '
+	function itemname(code,   n) {
+		n = code; sub(/^[ \t]*/, "", n)
+		if (!match(n, /^[A-Za-z0-9_]+[ \t]*[={]/)) return ""
+		sub(/[ \t]*[={].*/, "", n); return tolower(n)
+	}
+	BEGIN {
+		m = split(extra, xl, "\n")
+		for (i = 1; i <= m; i++) {
+			code = xl[i]; sub(/#.*/, "", code)
+			if (d == 0 && (n = itemname(code)) != "") drop[n] = 1
+			d += gsub(/\{/, "{", code) - gsub(/\}/, "}", code)
+		}
+		d = 0
+	}
+	{
+		code = $0; sub(/#.*/, "", code)
+		if (d == 0) skip = ((n = itemname(code)) != "" && (n in drop))
+		d += gsub(/\{/, "{", code) - gsub(/\}/, "}", code)
+		if (!skip) print
+	}'
+	[[ -z "$1" ]] || printf '%s\n' "$1"
+}
+
+# Print a Ganesha configuration exporting directory $1 as /export
+# (Export_Id 1) on NFS port $2 and MOUNT port $3, recovery under $4.
+# $5, if given, is a file of extra configuration: the bodies of its
+# NFS_CORE_PARAM, NFSv4 and EXPORT blocks are merged into the generated
+# blocks of the same name (its settings and sub-blocks replace ours of the
+# same name), and its other blocks are appended as they are.
+nfsc_ganesha_config() {
+	local dir=$1 nfs_port=$2 mnt_port=$3 recovery=$4 extra=${5:-}
+	local core="" v4="" export="" other=""
+	if [[ -n "$extra" ]]; then
+		[[ -r "$extra" ]] || { nfsc_say "cannot read $extra"; return 1; }
+		core=$(nfsc_conf_blocks "$extra" NFS_CORE_PARAM)
+		v4=$(nfsc_conf_blocks "$extra" NFSv4)
+		export=$(nfsc_conf_blocks "$extra" EXPORT)
+		other=$(nfsc_conf_blocks "$extra" -)
+	fi
+	echo "# Generated by nfscached scripts/lib.sh for a loopback test instance."
+	echo "NFS_CORE_PARAM {"
+	nfsc_conf_merge "$core" <<-EOF
+	  Bind_Addr = 127.0.0.1;
+	  NFS_Port = $nfs_port;
+	  MNT_Port = $mnt_port;
+	  mount_path_pseudo = true;
+	  Enable_RQUOTA = false;
+	  Enable_NLM = false;
+	  Enable_UDP = false;
+	  Protocols = 3, 4;
+	EOF
+	echo "}"
+	echo "NFSv4 {"
+	nfsc_conf_merge "$v4" <<-EOF
+	  Graceless = true;
+	  RecoveryRoot = "$recovery";
+	EOF
+	echo "}"
+	echo "EXPORT {"
+	nfsc_conf_merge "$export" <<-EOF
+	  Export_Id = 1;
+	  Path = "$dir";
+	  Pseudo = /export;
+	  Access_Type = RW;
+	  Squash = No_Root_Squash;
+	  SecType = sys;
+	  Protocols = 3, 4;
+	  Transports = TCP;
+	  MaxRead = 1048576;
+	  MaxWrite = 1048576;
+	  Attr_Expiration_Time = 0;
+	  FSAL {
+	    Name = VFS;
+	  }
+	EOF
+	echo "}"
+	[[ -z "$other" ]] || printf '%s\n' "$other"
+}
+
+# Start the instance in work dir $1 from its existing ganesha.conf and wait
+# until it serves NFS port $2 and MOUNT port $3: the log (from this start
+# on) says NFS SERVER INITIALIZED and RPC NULL calls to both ports are
+# answered. Fails, printing the log, on `CONFIG :CRIT` or after 20 s.
+nfsc_ganesha_launch() {
+	local w=$1 nfs_port=$2 mnt_port=$3 log="$1/ganesha.log" off i new pid
+	w=$(cd "$w" && pwd) || return 1
+	log="$w/ganesha.log"
+	touch "$log"
+	off=$(stat -c %s "$log")
+	rm -f "$w/ganesha.pid"
+	if ! ganesha.nfsd -f "$w/ganesha.conf" -L "$log" -p "$w/ganesha.pid" -N NIV_EVENT; then
+		nfsc_say "ganesha.nfsd failed to start; its log:"
+		cat "$log" >&2
+		return 1
+	fi
+	for ((i = 0; i < 200; i++)); do
+		new=$(tail -c +"$((off + 1))" "$log")
+		if grep -q 'CONFIG :CRIT' <<<"$new"; then
+			nfsc_say "Ganesha ($w) has a configuration error; its log:"
+			printf '%s\n' "$new" >&2
+			nfsc_ganesha_stop "$w"
+			return 1
+		fi
+		if grep -q 'NFS SERVER INITIALIZED' <<<"$new" &&
+			nfsc_rpc_ping "$nfs_port" 100003 3 &&
+			nfsc_rpc_ping "$mnt_port" 100005 3; then
+			return 0
+		fi
+		pid=$(cat "$w/ganesha.pid" 2>/dev/null) || pid=
+		if [[ -n "$pid" ]] && ! nfsc_pid_alive "$pid"; then
+			break
+		fi
+		sleep 0.1
+	done
+	nfsc_say "Ganesha ($w) is not ready on ports $nfs_port/$mnt_port; its log:"
+	tail -c +"$((off + 1))" "$log" >&2
+	nfsc_ganesha_stop "$w"
+	return 1
+}
+
+# Write work dir $1's configuration for export directory $2, NFS port $3,
+# MOUNT port $4 and extra config file $5 (optional), then launch it.
+nfsc_ganesha_start() {
+	local w=$1 dir=$2 nfs_port=$3 mnt_port=$4 extra=${5:-}
+	mkdir -p "$w/recovery" || return 1
+	w=$(cd "$w" && pwd) || return 1
+	dir=$(cd "$dir" && pwd) || return 1
+	command -v ganesha.nfsd >/dev/null || { nfsc_say "ganesha.nfsd is not installed"; return 1; }
+	nfsc_ganesha_config "$dir" "$nfs_port" "$mnt_port" "$w/recovery" "$extra" \
+		>"$w/ganesha.conf" || return 1
+	nfsc_ganesha_launch "$w" "$nfs_port" "$mnt_port"
+}
+
+# Print the pid of the instance in work dir $1 if it is running.
+nfsc_ganesha_pid() {
+	local pid
+	pid=$(cat "$1/ganesha.pid" 2>/dev/null) || return 1
+	nfsc_pid_alive "$pid" || return 1
+	echo "$pid"
+}
+
+# Stop the instance in work dir $1: SIGTERM, wait until it is gone, SIGKILL
+# after 10 s. True if it is not running afterwards.
+nfsc_ganesha_stop() {
+	local pid
+	pid=$(nfsc_ganesha_pid "$1") || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! nfsc_wait_gone "$pid" 100; then
+		nfsc_say "Ganesha pid $pid ignored SIGTERM for 10 s; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		nfsc_wait_gone "$pid" 50 || return 1
+	fi
+	rm -f "$1/ganesha.pid"
+}
+
+# ------------------------------------------------------------- nfscached
+
+# Print an nfscached configuration: listen on 127.0.0.1, NFS port $1,
+# MOUNT port $2, metrics on address $3 (ADDR:PORT), state in directory $4,
+# one export "/export" (id 1) in front of upstream URL $5, open to
+# 127.0.0.1 without root squashing. $6, if given, is a file appended as it
+# is (libconfuse takes the last value of a repeated option).
+nfsc_proxy_config() {
+	local nfs_port=$1 mnt_port=$2 metrics=$3 state=$4 upstream=$5 extra=${6:-}
+	cat <<EOF
+# Generated by nfscached scripts/lib.sh for a loopback test instance.
+listen = "127.0.0.1"
+nfs_port = $nfs_port
+mount_port = $mnt_port
+metrics_listen = "$metrics"
+state_dir = "$state"
+register_rpcbind = false
+export "/export" {
+	id = 1
+	upstream = "$upstream"
+	clients = {"127.0.0.1/32"}
+	root_squash = false
+	secure = false
+}
+EOF
+	if [[ -n "$extra" ]]; then
+		cat "$extra" || return 1
+	fi
+}
+
+# Start nfscached binary $1 with arguments $2.. in the background of this
+# shell, stdout and stderr appended to ${NFSC_PROXY_LOG}, and wait until
+# RPC NULL to NFS port ${NFSC_PROXY_WAIT_NFS} (and MOUNT port
+# ${NFSC_PROXY_WAIT_MNT} if set) is answered. Sets NFSC_PROXY_PID. Fails,
+# printing the log, if the daemon exits or is not ready within 20 s.
+nfsc_proxy_start() {
+	local bin=$1 i st
+	shift
+	: "${NFSC_PROXY_LOG:?}" "${NFSC_PROXY_WAIT_NFS:?}"
+	[[ -x "$bin" ]] || { nfsc_say "nfscached binary '$bin' is not executable"; return 1; }
+	"$bin" "$@" >>"$NFSC_PROXY_LOG" 2>&1 </dev/null &
+	NFSC_PROXY_PID=$!
+	for ((i = 0; i < 200; i++)); do
+		if ! nfsc_pid_alive "$NFSC_PROXY_PID"; then
+			st=0
+			wait "$NFSC_PROXY_PID" || st=$?
+			nfsc_say "nfscached exited (status $st) before it was ready; its log:"
+			cat "$NFSC_PROXY_LOG" >&2
+			NFSC_PROXY_PID=
+			return 1
+		fi
+		if nfsc_rpc_ping "$NFSC_PROXY_WAIT_NFS" 100003 3 &&
+			{ [[ -z "${NFSC_PROXY_WAIT_MNT:-}" ]] ||
+				nfsc_rpc_ping "$NFSC_PROXY_WAIT_MNT" 100005 3; }; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	nfsc_say "nfscached is not ready on port $NFSC_PROXY_WAIT_NFS after 20 s; its log:"
+	cat "$NFSC_PROXY_LOG" >&2
+	nfsc_proxy_stop "$NFSC_PROXY_PID" 5 || true
+	return 1
+}
+
+# Stop nfscached pid $1 (a child of this shell) with SIGTERM, waiting up to
+# $2 seconds (default 60: it writes back dirty data first) before SIGKILL.
+# Sets NFSC_PROXY_STATUS to its exit status (128+N if killed by signal N)
+# and returns it: 0 only for a clean exit.
+nfsc_proxy_stop() {
+	local pid=$1 secs=${2:-60}
+	NFSC_PROXY_STATUS=0
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! nfsc_wait_gone "$pid" $((secs * 10)); then
+		nfsc_say "nfscached pid $pid did not exit ${secs} s after SIGTERM; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || NFSC_PROXY_STATUS=$?
+	return "$NFSC_PROXY_STATUS"
+}
+
+# --------------------------------------------------------------- clients
+
+# Print nfs:// URL $1 with /$2 appended to its path (before any query).
+nfsc_url_join() {
+	local url=$1 name=$2 query=""
+	if [[ "$url" == *\?* ]]; then
+		query="?${url#*\?}"
+		url=${url%%\?*}
+	fi
+	echo "${url%/}/$name$query"
+}
+
+# Print the metrics page of the nfscached at ADDR:PORT $1.
+nfsc_metrics() {
+	curl -sSf --max-time 10 "http://$1/metrics"
+}
+
+# Print the value of the metrics sample exactly named $2 (with its labels,
+# e.g. 'nfscached_upstream_rpcs_total{procedure="read"}') from the page of
+# nfscached at $1; fails if there is no such sample.
+nfsc_metric() {
+	nfsc_metrics "$1" | awk -v s="$2" '$1 == s { print $2; found = 1 } END { exit !found }'
+}
