@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon: the state one nfscached process shares between its listeners,
+ * op handlers and drivers. There is one event loop; everything here is
+ * touched from it only.
+ */
+#ifndef NFSCACHED_DAEMON_DAEMON_H
+#define NFSCACHED_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "fh.h"
+
+struct event_base;
+struct upstream;
+struct server;
+struct metrics;
+
+/* One configured export and its upstream connection. */
+struct export_rt {
+	const struct conf_export *conf;	/* borrowed from daemon.conf */
+	struct upstream *up;		/* owned */
+	bool warned_fh_len;		/* long upstream handle logged once */
+};
+
+struct daemon {
+	struct event_base *base;
+	struct conf *conf;		/* owned */
+	uint8_t fh_key[FH_KEY_LEN];
+	struct export_rt *exports;	/* owned array, conf->nexports */
+	size_t nexports;
+	struct server *server;
+	struct metrics *metrics;
+	bool stopping;
+};
+
+/* The export with id, or NULL. Borrowed. */
+struct export_rt *daemon_export(struct daemon *d, unsigned id);
+
+/* Monotonic time in seconds (CLOCK_MONOTONIC). */
+double daemon_now(void);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dispatch: the procedure table. One row per (program, version, procedure)
+ * the proxy serves: XDR routines for arguments and results, the handler,
+ * flags, and the row's index into per-procedure counters.
+ */
+#ifndef NFSCACHED_DAEMON_DISPATCH_H
+#define NFSCACHED_DAEMON_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rpc/rpc.h>
+
+struct req;
+
+/* What a handler did with the request. */
+enum op_status {
+	OP_DONE = 0,	/* the reply is queued and the request released */
+	OP_PENDING,	/* a callback will reply later */
+	OP_CLOSE,	/* close the connection; the server frees the request */
+};
+
+enum dispatch_flags {
+	DISPATCH_MUTATING = 1 << 0,	/* changes upstream state */
+	DISPATCH_NONIDEMPOTENT = 1 << 1,	/* duplicate request cache */
+};
+
+struct dispatch_entry {
+	uint32_t prog;
+	uint32_t vers;
+	uint32_t proc;
+	const char *program;		/* metric label: "nfs3", "mount3" */
+	const char *name;		/* metric label: "read", "mnt" */
+	xdrproc_t xdr_args;
+	xdrproc_t xdr_res;
+	size_t args_size;
+	size_t res_size;
+	enum op_status (*handler)(struct req *r);
+	unsigned flags;
+};
+
+enum dispatch_miss {
+	DISPATCH_PROG_UNAVAIL = 1,
+	DISPATCH_PROG_MISMATCH,		/* *low..*high is the supported range */
+	DISPATCH_PROC_UNAVAIL,
+};
+
+/* XDR routine for void arguments and results. */
+bool_t dispatch_xdr_void(XDR *xdrs, void *unused);
+
+/* The rows, dispatch_count of them. */
+extern const struct dispatch_entry *const dispatch_rows;
+extern const size_t dispatch_count;
+
+/* The row's position in dispatch_rows: the index of per-row counters. */
+static inline size_t dispatch_index(const struct dispatch_entry *e)
+{
+	return (size_t)(e - dispatch_rows);
+}
+
+/*
+ * Find the row for prog/vers/proc. Returns it, or NULL with *miss set (and
+ * *low and *high for PROG_MISMATCH) as RFC 5531 section 9 asks.
+ */
+const struct dispatch_entry *dispatch_find(uint32_t prog, uint32_t vers,
+					   uint32_t proc,
+					   enum dispatch_miss *miss,
+					   uint32_t *low, uint32_t *high);
+
+#endif

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log: leveled one-line messages to stderr. When stderr is connected to the
+ * journal (JOURNAL_STREAM matches stderr's device and inode) each line gets
+ * the sd-daemon "<N>" priority prefix so journald records the level.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+
+static enum log_level threshold = LOG_LEVEL_INFO;
+static int journal = -1;
+
+static const char *const level_names[] = {
+	[LOG_LEVEL_ERROR] = "error",
+	[LOG_LEVEL_WARN] = "warn",
+	[LOG_LEVEL_INFO] = "info",
+	[LOG_LEVEL_DEBUG] = "debug",
+};
+static const int level_prio[] = { 3, 4, 6, 7 };
+
+int log_set_level_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcmp(name, level_names[i]) == 0) {
+			threshold = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int log_enabled(enum log_level level)
+{
+	return level <= threshold;
+}
+
+/* Tell whether stderr is the journal's stream. */
+static int stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long dev, ino;
+	struct stat st;
+
+	if (!js || sscanf(js, "%lu:%lu", &dev, &ino) != 2)
+		return 0;
+	if (fstat(2, &st) != 0)
+		return 0;
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
+/* Print one formatted line. */
+static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	if (journal < 0)
+		journal = stderr_is_journal();
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (journal)
+		fprintf(stderr, "<%d>%s\n", level_prio[level], buf);
+	else
+		fprintf(stderr, "nfscached: %s: %s\n", level_names[level], buf);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+void fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(LOG_LEVEL_ERROR, fmt, ap);
+	va_end(ap);
+	exit(1);
+}

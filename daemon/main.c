@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main: nfscached's start, signals and stop.
+ *
+ * Start: parse flags, load and validate the configuration (a bad one is
+ * refused with FILE:LINE: reason), load or create the handle key in the
+ * state directory, start one upstream client per export (it connects and
+ * keeps reconnecting in the background), listen for NFS and MOUNT, serve
+ * metrics, register with rpcbind if asked. The listeners open whether or
+ * not the upstream is reachable yet: until it is, NFS calls get
+ * NFS3ERR_JUKEBOX (clients retry) and MNT waits up to upstream_timeout.
+ *
+ * Stop (SIGTERM, SIGINT): stop accepting, unregister from rpcbind, let
+ * calls in flight finish (at most upstream_timeout), close connections,
+ * exit 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <event2/event.h>
+
+#include "daemon.h"
+#include "fh.h"
+#include "log.h"
+#include "metrics.h"
+#include "ops.h"
+#include "registrar.h"
+#include "server.h"
+#include "upstream.h"
+
+static struct event *stop_timer;
+static double stop_deadline;
+
+double daemon_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct export_rt *daemon_export(struct daemon *d, unsigned id)
+{
+	for (size_t i = 0; i < d->nexports; i++)
+		if (d->exports[i].conf->id == id)
+			return &d->exports[i];
+	return NULL;
+}
+
+/* Print usage to f. */
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: nfscached --config FILE\n"
+		"       nfscached --upstream 'nfs://HOST/PATH?nfsport=N&mountport=M'\n"
+		"                 [--listen ADDR:PORT] [--mount-port PORT]\n"
+		"       nfscached --check-config FILE\n"
+		"       nfscached --dump-config [--config FILE]\n"
+		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
+		"         --version  --help\n");
+}
+
+struct opts {
+	const char *config;
+	const char *check;
+	const char *upstream;
+	const char *listen;
+	const char *state_dir;
+	const char *metrics;
+	const char *log_level;
+	int mount_port;
+	int dump;
+};
+
+/* Parse the command line into o; exits on --help, --version, bad flags. */
+static void parse_flags(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", required_argument, NULL, 'C' },
+		{ "upstream", required_argument, NULL, 'u' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "mount-port", required_argument, NULL, 'm' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "metrics", required_argument, NULL, 'M' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "dump-config", no_argument, NULL, 'D' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->mount_port = -1;
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 'C': o->check = optarg; break;
+		case 'u': o->upstream = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'm': o->mount_port = atoi(optarg); break;
+		case 's': o->state_dir = optarg; break;
+		case 'M': o->metrics = optarg; break;
+		case 'L': o->log_level = optarg; break;
+		case 'D': o->dump = 1; break;
+		case 'V': printf("nfscached %s\n", NFSCACHED_VERSION); exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+/* Replace an owned string. */
+static void set_str(char **dst, const char *src)
+{
+	char *s = strdup(src);
+
+	if (!s)
+		fatal("out of memory");
+	free(*dst);
+	*dst = s;
+}
+
+/* Build the configuration from the flags; exits with the reason if bad. */
+static struct conf *load_conf(const struct opts *o)
+{
+	struct conf *c = NULL;
+	char err[512];
+
+	if (o->check) {
+		if (conf_load_file(o->check, &c, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			exit(1);
+		}
+		printf("%s: ok (%zu export%s)\n", o->check, c->nexports,
+		       c->nexports == 1 ? "" : "s");
+		conf_free(&c);
+		exit(0);
+	}
+	if (o->config && o->upstream)
+		fatal("--config and --upstream exclude each other");
+	if (o->config) {
+		if (conf_load_file(o->config, &c, err, sizeof(err)) != 0)
+			fatal("%s", err);
+	} else if (o->upstream) {
+		if (conf_from_flags(o->upstream, o->listen,
+				    o->mount_port > 0 ? o->mount_port : 0, &c,
+				    err, sizeof(err)) != 0)
+			fatal("%s", err);
+		if (o->mount_port == 0)
+			c->mount_port = 0;
+	} else if (!o->dump) {
+		usage(stderr);
+		exit(2);
+	}
+	if (!c && o->dump && conf_from_flags("nfs://server/export", NULL, 0, &c,
+					     err, sizeof(err)) != 0)
+		fatal("%s", err);
+	if (o->state_dir)
+		set_str(&c->state_dir, o->state_dir);
+	if (o->metrics)
+		set_str(&c->metrics_listen, o->metrics);
+	if (o->log_level)
+		set_str(&c->log_level, o->log_level);
+	return c;
+}
+
+/* Create the state directory if needed and load the handle key. */
+static void load_key(struct daemon *d)
+{
+	char path[4096], err[512];
+
+	if (mkdir(d->conf->state_dir, 0700) != 0 && errno != EEXIST)
+		fatal("cannot create state_dir %s: %s", d->conf->state_dir,
+		      strerror(errno));
+	snprintf(path, sizeof(path), "%s/handle.key", d->conf->state_dir);
+	if (fh_key_load(path, d->fh_key, err, sizeof(err)) != 0)
+		fatal("%s", err);
+}
+
+/* Log upstream state changes. */
+static void upstream_state_changed(struct upstream *u, enum upstream_state st,
+				   void *arg)
+{
+	struct export_rt *ex = arg;
+	static const char *const names[] = { "down", "connecting", "up" };
+
+	(void)u;
+	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
+		log_info("export %s: upstream %s is %s", ex->conf->path,
+			 ex->conf->upstream, names[st]);
+}
+
+/* Start one upstream client per export. */
+static void start_upstreams(struct daemon *d)
+{
+	const struct conf *c = d->conf;
+
+	d->nexports = c->nexports;
+	d->exports = calloc(c->nexports, sizeof(*d->exports));
+	if (!d->exports)
+		fatal("out of memory");
+	for (size_t i = 0; i < c->nexports; i++) {
+		const struct conf_export *e = &c->exports[i];
+		struct upstream_params p = {
+			.server = e->url.server,
+			.nfs_port = e->url.nfs_port,
+			.mount_port = e->url.mount_port,
+			.export_path = e->url.path,
+			.max_transfer = c->max_transfer,
+			.call_timeout = c->upstream_timeout,
+		};
+
+		d->exports[i].conf = e;
+		d->exports[i].up = upstream_new(d->base, &p, upstream_state_changed,
+						&d->exports[i]);
+		if (!d->exports[i].up || upstream_start(d->exports[i].up) != 0)
+			fatal("export %s: cannot start the upstream client", e->path);
+	}
+}
+
+/* Open the NFS and MOUNT listeners and the metrics endpoint. */
+static void start_listeners(struct daemon *d)
+{
+	const struct conf *c = d->conf;
+	char err[512];
+
+	d->server = server_new(d);
+	if (!d->server)
+		fatal("out of memory");
+	if (server_listen(d->server, c->listen, c->nfs_port, err, sizeof(err)))
+		fatal("%s", err);
+	if (c->mount_port && c->mount_port != c->nfs_port &&
+	    server_listen(d->server, c->listen, c->mount_port, err, sizeof(err)))
+		fatal("%s", err);
+	if (c->metrics_listen[0] &&
+	    !(d->metrics = metrics_start(d, c->metrics_listen, err, sizeof(err))))
+		fatal("%s", err);
+	log_info("serving NFS v3 on %s:%d, MOUNT v3 on port %d, metrics on %s",
+		 c->listen, c->nfs_port, c->mount_port ? c->mount_port : c->nfs_port,
+		 c->metrics_listen[0] ? c->metrics_listen : "(off)");
+}
+
+/* Finish the stop once no call is in flight or the deadline passed. */
+static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct timeval tv = { 0, 50000 };
+
+	(void)fd;
+	(void)what;
+	if (server_inflight(d->server) > 0 && daemon_now() < stop_deadline) {
+		evtimer_add(stop_timer, &tv);
+		return;
+	}
+	if (server_inflight(d->server) > 0)
+		log_warn("stopping with %u calls still in flight",
+			 server_inflight(d->server));
+	server_close_all(d->server);
+	event_base_loopexit(d->base, NULL);
+}
+
+/* SIGTERM/SIGINT: begin an orderly stop. */
+static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)what;
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	log_info("signal %d: stopping", (int)sig);
+	server_stop_accepting(d->server);
+	if (d->conf->register_rpcbind)
+		registrar_unregister(d->conf);
+	stop_deadline = daemon_now() + d->conf->upstream_timeout;
+	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
+	stop_poll_cb(-1, 0, d);
+}
+
+/* Release everything the daemon holds. */
+static void daemon_free(struct daemon *d)
+{
+	metrics_free(&d->metrics);
+	server_free(&d->server);
+	for (size_t i = 0; i < d->nexports; i++)
+		upstream_free(&d->exports[i].up);
+	free(d->exports);
+	mount_list_clear();
+	if (stop_timer)
+		event_free(stop_timer);
+	conf_free(&d->conf);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d;
+	struct opts o;
+	struct event_config *ec;
+	struct event *sigs[2];
+
+	memset(&d, 0, sizeof(d));
+	parse_flags(argc, argv, &o);
+	d.conf = load_conf(&o);
+	if (o.dump) {
+		conf_dump(d.conf, stdout);
+		conf_free(&d.conf);
+		return 0;
+	}
+	if (log_set_level_name(d.conf->log_level) != 0)
+		fatal("unknown log level %s", d.conf->log_level);
+	signal(SIGPIPE, SIG_IGN);
+	load_key(&d);
+	ec = event_config_new();
+	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+	d.base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	if (!d.base)
+		fatal("cannot create the event loop");
+	start_upstreams(&d);
+	start_listeners(&d);
+	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);
+	sigs[1] = evsignal_new(d.base, SIGINT, signal_stop_cb, &d);
+	evsignal_add(sigs[0], NULL);
+	evsignal_add(sigs[1], NULL);
+	if (d.conf->register_rpcbind)
+		registrar_register(d.conf);
+	event_base_dispatch(d.base);
+	event_free(sigs[0]);
+	event_free(sigs[1]);
+	daemon_free(&d);
+	event_base_free(d.base);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics: Prometheus exposition of the counters every module owns. Each
+ * metric is declared once below with its name, type and help text; the
+ * values come from server_stats_get, upstream_stats_get, nfs3_ops_stats_get
+ * and drc_count at scrape time. Names follow Prometheus conventions:
+ * nfscached_ prefix, _total for counters, _seconds and _bytes for units.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/util.h>
+
+#include "daemon.h"
+#include "dispatch.h"
+#include "metrics.h"
+#include "nfs3_ops.h"
+#include "server.h"
+#include "upstream.h"
+
+struct metrics {
+	struct evhttp *http;
+	struct daemon *d;
+};
+
+/* Write a metric's HELP and TYPE lines. */
+static void head(struct evbuffer *o, const char *name, const char *type,
+		 const char *help)
+{
+	evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+			    name, type);
+}
+
+/* Write a metric without labels. */
+static void scalar(struct evbuffer *o, const char *name, const char *type,
+		   const char *help, unsigned long long v)
+{
+	head(o, name, type, help);
+	evbuffer_add_printf(o, "%s %llu\n", name, v);
+}
+
+/* Write per-procedure client call counters and latency sums. */
+static void render_client(struct evbuffer *o, const struct server_stats *st)
+{
+	head(o, "nfscached_client_rpcs_total", "counter",
+	     "Client RPC calls received, by program and procedure.");
+	for (size_t i = 0; i < dispatch_count; i++)
+		evbuffer_add_printf(o,
+			"nfscached_client_rpcs_total{program=\"%s\",procedure=\"%s\"} %llu\n",
+			dispatch_rows[i].program, dispatch_rows[i].name,
+			(unsigned long long)st->calls[i]);
+	head(o, "nfscached_client_rpc_duration_seconds", "summary",
+	     "Time from a client call's arrival to its reply, by procedure.");
+	for (size_t i = 0; i < dispatch_count; i++) {
+		evbuffer_add_printf(o,
+			"nfscached_client_rpc_duration_seconds_sum{program=\"%s\",procedure=\"%s\"} %.6f\n",
+			dispatch_rows[i].program, dispatch_rows[i].name,
+			st->latency_sum[i]);
+		evbuffer_add_printf(o,
+			"nfscached_client_rpc_duration_seconds_count{program=\"%s\",procedure=\"%s\"} %llu\n",
+			dispatch_rows[i].program, dispatch_rows[i].name,
+			(unsigned long long)st->replies[i]);
+	}
+}
+
+/* Write connection and RPC-level rejection counters. */
+static void render_server(struct evbuffer *o, const struct server_stats *st)
+{
+	static const char *const close_names[] = {
+#define X(e, s) s,
+		CONN_CLOSE_REASONS(X)
+#undef X
+	};
+	static const char *const reject_names[] = {
+#define X(e, s) s,
+		RPC_REJECT_REASONS(X)
+#undef X
+	};
+
+	scalar(o, "nfscached_connections_accepted_total", "counter",
+	       "Client TCP connections accepted.", st->connections_accepted);
+	scalar(o, "nfscached_connections_open", "gauge",
+	       "Client TCP connections open now.", st->connections_open);
+	head(o, "nfscached_connections_closed_total", "counter",
+	     "Client TCP connections closed, by reason.");
+	for (int i = 0; i < CLOSE_NREASONS; i++)
+		evbuffer_add_printf(o, "nfscached_connections_closed_total{reason=\"%s\"} %llu\n",
+				    close_names[i], (unsigned long long)st->closed[i]);
+	head(o, "nfscached_rpc_rejected_total", "counter",
+	     "Client calls rejected at the RPC level, by reason.");
+	for (int i = 0; i < REJECT_NREASONS; i++)
+		evbuffer_add_printf(o, "nfscached_rpc_rejected_total{reason=\"%s\"} %llu\n",
+				    reject_names[i], (unsigned long long)st->rejected[i]);
+	scalar(o, "nfscached_rpc_records_oversize_total", "counter",
+	       "Client RPC records over max_record_size (each closed its connection).",
+	       st->records_oversize);
+	scalar(o, "nfscached_requests_inflight", "gauge",
+	       "Client calls being served now.", st->requests_inflight);
+	scalar(o, "nfscached_backpressure_pauses_total", "counter",
+	       "Times a connection stopped reading because of its limits.",
+	       st->reads_paused);
+	scalar(o, "nfscached_drc_hits_total", "counter",
+	       "Retransmitted non-idempotent calls answered from the duplicate request cache.",
+	       st->drc_hits);
+}
+
+/* Write the upstream counters summed over exports, and per-export state. */
+static void render_upstream(struct evbuffer *o, struct daemon *d)
+{
+	struct upstream_stats sum, one;
+
+	memset(&sum, 0, sizeof(sum));
+	for (size_t i = 0; i < d->nexports; i++) {
+		upstream_stats_get(d->exports[i].up, &one);
+		for (int p = 0; p < UPSTREAM_NPROCS; p++) {
+			sum.calls[p] += one.calls[p];
+			sum.replies[p] += one.replies[p];
+		}
+		sum.errors += one.errors;
+		sum.timeouts += one.timeouts;
+		sum.connects += one.connects;
+		sum.disconnects += one.disconnects;
+		sum.bytes_sent += one.bytes_sent;
+		sum.bytes_received += one.bytes_received;
+	}
+	head(o, "nfscached_upstream_rpcs_total", "counter",
+	     "NFSv3 calls sent to the upstream server, by procedure.");
+	for (int p = 0; p < UPSTREAM_NPROCS; p++)
+		evbuffer_add_printf(o, "nfscached_upstream_rpcs_total{procedure=\"%s\"} %llu\n",
+				    dispatch_rows[p].name, (unsigned long long)sum.calls[p]);
+	scalar(o, "nfscached_upstream_errors_total", "counter",
+	       "Upstream calls that got no reply (connection lost, timeout, RPC error).",
+	       sum.errors);
+	scalar(o, "nfscached_upstream_timeouts_total", "counter",
+	       "Upstream calls that timed out.", sum.timeouts);
+	scalar(o, "nfscached_upstream_connects_total", "counter",
+	       "Successful upstream (re)connections.", sum.connects);
+	scalar(o, "nfscached_upstream_disconnects_total", "counter",
+	       "Upstream connections lost.", sum.disconnects);
+	scalar(o, "nfscached_upstream_sent_bytes_total", "counter",
+	       "XDR argument bytes sent upstream.", sum.bytes_sent);
+	scalar(o, "nfscached_upstream_received_bytes_total", "counter",
+	       "XDR result bytes received from upstream.", sum.bytes_received);
+	head(o, "nfscached_upstream_up", "gauge",
+	     "1 when the export's upstream connection is up.");
+	for (size_t i = 0; i < d->nexports; i++)
+		evbuffer_add_printf(o, "nfscached_upstream_up{export=\"%s\"} %d\n",
+				    d->exports[i].conf->path,
+				    upstream_get_state(d->exports[i].up) == UPSTREAM_UP);
+}
+
+void metrics_render(struct daemon *d, struct evbuffer *o)
+{
+	struct server_stats st;
+	struct nfs3_ops_stats ns;
+
+	head(o, "nfscached_build_info", "gauge", "Build information.");
+	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\"} 1\n",
+			    NFSCACHED_VERSION);
+	server_stats_get(d->server, &st);
+	render_client(o, &st);
+	render_server(o, &st);
+	render_upstream(o, d);
+	nfs3_ops_stats_get(&ns);
+	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
+	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
+	       ns.jukebox);
+	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
+	       "Client file handles that failed to decode or authenticate.",
+	       ns.badhandle);
+	scalar(o, "nfscached_drc_entries", "gauge",
+	       "Entries in the duplicate request cache.", st.drc_entries);
+}
+
+/* GET /metrics. */
+static void metrics_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evbuffer *out = evbuffer_new();
+
+	if (!out) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	metrics_render(m->d, out);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, HTTP_OK, "OK", out);
+	evbuffer_free(out);
+}
+
+/* GET /healthz: 200 when every upstream is up, else 503. */
+static void healthz_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evbuffer *out = evbuffer_new();
+	int up = 1;
+
+	for (size_t i = 0; i < m->d->nexports; i++)
+		if (upstream_get_state(m->d->exports[i].up) != UPSTREAM_UP)
+			up = 0;
+	evbuffer_add_printf(out, up ? "ok\n" : "upstream down\n");
+	evhttp_send_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
+	evbuffer_free(out);
+}
+
+struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
+			      size_t errlen)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	char host[256];
+	const char *colon = strrchr(listen, ':');
+	size_t hl;
+
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (!colon || colon == listen || (hl = (size_t)(colon - listen)) >= sizeof(host)) {
+		snprintf(err, errlen, "metrics_listen \"%s\" is not ADDR:PORT", listen);
+		goto fail;
+	}
+	memcpy(host, listen, hl);
+	host[hl] = 0;
+	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	m->d = d;
+	m->http = evhttp_new(d->base);
+	if (!m->http || evhttp_bind_socket(m->http, host, (ev_uint16_t)atoi(colon + 1))) {
+		snprintf(err, errlen, "cannot listen for metrics on %s", listen);
+		goto fail;
+	}
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_cb(m->http, "/metrics", metrics_cb, m);
+	evhttp_set_cb(m->http, "/healthz", healthz_cb, m);
+	return m;
+fail:
+	if (m->http)
+		evhttp_free(m->http);
+	free(m);
+	return NULL;
+}
+
+void metrics_free(struct metrics **mp)
+{
+	struct metrics *m = mp ? *mp : NULL;
+
+	if (!m)
+		return;
+	evhttp_free(m->http);
+	free(m);
+	*mp = NULL;
+}

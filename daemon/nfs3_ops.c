@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfs3_ops: NFSv3 procedures (RFC 1813 section 3) forwarded upstream.
+ *
+ * For each call: unwrap and check every client file handle in the
+ * arguments (fh.h), check the export's client rules, map the credential
+ * (root squash), clamp transfer counts to what the upstream connection can
+ * carry, re-encode the arguments and send them through the export's
+ * upstream. The reply's handles are wrapped back into client handles and
+ * FSINFO is clamped so it never advertises more than the proxy can take.
+ * A call the upstream cannot serve now gets NFS3ERR_JUKEBOX so the client
+ * retries. Nothing is cached yet beyond what correctness needs.
+ *
+ * The table fh_map says, per procedure, where the file handles sit in its
+ * arguments and results (offsets into the rpcgen structs).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "nfs3_prot.h"
+#include "ops.h"
+#include "rpcmsg.h"
+#include "server.h"
+#include "upstream.h"
+
+enum res_fh {
+	RES_NONE = 0,
+	RES_FH,		/* an nfs_fh3 in resok */
+	RES_POSTOP_FH,	/* a post_op_fh3 in resok */
+	RES_DIRPLUS,	/* READDIRPLUS entries' name_handle */
+};
+
+struct fh_slots {
+	unsigned nargs;
+	size_t args[2];
+	enum res_fh res;
+	size_t res_off;
+};
+
+#define A1(T, f) 1, { offsetof(T, f), 0 }
+#define A2(T, f, g) 2, { offsetof(T, f), offsetof(T, g) }
+#define RESOK(T, f) offsetof(T, T##_u.resok.f)
+
+static const struct fh_slots fh_map[UPSTREAM_NPROCS] = {
+	[NFSPROC3_GETATTR] = { A1(GETATTR3args, object), RES_NONE, 0 },
+	[NFSPROC3_SETATTR] = { A1(SETATTR3args, object), RES_NONE, 0 },
+	[NFSPROC3_LOOKUP] = { A1(LOOKUP3args, what.dir), RES_FH, RESOK(LOOKUP3res, object) },
+	[NFSPROC3_ACCESS] = { A1(ACCESS3args, object), RES_NONE, 0 },
+	[NFSPROC3_READLINK] = { A1(READLINK3args, symlink), RES_NONE, 0 },
+	[NFSPROC3_READ] = { A1(READ3args, file), RES_NONE, 0 },
+	[NFSPROC3_WRITE] = { A1(WRITE3args, file), RES_NONE, 0 },
+	[NFSPROC3_CREATE] = { A1(CREATE3args, where.dir), RES_POSTOP_FH, RESOK(CREATE3res, obj) },
+	[NFSPROC3_MKDIR] = { A1(MKDIR3args, where.dir), RES_POSTOP_FH, RESOK(MKDIR3res, obj) },
+	[NFSPROC3_SYMLINK] = { A1(SYMLINK3args, where.dir), RES_POSTOP_FH, RESOK(SYMLINK3res, obj) },
+	[NFSPROC3_MKNOD] = { A1(MKNOD3args, where.dir), RES_POSTOP_FH, RESOK(MKNOD3res, obj) },
+	[NFSPROC3_REMOVE] = { A1(REMOVE3args, object.dir), RES_NONE, 0 },
+	[NFSPROC3_RMDIR] = { A1(RMDIR3args, object.dir), RES_NONE, 0 },
+	[NFSPROC3_RENAME] = { A2(RENAME3args, from.dir, to.dir), RES_NONE, 0 },
+	[NFSPROC3_LINK] = { A2(LINK3args, file, link.dir), RES_NONE, 0 },
+	[NFSPROC3_READDIR] = { A1(READDIR3args, dir), RES_NONE, 0 },
+	[NFSPROC3_READDIRPLUS] = { A1(READDIRPLUS3args, dir), RES_DIRPLUS, 0 },
+	[NFSPROC3_FSSTAT] = { A1(FSSTAT3args, fsroot), RES_NONE, 0 },
+	[NFSPROC3_FSINFO] = { A1(FSINFO3args, fsroot), RES_NONE, 0 },
+	[NFSPROC3_PATHCONF] = { A1(PATHCONF3args, object), RES_NONE, 0 },
+	[NFSPROC3_COMMIT] = { A1(COMMIT3args, file), RES_NONE, 0 },
+};
+
+static struct nfs3_ops_stats stats;
+
+/* The nfs_fh3 at offset off inside obj. */
+static nfs_fh3 *fh_at(void *obj, size_t off)
+{
+	return (nfs_fh3 *)((char *)obj + off);
+}
+
+/* Reply with status only (resfail with no attributes). */
+static enum op_status reply_status(struct req *r, nfsstat3 status)
+{
+	void *res = calloc(1, r->ent->res_size);
+	enum op_status st;
+
+	if (!res)
+		return req_reply_accept_error(r, SYSTEM_ERR);
+	/* Every RFC 1813 result union starts with its nfsstat3 status. */
+	*(nfsstat3 *)res = status;
+	if (status == NFS3ERR_JUKEBOX)
+		stats.jukebox++;
+	st = req_reply(r, r->ent->xdr_res, res);
+	free(res);
+	return st;
+}
+
+/* Unwrap the argument handles in place; set *ex. 0 or an nfsstat3. */
+static nfsstat3 unwrap_args(struct req *r, struct export_rt **ex)
+{
+	const struct fh_slots *m = &fh_map[r->call.proc];
+	unsigned first_id = 0;
+
+	for (unsigned i = 0; i < m->nargs; i++) {
+		nfs_fh3 *fh = fh_at(r->args, m->args[i]);
+		const uint8_t *up;
+		size_t up_len;
+		unsigned id;
+
+		if (fh_unwrap(r->d->fh_key, (const uint8_t *)fh->data.data_val,
+			      fh->data.data_len, &id, &up, &up_len) != FH_OK) {
+			stats.badhandle++;
+			return NFS3ERR_BADHANDLE;
+		}
+		if (i == 0)
+			first_id = id;
+		else if (id != first_id)
+			return NFS3ERR_XDEV;
+		memmove(fh->data.data_val, up, up_len);
+		fh->data.data_len = (u_int)up_len;
+	}
+	*ex = daemon_export(r->d, first_id);
+	if (!*ex) {
+		stats.stale++;
+		return NFS3ERR_STALE;
+	}
+	return NFS3_OK;
+}
+
+/* Check the export's client rules for this caller. */
+static nfsstat3 check_client(struct req *r, const struct conf_export *e)
+{
+	if (!conf_client_allowed(e, req_peer(r)))
+		return NFS3ERR_ACCES;
+	if (e->secure && !req_peer_privileged(r))
+		return NFS3ERR_PERM;
+	return NFS3_OK;
+}
+
+/* Map the caller's credential for upstream, squashing root if asked. */
+static void cred_map(const struct req *r, const struct conf_export *e,
+		     struct upstream_cred *uc)
+{
+	const struct rpcmsg_cred *c = &r->call.cred;
+
+	memset(uc, 0, sizeof(*uc));
+	uc->machine = c->machine[0] ? c->machine : "nfscached";
+	if (c->flavor != AUTH_SYS) {
+		uc->uid = e->anonuid;
+		uc->gid = e->anongid;
+		return;
+	}
+	uc->uid = c->uid;
+	uc->gid = c->gid;
+	uc->ngids = c->ngids;
+	memcpy(uc->gids, c->gids, c->ngids * sizeof(c->gids[0]));
+	if (!e->root_squash)
+		return;
+	if (uc->uid == 0)
+		uc->uid = e->anonuid;
+	if (uc->gid == 0)
+		uc->gid = e->anongid;
+	for (uint32_t i = 0; i < uc->ngids; i++)
+		if (uc->gids[i] == 0)
+			uc->gids[i] = e->anongid;
+}
+
+/* Lower a count to max. */
+static void clamp(count3 *c, uint32_t max)
+{
+	if (max && *c > max)
+		*c = max;
+}
+
+/* Clamp transfer counts in the arguments to the upstream's rtmax. */
+static void clamp_args(struct req *r, const struct export_rt *ex)
+{
+	uint32_t rtmax = upstream_rtmax(ex->up);
+
+	switch (r->call.proc) {
+	case NFSPROC3_READ:
+		clamp(&((READ3args *)r->args)->count, rtmax);
+		break;
+	case NFSPROC3_READDIR:
+		clamp(&((READDIR3args *)r->args)->count, rtmax);
+		break;
+	case NFSPROC3_READDIRPLUS:
+		clamp(&((READDIRPLUS3args *)r->args)->dircount, rtmax);
+		clamp(&((READDIRPLUS3args *)r->args)->maxcount, rtmax);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Replace an upstream handle by its client handle. 0, or -1 if too long. */
+static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
+{
+	uint8_t out[FH_SIZE_MAX];
+	size_t n;
+	char *buf;
+
+	if (fh_wrap(d->fh_key, ex->conf->id, (const uint8_t *)fh->data.data_val,
+		    fh->data.data_len, out, &n) != FH_OK) {
+		if (!ex->warned_fh_len)
+			log_error("export %s: upstream handle of %u bytes is over %d; it cannot be served",
+				  ex->conf->path, fh->data.data_len, FH_UP_MAX);
+		ex->warned_fh_len = true;
+		return -1;
+	}
+	if (fh->data.data_len > FH_UP_FULLAUTH && !ex->warned_fh_len) {
+		log_warn("export %s: upstream handles of %u bytes get a %zu-byte authenticator",
+			 ex->conf->path, fh->data.data_len,
+			 fh_auth_len(fh->data.data_len));
+		ex->warned_fh_len = true;
+	}
+	buf = realloc(fh->data.data_val, n);
+	if (!buf)
+		return -1;
+	memcpy(buf, out, n);
+	fh->data.data_val = buf;
+	fh->data.data_len = (u_int)n;
+	return 0;
+}
+
+/* Wrap a post_op_fh3, dropping it if it cannot be wrapped. */
+static void postop_rewrap(struct daemon *d, struct export_rt *ex,
+			  post_op_fh3 *p)
+{
+	if (p->handle_follows &&
+	    fh_rewrap(d, ex, &p->post_op_fh3_u.handle) != 0) {
+		xdr_free((xdrproc_t)xdr_nfs_fh3, (char *)&p->post_op_fh3_u.handle);
+		p->handle_follows = FALSE;
+	}
+}
+
+/* Wrap the handles in a successful result. 0, or an nfsstat3. */
+static nfsstat3 rewrap_res(struct req *r, struct export_rt *ex, void *res)
+{
+	const struct fh_slots *m = &fh_map[r->call.proc];
+	entryplus3 *e;
+
+	if (*(nfsstat3 *)res != NFS3_OK)
+		return NFS3_OK;
+	switch (m->res) {
+	case RES_FH:
+		if (fh_rewrap(r->d, ex, fh_at(res, m->res_off)) != 0)
+			return NFS3ERR_SERVERFAULT;
+		break;
+	case RES_POSTOP_FH:
+		postop_rewrap(r->d, ex, (post_op_fh3 *)((char *)res + m->res_off));
+		break;
+	case RES_DIRPLUS:
+		e = ((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok.reply.entries;
+		for (; e; e = e->nextentry)
+			postop_rewrap(r->d, ex, &e->name_handle);
+		break;
+	case RES_NONE:
+		break;
+	}
+	return NFS3_OK;
+}
+
+/* Never advertise more than the upstream link or our records can carry. */
+static void clamp_fsinfo(struct req *r, const struct export_rt *ex,
+			 FSINFO3res *res)
+{
+	FSINFO3resok *ok = &res->FSINFO3res_u.resok;
+	uint32_t rmax = upstream_rtmax(ex->up);
+	uint32_t wmax = upstream_wtmax(ex->up);
+	uint32_t rec = r->d->conf->max_record_size;
+	uint32_t rec_w = rec > 8192 ? (rec - 4096) & ~4095u : 4096;
+
+	if (res->status != NFS3_OK)
+		return;
+	if (rec_w < wmax || !wmax)
+		wmax = rec_w;
+	clamp(&ok->rtmax, rmax);
+	clamp(&ok->rtpref, ok->rtmax);
+	clamp(&ok->wtmax, wmax);
+	clamp(&ok->wtpref, ok->wtmax);
+	clamp(&ok->dtpref, ok->rtmax);
+}
+
+/* Upstream reply for a forwarded call. */
+static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
+			 size_t res_len, void *arg)
+{
+	struct req *r = arg;
+	struct export_rt *ex = r->op;
+	void *res;
+	nfsstat3 err;
+
+	if (status != UPSTREAM_OK) {
+		reply_status(r, NFS3ERR_JUKEBOX);
+		return;
+	}
+	res = calloc(1, r->ent->res_size);
+	if (!res || rpcmsg_decode_args(res_xdr, res_len, 0, r->ent->xdr_res, res)) {
+		log_warn("upstream %s reply does not decode", r->ent->name);
+		if (res) {
+			xdr_free(r->ent->xdr_res, res);
+			free(res);
+		}
+		reply_status(r, NFS3ERR_SERVERFAULT);
+		return;
+	}
+	err = rewrap_res(r, ex, res);
+	if (r->call.proc == NFSPROC3_FSINFO)
+		clamp_fsinfo(r, ex, res);
+	if (err != NFS3_OK)
+		reply_status(r, err);
+	else
+		req_reply(r, r->ent->xdr_res, res);
+	xdr_free(r->ent->xdr_res, res);
+	free(res);
+}
+
+enum op_status nfs3_op_null(struct req *r)
+{
+	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
+}
+
+enum op_status nfs3_op_forward(struct req *r)
+{
+	struct export_rt *ex = NULL;
+	struct upstream_cred uc;
+	nfsstat3 st;
+	uint8_t *args;
+	size_t len;
+	int rc;
+
+	if ((st = unwrap_args(r, &ex)) != NFS3_OK ||
+	    (st = check_client(r, ex->conf)) != NFS3_OK)
+		return reply_status(r, st);
+	clamp_args(r, ex);
+	cred_map(r, ex->conf, &uc);
+	args = rpcmsg_encode(r->ent->xdr_args, r->args, &len);
+	if (!args)
+		return reply_status(r, NFS3ERR_SERVERFAULT);
+	r->op = ex;
+	rc = upstream_call(ex->up, r->call.proc, args, len, &uc, forward_done, r);
+	free(args);
+	if (rc != 0)
+		return reply_status(r, NFS3ERR_JUKEBOX);
+	return OP_PENDING;
+}
+
+void nfs3_ops_stats_get(struct nfs3_ops_stats *st)
+{
+	*st = stats;
+}

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server: listeners, connections and requests (see server.h).
+ *
+ * Connection states: OPEN (reading, or paused by backpressure) -> CLOSED
+ * (bufferevent freed, socket closed; requests still in flight keep the
+ * struct alive through their references) -> freed at the last reference.
+ * Invariants: conn.inflight counts the requests that reference the
+ * connection; server.inflight is their sum; a paused connection has
+ * EV_READ disabled and is resumed only through a deferred trigger, so a
+ * synchronous reply never re-enters the record loop.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <utlist.h>
+
+#include "daemon.h"
+#include "drc.h"
+#include "log.h"
+#include "rpcrec.h"
+#include "server.h"
+
+#define CONN_MAGIC 0x434f4e4eu
+#define REQ_MAGIC 0x52455121u
+
+struct conn {
+	uint32_t magic;
+	unsigned refs;
+	bool closed;
+	bool paused;
+	struct server *srv;
+	struct bufferevent *bev;
+	struct sockaddr_storage peer;
+	char peer_name[INET6_ADDRSTRLEN + 8];
+	char peer_host[INET6_ADDRSTRLEN];
+	struct rpcrec *rec;
+	unsigned inflight;
+	struct conn *prev, *next;
+};
+
+struct listener {
+	struct evconnlistener *l;
+	struct listener *next;
+};
+
+struct server {
+	struct daemon *d;
+	struct listener *listeners;
+	struct conn *conns;
+	unsigned inflight;
+	struct drc *drc;
+	struct server_stats st;
+};
+
+static void conn_pump(struct conn *c);
+
+/* Take a reference on c. */
+static void conn_get(struct conn *c)
+{
+	c->refs++;
+}
+
+/* Drop a reference; free c at the last one. */
+static void conn_put(struct conn **cp)
+{
+	struct conn *c = *cp;
+
+	*cp = NULL;
+	if (!c || --c->refs > 0)
+		return;
+	rpcrec_free(&c->rec);
+	c->magic = 0;
+	free(c);
+}
+
+/* Close c for reason: free the socket, keep the struct for its requests. */
+static void conn_close(struct conn *c, enum conn_close_reason reason)
+{
+	static const char *const names[] = {
+#define X(e, s) s,
+		CONN_CLOSE_REASONS(X)
+#undef X
+	};
+	struct server *s = c->srv;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	s->st.closed[reason]++;
+	s->st.connections_open--;
+	log_debug("connection %s closed: %s", c->peer_name, names[reason]);
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	DL_DELETE(s->conns, c);
+	conn_put(&c);
+}
+
+/* Tell whether c must stop reading for now. */
+static bool conn_should_pause(const struct conn *c)
+{
+	const struct conf *cf = c->srv->d->conf;
+
+	return c->inflight >= cf->max_requests_per_conn ||
+	       evbuffer_get_length(bufferevent_get_output(c->bev)) >=
+		       cf->max_reply_buffer;
+}
+
+/* Resume a paused connection once it is under its limits. */
+static void conn_maybe_resume(struct conn *c)
+{
+	if (c->closed || !c->paused || conn_should_pause(c))
+		return;
+	c->paused = false;
+	bufferevent_enable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+		bufferevent_trigger(c->bev, EV_READ,
+				    BEV_TRIG_IGNORE_WATERMARKS |
+				    BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Release a request: its record, arguments and connection reference. */
+static void req_release(struct req *r)
+{
+	struct conn *c = r->conn;
+	struct server *s = c->srv;
+
+	if (r->drc)
+		drc_abandon(s->drc, r->drc);
+	if (r->args) {
+		xdr_free(r->ent->xdr_args, r->args);
+		free(r->args);
+	}
+	free(r->rec);
+	r->magic = 0;
+	free(r);
+	c->inflight--;
+	s->inflight--;
+	s->st.requests_inflight = s->inflight;
+	conn_maybe_resume(c);
+	conn_put(&c);
+}
+
+/* Account for a finished call of row ent that arrived at start. */
+static void count_reply(struct server *s, const struct req *r)
+{
+	if (!r->ent)
+		return;
+	s->st.replies[dispatch_index(r->ent)]++;
+	s->st.latency_sum[dispatch_index(r->ent)] += daemon_now() - r->start;
+}
+
+/* Hand a complete framed reply to the DRC (if tracked) and the client. */
+static void req_deliver(struct req *r, struct evbuffer *reply)
+{
+	struct conn *c = r->conn;
+
+	if (r->drc) {
+		size_t len = evbuffer_get_length(reply);
+		const uint8_t *bytes = evbuffer_pullup(reply, -1);
+
+		drc_complete(c->srv->drc, r->drc, bytes, len, daemon_now());
+		r->drc = NULL;
+	}
+	if (!c->closed)
+		evbuffer_add_buffer(bufferevent_get_output(c->bev), reply);
+}
+
+/* The buffer a reply for r should be encoded into: the connection's
+ * output, or a scratch buffer when the DRC needs a copy. NULL if unwanted. */
+static struct evbuffer *reply_target(struct req *r, bool *scratch)
+{
+	*scratch = r->drc != NULL;
+	if (*scratch)
+		return evbuffer_new();
+	if (r->conn->closed)
+		return NULL;
+	return bufferevent_get_output(r->conn->bev);
+}
+
+enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res)
+{
+	bool scratch;
+	struct evbuffer *out = reply_target(r, &scratch);
+
+	count_reply(r->conn->srv, r);
+	if (out) {
+		if (rpcmsg_reply_success(out, r->call.xid, proc, res) != 0) {
+			log_warn("cannot encode reply to %s xid %08x",
+				 r->conn->peer_name, r->call.xid);
+			rpcmsg_reply_accept_error(out, r->call.xid,
+						  SYSTEM_ERR, 0, 0);
+		}
+		if (scratch) {
+			req_deliver(r, out);
+			evbuffer_free(out);
+		}
+	}
+	req_release(r);
+	return OP_DONE;
+}
+
+enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat)
+{
+	bool scratch;
+	struct evbuffer *out = reply_target(r, &scratch);
+
+	count_reply(r->conn->srv, r);
+	if (out) {
+		rpcmsg_reply_accept_error(out, r->call.xid, stat, 0, 0);
+		if (scratch) {
+			req_deliver(r, out);
+			evbuffer_free(out);
+		}
+	}
+	req_release(r);
+	return OP_DONE;
+}
+
+/* Deliver a DRC reply to a parked duplicate (a connection reference). */
+static void drc_deliver(void *waiter, const uint8_t *reply, size_t len)
+{
+	struct conn *c = waiter;
+
+	if (!c->closed)
+		evbuffer_add(bufferevent_get_output(c->bev), reply, len);
+	conn_put(&c);
+}
+
+/* Drop a parked duplicate without a reply. */
+static void drc_release(void *waiter)
+{
+	struct conn *c = waiter;
+
+	conn_put(&c);
+}
+
+/* Reject a call at the RPC level: count it and queue the reply. */
+static void conn_reject(struct conn *c, const struct rpcmsg_call *call,
+			enum rpc_reject_reason why, uint32_t low, uint32_t high)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	c->srv->st.rejected[why]++;
+	switch (why) {
+	case REJECT_RPC_MISMATCH:
+		rpcmsg_reply_rpc_mismatch(out, call->xid);
+		break;
+	case REJECT_AUTH_BADCRED:
+		rpcmsg_reply_auth_error(out, call->xid, AUTH_BADCRED);
+		break;
+	case REJECT_AUTH_TOOWEAK:
+		rpcmsg_reply_auth_error(out, call->xid, AUTH_TOOWEAK);
+		break;
+	case REJECT_PROG_UNAVAIL:
+		rpcmsg_reply_accept_error(out, call->xid, PROG_UNAVAIL, 0, 0);
+		break;
+	case REJECT_PROG_MISMATCH:
+		rpcmsg_reply_accept_error(out, call->xid, PROG_MISMATCH, low, high);
+		break;
+	case REJECT_PROC_UNAVAIL:
+		rpcmsg_reply_accept_error(out, call->xid, PROC_UNAVAIL, 0, 0);
+		break;
+	case REJECT_GARBAGE_ARGS:
+		rpcmsg_reply_accept_error(out, call->xid, GARBAGE_ARGS, 0, 0);
+		break;
+	default:
+		rpcmsg_reply_accept_error(out, call->xid, SYSTEM_ERR, 0, 0);
+		break;
+	}
+}
+
+/* Find the dispatch row for call, or reject it. */
+static const struct dispatch_entry *conn_route(struct conn *c,
+					       const struct rpcmsg_call *call)
+{
+	static const enum rpc_reject_reason by_miss[] = {
+		[DISPATCH_PROG_UNAVAIL] = REJECT_PROG_UNAVAIL,
+		[DISPATCH_PROG_MISMATCH] = REJECT_PROG_MISMATCH,
+		[DISPATCH_PROC_UNAVAIL] = REJECT_PROC_UNAVAIL,
+	};
+	enum dispatch_miss miss = DISPATCH_PROG_UNAVAIL;
+	uint32_t low = 0, high = 0;
+	const struct dispatch_entry *ent;
+
+	ent = dispatch_find(call->prog, call->vers, call->proc, &miss, &low,
+			    &high);
+	if (!ent)
+		conn_reject(c, call, by_miss[miss], low, high);
+	return ent;
+}
+
+/* Decode the header of rec; reject or close as it says. True to go on. */
+static bool conn_check_header(struct conn *c, const uint8_t *rec, size_t len,
+			      struct rpcmsg_call *call)
+{
+	switch (rpcmsg_decode_call(rec, len, call)) {
+	case RPCMSG_OK:
+		return true;
+	case RPCMSG_NOT_CALL:
+		conn_close(c, CLOSE_BAD_RECORD);
+		return false;
+	case RPCMSG_GARBAGE:
+		conn_reject(c, call, REJECT_GARBAGE_ARGS, 0, 0);
+		return false;
+	case RPCMSG_RPC_MISMATCH:
+		conn_reject(c, call, REJECT_RPC_MISMATCH, 2, 2);
+		return false;
+	case RPCMSG_AUTH_BADCRED:
+		conn_reject(c, call, REJECT_AUTH_BADCRED, 0, 0);
+		return false;
+	case RPCMSG_AUTH_TOOWEAK:
+		conn_reject(c, call, REJECT_AUTH_TOOWEAK, 0, 0);
+		return false;
+	}
+	return false;
+}
+
+/* Make a request for a routed call; takes ownership of rec. */
+static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
+			   uint8_t *rec, size_t len,
+			   const struct dispatch_entry *ent)
+{
+	struct server *s = c->srv;
+	struct req *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		free(rec);
+		return NULL;
+	}
+	r->magic = REQ_MAGIC;
+	r->d = s->d;
+	r->conn = c;
+	conn_get(c);
+	r->call = *call;
+	r->rec = rec;
+	r->rec_len = len;
+	r->ent = ent;
+	r->start = daemon_now();
+	c->inflight++;
+	s->inflight++;
+	s->st.requests_inflight = s->inflight;
+	s->st.calls[dispatch_index(ent)]++;
+	return r;
+}
+
+/* Run the duplicate request cache for r. True if r was answered from it. */
+static bool req_check_drc(struct req *r)
+{
+	struct conn *c = r->conn;
+	struct server *s = c->srv;
+	struct drc_entry *e;
+	const uint8_t *reply;
+	size_t len;
+
+	switch (drc_begin(s->drc, req_peer(r), r->call.xid, r->call.proc,
+			  r->rec + r->call.args_off,
+			  r->rec_len - r->call.args_off, daemon_now(), &e)) {
+	case DRC_NEW:
+		r->drc = e;
+		return false;
+	case DRC_DONE:
+		s->st.drc_hits++;
+		reply = drc_entry_reply(e, &len);
+		evbuffer_add(bufferevent_get_output(c->bev), reply, len);
+		req_release(r);
+		return true;
+	case DRC_INPROGRESS:
+		s->st.drc_hits++;
+		conn_get(c);
+		if (drc_add_waiter(e, c) != 0)
+			conn_put(&c);
+		req_release(r);
+		return true;
+	case DRC_DISABLED:
+		return false;
+	}
+	return false;
+}
+
+/* Handle one whole record; takes ownership of rec. */
+static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
+{
+	struct rpcmsg_call call;
+	const struct dispatch_entry *ent;
+	struct req *r;
+
+	if (!conn_check_header(c, rec, len, &call) ||
+	    !(ent = conn_route(c, &call))) {
+		free(rec);
+		return;
+	}
+	r = req_new(c, &call, rec, len, ent);
+	if (!r) {
+		conn_close(c, CLOSE_NOMEM);
+		return;
+	}
+	r->args = calloc(1, ent->args_size ? ent->args_size : 1);
+	if (!r->args ||
+	    rpcmsg_decode_args(rec, len, call.args_off, ent->xdr_args, r->args)) {
+		c->srv->st.rejected[REJECT_GARBAGE_ARGS]++;
+		req_reply_accept_error(r, GARBAGE_ARGS);
+		return;
+	}
+	if ((ent->flags & DISPATCH_NONIDEMPOTENT) && req_check_drc(r))
+		return;
+	if (ent->handler(r) == OP_CLOSE) {
+		conn_close(c, CLOSE_HANDLER);
+		req_release(r);
+	}
+}
+
+/* Read and dispatch whole records until input runs dry or limits hit. */
+static void conn_pump(struct conn *c)
+{
+	uint8_t *rec;
+	size_t len;
+
+	while (!c->closed) {
+		if (conn_should_pause(c)) {
+			c->paused = true;
+			c->srv->st.reads_paused++;
+			bufferevent_disable(c->bev, EV_READ);
+			return;
+		}
+		switch (rpcrec_pull(c->rec, bufferevent_get_input(c->bev), &rec,
+				    &len)) {
+		case RPCREC_RECORD:
+			conn_handle_record(c, rec, len);
+			break;
+		case RPCREC_NEED_MORE:
+			return;
+		case RPCREC_OVERSIZE:
+			c->srv->st.records_oversize++;
+			log_info("client %s sent a record over max_record_size; closing",
+				 c->peer_name);
+			conn_close(c, CLOSE_OVERSIZE);
+			return;
+		case RPCREC_ENOMEM:
+			conn_close(c, CLOSE_NOMEM);
+			return;
+		}
+	}
+}
+
+/* Bufferevent read callback. */
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	conn_get(c);
+	conn_pump(c);
+	conn_put(&c);
+}
+
+/* Bufferevent write callback: output drained under the low mark. */
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	conn_get(c);
+	conn_maybe_resume(c);
+	conn_put(&c);
+}
+
+/* Bufferevent event callback: EOF or error. */
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_EOF)
+		conn_close(c, CLOSE_EOF);
+	else if (what & BEV_EVENT_ERROR)
+		conn_close(c, CLOSE_ERROR);
+}
+
+/* Fill the printable peer names of c. */
+static void conn_name(struct conn *c, socklen_t len)
+{
+	char port[8];
+
+	if (getnameinfo((struct sockaddr *)&c->peer, len, c->peer_host,
+			sizeof(c->peer_host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		strcpy(c->peer_host, "?");
+		strcpy(port, "?");
+	}
+	snprintf(c->peer_name, sizeof(c->peer_name), "%s:%s", c->peer_host,
+		 port);
+}
+
+/* Listener callback: a new client connection. */
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	struct server *s = arg;
+	const struct conf *cf = s->d->conf;
+	struct conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	(void)l;
+	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
+	    !(c->bev = bufferevent_socket_new(s->d->base, fd,
+					      BEV_OPT_CLOSE_ON_FREE))) {
+		log_warn("out of memory accepting a connection");
+		if (c)
+			rpcrec_free(&c->rec);
+		free(c);
+		evutil_closesocket(fd);
+		return;
+	}
+	c->magic = CONN_MAGIC;
+	c->refs = 1;
+	c->srv = s;
+	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer) ? (size_t)salen
+							       : sizeof(c->peer));
+	conn_name(c, (socklen_t)salen);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	DL_APPEND(s->conns, c);
+	s->st.connections_accepted++;
+	s->st.connections_open++;
+	log_debug("connection from %s", c->peer_name);
+}
+
+struct server *server_new(struct daemon *d)
+{
+	struct server *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->d = d;
+	s->st.calls = calloc(dispatch_count, sizeof(uint64_t));
+	s->st.replies = calloc(dispatch_count, sizeof(uint64_t));
+	s->st.latency_sum = calloc(dispatch_count, sizeof(double));
+	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
+			 drc_deliver, drc_release);
+	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency_sum) {
+		server_free(&s);
+		return NULL;
+	}
+	return s;
+}
+
+int server_listen(struct server *s, const char *addr, int port, char *err,
+		  size_t errlen)
+{
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+	char spec[300];
+	struct listener *li;
+
+	if (strchr(addr, ':'))
+		snprintf(spec, sizeof(spec), "[%s]:%d", addr, port);
+	else
+		snprintf(spec, sizeof(spec), "%s:%d", addr, port);
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sslen)) {
+		snprintf(err, errlen, "bad listen address %s", spec);
+		return -1;
+	}
+	li = calloc(1, sizeof(*li));
+	if (!li) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	li->l = evconnlistener_new_bind(s->d->base, accept_cb, s,
+					LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE,
+					-1, (struct sockaddr *)&ss, sslen);
+	if (!li->l) {
+		snprintf(err, errlen, "cannot listen on %s: %s", spec,
+			 strerror(errno));
+		free(li);
+		return -1;
+	}
+	LL_PREPEND(s->listeners, li);
+	return 0;
+}
+
+void server_stop_accepting(struct server *s)
+{
+	struct listener *li, *tmp;
+
+	LL_FOREACH_SAFE(s->listeners, li, tmp) {
+		evconnlistener_free(li->l);
+		LL_DELETE(s->listeners, li);
+		free(li);
+	}
+}
+
+unsigned server_inflight(const struct server *s)
+{
+	return s->inflight;
+}
+
+void server_close_all(struct server *s)
+{
+	while (s->conns)
+		conn_close(s->conns, CLOSE_SHUTDOWN);
+}
+
+void server_stats_get(const struct server *s, struct server_stats *st)
+{
+	*st = s->st;
+	st->drc_entries = drc_count(s->drc);
+}
+
+void server_free(struct server **sp)
+{
+	struct server *s = sp ? *sp : NULL;
+
+	if (!s)
+		return;
+	server_stop_accepting(s);
+	server_close_all(s);
+	drc_free(&s->drc);
+	free(s->st.calls);
+	free(s->st.replies);
+	free(s->st.latency_sum);
+	free(s);
+	*sp = NULL;
+}
+
+const struct sockaddr *req_peer(const struct req *r)
+{
+	return (const struct sockaddr *)&r->conn->peer;
+}
+
+bool req_peer_privileged(const struct req *r)
+{
+	const struct sockaddr *sa = req_peer(r);
+	unsigned port = 65535;
+
+	if (sa->sa_family == AF_INET)
+		port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	else if (sa->sa_family == AF_INET6)
+		port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return port < 1024;
+}
+
+const char *req_peer_name(const struct req *r)
+{
+	return r->conn->peer_name;
+}
+
+const char *req_peer_host(const struct req *r)
+{
+	return r->conn->peer_host;
+}

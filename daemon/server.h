@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server: TCP listeners, client connections and the requests in flight on
+ * them (ONC RPC over TCP, RFC 5531 sections 9 and 11).
+ *
+ * A connection reads records, decodes each call header, rejects what it
+ * must (RPC_MISMATCH, AUTH_ERROR, PROG_UNAVAIL, PROG_MISMATCH,
+ * PROC_UNAVAIL, GARBAGE_ARGS), runs the duplicate request cache for
+ * non-idempotent procedures, and hands a struct req to the dispatch row's
+ * handler. Many calls may be in flight per connection and replies go out in
+ * completion order. Backpressure: reading pauses while the connection has
+ * max_requests_per_conn calls in flight or max_reply_buffer bytes of
+ * replies unsent, and resumes below both.
+ *
+ * Lifetimes: a connection holds one reference for being open and one per
+ * request; conn_close() drops the first, and the memory goes when the last
+ * request lets go, so a late reply to a closed connection is dropped
+ * safely and nothing is freed inside a callback frame still using it.
+ */
+#ifndef NFSCACHED_DAEMON_SERVER_H
+#define NFSCACHED_DAEMON_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <rpc/rpc.h>
+
+#include "dispatch.h"
+#include "rpcmsg.h"
+
+struct daemon;
+struct server;
+struct conn;
+struct drc_entry;
+
+/* Why a connection closed; each is a metric label. */
+#define CONN_CLOSE_REASONS(X) \
+	X(CLOSE_EOF, "eof") \
+	X(CLOSE_ERROR, "error") \
+	X(CLOSE_OVERSIZE, "oversize") \
+	X(CLOSE_BAD_RECORD, "bad_record") \
+	X(CLOSE_NOMEM, "nomem") \
+	X(CLOSE_HANDLER, "handler") \
+	X(CLOSE_SHUTDOWN, "shutdown")
+
+enum conn_close_reason {
+#define X(e, s) e,
+	CONN_CLOSE_REASONS(X)
+#undef X
+	CLOSE_NREASONS
+};
+
+/* Why a call was rejected at the RPC level; each is a metric label. */
+#define RPC_REJECT_REASONS(X) \
+	X(REJECT_RPC_MISMATCH, "rpc_mismatch") \
+	X(REJECT_PROG_UNAVAIL, "prog_unavail") \
+	X(REJECT_PROG_MISMATCH, "prog_mismatch") \
+	X(REJECT_PROC_UNAVAIL, "proc_unavail") \
+	X(REJECT_GARBAGE_ARGS, "garbage_args") \
+	X(REJECT_AUTH_BADCRED, "auth_badcred") \
+	X(REJECT_AUTH_TOOWEAK, "auth_tooweak") \
+	X(REJECT_SYSTEM_ERR, "system_err")
+
+enum rpc_reject_reason {
+#define X(e, s) e,
+	RPC_REJECT_REASONS(X)
+#undef X
+	REJECT_NREASONS
+};
+
+/* Counters this module owns (server_stats_get). */
+struct server_stats {
+	uint64_t connections_accepted;
+	uint64_t connections_open;		/* gauge */
+	uint64_t closed[CLOSE_NREASONS];
+	uint64_t rejected[REJECT_NREASONS];
+	uint64_t records_oversize;
+	uint64_t drc_hits;
+	uint64_t drc_entries;			/* gauge */
+	uint64_t requests_inflight;		/* gauge */
+	uint64_t reads_paused;			/* backpressure engaged */
+	uint64_t *calls;			/* by dispatch row */
+	uint64_t *replies;			/* by dispatch row */
+	double *latency_sum;			/* seconds, by dispatch row */
+};
+
+/* One call in flight. Handlers read these fields; the server owns it. */
+struct req {
+	uint32_t magic;
+	struct daemon *d;
+	struct conn *conn;			/* counted reference */
+	struct rpcmsg_call call;
+	uint8_t *rec;				/* the whole record, owned */
+	size_t rec_len;
+	const struct dispatch_entry *ent;
+	void *args;				/* decoded by ent->xdr_args */
+	struct drc_entry *drc;			/* non-NULL when tracked */
+	double start;				/* daemon_now() at arrival */
+	void *op;				/* the handler's own state */
+};
+
+/* Create the server for d (borrowed). Returns NULL on ENOMEM. */
+struct server *server_new(struct daemon *d);
+
+/*
+ * Listen on addr:port (TCP). Returns 0, or -1 with a reason in err.
+ */
+int server_listen(struct server *s, const char *addr, int port, char *err,
+		  size_t errlen);
+
+/* Stop accepting new connections (shutdown); open ones keep working. */
+void server_stop_accepting(struct server *s);
+
+/* Calls in flight across all connections. */
+unsigned server_inflight(const struct server *s);
+
+/* Close every connection with reason CLOSE_SHUTDOWN. */
+void server_close_all(struct server *s);
+
+/* Copy the counters (the arrays point into s; borrowed). */
+void server_stats_get(const struct server *s, struct server_stats *st);
+
+/* Free *s (closes listeners and connections); clears the pointer. */
+void server_free(struct server **s);
+
+/* The client's address and port. Borrowed for the request's lifetime. */
+const struct sockaddr *req_peer(const struct req *r);
+
+/* True when the client's source port is below 1024. */
+bool req_peer_privileged(const struct req *r);
+
+/* "ADDR:PORT" of the client, for logs and MOUNT's DUMP list. */
+const char *req_peer_name(const struct req *r);
+
+/* The client's address without port, e.g. "127.0.0.1". */
+const char *req_peer_host(const struct req *r);
+
+/*
+ * Reply MSG_ACCEPTED SUCCESS with res (borrowed) encoded by proc, and
+ * release r (the caller's pointer becomes invalid). If encoding fails the
+ * client gets SYSTEM_ERR. Returns OP_DONE for the handler to pass on.
+ */
+enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res);
+
+/* Reply MSG_ACCEPTED with stat and release r. Returns OP_DONE. */
+enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat);
+
+#endif
