@@ -370,37 +370,37 @@ EOF
 	fi
 }
 
-# Start nfscached binary $1 with arguments $2.. in the background of this
-# shell, stdout and stderr appended to ${NFSC_PROXY_LOG}, and wait until
-# RPC NULL to NFS port ${NFSC_PROXY_WAIT_NFS} (and MOUNT port
-# ${NFSC_PROXY_WAIT_MNT} if set) is answered. Sets NFSC_PROXY_PID. Fails,
-# printing the log, if the daemon exits or is not ready within 20 s.
+# Start nfscached in the background of this shell with stdout and stderr
+# appended to log $1, then wait until RPC NULL calls to NFS port $2 (and
+# MOUNT port $3 unless it is 0 or empty) are answered. $4 is the binary,
+# $5... its arguments. Sets NFSC_PROXY_PID. Fails, printing the log, if
+# the daemon exits or is not ready within 20 s.
 nfsc_proxy_start() {
-	local bin=$1 i st
-	shift
-	: "${NFSC_PROXY_LOG:?}" "${NFSC_PROXY_WAIT_NFS:?}"
+	local log=$1 nfs_port=$2 mnt_port=$3 bin=$4 i st
+	shift 4
 	[[ -x "$bin" ]] || { nfsc_say "nfscached binary '$bin' is not executable"; return 1; }
-	"$bin" "$@" >>"$NFSC_PROXY_LOG" 2>&1 </dev/null &
+	"$bin" "$@" >>"$log" 2>&1 </dev/null &
 	NFSC_PROXY_PID=$!
 	for ((i = 0; i < 200; i++)); do
 		if ! nfsc_pid_alive "$NFSC_PROXY_PID"; then
 			st=0
 			wait "$NFSC_PROXY_PID" || st=$?
 			nfsc_say "nfscached exited (status $st) before it was ready; its log:"
-			cat "$NFSC_PROXY_LOG" >&2
+			cat "$log" >&2
 			NFSC_PROXY_PID=
 			return 1
 		fi
-		if nfsc_rpc_ping "$NFSC_PROXY_WAIT_NFS" 100003 3 &&
-			{ [[ -z "${NFSC_PROXY_WAIT_MNT:-}" ]] ||
-				nfsc_rpc_ping "$NFSC_PROXY_WAIT_MNT" 100005 3; }; then
+		if nfsc_rpc_ping "$nfs_port" 100003 3 &&
+			{ [[ -z "$mnt_port" || "$mnt_port" == 0 ]] ||
+				nfsc_rpc_ping "$mnt_port" 100005 3; }; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	nfsc_say "nfscached is not ready on port $NFSC_PROXY_WAIT_NFS after 20 s; its log:"
-	cat "$NFSC_PROXY_LOG" >&2
+	nfsc_say "nfscached is not ready on port $nfs_port after 20 s; its log:"
+	cat "$log" >&2
 	nfsc_proxy_stop "$NFSC_PROXY_PID" 5 || true
+	NFSC_PROXY_PID=
 	return 1
 }
 

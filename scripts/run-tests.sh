@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# The test command: build and run every test twice, the way CI does.
+#
+#   1. install the Debian packages (scripts/install-deps.sh)
+#   2. build/       Release, -DNFSCACHED_WERROR=ON; ctest
+#   3. build-asan/  Debug, -DNFSCACHED_SANITIZE=ON (ASan + UBSan); ctest
+#
+# rpcbind is started if none runs (NFS-Ganesha needs it) and stopped at the
+# end if this script started it. Both trees run even if the first fails.
+# Exits 0 only if both built and passed; the last line sums it up.
+#
+# Options: --no-deps (skip step 1), --no-asan (skip step 3); arguments
+# after -- go to both ctest runs (e.g. -- -L unit, or -- -R nfscp).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=lib.sh
+. scripts/lib.sh
+
+deps=1
+asan=1
+ctest_args=()
+while (($#)); do
+	case $1 in
+	--no-deps) deps=0 ;;
+	--no-asan) asan=0 ;;
+	--) shift; ctest_args=("$@"); break ;;
+	*) echo "usage: $0 [--no-deps] [--no-asan] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+jobs=$(nproc 2>/dev/null || echo 2)
+summary=()
+failed=0
+
+# Configure, build and test tree $2 (label $1) with cmake options $3...
+# Records "LABEL: PASS|FAIL (ctest's summary)" in summary.
+build_and_test() {
+	local label=$1 dir=$2 log line
+	shift 2
+	echo "==> [$label] configure $dir: $*"
+	if ! cmake -S . -B "$dir" "$@"; then
+		summary+=("$label: FAIL (configure)")
+		failed=1
+		return 0
+	fi
+	echo "==> [$label] build $dir"
+	if ! cmake --build "$dir" -j "$jobs"; then
+		summary+=("$label: FAIL (build)")
+		failed=1
+		return 0
+	fi
+	echo "==> [$label] ctest in $dir"
+	log="$dir/run-tests-ctest.log"
+	local rc=0
+	ctest --test-dir "$dir" --output-on-failure -j2 "${ctest_args[@]}" 2>&1 |
+		tee "$log" || rc=$?
+	line=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1) || line=
+	if ((rc == 0)); then
+		summary+=("$label: PASS (${line:-no summary})")
+	else
+		summary+=("$label: FAIL (${line:-ctest status $rc})")
+		failed=1
+	fi
+}
+
+if ((deps)); then
+	scripts/install-deps.sh
+fi
+
+nfsc_ensure_rpcbind
+trap nfsc_stop_rpcbind EXIT
+
+build_and_test release build \
+	-DCMAKE_BUILD_TYPE=Release -DNFSCACHED_WERROR=ON
+
+if ((asan)); then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	build_and_test asan build-asan \
+		-DCMAKE_BUILD_TYPE=Debug -DNFSCACHED_SANITIZE=ON
+fi
+
+echo
+echo "==> summary"
+for s in "${summary[@]}"; do
+	echo "    $s"
+done
+all=$(printf '%s; ' "${summary[@]}")
+all=${all%; }
+if ((failed)); then
+	echo "run-tests: FAIL: $all"
+	exit 1
+fi
+echo "run-tests: PASS: $all"
