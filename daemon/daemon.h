@@ -23,6 +23,10 @@ struct export_rt {
 	const struct conf_export *conf;	/* borrowed from daemon.conf */
 	struct upstream *up;		/* owned */
 	bool warned_fh_len;		/* long upstream handle logged once */
+	bool long_handles;		/* upstream gave a handle over
+					 * FH_UP_FULLAUTH bytes: only then are
+					 * client handles with a short
+					 * authenticator accepted */
 };
 
 struct daemon {

@@ -121,6 +121,8 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex)
 			  ex->conf->path, root_len);
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);
 	}
+	if (root_len > FH_UP_FULLAUTH)
+		ex->long_handles = true;
 	mount_list_add(req_peer_host(r), ex->conf->path);
 	memset(&res, 0, sizeof(res));
 	res.fhs_status = MNT3_OK;

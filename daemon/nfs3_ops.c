@@ -94,6 +94,19 @@ static enum op_status reply_status(struct req *r, nfsstat3 status)
 	return st;
 }
 
+/*
+ * Whether export id may see handles with a short authenticator: only once
+ * its upstream has produced such a long handle itself. Otherwise a client
+ * could forge a handle by claiming a 62-byte upstream handle, whose
+ * authenticator is empty.
+ */
+static bool fh_long_ok(struct daemon *d, unsigned id)
+{
+	struct export_rt *ex = daemon_export(d, id);
+
+	return ex && ex->long_handles;
+}
+
 /* Unwrap the argument handles in place; set *ex. 0 or an nfsstat3. */
 static nfsstat3 unwrap_args(struct req *r, struct export_rt **ex)
 {
@@ -108,6 +121,10 @@ static nfsstat3 unwrap_args(struct req *r, struct export_rt **ex)
 
 		if (fh_unwrap(r->d->fh_key, (const uint8_t *)fh->data.data_val,
 			      fh->data.data_len, &id, &up, &up_len) != FH_OK) {
+			stats.badhandle++;
+			return NFS3ERR_BADHANDLE;
+		}
+		if (up_len > FH_UP_FULLAUTH && !fh_long_ok(r->d, id)) {
 			stats.badhandle++;
 			return NFS3ERR_BADHANDLE;
 		}
@@ -207,6 +224,8 @@ static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
 		ex->warned_fh_len = true;
 		return -1;
 	}
+	if (fh->data.data_len > FH_UP_FULLAUTH)
+		ex->long_handles = true;
 	if (fh->data.data_len > FH_UP_FULLAUTH && !ex->warned_fh_len) {
 		log_warn("export %s: upstream handles of %u bytes get a %zu-byte authenticator",
 			 ex->conf->path, fh->data.data_len,
