@@ -81,7 +81,8 @@ struct conf {
  * Load and validate the file at path. On success returns 0 and *out (owned
  * by the caller, free with conf_free). On failure returns -1 and writes one
  * line "FILE:LINE: reason" (or "FILE: reason" when no line applies) into
- * err[0..errlen); *out is untouched.
+ * err[0..errlen); *out is untouched. Not thread-safe (libconfuse's lexer
+ * is global): load from one thread at a time.
  */
 int conf_load_file(const char *path, struct conf **out, char *err,
 		   size_t errlen);
@@ -128,6 +129,35 @@ const struct conf_export *conf_export_by_path(const struct conf *c,
 
 /* Write c as a valid config file (every directive, with defaults). */
 void conf_dump(const struct conf *c, FILE *f);
+
+/*
+ * Write the documented example configuration (every directive at its
+ * default, one example export): the content of
+ * systemd/nfscached.conf.example, which a unit test keeps in step.
+ */
+void conf_write_example(FILE *f);
+
+/*
+ * Set one global directive of c from its text as it would appear in a
+ * file, unquoted ("9655", "true", "/var/lib/x"), with the same checks as a
+ * file, including the rules that tie directives together. Meant for
+ * command-line overrides (--state-dir, --metrics) on a configuration not
+ * yet in use. Returns 0, or -1 with a reason in err (c unchanged).
+ */
+int conf_set_global(struct conf *c, const char *name, const char *value,
+		    char *err, size_t errlen);
+
+/*
+ * Split "ADDR:PORT" or "[IPV6]:PORT" (ADDR an IPv4 or IPv6 literal, PORT
+ * 1..65535) into addr[0..addrlen) without brackets and *port. Returns 0,
+ * or -1 with a reason in err.
+ */
+int conf_parse_hostport(const char *s, char *addr, size_t addrlen,
+			int *port, char *err, size_t errlen);
+
+/* True if a and b hold the same values for every directive and the same
+ * exports in the same order (source is not compared). */
+bool conf_equal(const struct conf *a, const struct conf *b);
 
 /* Free *c and clear the caller's pointer. NULL is ignored. */
 void conf_free(struct conf **c);

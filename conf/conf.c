@@ -1,0 +1,1896 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf: load, check, build and write nfscached's configuration.
+ *
+ * One table, directives[], names every directive with its scope (global or
+ * inside an export section), kind, struct field, default (the text a file
+ * would hold, unquoted), range, unit, string check and one line of help.
+ * Everything else derives from it: the libconfuse option arrays (libconfuse
+ * parses the defaults from that same text), per-value validation, the
+ * conversion into struct conf, conf_from_flags' defaults, conf_set_global,
+ * conf_dump, conf_write_example, conf_equal and conf_free.
+ *
+ * Loading runs in three steps, each reporting "FILE:LINE: reason":
+ *  1. libconfuse parses the file. Our parse callbacks (numbers, booleans)
+ *     and validate callbacks (ranges, addresses, URLs, unique ids) run per
+ *     value at the value's line; the export callback runs as each export
+ *     section closes (path rules, required directives). libconfuse's own
+ *     errors (syntax, unknown directive, duplicate title) reach on_error().
+ *  2. The cfg tree is converted into struct conf.
+ *  3. Rules that tie directives together (max_reply_buffer >=
+ *     max_record_size) and "at least one export" run on struct conf.
+ *
+ * Lines. libconfuse keeps no line per option: a callback sees only the
+ * current line of the cfg_t being lexed. While a section is parsed, the
+ * root cfg_t's line stays at the section's opening brace, so the first
+ * callback inside a new export section records that line (libconfuse
+ * parses a section's defaults as it opens it, so a callback always runs
+ * there). Those records live in a per-load context, reached through a
+ * thread-local pointer because libconfuse callbacks carry no user data,
+ * and give the section's line to errors found when it closes and the id's
+ * line to duplicate ids.
+ *
+ * Invariants of a loaded struct conf: every value is within its range,
+ * export ids are unique within 1..63, export paths are absolute, normalised
+ * and unique, nexports >= 1, max_reply_buffer >= max_record_size, and
+ * mount_port differs from nfs_port unless it is 0.
+ */
+#include "conf.h"
+
+#include <arpa/inet.h>
+#include <confuse.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define EXPORT_PATH_MAX 1024	/* MNTPATHLEN, RFC 1813 section 5.1 */
+#define WHY_MAX 512
+
+enum dir_scope { S_GLOBAL, S_EXPORT };
+
+enum dir_kind {
+	K_BOOL,		/* bool */
+	K_INT,		/* int */
+	K_UINT,		/* unsigned */
+	K_U32,		/* uint32_t */
+	K_DOUBLE,	/* double */
+	K_STR,		/* char *, owned */
+	K_URL,		/* char *upstream and its parsed struct conf_export.url */
+	K_NETS,		/* struct conf_export.clients and .nclients */
+};
+
+/* A string check: 0, or -1 with a reason (which quotes s) in why. */
+typedef int (*check_fn)(const char *s, char *why, size_t len);
+
+struct directive {
+	const char *name;
+	enum dir_scope scope;
+	size_t off;		/* field in struct conf or struct conf_export */
+	enum dir_kind kind;
+	const char *def;	/* default as written in a file, unquoted;
+				 * NULL: required */
+	double min, max;	/* range of the numeric kinds */
+	const char *unit;	/* NULL when none */
+	check_fn check;		/* string kinds; K_NETS per element */
+	const char *help;	/* one line */
+};
+
+/* One value on its way between text, libconfuse and struct conf. */
+union dval {
+	bool b;
+	long l;
+	double d;
+	const char *s;
+};
+
+static int check_ip(const char *s, char *why, size_t len);
+static int check_metrics(const char *s, char *why, size_t len);
+static int check_nonempty(const char *s, char *why, size_t len);
+static int check_log_level(const char *s, char *why, size_t len);
+static int check_url(const char *s, char *why, size_t len);
+static int check_net(const char *s, char *why, size_t len);
+
+#define GLOBAL(f) S_GLOBAL, offsetof(struct conf, f)
+#define EXPORT(f) S_EXPORT, offsetof(struct conf_export, f)
+#define NUM(name, where, kind, def, lo, hi, unit, help) \
+	{ name, where, kind, def, lo, hi, unit, NULL, help }
+#define STR(name, where, kind, def, check, help) \
+	{ name, where, kind, def, 0, 0, NULL, check, help }
+#define BOOL(name, where, def, help) \
+	{ name, where, K_BOOL, def, 0, 0, NULL, NULL, help }
+
+static const struct directive directives[] = {
+	STR("listen", GLOBAL(listen), K_STR, "0.0.0.0", check_ip,
+	    "Address the NFS and MOUNT listeners bind to (IPv4 or IPv6 "
+	    "literal)."),
+	NUM("nfs_port", GLOBAL(nfs_port), K_INT, "2049", 1, 65535, "TCP port",
+	    "Port of the NFSv3 service; MOUNT v3 is served on it too."),
+	NUM("mount_port", GLOBAL(mount_port), K_INT, "20048", 0, 65535,
+	    "TCP port",
+	    "Extra port for MOUNT v3; 0 serves MOUNT on nfs_port only."),
+	STR("metrics_listen", GLOBAL(metrics_listen), K_STR, "127.0.0.1:9655",
+	    check_metrics,
+	    "ADDR:PORT of the Prometheus /metrics endpoint; \"\" disables it."),
+	STR("state_dir", GLOBAL(state_dir), K_STR, "/var/lib/nfscached",
+	    check_nonempty,
+	    "Directory for persistent state (the file handle key, mode 0600)."),
+	NUM("max_record_size", GLOBAL(max_record_size), K_U32, "1114112", 4096,
+	    16777216, "bytes",
+	    "Largest RPC record a client may send; a larger one closes the "
+	    "connection."),
+	NUM("max_transfer", GLOBAL(max_transfer), K_U32, "1048576", 4096,
+	    1048576, "bytes",
+	    "Cap on READ and WRITE sizes, towards clients and upstream."),
+	BOOL("register_rpcbind", GLOBAL(register_rpcbind), "true",
+	     "Register NFS and MOUNT with the local rpcbind at start."),
+	NUM("upstream_timeout", GLOBAL(upstream_timeout), K_DOUBLE, "30", 0.1,
+	    3600, "seconds",
+	    "Time an upstream call may take before it is given up on."),
+	BOOL("start_without_upstream", GLOBAL(start_without_upstream), "true",
+	     "Serve clients (answering NFS3ERR_JUKEBOX) while the upstream is "
+	     "down."),
+	NUM("max_requests_per_conn", GLOBAL(max_requests_per_conn), K_U32, "64",
+	    1, 4096, "requests",
+	    "Calls in flight on one client connection before its reads pause."),
+	NUM("max_reply_buffer", GLOBAL(max_reply_buffer), K_U32, "8388608",
+	    65536, 1073741824, "bytes",
+	    "Reply bytes queued to one client before its reads pause; at "
+	    "least max_record_size."),
+	NUM("drc_entries", GLOBAL(drc_entries), K_U32, "4096", 0, 1048576,
+	    "entries",
+	    "Size of the duplicate request cache that answers retransmitted "
+	    "calls; 0 disables it."),
+	NUM("drc_timeout", GLOBAL(drc_timeout), K_DOUBLE, "120", 1, 86400,
+	    "seconds", "How long a duplicate request cache entry is kept."),
+	STR("log_level", GLOBAL(log_level), K_STR, "info", check_log_level,
+	    "Log verbosity: error, warn, info or debug."),
+
+	NUM("id", EXPORT(id), K_UINT, NULL, 1, 63, NULL,
+	    "Export number stored in every file handle: keep it stable."),
+	STR("upstream", EXPORT(upstream), K_URL, NULL, check_url,
+	    "Upstream NFSv3 export, nfs://HOST/PATH?nfsport=N&mountport=M "
+	    "(a port left out or 0 is asked of the upstream's portmapper)."),
+	STR("clients", EXPORT(clients), K_NETS, "{}", check_net,
+	    "Client networks that may mount, \"ADDR[/PREFIX]\", IPv4 or IPv6; "
+	    "{} lets everyone."),
+	BOOL("root_squash", EXPORT(root_squash), "true",
+	     "Map uid 0 and gid 0 of callers to anonuid and anongid."),
+	NUM("anonuid", EXPORT(anonuid), K_U32, "65534", 0, 4294967295.0, "uid",
+	    "User id a squashed root becomes."),
+	NUM("anongid", EXPORT(anongid), K_U32, "65534", 0, 4294967295.0, "gid",
+	    "Group id a squashed root becomes."),
+	BOOL("secure", EXPORT(secure), "false",
+	     "Require client source ports below 1024 (privileged)."),
+};
+
+#define NDIR (sizeof(directives) / sizeof(directives[0]))
+
+static const char *const log_levels[] = { "error", "warn", "info", "debug" };
+
+/* Where an export section begins and which id it claimed. */
+struct export_rec {
+	const cfg_t *sec;
+	int line;		/* line of the section's opening brace */
+	int id_line;		/* 0 until id is set */
+	unsigned id;
+};
+
+/* State of one conf_load_file call, for the libconfuse callbacks. */
+struct parse_ctx {
+	const char *path;
+	cfg_t *root;
+	char *err;
+	size_t errlen;
+	bool failed;		/* err holds the first error */
+	bool parsing;		/* the file, not cfg_init's defaults */
+	int gline[NDIR];	/* line a global directive was set on, or 0 */
+	struct export_rec *recs;
+	size_t nrecs;
+};
+
+static _Thread_local struct parse_ctx *pctx;
+
+/* Find a directive by scope and name. */
+static const struct directive *
+directive_find(enum dir_scope scope, const char *name)
+{
+	for (size_t i = 0; i < NDIR; i++)
+		if (directives[i].scope == scope &&
+		    strcmp(directives[i].name, name) == 0)
+			return &directives[i];
+	return NULL;
+}
+
+/* Find the directive an option of cfg stands for. */
+static const struct directive *directive_of(cfg_t *cfg, cfg_opt_t *opt)
+{
+	bool exp = cfg->name && strcmp(cfg->name, "export") == 0;
+
+	return directive_find(exp ? S_EXPORT : S_GLOBAL, opt->name);
+}
+
+/* True for the kinds that hold a number with a range. */
+static bool is_numeric(const struct directive *d)
+{
+	return d->kind == K_INT || d->kind == K_UINT || d->kind == K_U32 ||
+	       d->kind == K_DOUBLE;
+}
+
+/* Point at the field d names inside base (a conf or a conf_export). */
+static void *field(const void *base, const struct directive *d)
+{
+	return (char *)(uintptr_t)base + d->off;
+}
+
+/* Format a number the way it would be written in a file. */
+static void fmt_number(const struct directive *d, double x, char *buf,
+		       size_t len)
+{
+	/* Plain decimals only: libconfuse ends a bare word at '+'. */
+	if (d->kind != K_DOUBLE ||
+	    (x > -1e15 && x < 1e15 && x == (double)(long long)x)) {
+		snprintf(buf, len, "%.0f", x);
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*f", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+/* ---- parsing values from text ---- */
+
+/* Parse a whole decimal number. */
+static int parse_long(const char *s, long *out)
+{
+	char *end;
+
+	if (!*s || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	return (*end || errno) ? -1 : 0;
+}
+
+/* Parse a finite decimal number. */
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+
+	if (!*s || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	*out = strtod(s, &end);
+	return (*end || errno || !isfinite(*out)) ? -1 : 0;
+}
+
+/* Parse true/false (also yes/no, on/off, as libconfuse does). */
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on" };
+	static const char *const no[] = { "false", "no", "off" };
+
+	for (size_t i = 0; i < 3; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return *out = true, 0;
+		if (strcasecmp(s, no[i]) == 0)
+			return *out = false, 0;
+	}
+	return -1;
+}
+
+/* Parse the text of a scalar value of d into v. */
+static int value_parse(const struct directive *d, const char *s,
+		       union dval *v, char *why, size_t len)
+{
+	switch (d->kind) {
+	case K_BOOL:
+		if (parse_bool(s, &v->b) == 0)
+			return 0;
+		snprintf(why, len, "%s: \"%s\" is not true or false", d->name,
+			 s);
+		return -1;
+	case K_INT:
+	case K_UINT:
+	case K_U32:
+		if (parse_long(s, &v->l) == 0)
+			return 0;
+		snprintf(why, len, "%s: \"%s\" is not a whole number", d->name,
+			 s);
+		return -1;
+	case K_DOUBLE:
+		if (parse_double(s, &v->d) == 0)
+			return 0;
+		snprintf(why, len, "%s: \"%s\" is not a number", d->name, s);
+		return -1;
+	default:
+		v->s = s;
+		return 0;
+	}
+}
+
+/* Check v against d's range or string check. */
+static int value_check(const struct directive *d, const union dval *v,
+		       char *why, size_t len)
+{
+	char val[32], lo[32], hi[32];
+	double x;
+
+	switch (d->kind) {
+	case K_BOOL:
+		return 0;
+	case K_INT:
+	case K_UINT:
+	case K_U32:
+	case K_DOUBLE:
+		x = d->kind == K_DOUBLE ? v->d : (double)v->l;
+		if (x >= d->min && x <= d->max)
+			return 0;
+		if (d->kind == K_DOUBLE)
+			fmt_number(d, v->d, val, sizeof(val));
+		else
+			snprintf(val, sizeof(val), "%ld", v->l);
+		fmt_number(d, d->min, lo, sizeof(lo));
+		fmt_number(d, d->max, hi, sizeof(hi));
+		snprintf(why, len, "%s %s out of range %s..%s", d->name, val, lo,
+			 hi);
+		return -1;
+	default:
+		if (!d->check) {
+			return 0;
+		} else {
+			char sub[WHY_MAX - 64];
+
+			if (d->check(v->s, sub, sizeof(sub)) == 0)
+				return 0;
+			snprintf(why, len, "%s: %s", d->name, sub);
+			return -1;
+		}
+	}
+}
+
+/* Read value idx of a libconfuse option of d into v. */
+static void value_from_opt(const struct directive *d, cfg_opt_t *opt,
+			   unsigned idx, union dval *v)
+{
+	switch (d->kind) {
+	case K_BOOL:
+		v->b = cfg_opt_getnbool(opt, idx) == cfg_true;
+		break;
+	case K_INT:
+	case K_UINT:
+	case K_U32:
+		v->l = cfg_opt_getnint(opt, idx);
+		break;
+	case K_DOUBLE:
+		v->d = cfg_opt_getnfloat(opt, idx);
+		break;
+	default:
+		v->s = cfg_opt_getnstr(opt, idx);
+		break;
+	}
+}
+
+/* Replace an owned string with a copy of s. */
+static int str_replace(char **dst, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy)
+		return -1;
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+/* Append the network s (already checked) to e's clients. */
+static int nets_append(struct conf_export *e, const char *s)
+{
+	struct conf_net *n;
+	char why[WHY_MAX];
+
+	n = realloc(e->clients, (e->nclients + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	e->clients = n;
+	if (conf_parse_net(s, &n[e->nclients], why, sizeof(why)) != 0)
+		return -1;
+	e->nclients++;
+	return 0;
+}
+
+/* Store a checked value v of d into base (a conf or a conf_export). */
+static int value_store(void *base, const struct directive *d,
+		       const union dval *v)
+{
+	void *p = field(base, d);
+	struct conf_export *e = base;
+	struct conf_upstream_url url;
+	char why[WHY_MAX];
+
+	switch (d->kind) {
+	case K_BOOL:
+		*(bool *)p = v->b;
+		return 0;
+	case K_INT:
+		*(int *)p = (int)v->l;
+		return 0;
+	case K_UINT:
+		*(unsigned *)p = (unsigned)v->l;
+		return 0;
+	case K_U32:
+		*(uint32_t *)p = (uint32_t)v->l;
+		return 0;
+	case K_DOUBLE:
+		*(double *)p = v->d;
+		return 0;
+	case K_STR:
+		return str_replace(p, v->s);
+	case K_URL:
+		if (conf_parse_upstream_url(v->s, &url, why, sizeof(why)) != 0)
+			return -1;
+		if (str_replace(p, v->s) != 0) {
+			conf_upstream_url_clear(&url);
+			return -1;
+		}
+		conf_upstream_url_clear(&e->url);
+		e->url = url;
+		return 0;
+	case K_NETS:
+		return nets_append(e, v->s);
+	}
+	return -1;
+}
+
+/* Free the memory the field of d owns inside base. */
+static void field_free(void *base, const struct directive *d)
+{
+	struct conf_export *e = base;
+
+	switch (d->kind) {
+	case K_STR:
+	case K_URL:
+		free(*(char **)field(base, d));
+		*(char **)field(base, d) = NULL;
+		if (d->kind == K_URL)
+			conf_upstream_url_clear(&e->url);
+		break;
+	case K_NETS:
+		free(e->clients);
+		e->clients = NULL;
+		e->nclients = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Compare the field of d in two conf or two conf_export structures. */
+static bool field_equal(const void *a, const void *b,
+			const struct directive *d)
+{
+	const void *pa = field(a, d), *pb = field(b, d);
+	const struct conf_export *ea = a, *eb = b;
+
+	switch (d->kind) {
+	case K_BOOL:
+		return *(const bool *)pa == *(const bool *)pb;
+	case K_INT:
+		return *(const int *)pa == *(const int *)pb;
+	case K_UINT:
+		return *(const unsigned *)pa == *(const unsigned *)pb;
+	case K_U32:
+		return *(const uint32_t *)pa == *(const uint32_t *)pb;
+	case K_DOUBLE:
+		return *(const double *)pa == *(const double *)pb;
+	case K_STR:
+	case K_URL: {
+		const char *sa = *(char *const *)pa, *sb = *(char *const *)pb;
+
+		return sa == sb || (sa && sb && strcmp(sa, sb) == 0);
+	}
+	case K_NETS:
+		if (ea->nclients != eb->nclients)
+			return false;
+		for (size_t i = 0; i < ea->nclients; i++) {
+			const struct conf_net *x = &ea->clients[i];
+			const struct conf_net *y = &eb->clients[i];
+
+			if (x->family != y->family || x->prefix != y->prefix ||
+			    memcmp(x->addr, y->addr, sizeof(x->addr)) != 0)
+				return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* ---- addresses, networks, URLs ---- */
+
+/* Tell the family of an IP literal and fill addr, or return -1. */
+static int ip_parse(const char *s, uint8_t addr[16])
+{
+	if (inet_pton(AF_INET, s, addr) == 1)
+		return AF_INET;
+	if (inet_pton(AF_INET6, s, addr) == 1)
+		return AF_INET6;
+	return -1;
+}
+
+/* Parse a port number of 1..5 digits within min..65535. */
+static int parse_port(const char *s, size_t n, int min, int *out)
+{
+	int v = 0;
+
+	if (n == 0 || n > 5)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < min || v > 65535)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int conf_parse_hostport(const char *s, char *addr, size_t addrlen,
+			int *port, char *err, size_t errlen)
+{
+	const char *a = s, *colon;
+	uint8_t bytes[16];
+	size_t alen;
+	int fam;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			goto bad_form;
+		a = s + 1;
+		alen = (size_t)(close - a);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			goto bad_form;
+		alen = (size_t)(colon - s);
+		if (memchr(s, ':', alen)) {
+			snprintf(err, errlen, "\"%s\": write an IPv6 address "
+				 "in brackets, [ADDR]:PORT", s);
+			return -1;
+		}
+	}
+	if (alen == 0 || alen >= addrlen || alen >= INET6_ADDRSTRLEN)
+		goto bad_addr;
+	memcpy(addr, a, alen);
+	addr[alen] = '\0';
+	fam = ip_parse(addr, bytes);
+	if (fam < 0 || (a != s && fam != AF_INET6))
+		goto bad_addr;
+	if (parse_port(colon + 1, strlen(colon + 1), 1, port) != 0) {
+		snprintf(err, errlen, "\"%s\": port must be 1..65535", s);
+		return -1;
+	}
+	return 0;
+bad_form:
+	snprintf(err, errlen, "\"%s\": expected ADDR:PORT or [IPV6]:PORT", s);
+	return -1;
+bad_addr:
+	snprintf(err, errlen, "\"%s\": not an IPv4 or IPv6 address and port",
+		 s);
+	return -1;
+}
+
+/* True if the first prefix bits of a and b are equal. */
+static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned prefix)
+{
+	unsigned full = prefix / 8, rest = prefix % 8;
+
+	if (memcmp(a, b, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	return ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+/* True if addr has a bit set past the first prefix of its bits. */
+static bool host_bits_set(const uint8_t *addr, unsigned prefix,
+			  unsigned bits)
+{
+	for (unsigned i = prefix; i < bits; i++)
+		if (addr[i / 8] & (0x80 >> (i % 8)))
+			return true;
+	return false;
+}
+
+int conf_parse_net(const char *s, struct conf_net *n, char *err,
+		   size_t errlen)
+{
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	char buf[INET6_ADDRSTRLEN];
+	unsigned bits;
+	int prefix;
+
+	memset(n, 0, sizeof(*n));
+	if (alen == 0 || alen >= sizeof(buf))
+		goto bad_addr;
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	n->family = ip_parse(buf, n->addr);
+	if (n->family < 0)
+		goto bad_addr;
+	bits = n->family == AF_INET ? 32 : 128;
+	prefix = (int)bits;
+	if (slash && (parse_port(slash + 1, strlen(slash + 1), 0, &prefix) ||
+		      prefix > (int)bits)) {
+		snprintf(err, errlen, "\"%s\": prefix length must be 0..%u", s,
+			 bits);
+		return -1;
+	}
+	n->prefix = (unsigned)prefix;
+	if (host_bits_set(n->addr, n->prefix, bits)) {
+		snprintf(err, errlen, "\"%s\": address has bits set past the "
+			 "/%u prefix", s, n->prefix);
+		return -1;
+	}
+	if (n->family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)n->addr) &&
+	    n->prefix >= 96) {
+		/* ::ffff:a.b.c.d/p is the IPv4 network a.b.c.d/(p - 96). */
+		memmove(n->addr, n->addr + 12, 4);
+		memset(n->addr + 4, 0, 12);
+		n->family = AF_INET;
+		n->prefix -= 96;
+	}
+	return 0;
+bad_addr:
+	snprintf(err, errlen, "\"%s\": not an IPv4 or IPv6 address "
+		 "(ADDR or ADDR/PREFIX)", s);
+	return -1;
+}
+
+/* Write n as "ADDR" or "ADDR/PREFIX". */
+static void net_format(const struct conf_net *n, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	unsigned bits = n->family == AF_INET ? 32 : 128;
+
+	inet_ntop(n->family, n->addr, a, sizeof(a));
+	if (n->prefix == bits)
+		snprintf(buf, len, "%s", a);
+	else
+		snprintf(buf, len, "%s/%u", a, n->prefix);
+}
+
+/* True if c may appear in a host name. */
+static bool host_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
+
+/* Parse the query of an upstream URL: nfsport and mountport, others
+ * ignored. */
+static int url_query(const char *url, const char *q,
+		     struct conf_upstream_url *u, char *err, size_t errlen)
+{
+	while (*q) {
+		size_t n = strcspn(q, "&");
+		const char *eq = memchr(q, '=', n);
+		int *port = NULL;
+
+		if (eq && (size_t)(eq - q) == 7 && strncmp(q, "nfsport", 7) == 0)
+			port = &u->nfs_port;
+		if (eq && (size_t)(eq - q) == 9 &&
+		    strncmp(q, "mountport", 9) == 0)
+			port = &u->mount_port;
+		if (port && parse_port(eq + 1, n - (size_t)(eq + 1 - q), 0,
+				       port) != 0) {
+			snprintf(err, errlen, "\"%s\": %.*s must be a port "
+				 "number 0..65535", url, (int)(eq - q), q);
+			return -1;
+		}
+		q += n;
+		if (*q == '&')
+			q++;
+	}
+	return 0;
+}
+
+/* Check the character set of an upstream URL. */
+static int url_chars(const char *url, char *err, size_t errlen)
+{
+	for (const char *p = url; *p; p++) {
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
+			snprintf(err, errlen, "\"%s\": URL contains spaces or "
+				 "control characters", url);
+			return -1;
+		}
+		if (*p == '#') {
+			snprintf(err, errlen, "\"%s\": '#' fragments are not "
+				 "supported", url);
+			return -1;
+		}
+	}
+	if (strncmp(url, "nfs://", 6) != 0) {
+		snprintf(err, errlen, "\"%s\": URL must start with nfs://", url);
+		return -1;
+	}
+	return 0;
+}
+
+/* Split the server of an upstream URL off at p; return what follows. */
+static const char *url_server(const char *url, const char *p,
+			      struct conf_upstream_url *u, char *err,
+			      size_t errlen)
+{
+	const char *host = p;
+	uint8_t addr[16];
+	size_t n;
+
+	if (*p == '[') {
+		const char *close = strchr(p, ']');
+
+		host = p + 1;
+		n = close ? (size_t)(close - host) : 0;
+		u->server = close ? strndup(host, n) : NULL;
+		if (!u->server || inet_pton(AF_INET6, u->server, addr) != 1) {
+			snprintf(err, errlen, "\"%s\": bad IPv6 address in "
+				 "brackets", url);
+			return NULL;
+		}
+		return close + 1;
+	}
+	for (n = 0; host_char(host[n]); n++)
+		;
+	if (n == 0 && strchr("/?", host[0])) {	/* also matches '\0' */
+		snprintf(err, errlen, "\"%s\": missing server name", url);
+		return NULL;
+	}
+	if (n == 0 || !strchr("/?:", host[n])) {
+		snprintf(err, errlen, "\"%s\": bad server name", url);
+		return NULL;
+	}
+	u->server = strndup(host, n);
+	if (!u->server) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	return host + n;
+}
+
+int conf_parse_upstream_url(const char *url, struct conf_upstream_url *u,
+			    char *err, size_t errlen)
+{
+	const char *p;
+	size_t n;
+
+	memset(u, 0, sizeof(*u));
+	if (url_chars(url, err, errlen) != 0)
+		return -1;
+	p = url_server(url, url + 6, u, err, errlen);
+	if (!p)
+		goto fail;
+	if (*p == ':') {
+		snprintf(err, errlen, "\"%s\": give ports in the query "
+			 "(?nfsport=N&mountport=M), not after the server", url);
+		goto fail;
+	}
+	if (*p != '/') {
+		snprintf(err, errlen, "\"%s\": missing export path "
+			 "(nfs://HOST/PATH)", url);
+		goto fail;
+	}
+	n = strcspn(p, "?");
+	u->path = strndup(p, n);
+	if (!u->path) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (p[n] == '?' && url_query(url, p + n + 1, u, err, errlen) != 0)
+		goto fail;
+	return 0;
+fail:
+	conf_upstream_url_clear(u);
+	return -1;
+}
+
+void conf_upstream_url_clear(struct conf_upstream_url *u)
+{
+	free(u->server);
+	free(u->path);
+	memset(u, 0, sizeof(*u));
+}
+
+bool conf_client_allowed(const struct conf_export *e,
+			 const struct sockaddr *sa)
+{
+	const uint8_t *addr;
+	int family;
+
+	if (e->nclients == 0)
+		return true;
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		family = AF_INET;
+		addr = (const uint8_t *)
+		       &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a6 =
+			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+		family = IN6_IS_ADDR_V4MAPPED(a6) ? AF_INET : AF_INET6;
+		addr = a6->s6_addr + (family == AF_INET ? 12 : 0);
+	} else {
+		return false;
+	}
+	for (size_t i = 0; i < e->nclients; i++)
+		if (e->clients[i].family == family &&
+		    prefix_match(e->clients[i].addr, addr, e->clients[i].prefix))
+			return true;
+	return false;
+}
+
+/* ---- string checks named in the table ---- */
+
+/* Check an IPv4 or IPv6 literal. */
+static int check_ip(const char *s, char *why, size_t len)
+{
+	uint8_t addr[16];
+
+	if (ip_parse(s, addr) >= 0)
+		return 0;
+	snprintf(why, len, "\"%s\" is not an IPv4 or IPv6 address", s);
+	return -1;
+}
+
+/* Check "" or ADDR:PORT. */
+static int check_metrics(const char *s, char *why, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN];
+	int port;
+
+	if (!*s)
+		return 0;
+	return conf_parse_hostport(s, addr, sizeof(addr), &port, why, len);
+}
+
+/* Check a non-empty string. */
+static int check_nonempty(const char *s, char *why, size_t len)
+{
+	if (*s)
+		return 0;
+	snprintf(why, len, "must not be empty");
+	return -1;
+}
+
+/* Check a log level name. */
+static int check_log_level(const char *s, char *why, size_t len)
+{
+	for (size_t i = 0; i < sizeof(log_levels) / sizeof(log_levels[0]); i++)
+		if (strcmp(s, log_levels[i]) == 0)
+			return 0;
+	snprintf(why, len, "\"%s\" is not one of error, warn, info, debug", s);
+	return -1;
+}
+
+/* Check an upstream URL. */
+static int check_url(const char *s, char *why, size_t len)
+{
+	struct conf_upstream_url u;
+
+	if (conf_parse_upstream_url(s, &u, why, len) != 0)
+		return -1;
+	conf_upstream_url_clear(&u);
+	return 0;
+}
+
+/* Check one client network. */
+static int check_net(const char *s, char *why, size_t len)
+{
+	struct conf_net n;
+
+	return conf_parse_net(s, &n, why, len);
+}
+
+/* Check a client-visible export path: absolute and normalised. */
+static int check_export_path(const char *p, char *why, size_t len)
+{
+	size_t n = strlen(p);
+
+	if (p[0] != '/')
+		snprintf(why, len, "path must start with '/'");
+	else if (n > EXPORT_PATH_MAX)
+		snprintf(why, len, "path longer than %d bytes", EXPORT_PATH_MAX);
+	else if (n > 1 && p[n - 1] == '/')
+		snprintf(why, len, "path must not end with '/'");
+	else if (strstr(p, "//"))
+		snprintf(why, len, "path must not contain '//'");
+	else if (strstr(p, "/./") || strstr(p, "/../") ||
+		 (n >= 2 && strcmp(p + n - 2, "/.") == 0) ||
+		 (n >= 3 && strcmp(p + n - 3, "/..") == 0))
+		snprintf(why, len, "path must not contain '.' or '..'");
+	else
+		return 0;
+	return -1;
+}
+
+/* ---- rules over several directives ---- */
+
+/* Line a global directive was set on while parsing, or 0. */
+static int gline_of(const int *gline, const char *name)
+{
+	const struct directive *d = directive_find(S_GLOBAL, name);
+
+	return gline && d ? gline[d - directives] : 0;
+}
+
+/* Check the rules that tie global directives together; on failure set
+ * *line to the line of the directive to blame (0 when unknown). */
+static int check_rules(const struct conf *c, const int *gline, int *line,
+		       char *why, size_t len)
+{
+	*line = 0;
+	if (c->max_reply_buffer < c->max_record_size) {
+		*line = gline_of(gline, "max_reply_buffer");
+		if (!*line)
+			*line = gline_of(gline, "max_record_size");
+		snprintf(why, len, "max_reply_buffer %" PRIu32 " is smaller "
+			 "than max_record_size %" PRIu32, c->max_reply_buffer,
+			 c->max_record_size);
+		return -1;
+	}
+	if (c->mount_port != 0 && c->mount_port == c->nfs_port) {
+		*line = gline_of(gline, "mount_port");
+		if (!*line)
+			*line = gline_of(gline, "nfs_port");
+		snprintf(why, len, "mount_port equals nfs_port %d; set "
+			 "mount_port = 0 to serve MOUNT on nfs_port only",
+			 c->nfs_port);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- libconfuse callbacks ---- */
+
+/* Record the first error of this load as "FILE:LINE: msg". */
+static int report(int line, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int report(int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!pctx || pctx->failed || !pctx->err || pctx->errlen == 0)
+		return -1;
+	pctx->failed = true;
+	if (line > 0)
+		n = snprintf(pctx->err, pctx->errlen, "%s:%d: ", pctx->path,
+			     line);
+	else
+		n = snprintf(pctx->err, pctx->errlen, "%s: ", pctx->path);
+	if (n < 0 || (size_t)n >= pctx->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(pctx->err + n, pctx->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Name the export section cfg is, as a message prefix, or "". */
+static const char *where(cfg_t *cfg, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (cfg && cfg->name && strcmp(cfg->name, "export") == 0 && cfg->title)
+		snprintf(buf, len, "export \"%s\": ", cfg->title);
+	return buf;
+}
+
+/* Record an error at cfg's current line, prefixed with its export. */
+static int report_cfg(cfg_t *cfg, const char *why)
+{
+	char w[EXPORT_PATH_MAX + 32];
+
+	return report(cfg->line, "%s%s", where(cfg, w, sizeof(w)), why);
+}
+
+/* Find the record of an export section. */
+static struct export_rec *export_rec_find(const cfg_t *sec)
+{
+	for (size_t i = 0; pctx && i < pctx->nrecs; i++)
+		if (pctx->recs[i].sec == sec)
+			return &pctx->recs[i];
+	return NULL;
+}
+
+/* Find or start the record of the export section being parsed. */
+static struct export_rec *export_rec_get(cfg_t *sec)
+{
+	struct export_rec *r = export_rec_find(sec);
+
+	if (r || !pctx)
+		return r;
+	r = realloc(pctx->recs, (pctx->nrecs + 1) * sizeof(*r));
+	if (!r)
+		return NULL;
+	pctx->recs = r;
+	r += pctx->nrecs++;
+	memset(r, 0, sizeof(*r));
+	r->sec = sec;
+	/* The root's line stays at this section's opening brace. */
+	r->line = pctx->root ? pctx->root->line : sec->line;
+	return r;
+}
+
+/* Note the id of an export and refuse one another export holds. */
+static int export_note_id(cfg_t *sec, struct export_rec *r, unsigned id)
+{
+	r->id = id;
+	r->id_line = sec->line;
+	for (size_t i = 0; i < pctx->nrecs; i++) {
+		struct export_rec *o = &pctx->recs[i];
+		char why[EXPORT_PATH_MAX + 64];
+
+		if (o == r || !o->id_line || o->id != id)
+			continue;
+		snprintf(why, sizeof(why), "id %u already used by export \"%s\" "
+			 "(line %d)", id, o->sec->title ? o->sec->title : "",
+			 o->id_line);
+		return report_cfg(sec, why);
+	}
+	return 0;
+}
+
+/* libconfuse parse callback: numbers and booleans, in our words. */
+static int opt_parse(cfg_t *cfg, cfg_opt_t *opt, const char *value,
+		     void *result)
+{
+	const struct directive *d = directive_of(cfg, opt);
+	char why[WHY_MAX];
+	union dval v;
+
+	if (!d || !value)
+		return -1;
+	if (value_parse(d, value, &v, why, sizeof(why)) != 0)
+		return report_cfg(cfg, why);
+	if (d->kind == K_BOOL)
+		*(int *)result = v.b;	/* libconfuse passes an int here */
+	else if (d->kind == K_DOUBLE)
+		*(double *)result = v.d;
+	else
+		*(long *)result = v.l;
+	return 0;
+}
+
+/* libconfuse validate callback: the newest value of any directive. */
+static int opt_validate(cfg_t *cfg, cfg_opt_t *opt)
+{
+	const struct directive *d = directive_of(cfg, opt);
+	struct export_rec *r = NULL;
+	char why[WHY_MAX];
+	union dval v;
+
+	if (!d || opt->nvalues == 0)
+		return 0;
+	if (d->scope == S_EXPORT)
+		r = export_rec_get(cfg);
+	else if (pctx && pctx->parsing)
+		pctx->gline[d - directives] = cfg->line;
+	value_from_opt(d, opt, opt->nvalues - 1, &v);
+	if (value_check(d, &v, why, sizeof(why)) != 0)
+		return report_cfg(cfg, why);
+	if (r && strcmp(d->name, "id") == 0)
+		return export_note_id(cfg, r, (unsigned)v.l);
+	return 0;
+}
+
+/* libconfuse validate callback for an export section that just closed. */
+static int export_validate(cfg_t *cfg, cfg_opt_t *opt)
+{
+	cfg_t *sec = cfg_opt_getnsec(opt, cfg_opt_size(opt) - 1);
+	struct export_rec *r = export_rec_find(sec);
+	int line = r ? r->line : cfg->line;
+	char why[WHY_MAX];
+
+	if (!sec || !sec->title)
+		return report(line, "export section without a path");
+	if (check_export_path(sec->title, why, sizeof(why)) != 0)
+		return report(line, "export \"%s\": %s", sec->title, why);
+	for (size_t i = 0; i < NDIR; i++) {
+		const struct directive *d = &directives[i];
+
+		if (d->scope == S_EXPORT && !d->def &&
+		    cfg_size(sec, d->name) == 0)
+			return report(line, "export \"%s\": missing required "
+				      "directive '%s'", sec->title, d->name);
+	}
+	return 0;
+}
+
+/* Word libconfuse's message about a duplicate export path. */
+static void dup_path_msg(const char *title, char *msg, size_t len)
+{
+	for (size_t i = 0; pctx && i < pctx->nrecs; i++) {
+		const cfg_t *s = pctx->recs[i].sec;
+
+		if (s->title && strcmp(s->title, title) == 0) {
+			snprintf(msg, len, "export \"%s\": path already used by "
+				 "the export at line %d", title,
+				 pctx->recs[i].line);
+			return;
+		}
+	}
+	snprintf(msg, len, "export \"%s\": path already used by another "
+		 "export", title);
+}
+
+/* libconfuse error function: keep the first message, with its line. */
+static void on_error(cfg_t *cfg, const char *fmt, va_list ap)
+{
+	char msg[WHY_MAX + EXPORT_PATH_MAX];
+
+	if (!pctx || pctx->failed)
+		return;
+	if (strcmp(fmt, "no such option '%s'") == 0)
+		snprintf(msg, sizeof(msg), "unknown directive '%s'",
+			 va_arg(ap, const char *));
+	else if (strcmp(fmt, "found duplicate title '%s'") == 0)
+		dup_path_msg(va_arg(ap, const char *), msg, sizeof(msg));
+	else
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+	report_cfg(cfg, msg);
+}
+
+/* ---- building libconfuse options from the table ---- */
+
+/* Write s as a double-quoted libconfuse string. */
+static void fput_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\' || *p == '$')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* The default of d as libconfuse should parse it, malloc'd; NULL when
+ * there is none. */
+static char *default_text(const struct directive *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!d->def || d->kind == K_NETS)
+		return NULL;	/* required, or an empty list */
+	if (d->kind != K_STR && d->kind != K_URL)
+		return strdup(d->def);
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fput_quoted(f, d->def);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Fill a libconfuse option for d; its default text is malloc'd. */
+static int opt_fill(cfg_opt_t *o, const struct directive *d)
+{
+	static const cfg_type_t type[] = {
+		[K_BOOL] = CFGT_BOOL, [K_INT] = CFGT_INT, [K_UINT] = CFGT_INT,
+		[K_U32] = CFGT_INT, [K_DOUBLE] = CFGT_FLOAT,
+		[K_STR] = CFGT_STR, [K_URL] = CFGT_STR, [K_NETS] = CFGT_STR,
+	};
+
+	memset(o, 0, sizeof(*o));
+	o->name = d->name;
+	o->type = type[d->kind];
+	o->flags = d->kind == K_NETS ? CFGF_LIST : CFGF_NONE;
+	if (!d->def)
+		o->flags |= CFGF_NODEFAULT;
+	o->def.parsed = default_text(d);
+	if (d->def && d->kind != K_NETS && !o->def.parsed)
+		return -1;
+	if (o->type != CFGT_STR)
+		o->parsecb = opt_parse;
+	o->validcb = opt_validate;
+	return 0;
+}
+
+/* Free the default texts of an option array. */
+static void opts_free_defaults(cfg_opt_t *opts)
+{
+	for (size_t i = 0; opts[i].name; i++) {
+		free(opts[i].def.parsed);
+		opts[i].def.parsed = NULL;
+	}
+}
+
+/* Build a libconfuse tree for the table (pctx must be set: the
+ * callbacks check the table's defaults). */
+static cfg_t *cfg_build(void)
+{
+	cfg_opt_t gopts[NDIR + 2], eopts[NDIR + 1];
+	size_t ng = 0, ne = 0;
+	cfg_t *cfg = NULL;
+
+	memset(gopts, 0, sizeof(gopts));
+	memset(eopts, 0, sizeof(eopts));
+	for (size_t i = 0; i < NDIR; i++) {
+		const struct directive *d = &directives[i];
+		cfg_opt_t *o = d->scope == S_GLOBAL ? &gopts[ng++] : &eopts[ne++];
+
+		if (opt_fill(o, d) != 0)
+			goto out;
+	}
+	gopts[ng].name = "export";
+	gopts[ng].type = CFGT_SEC;
+	gopts[ng].flags = CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES;
+	gopts[ng].subopts = eopts;
+	gopts[ng].validcb = export_validate;
+	cfg = cfg_init(gopts, CFGF_NONE);
+	if (cfg)
+		cfg_set_error_function(cfg, on_error);
+out:
+	opts_free_defaults(gopts);
+	opts_free_defaults(eopts);
+	return cfg;
+}
+
+/* ---- from a cfg tree to struct conf ---- */
+
+/* Store every value libconfuse holds for the directives of scope. */
+static int store_scope(void *base, cfg_t *cfg, enum dir_scope scope)
+{
+	for (size_t i = 0; i < NDIR; i++) {
+		const struct directive *d = &directives[i];
+		cfg_opt_t *opt;
+		unsigned n;
+		union dval v;
+
+		if (d->scope != scope)
+			continue;
+		opt = cfg_getopt(cfg, d->name);
+		n = cfg_opt_size(opt);
+		if (d->kind != K_NETS && n > 1)
+			n = 1;
+		for (unsigned k = 0; k < n; k++) {
+			value_from_opt(d, opt, k, &v);
+			if (value_store(base, d, &v) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Convert a parsed and validated tree into a new struct conf. */
+static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
+{
+	struct conf *c = calloc(1, sizeof(*c));
+	unsigned n = cfg_size(cfg, "export");
+
+	if (!c || !(c->source = strdup(source)))
+		goto fail;
+	if (store_scope(c, cfg, S_GLOBAL) != 0)
+		goto fail;
+	c->exports = calloc(n ? n : 1, sizeof(*c->exports));
+	if (!c->exports)
+		goto fail;
+	c->nexports = n;
+	for (unsigned i = 0; i < n; i++) {
+		cfg_t *sec = cfg_getnsec(cfg, "export", i);
+		struct conf_export *e = &c->exports[i];
+
+		e->path = strdup(cfg_title(sec));
+		if (!e->path || store_scope(e, sec, S_EXPORT) != 0)
+			goto fail;
+	}
+	return c;
+fail:
+	conf_free(&c);
+	return NULL;
+}
+
+/* True if a token may start at buf[i]: after a blank or a symbol. */
+static bool token_start(const char *buf, size_t i)
+{
+	return i == 0 || strchr(" \t\r\n{}(),=+", buf[i - 1]);
+}
+
+/* Blank buf[i..) with spaces up to the end of a comment, keeping
+ * newlines; return the index of its last character. */
+static size_t blank_comment(char *buf, size_t i, size_t len, bool block)
+{
+	for (; i < len; i++) {
+		if (!block && buf[i] == '\n')
+			return i - 1;
+		if (block && buf[i] == '*' && i + 1 < len && buf[i + 1] == '/') {
+			buf[i] = buf[i + 1] = ' ';
+			return i + 1;
+		}
+		if (buf[i] != '\n')
+			buf[i] = ' ';
+	}
+	return len;
+}
+
+/*
+ * Blank out the comments of buf[0..len) outside quoted strings: '#' to the
+ * end of the line, and at the start of a token '//' to the end of the line
+ * or a block comment. Newlines stay, so lines keep their numbers:
+ * libconfuse 3.3 counts a comment line as three lines, which would put
+ * every later error on the wrong line.
+ */
+static void strip_comments(char *buf, size_t len)
+{
+	char quote = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i], next = i + 1 < len ? buf[i + 1] : '\0';
+
+		if (quote) {
+			if (c == '\\')
+				i++;
+			else if (c == quote)
+				quote = 0;
+		} else if (c == '"' || c == '\'') {
+			quote = c;
+		} else if (c == '#' ||
+			   (c == '/' && next == '/' && token_start(buf, i))) {
+			i = blank_comment(buf, i, len, false);
+		} else if (c == '/' && next == '*' && token_start(buf, i)) {
+			buf[i] = buf[i + 1] = ' ';
+			i = blank_comment(buf, i + 2, len, true);
+		}
+	}
+}
+
+/*
+ * Find a string or '{' still open at the end of buf (comments already
+ * blanked): libconfuse takes the end of the file as the end of an open
+ * section, and names the last line for an open string. Returns the reason
+ * and sets *line to where the open one began, or returns NULL.
+ */
+static const char *find_unclosed(const char *buf, size_t len, int *line)
+{
+	int n = 1, depth = 0, brace = 0, string = 0;
+	char quote = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (c == '\n')
+			n++;
+		if (quote) {
+			if (c == '\\' && i + 1 < len && buf[++i] == '\n')
+				n++;
+			else if (c == quote)
+				quote = 0;
+		} else if (c == '"' || c == '\'') {
+			quote = c;
+			string = n;
+		} else if (c == '{' && depth++ == 0) {
+			brace = n;
+		} else if (c == '}' && depth > 0) {
+			depth--;
+		}
+	}
+	*line = quote ? string : brace;
+	if (quote)
+		return "string is never closed";
+	return depth ? "'{' is never closed" : NULL;
+}
+
+/* Read the regular file at path into a malloc'd, NUL-terminated buffer;
+ * sets errno on failure. */
+static char *read_config(const char *path, size_t *lenp)
+{
+	enum { MAX_CONFIG = 4 << 20 };
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = fopen(path, "r");
+
+	if (!fp)
+		return NULL;
+	if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > MAX_CONFIG) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR :
+			S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf) {
+		len = fread(buf, 1, (size_t)st.st_size + 1, fp);
+		if (ferror(fp) || len > (size_t)st.st_size) {
+			free(buf);
+			buf = NULL;
+			errno = ferror(fp) ? EIO : EAGAIN;	/* it grew */
+			goto out;
+		}
+		buf[len] = '\0';
+		*lenp = len;
+	}
+out:
+	fclose(fp);
+	return buf;
+}
+
+/* Parse the file text buf into a checked struct conf; errors via pctx. */
+static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
+{
+	struct conf *c = NULL;
+	cfg_t *cfg = cfg_build();
+	FILE *fp = NULL;
+	const char *unclosed;
+	char why[WHY_MAX];
+	int line;
+
+	strip_comments(buf, len);
+	if ((unclosed = find_unclosed(buf, len, &line))) {
+		report(line, "%s", unclosed);
+		goto out;
+	}
+	/* An empty file leaves the defaults, and no export. */
+	fp = len ? fmemopen(buf, len, "r") : NULL;
+	if ((len && !fp) || !cfg ||
+	    str_replace(&cfg->filename, ctx->path) != 0) {
+		report(0, "out of memory");
+		goto out;
+	}
+	ctx->root = cfg;
+	ctx->parsing = true;
+	if (fp && cfg_parse_fp(cfg, fp) != CFG_SUCCESS) {
+		report(0, "cannot parse the file");
+		goto out;
+	}
+	c = conf_from_cfg(cfg, ctx->path);
+	if (!c)
+		report(0, "out of memory");
+	else if (c->nexports == 0)
+		report(0, "no export: at least one export \"/PATH\" { ... } "
+		       "section is required");
+	else if (check_rules(c, ctx->gline, &line, why, sizeof(why)) != 0)
+		report(line, "%s", why);
+	if (ctx->failed)
+		conf_free(&c);
+out:
+	if (fp)
+		fclose(fp);
+	if (cfg)
+		cfg_free(cfg);
+	return c;
+}
+
+int conf_load_file(const char *path, struct conf **out, char *err,
+		   size_t errlen)
+{
+	struct parse_ctx ctx = { .path = path, .err = err, .errlen = errlen };
+	struct conf *c = NULL;
+	size_t len = 0;
+	char *buf;
+
+	pctx = &ctx;
+	buf = read_config(path, &len);
+	if (!buf)
+		report(0, "cannot read: %s", strerror(errno));
+	else
+		c = load_text(buf, len, &ctx);
+	free(buf);
+	free(ctx.recs);
+	pctx = NULL;
+	if (!c)
+		return -1;
+	*out = c;
+	return 0;
+}
+
+/* ---- building a configuration without a file ---- */
+
+/* Apply the table's defaults of scope to base. */
+static int apply_defaults(void *base, enum dir_scope scope)
+{
+	for (size_t i = 0; i < NDIR; i++) {
+		const struct directive *d = &directives[i];
+		char why[WHY_MAX];
+		union dval v;
+
+		if (d->scope != scope || !d->def || d->kind == K_NETS)
+			continue;
+		if (value_parse(d, d->def, &v, why, sizeof(why)) != 0 ||
+		    value_store(base, d, &v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Fill the single export of a quick-start configuration. */
+static int flags_export(struct conf_export *e, const char *url, char *err,
+			size_t errlen)
+{
+	char why[WHY_MAX];
+
+	if (apply_defaults(e, S_EXPORT) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (conf_parse_upstream_url(url, &e->url, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "upstream: %s", why);
+		return -1;
+	}
+	e->id = 1;
+	e->upstream = strdup(url);
+	e->path = strdup(e->url.path);
+	if (!e->upstream || !e->path) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (check_export_path(e->path, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "upstream \"%s\": export %s", url, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Apply the quick-start listen "ADDR:PORT" and mount port to c. */
+static int flags_listen(struct conf *c, const char *listen, int mount_port,
+			char *err, size_t errlen)
+{
+	char addr[INET6_ADDRSTRLEN], why[WHY_MAX];
+
+	if (listen) {
+		if (conf_parse_hostport(listen, addr, sizeof(addr),
+					&c->nfs_port, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "listen: %s", why);
+			return -1;
+		}
+		if (str_replace(&c->listen, addr) != 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	if (mount_port < 0 || mount_port > 65535) {
+		snprintf(err, errlen, "mount port %d out of range 0..65535",
+			 mount_port);
+		return -1;
+	}
+	if (mount_port)
+		c->mount_port = mount_port;
+	return 0;
+}
+
+int conf_from_flags(const char *upstream_url, const char *listen,
+		    int mount_port, struct conf **out, char *err,
+		    size_t errlen)
+{
+	struct conf *c = calloc(1, sizeof(*c));
+	char why[WHY_MAX];
+	int line;
+
+	if (!c || !(c->source = strdup("command line")) ||
+	    apply_defaults(c, S_GLOBAL) != 0 ||
+	    !(c->exports = calloc(1, sizeof(*c->exports)))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	c->nexports = 1;
+	if (!upstream_url) {
+		snprintf(err, errlen, "upstream: no URL given");
+		goto fail;
+	}
+	if (flags_export(&c->exports[0], upstream_url, err, errlen) != 0 ||
+	    flags_listen(c, listen, mount_port, err, errlen) != 0)
+		goto fail;
+	if (check_rules(c, NULL, &line, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s", why);
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	conf_free(&c);
+	return -1;
+}
+
+int conf_set_global(struct conf *c, const char *name, const char *value,
+		    char *err, size_t errlen)
+{
+	const struct directive *d = directive_find(S_GLOBAL, name);
+	struct conf tmp;
+	char why[WHY_MAX];
+	union dval v;
+	int line;
+
+	if (!d) {
+		snprintf(err, errlen, "unknown directive '%s'", name);
+		return -1;
+	}
+	if (value_parse(d, value, &v, why, sizeof(why)) != 0 ||
+	    value_check(d, &v, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	if (d->kind == K_STR) {
+		/* No rule ties strings to other directives. */
+		if (value_store(c, d, &v) == 0)
+			return 0;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	tmp = *c;
+	value_store(&tmp, d, &v);
+	if (check_rules(&tmp, NULL, &line, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	*c = tmp;
+	return 0;
+}
+
+/* ---- lookups ---- */
+
+const struct conf_export *conf_export_by_id(const struct conf *c,
+					    unsigned id)
+{
+	for (size_t i = 0; i < c->nexports; i++)
+		if (c->exports[i].id == id)
+			return &c->exports[i];
+	return NULL;
+}
+
+const struct conf_export *conf_export_by_path(const struct conf *c,
+					      const char *path)
+{
+	for (size_t i = 0; i < c->nexports; i++)
+		if (strcmp(c->exports[i].path, path) == 0)
+			return &c->exports[i];
+	return NULL;
+}
+
+bool conf_equal(const struct conf *a, const struct conf *b)
+{
+	if (a->nexports != b->nexports)
+		return false;
+	for (size_t i = 0; i < NDIR; i++)
+		if (directives[i].scope == S_GLOBAL &&
+		    !field_equal(a, b, &directives[i]))
+			return false;
+	for (size_t k = 0; k < a->nexports; k++) {
+		const struct conf_export *ea = &a->exports[k];
+		const struct conf_export *eb = &b->exports[k];
+
+		if (strcmp(ea->path, eb->path) != 0)
+			return false;
+		for (size_t i = 0; i < NDIR; i++)
+			if (directives[i].scope == S_EXPORT &&
+			    !field_equal(ea, eb, &directives[i]))
+				return false;
+	}
+	return true;
+}
+
+/* ---- writing ---- */
+
+/* Write the value of d held in base as file text. */
+static void dump_value(FILE *f, const void *base, const struct directive *d)
+{
+	const void *p = field(base, d);
+	const struct conf_export *e = base;
+	char buf[64];
+
+	switch (d->kind) {
+	case K_BOOL:
+		fputs(*(const bool *)p ? "true" : "false", f);
+		break;
+	case K_INT:
+		fprintf(f, "%d", *(const int *)p);
+		break;
+	case K_UINT:
+		fprintf(f, "%u", *(const unsigned *)p);
+		break;
+	case K_U32:
+		fprintf(f, "%" PRIu32, *(const uint32_t *)p);
+		break;
+	case K_DOUBLE:
+		fmt_number(d, *(const double *)p, buf, sizeof(buf));
+		fputs(buf, f);
+		break;
+	case K_STR:
+	case K_URL:
+		fput_quoted(f, *(char *const *)p ? *(char *const *)p : "");
+		break;
+	case K_NETS:
+		fputc('{', f);
+		for (size_t i = 0; i < e->nclients; i++) {
+			net_format(&e->clients[i], buf, sizeof(buf));
+			fputs(i ? ", " : "", f);
+			fput_quoted(f, buf);
+		}
+		fputc('}', f);
+		break;
+	}
+}
+
+/* Write text as comment lines of at most about 72 columns. */
+static void fput_comment(FILE *f, const char *indent, const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t n = strlen(p), cut = n;
+
+		if (n > 70) {
+			for (cut = 70; cut > 0 && p[cut] != ' '; cut--)
+				;
+			if (cut == 0)
+				cut = strcspn(p, " ");
+		}
+		fprintf(f, "%s# %.*s\n", indent, (int)cut, p);
+		p += cut;
+		p += strspn(p, " ");
+	}
+}
+
+/* Write the help comment of d: its help, then unit, range and default. */
+static void dump_help(FILE *f, const struct directive *d, const char *indent)
+{
+	char lo[32], hi[32];
+
+	fput_comment(f, indent, d->help);
+	fprintf(f, "%s#", indent);
+	if (d->unit)
+		fprintf(f, " Unit: %s.", d->unit);
+	if (is_numeric(d)) {
+		fmt_number(d, d->min, lo, sizeof(lo));
+		fmt_number(d, d->max, hi, sizeof(hi));
+		fprintf(f, " Range: %s..%s.", lo, hi);
+	}
+	if (!d->def) {
+		fputs(" Required.\n", f);
+	} else if (d->kind == K_STR || d->kind == K_URL) {
+		fputs(" Default: ", f);
+		fput_quoted(f, d->def);
+		fputs(".\n", f);
+	} else {
+		fprintf(f, " Default: %s.\n", d->def);
+	}
+}
+
+/* Write every directive of scope held in base, with its help. */
+static void dump_scope(FILE *f, const void *base, enum dir_scope scope,
+		       const char *indent)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < NDIR; i++) {
+		const struct directive *d = &directives[i];
+
+		if (d->scope != scope)
+			continue;
+		fputs(first ? "" : "\n", f);
+		first = false;
+		dump_help(f, d, indent);
+		fprintf(f, "%s%s = ", indent, d->name);
+		dump_value(f, base, d);
+		fputc('\n', f);
+	}
+}
+
+/* Write c after the comment lines of header. */
+static void dump(const struct conf *c, FILE *f, const char *header)
+{
+	fputs(header, f);
+	fputs("\n# ---- global directives ----\n\n", f);
+	dump_scope(f, c, S_GLOBAL, "");
+	fputs("\n# ---- exports ----\n"
+	      "#\n"
+	      "# Each export \"PATH\" { ... } section serves one upstream NFSv3\n"
+	      "# export to clients under PATH, the path they MOUNT. At least\n"
+	      "# one is required; paths and ids must be unique.\n", f);
+	for (size_t i = 0; i < c->nexports; i++) {
+		fputs("\nexport ", f);
+		fput_quoted(f, c->exports[i].path);
+		fputs(" {\n", f);
+		dump_scope(f, &c->exports[i], S_EXPORT, "\t");
+		fputs("}\n", f);
+	}
+}
+
+void conf_dump(const struct conf *c, FILE *f)
+{
+	char *header = NULL;
+	size_t len = 0;
+	FILE *h = open_memstream(&header, &len);
+
+	if (!h)
+		return;
+	fputs("# nfscached configuration (libconfuse syntax) as loaded from\n"
+	      "# ", h);
+	fput_quoted(h, c->source ? c->source : "");
+	fputs(", with every directive; see docs/configuration.md.\n", h);
+	if (fclose(h) == 0)
+		dump(c, f, header);
+	free(header);
+}
+
+static const char example_header[] =
+	"# nfscached example configuration: every directive at its default\n"
+	"# and one example export. Copy it to the file given to\n"
+	"# `nfscached --config FILE`, edit it, and check it with\n"
+	"# `nfscached --check-config FILE`. See docs/configuration.md.\n"
+	"#\n"
+	"# Syntax (libconfuse): name = value; strings in double quotes,\n"
+	"# lists in braces, '#' starts a comment. Inside double quotes\n"
+	"# ${VAR} is replaced by the environment variable VAR. A directive\n"
+	"# given twice keeps its last value.\n"
+	"#\n"
+	"# Generated from the directive table in conf/conf.c by\n"
+	"# conf_write_example(); the unit test test_conf fails when this\n"
+	"# file is out of date and writes the current text beside itself.\n";
+
+void conf_write_example(FILE *f)
+{
+	static const char *const nets[] = { "192.0.2.0/24", "2001:db8::/32" };
+	struct conf *c = NULL;
+	struct conf_export *e;
+	char err[WHY_MAX];
+
+	if (conf_from_flags("nfs://files.example.com/srv/data"
+			    "?nfsport=2049&mountport=20048", NULL, 0, &c, err,
+			    sizeof(err)) != 0)
+		return;
+	e = &c->exports[0];
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++)
+		if (nets_append(e, nets[i]) != 0)
+			goto out;
+	if (str_replace(&e->path, "/data") == 0)
+		dump(c, f, example_header);
+out:
+	conf_free(&c);
+}
+
+void conf_free(struct conf **cp)
+{
+	struct conf *c = cp ? *cp : NULL;
+
+	if (!c)
+		return;
+	for (size_t k = 0; c->exports && k < c->nexports; k++) {
+		free(c->exports[k].path);
+		for (size_t i = 0; i < NDIR; i++)
+			if (directives[i].scope == S_EXPORT)
+				field_free(&c->exports[k], &directives[i]);
+	}
+	for (size_t i = 0; i < NDIR; i++)
+		if (directives[i].scope == S_GLOBAL)
+			field_free(c, &directives[i]);
+	free(c->exports);
+	free(c->source);
+	free(c);
+	*cp = NULL;
+}
