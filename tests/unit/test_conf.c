@@ -1,0 +1,1110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for conf/: configuration files read back exactly, every kind
+ * of bad input refused with its exact "FILE:LINE: reason", upstream URLs,
+ * client networks, the quick-start flags, conf_dump round trips, and the
+ * example file and docs kept in step with the directive table.
+ *
+ * Each test writes its config text to a file in a private temporary
+ * directory and loads it with conf_load_file.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "cunit_main.h"
+
+#ifndef EXAMPLE_CONF
+#error "EXAMPLE_CONF must name systemd/nfscached.conf.example"
+#endif
+#ifndef DOCS_CONF
+#error "DOCS_CONF must name docs/configuration.md"
+#endif
+
+static char tmpdir[64];
+static char conf_path[128];
+
+/* Create the temporary directory the tests write configs into. */
+static int suite_init(void)
+{
+	strcpy(tmpdir, "/tmp/test_conf.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(conf_path, sizeof(conf_path), "%s/t.conf", tmpdir);
+	return 0;
+}
+
+/* Remove the temporary directory. */
+static int suite_clean(void)
+{
+	char dump[160];
+
+	snprintf(dump, sizeof(dump), "%s/dump.conf", tmpdir);
+	unlink(conf_path);
+	unlink(dump);
+	return rmdir(tmpdir);
+}
+
+/* Write text to path. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Read a whole file into a malloc'd string. */
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!f)
+		return NULL;
+	if (getdelim(&buf, &len, '\0', f) < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Load config text through a file; returns conf_load_file's result. */
+static int load(const char *text, struct conf **c, char *err, size_t len)
+{
+	write_file(conf_path, text);
+	err[0] = '\0';
+	return conf_load_file(conf_path, c, err, len);
+}
+
+/* Load text and return the configuration, failing the test if refused. */
+static struct conf *load_ok(const char *text)
+{
+	struct conf *c = NULL;
+	char err[512];
+
+	if (load(text, &c, err, sizeof(err)) != 0)
+		fprintf(stderr, "\nunexpected error: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(c);
+	return c;
+}
+
+/* Assert text is refused with exactly "FILE:LINE: reason" ("FILE: reason"
+ * when line is 0) and *out is left alone. */
+static void expect_error(const char *text, int line, const char *reason)
+{
+	struct conf *sentinel = (struct conf *)&sentinel;
+	struct conf *c = sentinel;
+	char err[1024], want[1024];
+
+	CU_ASSERT_EQUAL(load(text, &c, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_EQUAL(c, sentinel);
+	if (line)
+		snprintf(want, sizeof(want), "%s:%d: %s", conf_path, line,
+			 reason);
+	else
+		snprintf(want, sizeof(want), "%s: %s", conf_path, reason);
+	if (strcmp(err, want) != 0)
+		fprintf(stderr, "\n  want: %s\n  got:  %s\n", want, err);
+	CU_ASSERT_STRING_EQUAL(err, want);
+}
+
+#define EXPORT_A "export \"/a\" {\n id = 1\n upstream = \"nfs://u/a\"\n}\n"
+
+/* ---- good configurations ---- */
+
+static void test_minimal_config_gets_every_default(void)
+{
+	struct conf *c = load_ok(EXPORT_A);
+	const struct conf_export *e;
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->source, conf_path);
+	CU_ASSERT_STRING_EQUAL(c->listen, "0.0.0.0");
+	CU_ASSERT_EQUAL(c->nfs_port, 2049);
+	CU_ASSERT_EQUAL(c->mount_port, 20048);
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "127.0.0.1:9655");
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/var/lib/nfscached");
+	CU_ASSERT_EQUAL(c->max_record_size, 1114112);
+	CU_ASSERT_EQUAL(c->max_transfer, 1048576);
+	CU_ASSERT_TRUE(c->register_rpcbind);
+	CU_ASSERT_EQUAL(c->upstream_timeout, 30.0);
+	CU_ASSERT_TRUE(c->start_without_upstream);
+	CU_ASSERT_EQUAL(c->max_requests_per_conn, 64);
+	CU_ASSERT_EQUAL(c->max_reply_buffer, 8388608);
+	CU_ASSERT_EQUAL(c->drc_entries, 4096);
+	CU_ASSERT_EQUAL(c->drc_timeout, 120.0);
+	CU_ASSERT_STRING_EQUAL(c->log_level, "info");
+	CU_ASSERT_EQUAL_FATAL(c->nexports, 1);
+	e = &c->exports[0];
+	CU_ASSERT_EQUAL(e->id, 1);
+	CU_ASSERT_STRING_EQUAL(e->path, "/a");
+	CU_ASSERT_STRING_EQUAL(e->upstream, "nfs://u/a");
+	CU_ASSERT_STRING_EQUAL(e->url.server, "u");
+	CU_ASSERT_STRING_EQUAL(e->url.path, "/a");
+	CU_ASSERT_EQUAL(e->url.nfs_port, 0);
+	CU_ASSERT_EQUAL(e->url.mount_port, 0);
+	CU_ASSERT_EQUAL(e->nclients, 0);
+	CU_ASSERT_PTR_NULL(e->clients);
+	CU_ASSERT_TRUE(e->root_squash);
+	CU_ASSERT_EQUAL(e->anonuid, 65534);
+	CU_ASSERT_EQUAL(e->anongid, 65534);
+	CU_ASSERT_FALSE(e->secure);
+	conf_free(&c);
+	CU_ASSERT_PTR_NULL(c);
+}
+
+static const char full_config[] =
+	"listen = \"::\"\n"
+	"nfs_port = 12049\n"
+	"mount_port = 0\n"
+	"metrics_listen = \"[::1]:19655\"\n"
+	"state_dir = \"/tmp/x/state\"\n"
+	"max_record_size = 65536\n"
+	"max_transfer = 32768\n"
+	"register_rpcbind = false\n"
+	"upstream_timeout = 2.5\n"
+	"start_without_upstream = no\n"
+	"max_requests_per_conn = 4096\n"
+	"max_reply_buffer = 65536\n"
+	"drc_entries = 0\n"
+	"drc_timeout = 1.5\n"
+	"log_level = \"debug\"\n"
+	"export \"/srv/one\" {\n"
+	"  id = 63\n"
+	"  upstream = \"nfs://[::1]/exp/one?version=3&nfsport=2049&mountport=20048\"\n"
+	"  clients = {\"10.0.0.0/8\", \"192.168.1.7\",\n"
+	"             \"2001:db8::/32\"}\n"
+	"  root_squash = false\n"
+	"  anonuid = 0\n"
+	"  anongid = 4294967295\n"
+	"  secure = true\n"
+	"}\n"
+	"export \"/two\" {\n"
+	"  upstream = \"nfs://server.example/two?nfsport=1\"\n"
+	"  id = 2\n"
+	"}\n";
+
+static void test_every_directive_reads_back_exactly(void)
+{
+	struct conf *c = load_ok(full_config);
+	const struct conf_export *e;
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->listen, "::");
+	CU_ASSERT_EQUAL(c->nfs_port, 12049);
+	CU_ASSERT_EQUAL(c->mount_port, 0);
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "[::1]:19655");
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/tmp/x/state");
+	CU_ASSERT_EQUAL(c->max_record_size, 65536);
+	CU_ASSERT_EQUAL(c->max_transfer, 32768);
+	CU_ASSERT_FALSE(c->register_rpcbind);
+	CU_ASSERT_EQUAL(c->upstream_timeout, 2.5);
+	CU_ASSERT_FALSE(c->start_without_upstream);
+	CU_ASSERT_EQUAL(c->max_requests_per_conn, 4096);
+	CU_ASSERT_EQUAL(c->max_reply_buffer, 65536);
+	CU_ASSERT_EQUAL(c->drc_entries, 0);
+	CU_ASSERT_EQUAL(c->drc_timeout, 1.5);
+	CU_ASSERT_STRING_EQUAL(c->log_level, "debug");
+	CU_ASSERT_EQUAL_FATAL(c->nexports, 2);
+
+	e = &c->exports[0];
+	CU_ASSERT_EQUAL(e->id, 63);
+	CU_ASSERT_STRING_EQUAL(e->path, "/srv/one");
+	CU_ASSERT_STRING_EQUAL(e->url.server, "::1");
+	CU_ASSERT_STRING_EQUAL(e->url.path, "/exp/one");
+	CU_ASSERT_EQUAL(e->url.nfs_port, 2049);
+	CU_ASSERT_EQUAL(e->url.mount_port, 20048);
+	CU_ASSERT_EQUAL_FATAL(e->nclients, 3);
+	inet_pton(AF_INET, "10.0.0.0", &a4);
+	CU_ASSERT_EQUAL(e->clients[0].family, AF_INET);
+	CU_ASSERT_EQUAL(e->clients[0].prefix, 8);
+	CU_ASSERT_EQUAL(memcmp(e->clients[0].addr, &a4, 4), 0);
+	inet_pton(AF_INET, "192.168.1.7", &a4);
+	CU_ASSERT_EQUAL(e->clients[1].family, AF_INET);
+	CU_ASSERT_EQUAL(e->clients[1].prefix, 32);
+	CU_ASSERT_EQUAL(memcmp(e->clients[1].addr, &a4, 4), 0);
+	inet_pton(AF_INET6, "2001:db8::", &a6);
+	CU_ASSERT_EQUAL(e->clients[2].family, AF_INET6);
+	CU_ASSERT_EQUAL(e->clients[2].prefix, 32);
+	CU_ASSERT_EQUAL(memcmp(e->clients[2].addr, &a6, 16), 0);
+	CU_ASSERT_FALSE(e->root_squash);
+	CU_ASSERT_EQUAL(e->anonuid, 0);
+	CU_ASSERT_EQUAL(e->anongid, 4294967295u);
+	CU_ASSERT_TRUE(e->secure);
+
+	e = &c->exports[1];
+	CU_ASSERT_EQUAL(e->id, 2);
+	CU_ASSERT_STRING_EQUAL(e->path, "/two");
+	CU_ASSERT_STRING_EQUAL(e->url.server, "server.example");
+	CU_ASSERT_EQUAL(e->url.nfs_port, 1);
+	CU_ASSERT_EQUAL(e->url.mount_port, 0);
+	CU_ASSERT_TRUE(e->root_squash);
+	conf_free(&c);
+}
+
+static void test_harness_style_config_loads(void)
+{
+	struct conf *c = load_ok(
+		"listen = \"127.0.0.1\"\n"
+		"nfs_port = 12049\n"
+		"mount_port = 12048          # MOUNT v3 is also served on nfs_port\n"
+		"metrics_listen = \"127.0.0.1:19655\"\n"
+		"state_dir = \"/tmp/x/state\"\n"
+		"register_rpcbind = false\n"
+		"export \"/export\" {\n"
+		"  id = 1\n"
+		"  upstream = \"nfs://127.0.0.1/export?nfsport=2049&mountport=20048\"\n"
+		"  clients = {\"127.0.0.1/32\"}\n"
+		"  root_squash = false\n"
+		"  secure = false\n"
+		"}\n");
+
+	if (!c)
+		return;
+	CU_ASSERT_EQUAL(c->mount_port, 12048);
+	CU_ASSERT_PTR_NOT_NULL(conf_export_by_path(c, "/export"));
+	CU_ASSERT_EQUAL(c->exports[0].clients[0].prefix, 32);
+	CU_ASSERT_FALSE(c->exports[0].root_squash);
+	conf_free(&c);
+}
+
+static void test_comments_keep_line_numbers(void)
+{
+	/* libconfuse 3.3 alone counts each comment line as three lines. */
+	expect_error("# one\n"
+		     "// two\n"
+		     "/* three\n"
+		     "   four */ nfs_port = 1 # five\n"
+		     "## six\n"
+		     "state_dir = \"/a#b//c\" // seven\n"
+		     "listen = \"x\"\n", 7,
+		     "listen: \"x\" is not an IPv4 or IPv6 address");
+	expect_error("state_dir = \"multi\n"
+		     "line\"\n"
+		     "nfs_port = 0\n", 3, "nfs_port 0 out of range 1..65535");
+}
+
+static void test_comment_markers_inside_strings_are_kept(void)
+{
+	struct conf *c = load_ok("state_dir = \"/s#1//2/*3*/\"\n" EXPORT_A);
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/s#1//2/*3*/");
+	conf_free(&c);
+}
+
+static void test_last_of_repeated_directive_wins(void)
+{
+	struct conf *c = load_ok("nfs_port = 1\nnfs_port = 2\n" EXPORT_A);
+
+	if (!c)
+		return;
+	CU_ASSERT_EQUAL(c->nfs_port, 2);
+	conf_free(&c);
+}
+
+static void test_lookups_by_id_and_path(void)
+{
+	struct conf *c = load_ok(full_config);
+
+	if (!c)
+		return;
+	CU_ASSERT_PTR_EQUAL(conf_export_by_id(c, 63), &c->exports[0]);
+	CU_ASSERT_PTR_EQUAL(conf_export_by_id(c, 2), &c->exports[1]);
+	CU_ASSERT_PTR_NULL(conf_export_by_id(c, 1));
+	CU_ASSERT_PTR_EQUAL(conf_export_by_path(c, "/two"), &c->exports[1]);
+	CU_ASSERT_PTR_NULL(conf_export_by_path(c, "/tw"));
+	CU_ASSERT_PTR_NULL(conf_export_by_path(c, "/two/"));
+	conf_free(&c);
+	conf_free(&c);	/* NULL is ignored */
+	conf_free(NULL);
+}
+
+/* ---- refused configurations, with their lines ---- */
+
+static void test_unknown_directive_is_refused_at_its_line(void)
+{
+	expect_error("nfs_port = 1\n\nbogus = 3\n" EXPORT_A, 3,
+		     "unknown directive 'bogus'");
+	expect_error("export \"/a\" {\n id = 1\n\n foo = 1\n}\n", 4,
+		     "export \"/a\": unknown directive 'foo'");
+}
+
+static void test_wrong_type_is_refused_at_its_line(void)
+{
+	expect_error("\nnfs_port = \"abc\"\n", 2,
+		     "nfs_port: \"abc\" is not a whole number");
+	expect_error("nfs_port = 12.5\n", 1,
+		     "nfs_port: \"12.5\" is not a whole number");
+	expect_error("upstream_timeout = fast\n", 1,
+		     "upstream_timeout: \"fast\" is not a number");
+	expect_error("upstream_timeout = nan\n", 1,
+		     "upstream_timeout: \"nan\" is not a number");
+	expect_error("export \"/a\" {\n root_squash = maybe\n}\n", 2,
+		     "export \"/a\": root_squash: \"maybe\" is not true or false");
+	expect_error("listen = {\"0.0.0.0\"}\n", 1, "unexpected token '{'");
+}
+
+static void test_out_of_range_is_refused_at_its_line(void)
+{
+	expect_error("export \"/a\" {\n  upstream = \"nfs://u/a\"\n  id = 70\n}\n",
+		     3, "export \"/a\": id 70 out of range 1..63");
+	expect_error("export \"/a\" {\n  id = 0\n}\n", 2,
+		     "export \"/a\": id 0 out of range 1..63");
+	expect_error("nfs_port = 70000\n", 1,
+		     "nfs_port 70000 out of range 1..65535");
+	expect_error("\n\nmount_port = -1\n", 3,
+		     "mount_port -1 out of range 0..65535");
+	expect_error("max_record_size = 4095\n", 1,
+		     "max_record_size 4095 out of range 4096..16777216");
+	expect_error("max_transfer = 2097152\n", 1,
+		     "max_transfer 2097152 out of range 4096..1048576");
+	expect_error("upstream_timeout = 0.05\n", 1,
+		     "upstream_timeout 0.05 out of range 0.1..3600");
+	expect_error("max_requests_per_conn = 0\n", 1,
+		     "max_requests_per_conn 0 out of range 1..4096");
+	expect_error("max_reply_buffer = 1073741825\n", 1,
+		     "max_reply_buffer 1073741825 out of range "
+		     "65536..1073741824");
+	expect_error("drc_entries = 1048577\n", 1,
+		     "drc_entries 1048577 out of range 0..1048576");
+	expect_error("drc_timeout = 0\n", 1,
+		     "drc_timeout 0 out of range 1..86400");
+	expect_error("export \"/a\" {\n anonuid = 4294967296\n}\n", 2,
+		     "export \"/a\": anonuid 4294967296 out of range "
+		     "0..4294967295");
+}
+
+static void test_bad_strings_are_refused_at_their_line(void)
+{
+	expect_error("log_level = \"verbose\"\n", 1,
+		     "log_level: \"verbose\" is not one of error, warn, info, "
+		     "debug");
+	expect_error("listen = \"localhost\"\n", 1,
+		     "listen: \"localhost\" is not an IPv4 or IPv6 address");
+	expect_error("metrics_listen = \"127.0.0.1\"\n", 1,
+		     "metrics_listen: \"127.0.0.1\": expected ADDR:PORT or "
+		     "[IPV6]:PORT");
+	expect_error("metrics_listen = \"::1:9655\"\n", 1,
+		     "metrics_listen: \"::1:9655\": write an IPv6 address in "
+		     "brackets, [ADDR]:PORT");
+	expect_error("metrics_listen = \"127.0.0.1:0\"\n", 1,
+		     "metrics_listen: \"127.0.0.1:0\": port must be 1..65535");
+	expect_error("state_dir = \"\"\n", 1, "state_dir: must not be empty");
+}
+
+static void test_empty_metrics_listen_disables(void)
+{
+	struct conf *c = load_ok("metrics_listen = \"\"\n" EXPORT_A);
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "");
+	conf_free(&c);
+}
+
+static void test_bad_url_is_refused_at_its_line(void)
+{
+	expect_error("export \"/a\" {\n id = 1\n upstream = \"nfs://host\"\n}\n",
+		     3, "export \"/a\": upstream: \"nfs://host\": missing "
+		     "export path (nfs://HOST/PATH)");
+	expect_error("export \"/a\" {\n upstream = "
+		     "\"nfs://h/p?nfsport=70000\"\n}\n", 2,
+		     "export \"/a\": upstream: \"nfs://h/p?nfsport=70000\": "
+		     "nfsport must be a port number 0..65535");
+}
+
+static void test_bad_network_is_refused_at_its_line(void)
+{
+	expect_error("export \"/a\" {\n"
+		     " clients = {\"10.0.0.0/8\",\n"
+		     "            \"10.0.0.0/33\"}\n"
+		     "}\n", 3,
+		     "export \"/a\": clients: \"10.0.0.0/33\": prefix length "
+		     "must be 0..32");
+	expect_error("export \"/a\" {\n clients = {\"example.com\"}\n}\n", 2,
+		     "export \"/a\": clients: \"example.com\": not an IPv4 or "
+		     "IPv6 address (ADDR or ADDR/PREFIX)");
+}
+
+static void test_duplicate_id_is_refused_at_the_second_id(void)
+{
+	expect_error(EXPORT_A
+		     "export \"/b\" {\n"
+		     " upstream = \"nfs://u/b\"\n"
+		     " id = 1\n"
+		     "}\n", 7,
+		     "export \"/b\": id 1 already used by export \"/a\" "
+		     "(line 2)");
+}
+
+static void test_duplicate_path_is_refused_at_the_second_export(void)
+{
+	expect_error(EXPORT_A
+		     "\n"
+		     "export \"/a\" {\n"
+		     " id = 2\n"
+		     " upstream = \"nfs://u/b\"\n"
+		     "}\n", 6,
+		     "export \"/a\": path already used by the export at line 1");
+}
+
+static void test_missing_required_is_refused_at_the_export(void)
+{
+	expect_error("nfs_port = 2049\n"
+		     "export \"/a\" {\n"
+		     "  upstream = \"nfs://u/a\"\n"
+		     "}\n", 2, "export \"/a\": missing required directive 'id'");
+	expect_error("\n"
+		     "export \"/a\" {\n"
+		     "  id = 4\n"
+		     "\n"
+		     "}\n", 2,
+		     "export \"/a\": missing required directive 'upstream'");
+	expect_error(EXPORT_A "export \"/b\" {}\n", 5,
+		     "export \"/b\": missing required directive 'id'");
+}
+
+static void test_bad_export_path_is_refused_at_the_export(void)
+{
+	expect_error("\nexport \"data\" {\n id = 1\n upstream = \"nfs://u/a\"\n}\n",
+		     2, "export \"data\": path must start with '/'");
+	expect_error("export \"/a/\" {\n id = 1\n upstream = \"nfs://u/a\"\n}\n",
+		     1, "export \"/a/\": path must not end with '/'");
+	expect_error("export \"/a//b\" {\n id = 1\n upstream = \"nfs://u/a\"\n}\n",
+		     1, "export \"/a//b\": path must not contain '//'");
+	expect_error("export \"/a/../b\" {\n id = 1\n upstream = \"nfs://u/a\"\n}\n",
+		     1, "export \"/a/../b\": path must not contain '.' or '..'");
+}
+
+static void test_no_export_is_refused(void)
+{
+	expect_error("nfs_port = 2049\n", 0,
+		     "no export: at least one export \"/PATH\" { ... } section "
+		     "is required");
+	expect_error("", 0,
+		     "no export: at least one export \"/PATH\" { ... } section "
+		     "is required");
+}
+
+static void test_reply_buffer_below_record_size_is_refused(void)
+{
+	expect_error("max_record_size = 131072\n"
+		     "max_reply_buffer = 65536\n" EXPORT_A, 2,
+		     "max_reply_buffer 65536 is smaller than max_record_size "
+		     "131072");
+	expect_error("\nmax_record_size = 16777216\n" EXPORT_A, 2,
+		     "max_reply_buffer 8388608 is smaller than max_record_size "
+		     "16777216");
+}
+
+static void test_mount_port_equal_to_nfs_port_is_refused(void)
+{
+	expect_error("nfs_port = 2000\nmount_port = 2000\n" EXPORT_A, 2,
+		     "mount_port equals nfs_port 2000; set mount_port = 0 to "
+		     "serve MOUNT on nfs_port only");
+}
+
+static void test_syntax_errors_carry_a_line(void)
+{
+	expect_error("nfs_port = 1\nexport \"/a\" {\n id = 1\n", 2,
+		     "'{' is never closed");
+	expect_error("export \"/a{\" {\n clients = {\"1.2.3.4\"\n}\n", 1,
+		     "'{' is never closed");
+	expect_error("nfs_port = 1\n}\n", 2, "unexpected closing brace");
+	expect_error("nfs_port = 1\nstate_dir = \"/x\n\n", 2,
+		     "string is never closed");
+	expect_error("nfs_port =\n", 2, "premature end of file");
+	expect_error("export {\n}\n", 1,
+		     "missing title for section 'export'");
+}
+
+static void test_unreadable_file_is_refused(void)
+{
+	char err[512], want[512];
+	struct conf *c = NULL;
+
+	CU_ASSERT_EQUAL(conf_load_file("/nonexistent/x.conf", &c, err,
+				       sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "/nonexistent/x.conf: cannot read: No "
+			       "such file or directory");
+	CU_ASSERT_EQUAL(conf_load_file(tmpdir, &c, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: cannot read: Is a directory",
+		 tmpdir);
+	CU_ASSERT_STRING_EQUAL(err, want);
+	CU_ASSERT_PTR_NULL(c);
+}
+
+/* ---- upstream URLs ---- */
+
+/* Assert url is refused with exactly reason. */
+static void expect_url_error(const char *url, const char *reason)
+{
+	struct conf_upstream_url u;
+	char err[512];
+
+	CU_ASSERT_EQUAL(conf_parse_upstream_url(url, &u, err, sizeof(err)), -1);
+	if (strcmp(err, reason) != 0)
+		fprintf(stderr, "\n  want: %s\n  got:  %s\n", reason, err);
+	CU_ASSERT_STRING_EQUAL(err, reason);
+	CU_ASSERT_PTR_NULL(u.server);
+	CU_ASSERT_PTR_NULL(u.path);
+}
+
+static void test_url_parses_server_path_and_ports(void)
+{
+	struct conf_upstream_url u;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(conf_parse_upstream_url(
+		"nfs://127.0.0.1/export?version=3&nfsport=2049&mountport=20048",
+		&u, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(u.server, "127.0.0.1");
+	CU_ASSERT_STRING_EQUAL(u.path, "/export");
+	CU_ASSERT_EQUAL(u.nfs_port, 2049);
+	CU_ASSERT_EQUAL(u.mount_port, 20048);
+	conf_upstream_url_clear(&u);
+	CU_ASSERT_PTR_NULL(u.server);
+
+	CU_ASSERT_EQUAL_FATAL(conf_parse_upstream_url("nfs://files-1.lan/",
+						      &u, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(u.server, "files-1.lan");
+	CU_ASSERT_STRING_EQUAL(u.path, "/");
+	CU_ASSERT_EQUAL(u.nfs_port, 0);
+	CU_ASSERT_EQUAL(u.mount_port, 0);
+	conf_upstream_url_clear(&u);
+
+	CU_ASSERT_EQUAL_FATAL(conf_parse_upstream_url(
+		"nfs://[fe80::1]/a/b?mountport=0&nfsport=65535&x", &u, err,
+		sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(u.server, "fe80::1");
+	CU_ASSERT_STRING_EQUAL(u.path, "/a/b");
+	CU_ASSERT_EQUAL(u.nfs_port, 65535);
+	CU_ASSERT_EQUAL(u.mount_port, 0);
+	conf_upstream_url_clear(&u);
+}
+
+static void test_url_errors_are_refused(void)
+{
+	expect_url_error("nfs://host", "\"nfs://host\": missing export path "
+			 "(nfs://HOST/PATH)");
+	expect_url_error("nfs://host?nfsport=1", "\"nfs://host?nfsport=1\": "
+			 "missing export path (nfs://HOST/PATH)");
+	expect_url_error("nfs:///p", "\"nfs:///p\": missing server name");
+	expect_url_error("http://h/p", "\"http://h/p\": URL must start with "
+			 "nfs://");
+	expect_url_error("nfs://h:2049/p", "\"nfs://h:2049/p\": give ports in "
+			 "the query (?nfsport=N&mountport=M), not after the "
+			 "server");
+	expect_url_error("nfs://h/p?nfsport=65536", "\"nfs://h/p?nfsport=65536\""
+			 ": nfsport must be a port number 0..65535");
+	expect_url_error("nfs://h/p?mountport=x1", "\"nfs://h/p?mountport=x1\": "
+			 "mountport must be a port number 0..65535");
+	expect_url_error("nfs://h/p?nfsport=", "\"nfs://h/p?nfsport=\": nfsport "
+			 "must be a port number 0..65535");
+	expect_url_error("nfs://[::1/p", "\"nfs://[::1/p\": bad IPv6 address "
+			 "in brackets");
+	expect_url_error("nfs://[host]/p", "\"nfs://[host]/p\": bad IPv6 "
+			 "address in brackets");
+	expect_url_error("nfs://[::1]", "\"nfs://[::1]\": missing export path "
+			 "(nfs://HOST/PATH)");
+	expect_url_error("nfs://u@h/p", "\"nfs://u@h/p\": bad server name");
+	expect_url_error("nfs://h/a b", "\"nfs://h/a b\": URL contains spaces "
+			 "or control characters");
+	expect_url_error("nfs://h/a#x", "\"nfs://h/a#x\": '#' fragments are "
+			 "not supported");
+}
+
+/* ---- client networks ---- */
+
+/* Build an IPv4 socket address. */
+static struct sockaddr_in sa4(const char *ip)
+{
+	struct sockaddr_in s = { .sin_family = AF_INET };
+
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
+}
+
+/* Build an IPv6 socket address. */
+static struct sockaddr_in6 sa6(const char *ip)
+{
+	struct sockaddr_in6 s = { .sin6_family = AF_INET6 };
+
+	inet_pton(AF_INET6, ip, &s.sin6_addr);
+	return s;
+}
+
+/* Ask whether ip (v4 or v6 text) may use an export listing nets. */
+static bool allowed(const char *const *nets, size_t n, const char *ip)
+{
+	struct conf_net list[8];
+	struct conf_export e = { .clients = list, .nclients = n };
+	struct sockaddr_in s4;
+	struct sockaddr_in6 s6;
+	char err[256];
+
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL_FATAL(conf_parse_net(nets[i], &list[i], err,
+						     sizeof(err)), 0);
+	if (strchr(ip, ':')) {
+		s6 = sa6(ip);
+		return conf_client_allowed(&e, (struct sockaddr *)&s6);
+	}
+	s4 = sa4(ip);
+	return conf_client_allowed(&e, (struct sockaddr *)&s4);
+}
+
+static void test_network_matching(void)
+{
+	static const char *const ten[] = { "10.0.0.0/8" };
+	static const char *const all4[] = { "0.0.0.0/0" };
+	static const char *const host[] = { "192.168.1.7" };
+	static const char *const v6[] = { "2001:db8::/32", "10.0.0.0/8" };
+	static const char *const odd[] = { "172.16.0.0/12" };
+
+	CU_ASSERT_TRUE(allowed(ten, 1, "10.1.2.3"));
+	CU_ASSERT_TRUE(allowed(ten, 1, "10.255.255.255"));
+	CU_ASSERT_FALSE(allowed(ten, 1, "11.0.0.1"));
+	CU_ASSERT_FALSE(allowed(ten, 1, "9.255.255.255"));
+	CU_ASSERT_TRUE(allowed(ten, 1, "::ffff:10.1.2.3"));
+	CU_ASSERT_FALSE(allowed(ten, 1, "::ffff:11.0.0.1"));
+	CU_ASSERT_FALSE(allowed(ten, 1, "::a01:203"));	/* not v4-mapped */
+	CU_ASSERT_TRUE(allowed(all4, 1, "1.2.3.4"));
+	CU_ASSERT_TRUE(allowed(all4, 1, "255.255.255.255"));
+	CU_ASSERT_TRUE(allowed(all4, 1, "::ffff:1.2.3.4"));
+	CU_ASSERT_FALSE(allowed(all4, 1, "2001:db8::1"));
+	CU_ASSERT_TRUE(allowed(host, 1, "192.168.1.7"));
+	CU_ASSERT_FALSE(allowed(host, 1, "192.168.1.6"));
+	CU_ASSERT_FALSE(allowed(host, 1, "192.168.1.8"));
+	CU_ASSERT_TRUE(allowed(v6, 2, "2001:db8:ffff::5"));
+	CU_ASSERT_FALSE(allowed(v6, 2, "2001:db9::1"));
+	CU_ASSERT_TRUE(allowed(v6, 2, "10.9.9.9"));
+	CU_ASSERT_TRUE(allowed(odd, 1, "172.31.255.255"));
+	CU_ASSERT_FALSE(allowed(odd, 1, "172.32.0.0"));
+	CU_ASSERT_TRUE(allowed(NULL, 0, "203.0.113.9"));	/* {} = everyone */
+	CU_ASSERT_TRUE(allowed(NULL, 0, "2001:db8::1"));
+}
+
+static void test_v4_mapped_network_becomes_ipv4(void)
+{
+	struct conf_net n;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(conf_parse_net("::ffff:10.0.0.0/104", &n, err,
+					     sizeof(err)), 0);
+	CU_ASSERT_EQUAL(n.family, AF_INET);
+	CU_ASSERT_EQUAL(n.prefix, 8);
+	CU_ASSERT_EQUAL(n.addr[0], 10);
+	CU_ASSERT_EQUAL(n.addr[1], 0);
+}
+
+static void test_bad_networks_are_refused(void)
+{
+	struct conf_net n;
+	char err[256];
+
+	CU_ASSERT_EQUAL(conf_parse_net("10.1.0.0/8", &n, err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"10.1.0.0/8\": address has bits set "
+			       "past the /8 prefix");
+	CU_ASSERT_EQUAL(conf_parse_net("::1/129", &n, err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"::1/129\": prefix length must be "
+			       "0..128");
+	CU_ASSERT_EQUAL(conf_parse_net("10.0.0.0/", &n, err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"10.0.0.0/\": prefix length must be "
+			       "0..32");
+	CU_ASSERT_EQUAL(conf_parse_net("", &n, err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"\": not an IPv4 or IPv6 address "
+			       "(ADDR or ADDR/PREFIX)");
+	CU_ASSERT_EQUAL(conf_parse_net("10.0.0/8", &n, err, sizeof(err)), -1);
+}
+
+/* ---- quick start and overrides ---- */
+
+static void test_from_flags_builds_one_export(void)
+{
+	struct conf *c = NULL;
+	const struct conf_export *e;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(conf_from_flags(
+		"nfs://127.0.0.1/export?version=3&nfsport=2049&mountport=20048",
+		"127.0.0.1:12049", 12048, &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c->source, "command line");
+	CU_ASSERT_STRING_EQUAL(c->listen, "127.0.0.1");
+	CU_ASSERT_EQUAL(c->nfs_port, 12049);
+	CU_ASSERT_EQUAL(c->mount_port, 12048);
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "127.0.0.1:9655");
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/var/lib/nfscached");
+	CU_ASSERT_EQUAL(c->max_reply_buffer, 8388608);
+	CU_ASSERT_EQUAL_FATAL(c->nexports, 1);
+	e = &c->exports[0];
+	CU_ASSERT_EQUAL(e->id, 1);
+	CU_ASSERT_STRING_EQUAL(e->path, "/export");
+	CU_ASSERT_STRING_EQUAL(e->url.server, "127.0.0.1");
+	CU_ASSERT_EQUAL(e->url.nfs_port, 2049);
+	CU_ASSERT_EQUAL(e->url.mount_port, 20048);
+	CU_ASSERT_EQUAL(e->nclients, 0);
+	CU_ASSERT_TRUE(e->root_squash);
+	CU_ASSERT_EQUAL(e->anonuid, 65534);
+	CU_ASSERT_PTR_EQUAL(conf_export_by_id(c, 1), e);
+	conf_free(&c);
+
+	CU_ASSERT_EQUAL_FATAL(conf_from_flags("nfs://h/x", NULL, 0, &c, err,
+					      sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c->listen, "0.0.0.0");
+	CU_ASSERT_EQUAL(c->nfs_port, 2049);
+	CU_ASSERT_EQUAL(c->mount_port, 20048);
+	conf_free(&c);
+
+	CU_ASSERT_EQUAL_FATAL(conf_from_flags("nfs://h/x", "[::]:3049", 0, &c,
+					      err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c->listen, "::");
+	CU_ASSERT_EQUAL(c->nfs_port, 3049);
+	conf_free(&c);
+}
+
+static void test_from_flags_refuses_bad_input(void)
+{
+	struct conf *c = NULL;
+	char err[256];
+
+	CU_ASSERT_EQUAL(conf_from_flags("nfs://h", NULL, 0, &c, err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "upstream: \"nfs://h\": missing export "
+			       "path (nfs://HOST/PATH)");
+	CU_ASSERT_EQUAL(conf_from_flags("nfs://h/x", "127.0.0.1", 0, &c, err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "listen: \"127.0.0.1\": expected "
+			       "ADDR:PORT or [IPV6]:PORT");
+	CU_ASSERT_EQUAL(conf_from_flags("nfs://h/x", "127.0.0.1:2000", 2000,
+					&c, err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "mount_port equals nfs_port 2000; set "
+			       "mount_port = 0 to serve MOUNT on nfs_port only");
+	CU_ASSERT_EQUAL(conf_from_flags("nfs://h/x", NULL, 70000, &c, err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "mount port 70000 out of range 0..65535");
+	CU_ASSERT_EQUAL(conf_from_flags("nfs://h/x/", NULL, 0, &c, err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "upstream \"nfs://h/x/\": export path "
+			       "must not end with '/'");
+	CU_ASSERT_PTR_NULL(c);
+}
+
+static void test_set_global_checks_like_a_file(void)
+{
+	struct conf *c = NULL;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(conf_from_flags("nfs://h/x", NULL, 0, &c, err,
+					      sizeof(err)), 0);
+	CU_ASSERT_EQUAL(conf_set_global(c, "state_dir", "/tmp/s", err,
+					sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/tmp/s");
+	CU_ASSERT_EQUAL(conf_set_global(c, "metrics_listen", "127.0.0.1:19655",
+					err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "127.0.0.1:19655");
+	CU_ASSERT_EQUAL(conf_set_global(c, "mount_port", "0", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c->mount_port, 0);
+	CU_ASSERT_EQUAL(conf_set_global(c, "register_rpcbind", "off", err,
+					sizeof(err)), 0);
+	CU_ASSERT_FALSE(c->register_rpcbind);
+	CU_ASSERT_EQUAL(conf_set_global(c, "upstream_timeout", "0.5", err,
+					sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c->upstream_timeout, 0.5);
+
+	CU_ASSERT_EQUAL(conf_set_global(c, "metrics_listen", "nowhere", err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "metrics_listen: \"nowhere\": expected "
+			       "ADDR:PORT or [IPV6]:PORT");
+	CU_ASSERT_STRING_EQUAL(c->metrics_listen, "127.0.0.1:19655");
+	CU_ASSERT_EQUAL(conf_set_global(c, "max_record_size", "16777216", err,
+					sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "max_reply_buffer 8388608 is smaller than "
+			       "max_record_size 16777216");
+	CU_ASSERT_EQUAL(c->max_record_size, 1114112);
+	CU_ASSERT_EQUAL(conf_set_global(c, "nfs_port", "x", err, sizeof(err)),
+			-1);
+	CU_ASSERT_STRING_EQUAL(err, "nfs_port: \"x\" is not a whole number");
+	CU_ASSERT_EQUAL(conf_set_global(c, "id", "1", err, sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "unknown directive 'id'");
+	conf_free(&c);
+}
+
+static void test_hostport_parsing(void)
+{
+	char addr[64], err[256];
+	int port = 0;
+
+	CU_ASSERT_EQUAL(conf_parse_hostport("127.0.0.1:9655", addr,
+					    sizeof(addr), &port, err,
+					    sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(addr, "127.0.0.1");
+	CU_ASSERT_EQUAL(port, 9655);
+	CU_ASSERT_EQUAL(conf_parse_hostport("[::1]:1", addr, sizeof(addr),
+					    &port, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(addr, "::1");
+	CU_ASSERT_EQUAL(port, 1);
+	CU_ASSERT_EQUAL(conf_parse_hostport("[1.2.3.4]:1", addr, sizeof(addr),
+					    &port, err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(conf_parse_hostport("1.2.3.4:65536", addr,
+					    sizeof(addr), &port, err,
+					    sizeof(err)), -1);
+	CU_ASSERT_EQUAL(conf_parse_hostport(":80", addr, sizeof(addr), &port,
+					    err, sizeof(err)), -1);
+}
+
+/* ---- writing: dump round trip, example file, docs ---- */
+
+/* Dump c to a file and load it back. */
+static struct conf *dump_and_reload(const struct conf *c)
+{
+	char path[160], err[512];
+	struct conf *back = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dump.conf", tmpdir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	conf_dump(c, f);
+	fclose(f);
+	if (conf_load_file(path, &back, err, sizeof(err)) != 0)
+		fprintf(stderr, "\nreload of dump failed: %s\n", err);
+	CU_ASSERT_PTR_NOT_NULL(back);
+	return back;
+}
+
+static void test_dump_parses_back_to_an_equal_config(void)
+{
+	struct conf *c = load_ok(full_config);
+	struct conf *back;
+
+	if (!c)
+		return;
+	back = dump_and_reload(c);
+	if (back) {
+		CU_ASSERT_TRUE(conf_equal(c, back));
+		CU_ASSERT_EQUAL(back->upstream_timeout, 2.5);
+		CU_ASSERT_EQUAL(back->exports[0].nclients, 3);
+		CU_ASSERT_STRING_EQUAL(back->exports[0].upstream,
+			"nfs://[::1]/exp/one?version=3&nfsport=2049&mountport=20048");
+	}
+	conf_free(&back);
+	conf_free(&c);
+}
+
+static void test_dump_quotes_awkward_strings(void)
+{
+	struct conf *c = load_ok(
+		"state_dir = \"/a \\\"q\\\" \\${HOME} \\\\ b\\tc\"\n"
+		"upstream_timeout = 0.1\n"
+		"export \"/sp ace/$x\" {\n id = 5\n upstream = \"nfs://u/a\"\n}\n");
+	struct conf *back;
+
+	if (!c)
+		return;
+	CU_ASSERT_STRING_EQUAL(c->state_dir, "/a \"q\" ${HOME} \\ b\tc");
+	back = dump_and_reload(c);
+	if (back) {
+		CU_ASSERT_TRUE(conf_equal(c, back));
+		CU_ASSERT_STRING_EQUAL(back->state_dir,
+				       "/a \"q\" ${HOME} \\ b\tc");
+		CU_ASSERT_STRING_EQUAL(back->exports[0].path, "/sp ace/$x");
+		CU_ASSERT_EQUAL(back->upstream_timeout, 0.1);
+	}
+	conf_free(&back);
+	conf_free(&c);
+}
+
+static void test_dump_of_flags_config_round_trips(void)
+{
+	struct conf *c = NULL, *back;
+	char err[256];
+
+	CU_ASSERT_EQUAL_FATAL(conf_from_flags("nfs://h/x?nfsport=5", NULL, 0,
+					      &c, err, sizeof(err)), 0);
+	back = dump_and_reload(c);
+	if (back)
+		CU_ASSERT_TRUE(conf_equal(c, back));
+	conf_free(&back);
+	conf_free(&c);
+}
+
+static void test_equal_notices_each_difference(void)
+{
+	struct conf *a = load_ok(full_config), *b = load_ok(full_config);
+
+	if (!a || !b)
+		goto out;
+	CU_ASSERT_TRUE(conf_equal(a, b));
+	b->drc_timeout = 1.25;
+	CU_ASSERT_FALSE(conf_equal(a, b));
+	b->drc_timeout = a->drc_timeout;
+	b->exports[0].clients[1].prefix = 31;
+	CU_ASSERT_FALSE(conf_equal(a, b));
+	b->exports[0].clients[1].prefix = 32;
+	b->exports[1].secure = true;
+	CU_ASSERT_FALSE(conf_equal(a, b));
+	b->exports[1].secure = false;
+	b->exports[1].path[1] = 'T';
+	CU_ASSERT_FALSE(conf_equal(a, b));
+	b->exports[1].path[1] = 't';
+	CU_ASSERT_TRUE(conf_equal(a, b));
+out:
+	conf_free(&a);
+	conf_free(&b);
+}
+
+static void test_example_file_is_current_and_loads(void)
+{
+	char *repo = read_file(EXAMPLE_CONF);
+	char *gen = NULL, err[512];
+	size_t len = 0;
+	struct conf *c = NULL;
+	FILE *f = open_memstream(&gen, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	conf_write_example(f);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(repo);
+	if (!repo || strcmp(repo, gen) != 0) {
+		FILE *out = fopen("nfscached.conf.example.generated", "w");
+
+		if (out) {
+			fputs(gen, out);
+			fclose(out);
+		}
+		fprintf(stderr, "\n%s is out of date; the current text is in "
+			"nfscached.conf.example.generated in the test's "
+			"directory\n", EXAMPLE_CONF);
+		CU_FAIL("example file out of date");
+	}
+	CU_ASSERT_EQUAL(conf_load_file(EXAMPLE_CONF, &c, err, sizeof(err)), 0);
+	if (c) {
+		CU_ASSERT_EQUAL(c->nexports, 1);
+		CU_ASSERT_STRING_EQUAL(c->exports[0].path, "/data");
+		CU_ASSERT_EQUAL(c->exports[0].nclients, 2);
+		CU_ASSERT_EQUAL(c->nfs_port, 2049);
+	}
+	conf_free(&c);
+	free(repo);
+	free(gen);
+}
+
+static void test_docs_name_every_directive(void)
+{
+	char *docs = read_file(DOCS_CONF);
+	char *gen = NULL, *line, *save = NULL;
+	size_t len = 0, n = 0;
+	FILE *f = open_memstream(&gen, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(docs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	conf_write_example(f);
+	fclose(f);
+	/* Every "name = value" line of the example names a directive. */
+	for (line = strtok_r(gen, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char name[64], eq[2], want[80];
+
+		if (sscanf(line, " %63[a-z_] %1[=]", name, eq) != 2)
+			continue;
+		n++;
+		snprintf(want, sizeof(want), "`%s`", name);
+		if (!strstr(docs, want))
+			fprintf(stderr, "\n%s does not document %s\n", DOCS_CONF,
+				want);
+		CU_ASSERT_PTR_NOT_NULL(strstr(docs, want));
+	}
+	CU_ASSERT_EQUAL(n, 22);	/* 15 global and 7 export directives */
+	free(gen);
+	free(docs);
+}
+
+/* Add one suite and its tests. */
+static int add_suite(const char *name, const CU_TestInfo *tests)
+{
+	CU_pSuite s = CU_add_suite(name, suite_init, suite_clean);
+
+	if (!s)
+		return -1;
+	for (; tests->pName; tests++)
+		if (!CU_add_test(s, tests->pName, tests->pTestFunc))
+			return -1;
+	return 0;
+}
+
+#define T(f) { #f, f }
+
+int test_register(void)
+{
+	static CU_TestInfo good[] = {
+		T(test_minimal_config_gets_every_default),
+		T(test_every_directive_reads_back_exactly),
+		T(test_harness_style_config_loads),
+		T(test_comments_keep_line_numbers),
+		T(test_comment_markers_inside_strings_are_kept),
+		T(test_last_of_repeated_directive_wins),
+		T(test_empty_metrics_listen_disables),
+		T(test_lookups_by_id_and_path),
+		CU_TEST_INFO_NULL,
+	};
+	static CU_TestInfo bad[] = {
+		T(test_unknown_directive_is_refused_at_its_line),
+		T(test_wrong_type_is_refused_at_its_line),
+		T(test_out_of_range_is_refused_at_its_line),
+		T(test_bad_strings_are_refused_at_their_line),
+		T(test_bad_url_is_refused_at_its_line),
+		T(test_bad_network_is_refused_at_its_line),
+		T(test_duplicate_id_is_refused_at_the_second_id),
+		T(test_duplicate_path_is_refused_at_the_second_export),
+		T(test_missing_required_is_refused_at_the_export),
+		T(test_bad_export_path_is_refused_at_the_export),
+		T(test_no_export_is_refused),
+		T(test_reply_buffer_below_record_size_is_refused),
+		T(test_mount_port_equal_to_nfs_port_is_refused),
+		T(test_syntax_errors_carry_a_line),
+		T(test_unreadable_file_is_refused),
+		CU_TEST_INFO_NULL,
+	};
+	static CU_TestInfo parsers[] = {
+		T(test_url_parses_server_path_and_ports),
+		T(test_url_errors_are_refused),
+		T(test_network_matching),
+		T(test_v4_mapped_network_becomes_ipv4),
+		T(test_bad_networks_are_refused),
+		T(test_hostport_parsing),
+		CU_TEST_INFO_NULL,
+	};
+	static CU_TestInfo build[] = {
+		T(test_from_flags_builds_one_export),
+		T(test_from_flags_refuses_bad_input),
+		T(test_set_global_checks_like_a_file),
+		T(test_dump_parses_back_to_an_equal_config),
+		T(test_dump_quotes_awkward_strings),
+		T(test_dump_of_flags_config_round_trips),
+		T(test_equal_notices_each_difference),
+		T(test_example_file_is_current_and_loads),
+		T(test_docs_name_every_directive),
+		CU_TEST_INFO_NULL,
+	};
+
+	if (add_suite("conf_good", good) || add_suite("conf_errors", bad) ||
+	    add_suite("conf_parsers", parsers) || add_suite("conf_build", build))
+		return -1;
+	return 0;
+}
