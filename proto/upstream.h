@@ -54,7 +54,9 @@ struct upstream_params {
 	int mount_port;			/* 0: ask the server's portmapper */
 	const char *export_path;	/* upstream MOUNT path, e.g. "/export" */
 	uint32_t max_transfer;		/* configured cap, bytes; 0 = 1 MiB */
-	double call_timeout;		/* seconds before UPSTREAM_ETIMEDOUT */
+	double call_timeout;		/* seconds before UPSTREAM_ETIMEDOUT,
+					 * also bounds each connection step;
+					 * 0 = 30 s */
 };
 
 /* Counters this module owns (upstream_stats_get). */
@@ -78,20 +80,30 @@ typedef void (*upstream_cb)(enum upstream_status status,
 			    const uint8_t *res_xdr, size_t res_len,
 			    void *arg);
 
-/* Called on every state change; arg is the one given to upstream_new. */
+/*
+ * Called on every state change; arg is the one given to upstream_new.
+ * Always from the event loop: never synchronously inside upstream_new,
+ * upstream_start, upstream_call or upstream_free (which changes no state
+ * the caller is told about). It may call upstream_free.
+ */
 typedef void (*upstream_state_cb)(struct upstream *u,
 				  enum upstream_state state, void *arg);
 
 /*
  * Create an upstream client on base (borrowed; must outlive it). p is
  * copied. state_cb may be NULL. Nothing is sent until upstream_start.
- * Returns NULL on ENOMEM or a bad parameter.
+ * Returns NULL on ENOMEM or a bad parameter (no server, an export path not
+ * starting with '/', a port outside 0..65535, a negative call_timeout).
+ * Allocates a 1 MiB + 64 KiB reply buffer.
  */
 struct upstream *upstream_new(struct event_base *base,
 			      const struct upstream_params *p,
 			      upstream_state_cb state_cb, void *arg);
 
-/* Begin connecting (and keep reconnecting). Returns 0 or -1 on ENOMEM. */
+/*
+ * Begin connecting (and keep reconnecting): the first attempt starts from
+ * the event loop at once. Returns 0 (also if already started) or -1.
+ */
 int upstream_start(struct upstream *u);
 
 /* Current state. */
@@ -112,24 +124,41 @@ uint32_t upstream_wtmax(const struct upstream *u);
 
 /*
  * Send NFSv3 procedure proc (0..21) with XDR-encoded arguments
- * args_xdr[0..args_len) (borrowed; copied before return) as cred.
+ * args_xdr[0..args_len) (borrowed; copied before return) as cred (required;
+ * cred->machine NULL means "nfscached"; longer than 255 bytes is cut).
  * Async contract: returns -1 when the call cannot be sent now (state not
  * UP, proc out of range, arguments that do not decode, ENOMEM) and then
  * never calls back; otherwise returns 0 and calls cb exactly once, never
  * from inside upstream_call itself. There is no cancel: a caller that loses
- * interest keeps arg alive until cb runs.
+ * interest keeps arg alive until cb runs. cb may call upstream_call and
+ * upstream_free, but must not run the event loop itself.
+ * A call that times out is completed with UPSTREAM_ETIMEDOUT and the
+ * connection is dropped (the other calls in flight get UPSTREAM_EDOWN).
+ * An RPC-level failure with the connection alive (PROC_UNAVAIL, AUTH_ERROR,
+ * a reply that does not decode) gives UPSTREAM_EPROTO.
+ * args_xdr must already have passed the caller's own bounded XDR decoder
+ * (libnfs 4.0's decoder trusts the length fields it reads).
  */
 int upstream_call(struct upstream *u, uint32_t proc,
 		  const uint8_t *args_xdr, size_t args_len,
 		  const struct upstream_cred *cred,
 		  upstream_cb cb, void *arg);
 
+/*
+ * Why the last connection attempt or call failed, for logs ("" if none
+ * since the last successful connect). Borrowed; valid until the next call
+ * into this module.
+ */
+const char *upstream_last_error(const struct upstream *u);
+
 /* Copy the counters into *st. */
 void upstream_stats_get(const struct upstream *u, struct upstream_stats *st);
 
 /*
- * Disconnect, complete every call in flight with UPSTREAM_EDOWN, free *u
- * and clear the caller's pointer. NULL is ignored.
+ * Disconnect, complete every call in flight with UPSTREAM_EDOWN (before it
+ * returns), free *u and clear the caller's pointer. NULL is ignored. Safe
+ * from inside an upstream_cb or upstream_state_cb: the memory and the
+ * libnfs context are then released when that callback's frame unwinds.
  */
 void upstream_free(struct upstream **u);
 

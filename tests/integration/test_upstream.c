@@ -1,0 +1,1283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration tests of proto/upstream (the libnfs client towards the real
+ * server) against the harness's Ganesha: reaching UP, root handle and
+ * transfer sizes, NULL/GETATTR/LOOKUP/READ/ACCESS through XDR bytes,
+ * per-call credentials, argument checks, upstream_free with calls in
+ * flight (also from inside a callback), a server that accepts but never
+ * answers (connection-step timeout), a call timeout through a relay that
+ * stops forwarding replies, and the server stopped and started again
+ * (EDOWN for calls in flight, refusal while down, back to UP by itself).
+ *
+ * Environment (harness.sh --no-proxy): NFSC_DIRECT_NFS_PORT,
+ * NFSC_DIRECT_MOUNT_PORT, NFSC_EXPORT_DIR, NFSC_UPSTREAMCTL.
+ * Arguments and results are encoded and parsed by hand (RFC 1813 section 3
+ * and RFC 4506), independently of the code under test.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "cunit_main.h"
+#include "upstream.h"
+
+#define NFS3_OK		0
+#define NF3DIR		2
+/* RFC 1813 procedure numbers. */
+#define PROC_NULL	0
+#define PROC_GETATTR	1
+#define PROC_SETATTR	2
+#define PROC_LOOKUP	3
+#define PROC_ACCESS	4
+#define PROC_READLINK	5
+#define PROC_READ	6
+#define PROC_WRITE	7
+#define PROC_CREATE	8
+#define PROC_MKDIR	9
+#define PROC_SYMLINK	10
+#define PROC_MKNOD	11
+#define PROC_REMOVE	12
+#define PROC_RMDIR	13
+#define PROC_RENAME	14
+#define PROC_LINK	15
+#define PROC_READDIR	16
+#define PROC_READDIRPLUS 17
+#define PROC_FSSTAT	18
+#define PROC_FSINFO	19
+#define PROC_PATHCONF	20
+#define PROC_COMMIT	21
+#define NF3FIFO		7
+#define FILE_SYNC	2
+#define FATTR3_SIZE	84	/* RFC 1813 fattr3, encoded */
+#define MiB		(1024u * 1024u)
+
+static int env_nfs_port;
+static int env_mount_port;
+static const char *env_export_dir;
+static const char *env_upstreamctl;
+
+static struct event_base *base;
+static struct upstream *up;		/* the main client, shared by tests */
+
+/* State changes seen by state_note. */
+struct state_log {
+	unsigned n[3];
+	enum upstream_state last;
+};
+
+static struct state_log main_states;
+
+/* One call's outcome. */
+struct result {
+	int done;
+	enum upstream_status st;
+	uint8_t *buf;
+	size_t len;
+	int cb_in_call;		/* cb ran inside upstream_call: forbidden */
+};
+
+static int in_upstream_call;
+
+/* ------------------------------------------------------------ helpers */
+
+/* Record a state change. */
+static void state_note(struct upstream *u, enum upstream_state s, void *arg)
+{
+	struct state_log *log = arg;
+
+	(void)u;
+	log->n[s]++;
+	log->last = s;
+}
+
+/* Keep a copy of a call's outcome. */
+static void result_cb(enum upstream_status st, const uint8_t *res,
+		      size_t len, void *arg)
+{
+	struct result *r = arg;
+
+	r->done++;
+	r->st = st;
+	r->cb_in_call += in_upstream_call;
+	free(r->buf);
+	r->buf = NULL;
+	r->len = len;
+	if (len) {
+		r->buf = malloc(len);
+		memcpy(r->buf, res, len);
+	}
+}
+
+/* Release a result's copy. */
+static void result_clear(struct result *r)
+{
+	free(r->buf);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Call upstream_call, noting that we are inside it. */
+static int call(struct upstream *u, uint32_t proc, const uint8_t *args,
+		size_t len, const struct upstream_cred *cred, struct result *r)
+{
+	int rc;
+
+	in_upstream_call = 1;
+	rc = upstream_call(u, proc, args, len, cred, result_cb, r);
+	in_upstream_call = 0;
+	return rc;
+}
+
+/* Set *flag when the deadline passes. */
+static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	*(int *)arg = 1;
+}
+
+typedef bool (*pred_fn)(void *arg);
+
+/* Run the loop until pred(arg) holds or secs pass. Returns pred(arg). */
+static bool run_until(pred_fn pred, void *arg, double secs)
+{
+	int expired = 0;
+	struct timeval tv = { (time_t)secs,
+			      (suseconds_t)((secs - (time_t)secs) * 1e6) };
+	struct event *t = evtimer_new(base, deadline_cb, &expired);
+
+	evtimer_add(t, &tv);
+	while (!pred(arg) && !expired)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(t);
+	return pred(arg);
+}
+
+/* Run the loop for secs whatever happens. */
+static bool never(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+/* True if upstream *arg is UP. */
+static bool is_up(void *arg)
+{
+	return upstream_get_state(*(struct upstream **)arg) == UPSTREAM_UP;
+}
+
+/* True if result *arg is done. */
+static bool is_done(void *arg)
+{
+	return ((struct result *)arg)->done > 0;
+}
+
+struct results {
+	struct result *r;
+	int n;
+};
+
+/* True if every result of the array is done. */
+static bool all_done(void *arg)
+{
+	struct results *rs = arg;
+	int i;
+
+	for (i = 0; i < rs->n; i++)
+		if (!rs->r[i].done)
+			return false;
+	return true;
+}
+
+/* Parameters for the harness's Ganesha. */
+static struct upstream_params params(double timeout)
+{
+	struct upstream_params p = {
+		.server = "127.0.0.1",
+		.nfs_port = env_nfs_port,
+		.mount_port = env_mount_port,
+		.export_path = "/export",
+		.max_transfer = 0,
+		.call_timeout = timeout,
+	};
+	return p;
+}
+
+/* Create, start and wait for an upstream to be UP. */
+static struct upstream *new_up(const struct upstream_params *p,
+			       struct state_log *log)
+{
+	struct upstream *u = upstream_new(base, p, state_note, log);
+
+	if (u == NULL || upstream_start(u) != 0)
+		return u;
+	run_until(is_up, &u, 10);
+	return u;
+}
+
+/* The AUTH_SYS identity uid/gid with no groups. */
+static struct upstream_cred cred_of(uint32_t uid, uint32_t gid)
+{
+	struct upstream_cred c = { .uid = uid, .gid = gid, .ngids = 0,
+				   .machine = "test" };
+	return c;
+}
+
+/* XDR writer over a caller's buffer. */
+struct xw {
+	uint8_t *p;
+	size_t off;
+};
+
+/* Append a uint32 (RFC 4506 section 4.2). */
+static void xw_u32(struct xw *w, uint32_t v)
+{
+	uint32_t be = htonl(v);
+
+	memcpy(w->p + w->off, &be, 4);
+	w->off += 4;
+}
+
+/* Append a uint64 (RFC 4506 section 4.5). */
+static void xw_u64(struct xw *w, uint64_t v)
+{
+	xw_u32(w, (uint32_t)(v >> 32));
+	xw_u32(w, (uint32_t)v);
+}
+
+/* Append variable-length opaque data, zero-padded (RFC 4506 4.10). */
+static void xw_opaque(struct xw *w, const void *data, size_t len)
+{
+	xw_u32(w, (uint32_t)len);
+	memcpy(w->p + w->off, data, len);
+	w->off += len;
+	while (w->off % 4)
+		w->p[w->off++] = 0;
+}
+
+/* Read the uint32 at byte offset off of r (0 past the end). */
+static uint32_t xr_u32(const struct result *r, size_t off)
+{
+	uint32_t be;
+
+	if (off + 4 > r->len)
+		return 0xdeadbeef;
+	memcpy(&be, r->buf + off, 4);
+	return ntohl(be);
+}
+
+/* Skip a post_op_attr at off (RFC 1813 2.6); return the next offset. */
+static size_t xr_skip_post_op_attr(const struct result *r, size_t off)
+{
+	return off + 4 + (xr_u32(r, off) ? FATTR3_SIZE : 0);
+}
+
+struct fh {
+	uint8_t data[64];
+	size_t len;
+};
+
+/* The export's root handle from upstream u. */
+static struct fh root_fh(struct upstream *u)
+{
+	struct fh fh = { .len = 0 };
+	const uint8_t *p = upstream_root_fh(u, &fh.len);
+
+	if (p && fh.len <= sizeof(fh.data))
+		memcpy(fh.data, p, fh.len);
+	else
+		fh.len = 0;
+	return fh;
+}
+
+/* Run one call to completion; return its status (or -1 if not sent). */
+static int call_sync(struct upstream *u, uint32_t proc, const uint8_t *args,
+		     size_t len, const struct upstream_cred *cred,
+		     struct result *r)
+{
+	result_clear(r);
+	if (call(u, proc, args, len, cred, r) != 0)
+		return -1;
+	CU_ASSERT_EQUAL(r->done, 0);
+	if (!run_until(is_done, r, 10))
+		return -2;
+	CU_ASSERT_EQUAL(r->done, 1);
+	CU_ASSERT_EQUAL(r->cb_in_call, 0);
+	return (int)r->st;
+}
+
+/* LOOKUP name in dir as cred; fills *out. Returns the NFS status. */
+static uint32_t lookup(struct upstream *u, const struct fh *dir,
+		       const char *name, const struct upstream_cred *cred,
+		       struct fh *out)
+{
+	uint8_t args[512];
+	struct xw w = { args, 0 };
+	struct result r = { 0 };
+	uint32_t status, len;
+
+	xw_opaque(&w, dir->data, dir->len);
+	xw_opaque(&w, name, strlen(name));
+	if (call_sync(u, PROC_LOOKUP, args, w.off, cred, &r) != UPSTREAM_OK)
+		return 0xffffffff;
+	status = xr_u32(&r, 0);
+	len = xr_u32(&r, 4);
+	if (status == NFS3_OK && len <= sizeof(out->data) && 8 + len <= r.len) {
+		memcpy(out->data, r.buf + 8, len);
+		out->len = len;
+	}
+	result_clear(&r);
+	return status;
+}
+
+/* Encode GETATTR3args for fh into args; return the length. */
+static size_t getattr_args(uint8_t *args, const struct fh *fh)
+{
+	struct xw w = { args, 0 };
+
+	xw_opaque(&w, fh->data, fh->len);
+	return w.off;
+}
+
+/* Encode ACCESS3args (fh, mask) into args; return the length. */
+static size_t access_args(uint8_t *args, const struct fh *fh, uint32_t mask)
+{
+	struct xw w = { args, 0 };
+
+	xw_opaque(&w, fh->data, fh->len);
+	xw_u32(&w, mask);
+	return w.off;
+}
+
+/* Parse ACCESS3res: NFS status in *status, the access bits returned. */
+static uint32_t access_bits(const struct result *r, uint32_t *status)
+{
+	*status = xr_u32(r, 0);
+	return xr_u32(r, xr_skip_post_op_attr(r, 4));
+}
+
+/* Append a sattr3 setting mode (if >= 0) and size (if >= 0) only. */
+static void xw_sattr(struct xw *w, int mode, int64_t size)
+{
+	xw_u32(w, mode >= 0);
+	if (mode >= 0)
+		xw_u32(w, (uint32_t)mode);
+	xw_u32(w, 0);			/* uid */
+	xw_u32(w, 0);			/* gid */
+	xw_u32(w, size >= 0);
+	if (size >= 0)
+		xw_u64(w, (uint64_t)size);
+	xw_u32(w, 0);			/* atime: DONT_CHANGE */
+	xw_u32(w, 0);			/* mtime: DONT_CHANGE */
+}
+
+/* Skip a wcc_data at off (RFC 1813 2.6); return the next offset. */
+static size_t xr_skip_wcc(const struct result *r, size_t off)
+{
+	off += 4 + (xr_u32(r, off) ? 24 : 0);
+	return xr_skip_post_op_attr(r, off);
+}
+
+/* Parse the post_op_fh3 at off into *fh; return the next offset. */
+static size_t xr_post_op_fh(const struct result *r, size_t off, struct fh *fh)
+{
+	uint32_t len;
+
+	fh->len = 0;
+	if (!xr_u32(r, off))
+		return off + 4;
+	len = xr_u32(r, off + 4);
+	if (len <= sizeof(fh->data) && off + 8 + len <= r->len) {
+		memcpy(fh->data, r->buf + off + 8, len);
+		fh->len = len;
+	}
+	return off + 8 + ((len + 3) & ~3u);
+}
+
+/* True if r's bytes contain the string needle. */
+static bool xr_contains(const struct result *r, const char *needle)
+{
+	size_t n = strlen(needle), i;
+
+	for (i = 0; i + n <= r->len; i++)
+		if (memcmp(r->buf + i, needle, n) == 0)
+			return true;
+	return false;
+}
+
+/* Encode diropargs3 (dir, name). */
+static void xw_dirop(struct xw *w, const struct fh *dir, const char *name)
+{
+	xw_opaque(w, dir->data, dir->len);
+	xw_opaque(w, name, strlen(name));
+}
+
+/* Run a shell command line; return its exit status. */
+static int sh(const char *verb)
+{
+	char cmd[1024];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s", env_upstreamctl, verb);
+	rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* -------------------------------------------------------------- tests */
+
+static void test_reaches_up_with_root_handle_and_sizes(void)
+{
+	struct upstream_params p = params(10);
+	struct upstream_stats st;
+	size_t len = 99;
+
+	memset(&main_states, 0, sizeof(main_states));
+	up = upstream_new(base, &p, state_note, &main_states);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up);
+	CU_ASSERT_EQUAL(upstream_get_state(up), UPSTREAM_DOWN);
+	CU_ASSERT_PTR_NULL(upstream_root_fh(up, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(upstream_rtmax(up), 0);
+	CU_ASSERT_EQUAL(upstream_start(up), 0);
+	/* The first attempt starts from the loop, not inside start. */
+	CU_ASSERT_EQUAL(main_states.n[UPSTREAM_CONNECTING], 0);
+	CU_ASSERT_EQUAL(upstream_get_state(up), UPSTREAM_DOWN);
+	CU_ASSERT_FATAL(run_until(is_up, &up, 10));
+	CU_ASSERT_EQUAL(main_states.n[UPSTREAM_CONNECTING], 1);
+	CU_ASSERT_EQUAL(main_states.n[UPSTREAM_UP], 1);
+	CU_ASSERT_EQUAL(main_states.n[UPSTREAM_DOWN], 0);
+	CU_ASSERT_PTR_NOT_NULL(upstream_root_fh(up, &len));
+	CU_ASSERT(len > 0 && len <= 64);
+	CU_ASSERT_EQUAL(upstream_rtmax(up), MiB);
+	CU_ASSERT_EQUAL(upstream_wtmax(up), MiB);
+	CU_ASSERT_STRING_EQUAL(upstream_last_error(up), "");
+	upstream_stats_get(up, &st);
+	CU_ASSERT_EQUAL(st.connects, 1);
+	CU_ASSERT_EQUAL(st.disconnects, 0);
+}
+
+static void test_max_transfer_caps_sizes(void)
+{
+	struct upstream_params p = params(10);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream *u;
+
+	p.max_transfer = 65536;
+	u = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	CU_ASSERT_EQUAL(upstream_rtmax(u), 65536);
+	CU_ASSERT_EQUAL(upstream_wtmax(u), 65536);
+	upstream_free(&u);
+	CU_ASSERT_PTR_NULL(u);
+}
+
+static void test_null_call_answers(void)
+{
+	struct upstream_cred c = cred_of(0, 0);
+	struct upstream_stats st0, st1;
+	struct result r = { 0 };
+
+	upstream_stats_get(up, &st0);
+	CU_ASSERT_EQUAL(call_sync(up, PROC_NULL, NULL, 0, &c, &r), UPSTREAM_OK);
+	CU_ASSERT_EQUAL(r.len, 0);
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(st1.calls[PROC_NULL], st0.calls[PROC_NULL] + 1);
+	CU_ASSERT_EQUAL(st1.replies[PROC_NULL], st0.replies[PROC_NULL] + 1);
+	result_clear(&r);
+}
+
+static void test_getattr_root_is_directory(void)
+{
+	struct upstream_cred c = cred_of(0, 0);
+	struct fh root = root_fh(up);
+	struct upstream_stats st0, st1;
+	uint8_t args[128];
+	size_t alen = getattr_args(args, &root);
+	struct result r = { 0 };
+
+	upstream_stats_get(up, &st0);
+	CU_ASSERT_EQUAL_FATAL(call_sync(up, PROC_GETATTR, args, alen, &c, &r),
+			      UPSTREAM_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, 0), NFS3_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, 4), NF3DIR);
+	CU_ASSERT_EQUAL(r.len, 4 + FATTR3_SIZE);
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(st1.calls[PROC_GETATTR], st0.calls[PROC_GETATTR] + 1);
+	CU_ASSERT_EQUAL(st1.replies[PROC_GETATTR],
+			st0.replies[PROC_GETATTR] + 1);
+	CU_ASSERT_EQUAL(st1.bytes_sent, st0.bytes_sent + alen);
+	CU_ASSERT_EQUAL(st1.bytes_received, st0.bytes_received + r.len);
+	result_clear(&r);
+}
+
+static void test_lookup_and_read_file(void)
+{
+	static const char text[] = "hello, upstream\n";	/* 16 bytes */
+	struct upstream_cred c = cred_of(0, 0);
+	struct fh root = root_fh(up), file = { .len = 0 };
+	char path[512];
+	uint8_t args[256];
+	struct xw w = { args, 0 };
+	struct result r = { 0 };
+	FILE *f;
+	size_t off;
+
+	snprintf(path, sizeof(path), "%s/hello.txt", env_export_dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(lookup(up, &root, "hello.txt", &c, &file),
+			      NFS3_OK);
+	CU_ASSERT(file.len > 0);
+
+	/* READ3args: file, offset 7, count 8 -> "upstream", not eof. */
+	xw_opaque(&w, file.data, file.len);
+	xw_u64(&w, 7);
+	xw_u32(&w, 8);
+	CU_ASSERT_EQUAL_FATAL(call_sync(up, PROC_READ, args, w.off, &c, &r),
+			      UPSTREAM_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, 0), NFS3_OK);
+	off = xr_skip_post_op_attr(&r, 4);
+	CU_ASSERT_EQUAL(xr_u32(&r, off), 8);		/* count */
+	CU_ASSERT_EQUAL(xr_u32(&r, off + 4), 0);	/* eof */
+	CU_ASSERT_EQUAL(xr_u32(&r, off + 8), 8);	/* data length */
+	CU_ASSERT_EQUAL(r.len, off + 12 + 8);
+	CU_ASSERT(r.len >= off + 20 && memcmp(r.buf + off + 12, "upstream", 8) == 0);
+
+	/* Offset 0, count 4096: the whole 16 bytes and eof. */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_u64(&w, 0);
+	xw_u32(&w, 4096);
+	CU_ASSERT_EQUAL_FATAL(call_sync(up, PROC_READ, args, w.off, &c, &r),
+			      UPSTREAM_OK);
+	off = xr_skip_post_op_attr(&r, 4);
+	CU_ASSERT_EQUAL(xr_u32(&r, off), 16);
+	CU_ASSERT_EQUAL(xr_u32(&r, off + 4), 1);
+	CU_ASSERT_EQUAL(r.len, off + 12 + 16);
+	CU_ASSERT(r.len >= off + 28 && memcmp(r.buf + off + 12, text, 16) == 0);
+
+	/* An odd length: 3 bytes of data and one byte of zero padding. */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_u64(&w, 0);
+	xw_u32(&w, 3);
+	CU_ASSERT_EQUAL_FATAL(call_sync(up, PROC_READ, args, w.off, &c, &r),
+			      UPSTREAM_OK);
+	off = xr_skip_post_op_attr(&r, 4);
+	CU_ASSERT_EQUAL(xr_u32(&r, off + 8), 3);
+	CU_ASSERT_EQUAL(r.len, off + 12 + 4);
+	CU_ASSERT(r.len == off + 16 && memcmp(r.buf + off + 12, "hel\0", 4) == 0);
+	result_clear(&r);
+}
+
+static void test_access_follows_credential(void)
+{
+	struct upstream_cred root = cred_of(0, 0), other = cred_of(4242, 4242);
+	struct fh dir = root_fh(up), priv = { .len = 0 };
+	struct result r[3] = { { 0 } };
+	struct results rs = { r, 3 };
+	struct upstream_stats st0, st1;
+	uint8_t args[128];
+	size_t alen;
+	char path[512];
+	uint32_t status, bits[3];
+	int i;
+
+	snprintf(path, sizeof(path), "%s/private", env_export_dir);
+	CU_ASSERT_FATAL(mkdir(path, 0700) == 0 || errno == EEXIST);
+	CU_ASSERT_FATAL(chmod(path, 0700) == 0);
+	CU_ASSERT_FATAL(chown(path, 0, 0) == 0);
+	CU_ASSERT_EQUAL_FATAL(lookup(up, &dir, "private", &root, &priv),
+			      NFS3_OK);
+	alen = access_args(args, &priv, 0x1f);	/* READ..DELETE */
+
+	/* Three calls in flight at once, credentials alternating: each is
+	 * encoded with its own credential when queued. */
+	upstream_stats_get(up, &st0);
+	CU_ASSERT_EQUAL(call(up, PROC_ACCESS, args, alen, &root, &r[0]), 0);
+	CU_ASSERT_EQUAL(call(up, PROC_ACCESS, args, alen, &other, &r[1]), 0);
+	CU_ASSERT_EQUAL(call(up, PROC_ACCESS, args, alen, &root, &r[2]), 0);
+	CU_ASSERT_FATAL(run_until(all_done, &rs, 10));
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(r[i].done, 1);
+		CU_ASSERT_EQUAL(r[i].cb_in_call, 0);
+		CU_ASSERT_EQUAL_FATAL(r[i].st, UPSTREAM_OK);
+		bits[i] = access_bits(&r[i], &status);
+		CU_ASSERT_EQUAL(status, NFS3_OK);
+	}
+	/* Root owns the 0700 directory: read, lookup, modify, extend,
+	 * delete. uid 4242 is "other" with no bits. */
+	CU_ASSERT_EQUAL(bits[0], 0x1f);
+	CU_ASSERT_EQUAL(bits[1], 0);
+	CU_ASSERT_EQUAL(bits[2], 0x1f);
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(st1.calls[PROC_ACCESS], st0.calls[PROC_ACCESS] + 3);
+	CU_ASSERT_EQUAL(st1.replies[PROC_ACCESS], st0.replies[PROC_ACCESS] + 3);
+	for (i = 0; i < 3; i++)
+		result_clear(&r[i]);
+}
+
+/* Send proc with w's bytes as root, synchronously; 0 if NFS3_OK. */
+static uint32_t nfs_sync(uint32_t proc, const struct xw *w, struct result *r)
+{
+	struct upstream_cred c = cred_of(0, 0);
+
+	if (call_sync(up, proc, w->p, w->off, &c, r) != UPSTREAM_OK)
+		return 0xffffffff;
+	return xr_u32(r, 0);
+}
+
+/* Build the path of name in the export directory. */
+static const char *export_path(char *buf, size_t size, const char *name)
+{
+	snprintf(buf, size, "%s/%s", env_export_dir, name);
+	return buf;
+}
+
+static void test_every_procedure_round_trips(void)
+{
+	struct fh root = root_fh(up), file = { .len = 0 }, lnk = { .len = 0 };
+	struct upstream_cred me = cred_of(0, 0);
+	struct upstream_stats st;
+	uint8_t args[1024];
+	struct xw w = { args, 0 };
+	struct result r = { 0 };
+	char path[512], buf[64];
+	struct stat sb;
+	size_t off;
+	uint32_t p;
+	FILE *f;
+
+	/* CREATE made.txt, mode 0644. */
+	xw_dirop(&w, &root, "made.txt");
+	xw_u32(&w, 0);				/* UNCHECKED */
+	xw_sattr(&w, 0644, -1);
+	CU_ASSERT_EQUAL_FATAL(nfs_sync(PROC_CREATE, &w, &r), NFS3_OK);
+	xr_post_op_fh(&r, 4, &file);
+	CU_ASSERT_FATAL(file.len > 0);
+	CU_ASSERT_EQUAL(stat(export_path(path, sizeof(path), "made.txt"), &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_mode & 07777, 0644);
+
+	/* WRITE "abcde" FILE_SYNC, then COMMIT. */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_u64(&w, 0);
+	xw_u32(&w, 5);
+	xw_u32(&w, FILE_SYNC);
+	xw_opaque(&w, "abcde", 5);
+	CU_ASSERT_EQUAL_FATAL(nfs_sync(PROC_WRITE, &w, &r), NFS3_OK);
+	off = xr_skip_wcc(&r, 4);
+	CU_ASSERT_EQUAL(xr_u32(&r, off), 5);		/* count */
+	CU_ASSERT_EQUAL(xr_u32(&r, off + 4), FILE_SYNC);
+	CU_ASSERT_EQUAL(r.len, off + 16);		/* + verifier */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_u64(&w, 0);
+	xw_u32(&w, 0);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_COMMIT, &w, &r), NFS3_OK);
+
+	/* SETATTR size 3 (no guard), GETATTR sees it, and so does the disk. */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_sattr(&w, -1, 3);
+	xw_u32(&w, 0);				/* guard: FALSE */
+	CU_ASSERT_EQUAL(nfs_sync(PROC_SETATTR, &w, &r), NFS3_OK);
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_GETATTR, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, 24), 0);		/* size, high */
+	CU_ASSERT_EQUAL(xr_u32(&r, 28), 3);		/* size, low */
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(fread(buf, 1, sizeof(buf), f), 3);
+	CU_ASSERT_STRING_EQUAL(buf, "abc");
+	fclose(f);
+
+	/* MKDIR made.d 0755. */
+	w.off = 0;
+	xw_dirop(&w, &root, "made.d");
+	xw_sattr(&w, 0755, -1);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_MKDIR, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(stat(export_path(path, sizeof(path), "made.d"), &sb), 0);
+	CU_ASSERT(S_ISDIR(sb.st_mode) && (sb.st_mode & 07777) == 0755);
+
+	/* SYMLINK made.lnk -> made.txt; LOOKUP it; READLINK. */
+	w.off = 0;
+	xw_dirop(&w, &root, "made.lnk");
+	xw_sattr(&w, -1, -1);
+	xw_opaque(&w, "made.txt", 8);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_SYMLINK, &w, &r), NFS3_OK);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(readlink(export_path(path, sizeof(path), "made.lnk"),
+				 buf, sizeof(buf) - 1), 8);
+	CU_ASSERT_STRING_EQUAL(buf, "made.txt");
+	CU_ASSERT_EQUAL(lookup(up, &root, "made.lnk", &me, &lnk), NFS3_OK);
+	w.off = 0;
+	xw_opaque(&w, lnk.data, lnk.len);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_READLINK, &w, &r), NFS3_OK);
+	off = xr_skip_post_op_attr(&r, 4);
+	CU_ASSERT_EQUAL(xr_u32(&r, off), 8);
+	CU_ASSERT(r.len == off + 12 && memcmp(r.buf + off + 4, "made.txt", 8) == 0);
+
+	/* MKNOD made.fifo. */
+	w.off = 0;
+	xw_dirop(&w, &root, "made.fifo");
+	xw_u32(&w, NF3FIFO);
+	xw_sattr(&w, 0644, -1);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_MKNOD, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(lstat(export_path(path, sizeof(path), "made.fifo"), &sb), 0);
+	CU_ASSERT(S_ISFIFO(sb.st_mode));
+
+	/* LINK made.hard to made.txt; RENAME made.txt to moved.txt. */
+	w.off = 0;
+	xw_opaque(&w, file.data, file.len);
+	xw_dirop(&w, &root, "made.hard");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_LINK, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(stat(export_path(path, sizeof(path), "made.hard"), &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_nlink, 2);
+	w.off = 0;
+	xw_dirop(&w, &root, "made.txt");
+	xw_dirop(&w, &root, "moved.txt");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_RENAME, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(access(export_path(path, sizeof(path), "moved.txt"), F_OK), 0);
+	CU_ASSERT_NOT_EQUAL(access(export_path(path, sizeof(path), "made.txt"), F_OK), 0);
+
+	/* READDIR and READDIRPLUS list the new names. */
+	w.off = 0;
+	xw_opaque(&w, root.data, root.len);
+	xw_u64(&w, 0);
+	xw_u64(&w, 0);				/* cookieverf */
+	xw_u32(&w, 8192);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_READDIR, &w, &r), NFS3_OK);
+	CU_ASSERT(xr_contains(&r, "moved.txt"));
+	CU_ASSERT(xr_contains(&r, "made.fifo"));
+	xw_u32(&w, 32768);			/* maxcount */
+	CU_ASSERT_EQUAL(nfs_sync(PROC_READDIRPLUS, &w, &r), NFS3_OK);
+	CU_ASSERT(xr_contains(&r, "made.d"));
+	CU_ASSERT(xr_contains(&r, "made.hard"));
+
+	/* FSSTAT, FSINFO (rtmax as the upstream sees it), PATHCONF. */
+	w.off = 0;
+	xw_opaque(&w, root.data, root.len);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_FSSTAT, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_FSINFO, &w, &r), NFS3_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, xr_skip_post_op_attr(&r, 4)), MiB);
+	CU_ASSERT_EQUAL(nfs_sync(PROC_PATHCONF, &w, &r), NFS3_OK);
+
+	/* REMOVE the files, RMDIR the directory. */
+	w.off = 0;
+	xw_dirop(&w, &root, "moved.txt");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_REMOVE, &w, &r), NFS3_OK);
+	w.off = 0;
+	xw_dirop(&w, &root, "made.hard");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_REMOVE, &w, &r), NFS3_OK);
+	w.off = 0;
+	xw_dirop(&w, &root, "made.lnk");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_REMOVE, &w, &r), NFS3_OK);
+	w.off = 0;
+	xw_dirop(&w, &root, "made.fifo");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_REMOVE, &w, &r), NFS3_OK);
+	w.off = 0;
+	xw_dirop(&w, &root, "made.d");
+	CU_ASSERT_EQUAL(nfs_sync(PROC_RMDIR, &w, &r), NFS3_OK);
+	CU_ASSERT_NOT_EQUAL(access(export_path(path, sizeof(path), "made.d"), F_OK), 0);
+	CU_ASSERT_NOT_EQUAL(access(export_path(path, sizeof(path), "moved.txt"), F_OK), 0);
+
+	/* Every procedure was sent and answered at least once by now. */
+	upstream_stats_get(up, &st);
+	for (p = 0; p < UPSTREAM_NPROCS; p++) {
+		CU_ASSERT(st.calls[p] >= 1);
+		CU_ASSERT(st.replies[p] >= 1);
+	}
+	result_clear(&r);
+}
+
+static void test_bad_calls_are_refused_without_callback(void)
+{
+	struct upstream_cred c = cred_of(0, 0), many = cred_of(0, 0);
+	struct fh root = root_fh(up);
+	struct upstream_stats st0, st1;
+	uint8_t args[256];
+	size_t alen = getattr_args(args, &root);
+	struct result r = { 0 };
+	uint8_t bad_len[8] = { 0, 0, 0, 100, 1, 2, 3, 4 };
+
+	many.ngids = UPSTREAM_MAX_GIDS + 1;
+	upstream_stats_get(up, &st0);
+	CU_ASSERT_EQUAL(call(up, UPSTREAM_NPROCS, args, alen, &c, &r), -1);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, 2, &c, &r), -1);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, bad_len, sizeof(bad_len), &c,
+			     &r), -1);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen, NULL, &r), -1);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen, &many, &r), -1);
+	CU_ASSERT_EQUAL(upstream_call(up, PROC_GETATTR, args, alen, &c, NULL,
+				      &r), -1);
+	/* A length that wraps libnfs's 32-bit bounds check. */
+	memcpy(bad_len, "\xff\xff\xff\xfc\x01\x02\x03\x04", 8);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, bad_len, sizeof(bad_len), &c,
+			     &r), -1);
+	/* Trailing bytes after the arguments. */
+	memset(args + alen, 0, 4);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen + 4, &c, &r), -1);
+	/* A 65-byte handle (RFC 1813: at most 64). */
+	memset(args, 0, sizeof(args));
+	args[3] = 65;
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, 4 + 68, &c, &r), -1);
+	/* NULL takes no arguments. */
+	CU_ASSERT_EQUAL(call(up, PROC_NULL, args, 4, &c, &r), -1);
+	run_until(never, NULL, 0.2);
+	CU_ASSERT_EQUAL(r.done, 0);
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(memcmp(st0.calls, st1.calls, sizeof(st0.calls)), 0);
+	CU_ASSERT_EQUAL(st1.errors, st0.errors);
+	CU_ASSERT_EQUAL(upstream_get_state(up), UPSTREAM_UP);
+}
+
+static void test_bad_params_are_refused(void)
+{
+	struct upstream_params p = params(10);
+
+	p.export_path = "export";
+	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
+	p = params(10);
+	p.server = "";
+	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
+	p = params(10);
+	p.nfs_port = 70000;
+	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
+	p = params(-1);
+	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
+	p = params(10);
+	CU_ASSERT_PTR_NULL(upstream_new(NULL, &p, NULL, NULL));
+}
+
+static void test_free_completes_calls_in_flight(void)
+{
+	struct upstream_params p = params(10);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_cred c = cred_of(0, 0);
+	struct result r[3] = { { 0 } };
+	struct upstream *u = new_up(&p, &log);
+	struct fh root;
+	uint8_t args[128];
+	size_t alen;
+	int i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	root = root_fh(u);
+	alen = getattr_args(args, &root);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[i]), 0);
+	upstream_free(&u);
+	CU_ASSERT_PTR_NULL(u);
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(r[i].done, 1);
+		CU_ASSERT_EQUAL(r[i].st, UPSTREAM_EDOWN);
+		CU_ASSERT_EQUAL(r[i].len, 0);
+	}
+	/* Nothing more after free returned, even when replies arrive. */
+	run_until(never, NULL, 0.3);
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(r[i].done, 1);
+		result_clear(&r[i]);
+	}
+	upstream_free(&u);	/* NULL is ignored */
+}
+
+/* The upstream freed from inside free_in_cb. */
+static struct upstream *victim;
+
+/* Keep the result, then free the upstream that called us. */
+static void free_in_cb(enum upstream_status st, const uint8_t *res,
+		       size_t len, void *arg)
+{
+	result_cb(st, res, len, arg);
+	upstream_free(&victim);
+}
+
+static void test_free_from_inside_callback(void)
+{
+	struct upstream_params p = params(10);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_cred c = cred_of(0, 0);
+	struct result r[2] = { { 0 } };
+	struct results rs = { r, 2 };
+	struct fh root;
+	uint8_t args[128];
+	size_t alen;
+
+	victim = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(victim);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(victim), UPSTREAM_UP);
+	root = root_fh(victim);
+	alen = getattr_args(args, &root);
+	CU_ASSERT_EQUAL(upstream_call(victim, PROC_GETATTR, args, alen, &c,
+				      free_in_cb, &r[0]), 0);
+	CU_ASSERT_EQUAL(upstream_call(victim, PROC_GETATTR, args, alen, &c,
+				      result_cb, &r[1]), 0);
+	CU_ASSERT_FATAL(run_until(all_done, &rs, 10));
+	CU_ASSERT_PTR_NULL(victim);
+	CU_ASSERT_EQUAL(r[0].st, UPSTREAM_OK);
+	/* The second reply may have been read in the same rpc_service turn,
+	 * but the call was completed by free first. */
+	CU_ASSERT_EQUAL(r[1].st, UPSTREAM_EDOWN);
+	run_until(never, NULL, 0.3);
+	CU_ASSERT_EQUAL(r[0].done, 1);
+	CU_ASSERT_EQUAL(r[1].done, 1);
+	result_clear(&r[0]);
+	result_clear(&r[1]);
+}
+
+/* Count DOWN->CONNECTING cycles of log *arg. */
+static bool two_failed_attempts(void *arg)
+{
+	struct state_log *log = arg;
+
+	return log->n[UPSTREAM_DOWN] >= 2 && log->n[UPSTREAM_CONNECTING] >= 3;
+}
+
+static void test_silent_server_times_out_connecting(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_params p = params(0.3);
+	struct upstream_stats st;
+	struct upstream *u;
+	int s;
+
+	/* Accepts connections (the kernel does) but never answers. */
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	CU_ASSERT_FATAL(s >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CU_ASSERT_FATAL(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(s, 16) == 0);
+	CU_ASSERT_FATAL(getsockname(s, (struct sockaddr *)&sa, &salen) == 0);
+	p.mount_port = ntohs(sa.sin_port);
+	u = upstream_new(base, &p, state_note, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(upstream_start(u), 0);
+	/* 0.3 s step timeout, then 0.1 s and 0.2 s backoff. */
+	CU_ASSERT(run_until(two_failed_attempts, &log, 3));
+	CU_ASSERT_EQUAL(log.n[UPSTREAM_UP], 0);
+	CU_ASSERT_NOT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(upstream_last_error(u), "timed out"));
+	CU_ASSERT_PTR_NULL(upstream_root_fh(u, NULL));
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.connects, 0);
+	upstream_free(&u);
+	close(s);
+}
+
+/* A TCP relay in the test's own loop whose server-to-client direction can
+ * be frozen, to make a live connection go silent. */
+struct relay {
+	struct evconnlistener *l;
+	int port;		/* where the relay listens */
+	int target;		/* where it connects */
+	bool frozen;
+};
+
+struct relay_pair {
+	struct relay *rl;
+	struct bufferevent *cli, *srv;
+};
+
+/* Free both halves of a relayed connection. */
+static void relay_pair_free(struct relay_pair *rp)
+{
+	bufferevent_free(rp->cli);
+	bufferevent_free(rp->srv);
+	free(rp);
+}
+
+/* Copy client bytes to the server. */
+static void relay_cli_read(struct bufferevent *bev, void *arg)
+{
+	struct relay_pair *rp = arg;
+
+	bufferevent_write_buffer(rp->srv, bufferevent_get_input(bev));
+}
+
+/* Copy server bytes to the client unless frozen (then drop them). */
+static void relay_srv_read(struct bufferevent *bev, void *arg)
+{
+	struct relay_pair *rp = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	if (rp->rl->frozen)
+		evbuffer_drain(in, evbuffer_get_length(in));
+	else
+		bufferevent_write_buffer(rp->cli, in);
+}
+
+/* Close the pair when either side ends. */
+static void relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		relay_pair_free(arg);
+}
+
+/* Accept a client and connect to the target. */
+static void relay_accept(struct evconnlistener *l, evutil_socket_t fd,
+			 struct sockaddr *sa, int salen, void *arg)
+{
+	struct relay *rl = arg;
+	struct relay_pair *rp = calloc(1, sizeof(*rp));
+	struct sockaddr_in to = { .sin_family = AF_INET };
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	rp->rl = rl;
+	rp->cli = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	rp->srv = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	to.sin_port = htons((uint16_t)rl->target);
+	bufferevent_setcb(rp->cli, relay_cli_read, NULL, relay_event, rp);
+	bufferevent_setcb(rp->srv, relay_srv_read, NULL, relay_event, rp);
+	bufferevent_enable(rp->cli, EV_READ);
+	bufferevent_enable(rp->srv, EV_READ);
+	bufferevent_socket_connect(rp->srv, (struct sockaddr *)&to, sizeof(to));
+}
+
+/* Start a relay to target on a free loopback port. */
+static int relay_start(struct relay *rl, int target)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	rl->target = target;
+	rl->frozen = false;
+	rl->l = evconnlistener_new_bind(base, relay_accept, rl,
+					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+					16, (struct sockaddr *)&sa, sizeof(sa));
+	if (rl->l == NULL)
+		return -1;
+	getsockname(evconnlistener_get_fd(rl->l), (struct sockaddr *)&sa,
+		    &salen);
+	rl->port = ntohs(sa.sin_port);
+	return 0;
+}
+
+static void test_call_timeout_drops_connection(void)
+{
+	struct relay rl;
+	struct upstream_params p = params(0.5);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_cred c = cred_of(0, 0);
+	struct result r[2] = { { 0 } };
+	struct results rs = { r, 2 };
+	struct upstream_stats st;
+	struct upstream *u;
+	struct fh root;
+	uint8_t args[128];
+	size_t alen;
+
+	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
+	p.nfs_port = rl.port;
+	u = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	root = root_fh(u);
+	alen = getattr_args(args, &root);
+
+	rl.frozen = true;
+	CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[0]), 0);
+	CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[1]), 0);
+	CU_ASSERT_FATAL(run_until(all_done, &rs, 5));
+	/* The first to time out reports it; the connection is dropped and
+	 * the other call in flight is lost with it. */
+	CU_ASSERT_EQUAL(r[0].st, UPSTREAM_ETIMEDOUT);
+	CU_ASSERT_EQUAL(r[1].st, UPSTREAM_EDOWN);
+	CU_ASSERT_NOT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.timeouts, 1);
+	CU_ASSERT_EQUAL(st.errors, 2);
+	CU_ASSERT_EQUAL(st.disconnects, 1);
+	CU_ASSERT(log.n[UPSTREAM_DOWN] >= 1);
+
+	rl.frozen = false;
+	CU_ASSERT(run_until(is_up, &u, 10));
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.connects, 2);
+	CU_ASSERT_EQUAL(call_sync(u, PROC_GETATTR, args, alen, &c, &r[0]),
+			UPSTREAM_OK);
+	CU_ASSERT_EQUAL(r[0].done, 1);
+	upstream_free(&u);
+	evconnlistener_free(rl.l);
+	result_clear(&r[0]);
+	result_clear(&r[1]);
+	run_until(never, NULL, 0.1);	/* let the relay pairs close */
+}
+
+static void test_server_stop_gives_edown_then_recovers(void)
+{
+	struct upstream_cred c = cred_of(0, 0);
+	struct fh root = root_fh(up);
+	struct result r[4] = { { 0 } }, again = { 0 };
+	struct results rs = { r, 4 };
+	struct upstream_stats st0, st1;
+	uint8_t args[128];
+	size_t alen = getattr_args(args, &root);
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(up), UPSTREAM_UP);
+	upstream_stats_get(up, &st0);
+	memset(&main_states, 0, sizeof(main_states));
+	/* Queued but not yet written: the loop does not run until the
+	 * server is gone. */
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen, &c, &r[i]),
+				0);
+	CU_ASSERT_EQUAL_FATAL(sh("stop"), 0);
+	CU_ASSERT_FATAL(run_until(all_done, &rs, 10));
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(r[i].done, 1);
+		CU_ASSERT_EQUAL(r[i].st, UPSTREAM_EDOWN);
+		CU_ASSERT_EQUAL(r[i].cb_in_call, 0);
+	}
+	CU_ASSERT_NOT_EQUAL(upstream_get_state(up), UPSTREAM_UP);
+	CU_ASSERT(main_states.n[UPSTREAM_DOWN] >= 1);
+	CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen, &c, &again), -1);
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(st1.disconnects, st0.disconnects + 1);
+	CU_ASSERT_EQUAL(st1.errors, st0.errors + 4);
+	CU_ASSERT_EQUAL(st1.calls[PROC_GETATTR], st0.calls[PROC_GETATTR] + 4);
+	CU_ASSERT_EQUAL(st1.replies[PROC_GETATTR], st0.replies[PROC_GETATTR]);
+
+	/* Still down a while later (retries fail), and refusing calls. */
+	run_until(never, NULL, 1.0);
+	CU_ASSERT_NOT_EQUAL(upstream_get_state(up), UPSTREAM_UP);
+	CU_ASSERT_EQUAL(call(up, PROC_NULL, NULL, 0, &c, &again), -1);
+	CU_ASSERT(strlen(upstream_last_error(up)) > 0);
+
+	CU_ASSERT_EQUAL_FATAL(sh("start"), 0);
+	/* Backoff is at most 5 s. */
+	CU_ASSERT_FATAL(run_until(is_up, &up, 15));
+	upstream_stats_get(up, &st1);
+	CU_ASSERT_EQUAL(st1.connects, st0.connects + 1);
+	CU_ASSERT_EQUAL(main_states.last, UPSTREAM_UP);
+	CU_ASSERT_EQUAL(upstream_rtmax(up), MiB);
+	root = root_fh(up);
+	alen = getattr_args(args, &root);
+	CU_ASSERT_EQUAL(call_sync(up, PROC_GETATTR, args, alen, &c, &again),
+			UPSTREAM_OK);
+	CU_ASSERT_EQUAL(xr_u32(&again, 0), NFS3_OK);
+	CU_ASSERT_EQUAL(xr_u32(&again, 4), NF3DIR);
+	result_clear(&again);
+	for (i = 0; i < 4; i++)
+		result_clear(&r[i]);
+}
+
+static void test_free_main(void)
+{
+	upstream_free(&up);
+	CU_ASSERT_PTR_NULL(up);
+}
+
+/* ------------------------------------------------------------ registry */
+
+/* Create the event base (precise timers, as the daemon uses). */
+static int suite_init(void)
+{
+	struct event_config *cfg = event_config_new();
+
+	if (cfg == NULL)
+		return -1;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base ? 0 : -1;
+}
+
+/* Free the event base. */
+static int suite_clean(void)
+{
+	upstream_free(&up);
+	event_base_free(base);
+	base = NULL;
+	return 0;
+}
+
+/* Read a required environment variable; NULL (and a message) if unset. */
+static const char *need_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (v == NULL || v[0] == '\0')
+		fprintf(stderr, "test_upstream: %s is not set (run under "
+			"tests/integration/harness.sh --no-proxy)\n", name);
+	return v;
+}
+
+int test_register(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "reaches_up_with_root_handle_and_sizes",
+		  test_reaches_up_with_root_handle_and_sizes },
+		{ "max_transfer_caps_sizes", test_max_transfer_caps_sizes },
+		{ "null_call_answers", test_null_call_answers },
+		{ "getattr_root_is_directory", test_getattr_root_is_directory },
+		{ "lookup_and_read_file", test_lookup_and_read_file },
+		{ "access_follows_credential",
+		  test_access_follows_credential },
+		{ "every_procedure_round_trips",
+		  test_every_procedure_round_trips },
+		{ "bad_calls_are_refused_without_callback",
+		  test_bad_calls_are_refused_without_callback },
+		{ "bad_params_are_refused", test_bad_params_are_refused },
+		{ "free_completes_calls_in_flight",
+		  test_free_completes_calls_in_flight },
+		{ "free_from_inside_callback", test_free_from_inside_callback },
+		{ "silent_server_times_out_connecting",
+		  test_silent_server_times_out_connecting },
+		{ "call_timeout_drops_connection",
+		  test_call_timeout_drops_connection },
+		{ "server_stop_gives_edown_then_recovers",
+		  test_server_stop_gives_edown_then_recovers },
+		{ "free_main", test_free_main },
+	};
+	const char *nfs = need_env("NFSC_DIRECT_NFS_PORT");
+	const char *mnt = need_env("NFSC_DIRECT_MOUNT_PORT");
+	CU_pSuite s;
+	size_t i;
+
+	env_export_dir = need_env("NFSC_EXPORT_DIR");
+	env_upstreamctl = need_env("NFSC_UPSTREAMCTL");
+	if (!nfs || !mnt || !env_export_dir || !env_upstreamctl)
+		return -1;
+	env_nfs_port = atoi(nfs);
+	env_mount_port = atoi(mnt);
+	s = CU_add_suite("upstream", suite_init, suite_clean);
+	if (s == NULL)
+		return -1;
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
+			return -1;
+	return 0;
+}
