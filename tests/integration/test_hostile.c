@@ -956,7 +956,8 @@ static void put_mark(struct rawrpc_buf *b, bool last, uint32_t len)
 }
 
 /* A NULL call record of exactly len bytes (header, then zero padding,
- * which NULL ignores) split into nfrag fragments; expect a NULL reply. */
+ * which NULL ignores; len must not cut the 72-byte header) split into
+ * nfrag fragments; expect a NULL reply. */
 static void expect_null_of_size(size_t len, int nfrag, const char *what)
 {
 	struct rawrpc_buf b, wire;
@@ -970,6 +971,7 @@ static void expect_null_of_size(size_t len, int nfrag, const char *what)
 	rawrpc_buf_init(&b);
 	rawrpc_buf_init(&wire);
 	put_hdr(&b, xid, NFS_PROGRAM, NFS_V3, NFSPROC3_NULL);
+	EXPECT(b.len <= len, "%s: %zu bytes cut the header", what, len);
 	while (b.len < len)
 		rawrpc_put_u32(&b, 0);
 	b.len = len;
@@ -1057,7 +1059,7 @@ static void test_record_boundary(void)
 	expect_null_of_size(T.max_record, 1, "NULL record of max bytes");
 	expect_null_of_size(T.max_record, 2, "NULL record of max bytes in 2 "
 			    "fragments");
-	expect_null_of_size(64, 16, "NULL record of 64 bytes in 16 fragments");
+	expect_null_of_size(96, 24, "NULL record of 96 bytes in 24 fragments");
 	rawrpc_buf_init(&b);
 	fd = connect_or_fail(T.nfs_port, "empty fragments then NULL");
 	if (fd >= 0) {
