@@ -47,6 +47,12 @@
  *
  * The caller's state_cb runs from the event loop only: never synchronously
  * inside upstream_new, upstream_start, upstream_call or upstream_free.
+ *
+ * Limits inherited from libnfs 4.0: rpc_connect_async resolves the server
+ * name with a blocking getaddrinfo at each connection step (configure an
+ * address), incoming messages over 1 MiB + 4 KiB kill the connection (so
+ * transfer sizes are capped at 1 MiB), and libnfs binds a reserved source
+ * port (512..1023) when it has the privilege.
  */
 #include <sys/queue.h>
 #include <sys/time.h>
@@ -130,6 +136,7 @@ struct up_call {
 	enum up_list list;
 	bool in_libnfs;		/* libnfs holds a PDU pointing here */
 	bool done;		/* cb has been called */
+	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
 };
 
 TAILQ_HEAD(up_call_list, up_call);
@@ -535,6 +542,8 @@ static void up_complete(struct upstream *u, struct up_call *c,
 	void *arg = c->arg;
 	uint32_t proc = c->proc;
 
+	if (c->timed_out && st == UPSTREAM_EDOWN)
+		st = UPSTREAM_ETIMEDOUT;
 	c->done = true;
 	if (c->ev_timeout)
 		evtimer_del(c->ev_timeout);
@@ -662,7 +671,8 @@ static void up_schedule_retry(struct upstream *u)
 		u->backoff = UP_BACKOFF_MAX;
 }
 
-/* Give up on the UP connection: DOWN, retry, every call EDOWN. */
+/* Give up on the UP connection: DOWN (and the caller told so), retry,
+ * then every call EDOWN (ETIMEDOUT for the one that timed out). */
 static void up_lose(struct upstream *u)
 {
 	u->st.disconnects++;
@@ -931,7 +941,7 @@ static void up_after_service(struct upstream *u, int rc)
 	if (rc < 0) {
 		up_error(u, "%s: %s", up_phase_names[u->phase],
 			 rpc_get_error(u->rpc) ? rpc_get_error(u->rpc)
-					       : "socket error");
+					       : "connection closed");
 		if (u->phase == UP_PH_UP)
 			up_lose(u);
 		else
@@ -1007,9 +1017,13 @@ static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	u->busy++;
 	up_error(u, "%s: no reply within %.3f s", up_procs[c->proc].name,
 		 (double)u->call_tv.tv_sec + (double)u->call_tv.tv_usec / 1e6);
-	up_complete(u, c, UPSTREAM_ETIMEDOUT, NULL, 0);
-	if (!u->closed && u->phase == UP_PH_UP)
+	/* State DOWN before any callback runs; c then completes with the
+	 * others, as ETIMEDOUT (also if the state callback frees u). */
+	c->timed_out = true;
+	if (u->phase == UP_PH_UP)
 		up_lose(u);
+	else
+		up_complete(u, c, UPSTREAM_ETIMEDOUT, NULL, 0);
 	up_unbusy(u);
 }
 

@@ -89,9 +89,11 @@ struct result {
 	uint8_t *buf;
 	size_t len;
 	int cb_in_call;		/* cb ran inside upstream_call: forbidden */
+	int state_at_cb;	/* state of `observed` during the cb */
 };
 
 static int in_upstream_call;
+static struct upstream *observed;	/* whose state result_cb records */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -114,6 +116,7 @@ static void result_cb(enum upstream_status st, const uint8_t *res,
 	r->done++;
 	r->st = st;
 	r->cb_in_call += in_upstream_call;
+	r->state_at_cb = observed ? (int)upstream_get_state(observed) : -1;
 	free(r->buf);
 	r->buf = NULL;
 	r->len = len;
@@ -994,7 +997,8 @@ struct relay {
 	struct evconnlistener *l;
 	int port;		/* where the relay listens */
 	int target;		/* where it connects */
-	bool frozen;
+	bool frozen;		/* drop server bytes */
+	bool proc_unavail;	/* rewrite replies to PROC_UNAVAIL */
 };
 
 struct relay_pair {
@@ -1018,6 +1022,31 @@ static void relay_cli_read(struct bufferevent *bev, void *arg)
 	bufferevent_write_buffer(rp->srv, bufferevent_get_input(bev));
 }
 
+/*
+ * Replace each whole reply record in `in` by the same reply with
+ * accept_stat PROC_UNAVAIL and no results (RFC 5531 section 9: xid,
+ * REPLY, MSG_ACCEPTED, verifier AUTH_NONE of length 0, accept_stat).
+ */
+static void relay_rewrite(struct evbuffer *in, struct bufferevent *cli)
+{
+	uint8_t rec[28];
+	uint32_t mark, len;
+
+	while (evbuffer_get_length(in) >= 4) {
+		evbuffer_copyout(in, &mark, 4);
+		len = ntohl(mark) & 0x7fffffff;
+		if (evbuffer_get_length(in) < 4 + (size_t)len)
+			return;
+		evbuffer_copyout(in, rec, sizeof(rec));
+		evbuffer_drain(in, 4 + (size_t)len);
+		mark = htonl(0x80000000u | 24);
+		memcpy(rec, &mark, 4);
+		rec[24] = rec[25] = rec[26] = 0;
+		rec[27] = 3;				/* PROC_UNAVAIL */
+		bufferevent_write(cli, rec, sizeof(rec));
+	}
+}
+
 /* Copy server bytes to the client unless frozen (then drop them). */
 static void relay_srv_read(struct bufferevent *bev, void *arg)
 {
@@ -1026,6 +1055,8 @@ static void relay_srv_read(struct bufferevent *bev, void *arg)
 
 	if (rp->rl->frozen)
 		evbuffer_drain(in, evbuffer_get_length(in));
+	else if (rp->rl->proc_unavail)
+		relay_rewrite(in, rp->cli);
 	else
 		bufferevent_write_buffer(rp->cli, in);
 }
@@ -1070,6 +1101,7 @@ static int relay_start(struct relay *rl, int target)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	rl->target = target;
 	rl->frozen = false;
+	rl->proc_unavail = false;
 	rl->l = evconnlistener_new_bind(base, relay_accept, rl,
 					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
 					16, (struct sockaddr *)&sa, sizeof(sa));
@@ -1104,13 +1136,20 @@ static void test_call_timeout_drops_connection(void)
 	alen = getattr_args(args, &root);
 
 	rl.frozen = true;
+	observed = u;
 	CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[0]), 0);
 	CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[1]), 0);
 	CU_ASSERT_FATAL(run_until(all_done, &rs, 5));
+	observed = NULL;
 	/* The first to time out reports it; the connection is dropped and
-	 * the other call in flight is lost with it. */
+	 * the other call in flight is lost with it. Both callbacks already
+	 * see the state DOWN. */
 	CU_ASSERT_EQUAL(r[0].st, UPSTREAM_ETIMEDOUT);
 	CU_ASSERT_EQUAL(r[1].st, UPSTREAM_EDOWN);
+	CU_ASSERT_EQUAL(r[0].state_at_cb, UPSTREAM_DOWN);
+	CU_ASSERT_EQUAL(r[1].state_at_cb, UPSTREAM_DOWN);
+	CU_ASSERT_EQUAL(r[0].done, 1);
+	CU_ASSERT_EQUAL(r[1].done, 1);
 	CU_ASSERT_NOT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
 	upstream_stats_get(u, &st);
 	CU_ASSERT_EQUAL(st.timeouts, 1);
@@ -1129,6 +1168,100 @@ static void test_call_timeout_drops_connection(void)
 	evconnlistener_free(rl.l);
 	result_clear(&r[0]);
 	result_clear(&r[1]);
+	run_until(never, NULL, 0.1);	/* let the relay pairs close */
+}
+
+/* The upstream freed by free_on_down. */
+static struct upstream *victim2;
+
+/* Free victim2 when it goes DOWN. */
+static void free_on_down(struct upstream *u, enum upstream_state s,
+			 void *arg)
+{
+	(void)u;
+	(void)arg;
+	if (s == UPSTREAM_DOWN)
+		upstream_free(&victim2);
+}
+
+static void test_free_from_state_callback_on_timeout(void)
+{
+	struct relay rl;
+	struct upstream_params p = params(0.3);
+	struct upstream_cred c = cred_of(0, 0);
+	struct result r[2] = { { 0 } };
+	struct results rs = { r, 2 };
+	struct fh root;
+	uint8_t args[128];
+	size_t alen;
+
+	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
+	p.nfs_port = rl.port;
+	victim2 = upstream_new(base, &p, free_on_down, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(victim2);
+	CU_ASSERT_EQUAL(upstream_start(victim2), 0);
+	CU_ASSERT_FATAL(run_until(is_up, &victim2, 10));
+	root = root_fh(victim2);
+	alen = getattr_args(args, &root);
+	rl.frozen = true;
+	CU_ASSERT_EQUAL(call(victim2, PROC_GETATTR, args, alen, &c, &r[0]), 0);
+	CU_ASSERT_EQUAL(call(victim2, PROC_GETATTR, args, alen, &c, &r[1]), 0);
+	CU_ASSERT_FATAL(run_until(all_done, &rs, 5));
+	CU_ASSERT_PTR_NULL(victim2);
+	CU_ASSERT_EQUAL(r[0].st, UPSTREAM_ETIMEDOUT);
+	CU_ASSERT_EQUAL(r[1].st, UPSTREAM_EDOWN);
+	run_until(never, NULL, 0.5);
+	CU_ASSERT_EQUAL(r[0].done, 1);
+	CU_ASSERT_EQUAL(r[1].done, 1);
+	evconnlistener_free(rl.l);
+	result_clear(&r[0]);
+	result_clear(&r[1]);
+	run_until(never, NULL, 0.1);
+}
+
+static void test_rpc_failure_is_eproto_and_keeps_connection(void)
+{
+	struct relay rl;
+	struct upstream_params p = params(10);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_cred c = cred_of(0, 0);
+	struct result r = { 0 };
+	struct upstream_stats st;
+	struct upstream *u;
+	struct fh root;
+	uint8_t args[128];
+	size_t alen;
+
+	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
+	p.nfs_port = rl.port;
+	u = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	root = root_fh(u);
+	alen = getattr_args(args, &root);
+
+	rl.proc_unavail = true;
+	CU_ASSERT_EQUAL(call_sync(u, PROC_GETATTR, args, alen, &c, &r),
+			UPSTREAM_EPROTO);
+	CU_ASSERT_EQUAL(r.len, 0);
+	CU_ASSERT_PTR_NULL(r.buf);
+	CU_ASSERT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	rl.proc_unavail = false;
+	/* Same connection, next call fine. */
+	CU_ASSERT_EQUAL(call_sync(u, PROC_GETATTR, args, alen, &c, &r),
+			UPSTREAM_OK);
+	CU_ASSERT_EQUAL(xr_u32(&r, 0), NFS3_OK);
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	CU_ASSERT_EQUAL(st.timeouts, 0);
+	CU_ASSERT_EQUAL(st.connects, 1);
+	CU_ASSERT_EQUAL(st.disconnects, 0);
+	CU_ASSERT_EQUAL(st.calls[PROC_GETATTR], 2);
+	CU_ASSERT_EQUAL(st.replies[PROC_GETATTR], 1);
+	CU_ASSERT_EQUAL(log.n[UPSTREAM_DOWN], 0);
+	upstream_free(&u);
+	evconnlistener_free(rl.l);
+	result_clear(&r);
 	run_until(never, NULL, 0.1);	/* let the relay pairs close */
 }
 
@@ -1258,6 +1391,10 @@ int test_register(void)
 		  test_silent_server_times_out_connecting },
 		{ "call_timeout_drops_connection",
 		  test_call_timeout_drops_connection },
+		{ "free_from_state_callback_on_timeout",
+		  test_free_from_state_callback_on_timeout },
+		{ "rpc_failure_is_eproto_and_keeps_connection",
+		  test_rpc_failure_is_eproto_and_keeps_connection },
 		{ "server_stop_gives_edown_then_recovers",
 		  test_server_stop_gives_edown_then_recovers },
 		{ "free_main", test_free_main },
