@@ -151,6 +151,12 @@ static const struct directive directives[] = {
 	    "seconds", "How long a duplicate request cache entry is kept."),
 	STR("log_level", GLOBAL(log_level), K_STR, "info", check_log_level,
 	    "Log verbosity: error, warn, info or debug."),
+	NUM("page_size", GLOBAL(page_size), K_U32, "65536", 4096, 1048576,
+	    "bytes",
+	    "Cache page size, a power of two; each page keeps exact valid "
+	    "byte ranges."),
+	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
+	    "Budget for cached file data; 0 caches no data."),
 
 	NUM("id", EXPORT(id), K_UINT, NULL, 1, 63, NULL,
 	    "Export number stored in every file handle: keep it stable."),
@@ -168,6 +174,15 @@ static const struct directive directives[] = {
 	    "Group id a squashed root becomes."),
 	BOOL("secure", EXPORT(secure), "false",
 	     "Require client source ports below 1024 (privileged)."),
+	NUM("acregmin", EXPORT(acregmin), K_DOUBLE, "3", 0, 86400, "seconds",
+	    "Shortest time file attributes are trusted (the Linux client's "
+	    "acregmin); 0 with acregmax 0 revalidates on every use."),
+	NUM("acregmax", EXPORT(acregmax), K_DOUBLE, "60", 0, 86400, "seconds",
+	    "Longest time unchanged file attributes are trusted."),
+	NUM("acdirmin", EXPORT(acdirmin), K_DOUBLE, "30", 0, 86400, "seconds",
+	    "Shortest time directory attributes are trusted."),
+	NUM("acdirmax", EXPORT(acdirmax), K_DOUBLE, "60", 0, 86400, "seconds",
+	    "Longest time unchanged directory attributes are trusted."),
 };
 
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
@@ -950,6 +965,21 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 			 "than max_record_size %" PRIu32, c->max_reply_buffer,
 			 c->max_record_size);
 		return -1;
+	}
+	if (c->page_size & (c->page_size - 1)) {
+		*line = gline_of(gline, "page_size");
+		snprintf(why, len, "page_size %" PRIu32 " is not a power of two",
+			 c->page_size);
+		return -1;
+	}
+	for (size_t i = 0; i < c->nexports; i++) {
+		const struct conf_export *e = &c->exports[i];
+
+		if (e->acregmin > e->acregmax || e->acdirmin > e->acdirmax) {
+			snprintf(why, len, "export \"%s\": acregmin/acdirmin "
+				 "must not exceed acregmax/acdirmax", e->path);
+			return -1;
+		}
 	}
 	if (c->mount_port != 0 && c->mount_port == c->nfs_port) {
 		*line = gline_of(gline, "mount_port");

@@ -53,6 +53,8 @@ struct conf_export {
 	uint32_t anonuid;
 	uint32_t anongid;
 	bool secure;			/* require a source port < 1024 */
+	double acregmin, acregmax;	/* file attribute timeouts, seconds */
+	double acdirmin, acdirmax;	/* directory attribute timeouts, s */
 };
 
 struct conf {
@@ -73,6 +75,8 @@ struct conf {
 	uint32_t drc_entries;		/* duplicate request cache size */
 	double drc_timeout;		/* seconds a DRC entry is kept */
 	char *log_level;		/* "error".."debug", owned */
+	uint32_t page_size;		/* cache page size, bytes */
+	uint32_t cache_size;		/* cache data budget, MiB */
 	struct conf_export *exports;	/* owned array */
 	size_t nexports;
 };

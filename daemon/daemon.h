@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cache.h"
 #include "conf.h"
 #include "fh.h"
 
@@ -23,6 +24,8 @@ struct export_rt {
 	const struct conf_export *conf;	/* borrowed from daemon.conf */
 	struct upstream *up;		/* owned */
 	bool warned_fh_len;		/* long upstream handle logged once */
+	struct cache_ac ac_reg;		/* acregmin..acregmax, seconds */
+	struct cache_ac ac_dir;		/* acdirmin..acdirmax, seconds */
 	bool long_handles;		/* upstream gave a handle over
 					 * FH_UP_FULLAUTH bytes: only then are
 					 * client handles with a short
@@ -36,12 +39,16 @@ struct daemon {
 	struct export_rt *exports;	/* owned array, conf->nexports */
 	size_t nexports;
 	struct server *server;
+	struct cache *cache;		/* owned; shared by all exports */
 	struct metrics *metrics;
 	bool stopping;
 };
 
 /* The export with id, or NULL. Borrowed. */
 struct export_rt *daemon_export(struct daemon *d, unsigned id);
+
+/* The attribute timeouts of ex for a file of type (ftype3). */
+const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
 
 /* Monotonic time in seconds (CLOCK_MONOTONIC). */
 double daemon_now(void);

@@ -32,7 +32,7 @@ static const struct dispatch_entry table[] = {
 	NFS(NFSPROC3_LOOKUP, "lookup", LOOKUP3args, LOOKUP3res, nfs3_op_forward, 0),
 	NFS(NFSPROC3_ACCESS, "access", ACCESS3args, ACCESS3res, nfs3_op_forward, 0),
 	NFS(NFSPROC3_READLINK, "readlink", READLINK3args, READLINK3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_forward, 0),
+	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0),
 	NFS(NFSPROC3_WRITE, "write", WRITE3args, WRITE3res, nfs3_op_forward, MUT),
 	NFS(NFSPROC3_CREATE, "create", CREATE3args, CREATE3res, nfs3_op_forward, NONIDEM),
 	NFS(NFSPROC3_MKDIR, "mkdir", MKDIR3args, MKDIR3res, nfs3_op_forward, NONIDEM),

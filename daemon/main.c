@@ -28,6 +28,7 @@
 #include "fh.h"
 #include "log.h"
 #include "metrics.h"
+#include "nfs3_prot.h"
 #include "ops.h"
 #include "registrar.h"
 #include "server.h"
@@ -42,6 +43,11 @@ double daemon_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type)
+{
+	return type == NF3DIR ? &ex->ac_dir : &ex->ac_reg;
 }
 
 struct export_rt *daemon_export(struct daemon *d, unsigned id)
@@ -222,6 +228,10 @@ static void start_upstreams(struct daemon *d)
 		};
 
 		d->exports[i].conf = e;
+		d->exports[i].ac_reg.min = e->acregmin;
+		d->exports[i].ac_reg.max = e->acregmax;
+		d->exports[i].ac_dir.min = e->acdirmin;
+		d->exports[i].ac_dir.max = e->acdirmax;
 		d->exports[i].up = upstream_new(d->base, &p, upstream_state_changed,
 						&d->exports[i]);
 		if (!d->exports[i].up || upstream_start(d->exports[i].up) != 0)
@@ -297,6 +307,7 @@ static void daemon_free(struct daemon *d)
 		upstream_free(&d->exports[i].up);
 	free(d->exports);
 	mount_list_clear();
+	cache_free(&d->cache);
 	if (stop_timer)
 		event_free(stop_timer);
 	conf_free(&d->conf);
@@ -327,6 +338,16 @@ int main(int argc, char **argv)
 	event_config_free(ec);
 	if (!d.base)
 		fatal("cannot create the event loop");
+	{
+		struct cache_params cp = {
+			.page_size = d.conf->page_size,
+			.budget = (uint64_t)d.conf->cache_size << 20,
+		};
+
+		d.cache = cache_new(&cp);
+		if (!d.cache)
+			fatal("cannot create the cache (page_size %u)", cp.page_size);
+	}
 	start_upstreams(&d);
 	start_listeners(&d);
 	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);

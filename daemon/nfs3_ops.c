@@ -20,6 +20,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "attr.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "ops.h"
@@ -78,7 +79,7 @@ static nfs_fh3 *fh_at(void *obj, size_t off)
 }
 
 /* Reply with status only (resfail with no attributes). */
-static enum op_status reply_status(struct req *r, nfsstat3 status)
+enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
 {
 	void *res = calloc(1, r->ent->res_size);
 	enum op_status st;
@@ -300,38 +301,365 @@ static void clamp_fsinfo(struct req *r, const struct export_rt *ex,
 	clamp(&ok->dtpref, ok->rtmax);
 }
 
+nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
+		      struct upstream_cred *uc)
+{
+	nfsstat3 st;
+
+	*ex = NULL;
+	if ((st = unwrap_args(r, ex)) != NFS3_OK ||
+	    (st = check_client(r, (*ex)->conf)) != NFS3_OK)
+		return st;
+	clamp_args(r, *ex);
+	cred_map(r, (*ex)->conf, uc);
+	return NFS3_OK;
+}
+
+int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
+	      const void *args, const struct upstream_cred *uc,
+	      upstream_cb cb, void *arg)
+{
+	size_t len;
+	uint8_t *bytes = rpcmsg_encode(xargs, args, &len);
+	int rc;
+
+	if (!bytes)
+		return -1;
+	rc = upstream_call(ex->up, proc, bytes, len, uc, cb, arg);
+	free(bytes);
+	return rc;
+}
+
+void *nfs3_res_decode(const struct dispatch_entry *ent, const uint8_t *xdr,
+		      size_t len)
+{
+	void *res = calloc(1, ent->res_size);
+
+	if (!res)
+		return NULL;
+	if (rpcmsg_decode_args(xdr, len, 0, ent->xdr_res, res) != 0) {
+		nfs3_res_free(ent, res);
+		return NULL;
+	}
+	return res;
+}
+
+void nfs3_res_free(const struct dispatch_entry *ent, void *res)
+{
+	if (!res)
+		return;
+	xdr_free(ent->xdr_res, res);
+	free(res);
+}
+
+void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+		     uint64_t upstream_bytes, uint64_t hole_bytes)
+{
+	stats.reads[o]++;
+	stats.read_bytes_cache += cache_bytes;
+	stats.read_bytes_upstream += upstream_bytes;
+	stats.read_bytes_hole += hole_bytes;
+}
+
+void nfs3_count_fetch(uint64_t bytes)
+{
+	stats.fetches++;
+	stats.fetch_bytes += bytes;
+}
+
+void nfs3_count_access_check(void)
+{
+	stats.access_checks++;
+}
+
+/*
+ * A forwarded call: the export, the identity, and the cached files whose
+ * attributes its reply will tell about (the object of the first handle,
+ * and RENAME's target directory or LINK's directory), with the generation
+ * each had when the call was sent.
+ */
+struct fwd {
+	struct export_rt *ex;
+	struct upstream_cred uc;
+	struct cfile *f;
+	struct cfile *f2;
+	uint64_t gen;
+	uint64_t gen2;
+};
+
+/* The upstream handle in an nfs_fh3 (already unwrapped). */
+static struct cfile *fh_file(struct daemon *d, const nfs_fh3 *fh)
+{
+	return cache_get(d->cache, (const uint8_t *)fh->data.data_val,
+			 fh->data.data_len);
+}
+
+/* Whether procedure proc changes the first handle's object. */
+static bool mutates_first(uint32_t proc)
+{
+	switch (proc) {
+	case NFSPROC3_SETATTR: case NFSPROC3_WRITE: case NFSPROC3_CREATE:
+	case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK: case NFSPROC3_MKNOD:
+	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: case NFSPROC3_RENAME:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Find the cached files a call is about and open their mutation brackets. */
+static void fwd_begin(struct req *r, struct fwd *w)
+{
+	const struct fh_slots *m = &fh_map[r->call.proc];
+
+	w->f = fh_file(r->d, fh_at(r->args, m->args[0]));
+	if (m->nargs > 1) {
+		w->f2 = fh_file(r->d, fh_at(r->args, m->args[1]));
+		if (w->f2 == w->f)
+			cfile_put(r->d->cache, &w->f2);
+	}
+	if (w->f) {
+		w->gen = cfile_gen(w->f);
+		if (mutates_first(r->call.proc))
+			cfile_mutation_begin(w->f);
+	}
+	if (w->f2) {
+		w->gen2 = cfile_gen(w->f2);
+		cfile_mutation_begin(w->f2);
+	}
+}
+
+/* Observe attributes for f if its generation is still gen. */
+static void observe(struct req *r, struct fwd *w, struct cfile *f,
+		    uint64_t gen, const post_op_attr *p)
+{
+	struct cattr tmp;
+	const struct cattr *a;
+
+	if (!f || cfile_gen(f) != gen || !(a = attr_from_post_op(p, &tmp)))
+		return;
+	cfile_attr_observe(r->d->cache, f, a, daemon_now(),
+			   daemon_ac(w->ex, a->type));
+}
+
+/* Close the mutation bracket of f with wcc (NULL: the call failed). */
+static void mutated(struct req *r, struct fwd *w, struct cfile *f,
+		    const wcc_data *wcc)
+{
+	struct cwcc pre_tmp;
+	struct cattr post_tmp;
+	const struct cwcc *pre = NULL;
+	const struct cattr *post = NULL;
+
+	if (!f)
+		return;
+	if (wcc) {
+		pre = attr_from_pre_op(&wcc->before, &pre_tmp);
+		post = attr_from_post_op(&wcc->after, &post_tmp);
+	}
+	cfile_mutation_end(r->d->cache, f, pre, post, daemon_now(),
+			   daemon_ac(w->ex, post ? post->type : NF3REG));
+}
+
+/* Observe a new or looked-up child's attributes by its handle. */
+static void observe_child(struct req *r, struct fwd *w, const nfs_fh3 *fh,
+			  const post_op_attr *p)
+{
+	struct cfile *c = fh_file(r->d, fh);
+
+	if (c) {
+		observe(r, w, c, cfile_gen(c), p);
+		cfile_put(r->d->cache, &c);
+	}
+}
+
+/* Feed an upstream reply's attributes and data into the cache. */
+static void fwd_learn(struct req *r, struct fwd *w, void *res)
+{
+	nfsstat3 st = *(nfsstat3 *)res;
+	bool ok = st == NFS3_OK;
+
+	switch (r->call.proc) {
+	case NFSPROC3_GETATTR: {
+		GETATTR3res *x = res;
+		post_op_attr p = { TRUE, { x->GETATTR3res_u.resok.obj_attributes } };
+
+		if (ok)
+			observe(r, w, w->f, w->gen, &p);
+		break;
+	}
+	case NFSPROC3_SETATTR: {
+		SETATTR3res *x = res;
+		SETATTR3args *a = r->args;
+
+		mutated(r, w, w->f, &x->SETATTR3res_u.resok.obj_wcc);
+		if (ok && a->new_attributes.size.set_it && w->f)
+			cfile_truncate(r->d->cache, w->f,
+				       a->new_attributes.size.set_size3_u.size);
+		break;
+	}
+	case NFSPROC3_LOOKUP: {
+		LOOKUP3res *x = res;
+
+		if (ok) {
+			observe_child(r, w, &x->LOOKUP3res_u.resok.object,
+				      &x->LOOKUP3res_u.resok.obj_attributes);
+			observe(r, w, w->f, w->gen, &x->LOOKUP3res_u.resok.dir_attributes);
+		} else {
+			observe(r, w, w->f, w->gen, &x->LOOKUP3res_u.resfail.dir_attributes);
+		}
+		break;
+	}
+	case NFSPROC3_ACCESS: {
+		ACCESS3res *x = res;
+		ACCESS3args *a = r->args;
+		struct ccred cc;
+
+		observe(r, w, w->f, w->gen, ok ? &x->ACCESS3res_u.resok.obj_attributes
+					       : &x->ACCESS3res_u.resfail.obj_attributes);
+		if (ok && w->f && cfile_gen(w->f) == w->gen) {
+			attr_cred(&w->uc, &cc);
+			cfile_access_record(w->f, &cc, a->access,
+					    x->ACCESS3res_u.resok.access);
+		}
+		break;
+	}
+	case NFSPROC3_READLINK: {
+		READLINK3res *x = res;
+
+		observe(r, w, w->f, w->gen, ok ? &x->READLINK3res_u.resok.symlink_attributes
+					       : &x->READLINK3res_u.resfail.symlink_attributes);
+		break;
+	}
+	case NFSPROC3_WRITE: {
+		WRITE3res *x = res;
+		WRITE3args *a = r->args;
+
+		mutated(r, w, w->f, &x->WRITE3res_u.resok.file_wcc);
+		if (ok && w->f)
+			cache_write(r->d->cache, w->f, a->offset,
+				    (const uint8_t *)a->data.data_val,
+				    x->WRITE3res_u.resok.count < a->data.data_len
+					    ? x->WRITE3res_u.resok.count
+					    : a->data.data_len);
+		break;
+	}
+	case NFSPROC3_CREATE: case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK:
+	case NFSPROC3_MKNOD: {
+		/* resok and resfail both start with ... no: resok starts with
+		 * obj; dir_wcc is last in resok and alone in resfail. */
+		CREATE3res *x = res;	/* the four resok/resfail share layout */
+
+		if (ok) {
+			mutated(r, w, w->f, &x->CREATE3res_u.resok.dir_wcc);
+			if (x->CREATE3res_u.resok.obj.handle_follows)
+				observe_child(r, w, &x->CREATE3res_u.resok.obj.post_op_fh3_u.handle,
+					      &x->CREATE3res_u.resok.obj_attributes);
+		} else {
+			mutated(r, w, w->f, &x->CREATE3res_u.resfail.dir_wcc);
+		}
+		break;
+	}
+	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: {
+		REMOVE3res *x = res;	/* RMDIR3res has the same layout */
+
+		mutated(r, w, w->f, &x->REMOVE3res_u.resok.dir_wcc);
+		break;
+	}
+	case NFSPROC3_RENAME: {
+		RENAME3res *x = res;
+
+		mutated(r, w, w->f, &x->RENAME3res_u.resok.fromdir_wcc);
+		mutated(r, w, w->f2, &x->RENAME3res_u.resok.todir_wcc);
+		break;
+	}
+	case NFSPROC3_LINK: {
+		LINK3res *x = res;
+
+		observe(r, w, w->f, w->gen, ok ? &x->LINK3res_u.resok.file_attributes
+					       : &x->LINK3res_u.resfail.file_attributes);
+		mutated(r, w, w->f2, ok ? &x->LINK3res_u.resok.linkdir_wcc
+				       : &x->LINK3res_u.resfail.linkdir_wcc);
+		break;
+	}
+	case NFSPROC3_READDIR: {
+		READDIR3res *x = res;
+
+		observe(r, w, w->f, w->gen, ok ? &x->READDIR3res_u.resok.dir_attributes
+					       : &x->READDIR3res_u.resfail.dir_attributes);
+		break;
+	}
+	case NFSPROC3_READDIRPLUS: {
+		READDIRPLUS3res *x = res;
+
+		observe(r, w, w->f, w->gen, ok ? &x->READDIRPLUS3res_u.resok.dir_attributes
+					       : &x->READDIRPLUS3res_u.resfail.dir_attributes);
+		break;
+	}
+	case NFSPROC3_FSSTAT: case NFSPROC3_FSINFO: case NFSPROC3_PATHCONF: {
+		/* Each result starts with the object's post_op_attr. */
+		observe(r, w, w->f, w->gen, (const post_op_attr *)
+			((char *)res + offsetof(FSSTAT3res, FSSTAT3res_u)));
+		break;
+	}
+	case NFSPROC3_COMMIT: {
+		COMMIT3res *x = res;
+
+		observe(r, w, w->f, w->gen, &x->COMMIT3res_u.resok.file_wcc.after);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Close what fwd_begin opened when no usable reply came. */
+static void fwd_failed(struct req *r, struct fwd *w)
+{
+	if (w->f && mutates_first(r->call.proc))
+		mutated(r, w, w->f, NULL);
+	if (w->f2)
+		mutated(r, w, w->f2, NULL);
+}
+
+/* Release a forwarded call's state. */
+static void fwd_free(struct daemon *d, struct fwd *w)
+{
+	cfile_put(d->cache, &w->f);
+	cfile_put(d->cache, &w->f2);
+	free(w);
+}
+
 /* Upstream reply for a forwarded call. */
 static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 			 size_t res_len, void *arg)
 {
 	struct req *r = arg;
-	struct export_rt *ex = r->op;
-	void *res;
+	struct fwd *w = r->op;
+	struct daemon *d = r->d;
+	void *res = NULL;
 	nfsstat3 err;
 
-	if (status != UPSTREAM_OK) {
-		reply_status(r, NFS3ERR_JUKEBOX);
+	if (status != UPSTREAM_OK ||
+	    !(res = nfs3_res_decode(r->ent, res_xdr, res_len))) {
+		if (status == UPSTREAM_OK)
+			log_warn("upstream %s reply does not decode", r->ent->name);
+		fwd_failed(r, w);
+		fwd_free(d, w);
+		nfs3_reply_status(r, status == UPSTREAM_OK ? NFS3ERR_SERVERFAULT
+							  : NFS3ERR_JUKEBOX);
 		return;
 	}
-	res = calloc(1, r->ent->res_size);
-	if (!res || rpcmsg_decode_args(res_xdr, res_len, 0, r->ent->xdr_res, res)) {
-		log_warn("upstream %s reply does not decode", r->ent->name);
-		if (res) {
-			xdr_free(r->ent->xdr_res, res);
-			free(res);
-		}
-		reply_status(r, NFS3ERR_SERVERFAULT);
-		return;
-	}
-	err = rewrap_res(r, ex, res);
+	fwd_learn(r, w, res);
+	err = rewrap_res(r, w->ex, res);
 	if (r->call.proc == NFSPROC3_FSINFO)
-		clamp_fsinfo(r, ex, res);
+		clamp_fsinfo(r, w->ex, res);
+	fwd_free(d, w);
 	if (err != NFS3_OK)
-		reply_status(r, err);
+		nfs3_reply_status(r, err);
 	else
 		req_reply(r, r->ent->xdr_res, res);
-	xdr_free(r->ent->xdr_res, res);
-	free(res);
+	nfs3_res_free(r->ent, res);
 }
 
 enum op_status nfs3_op_null(struct req *r)
@@ -341,26 +669,23 @@ enum op_status nfs3_op_null(struct req *r)
 
 enum op_status nfs3_op_forward(struct req *r)
 {
-	struct export_rt *ex = NULL;
-	struct upstream_cred uc;
+	struct fwd *w = calloc(1, sizeof(*w));
 	nfsstat3 st;
-	uint8_t *args;
-	size_t len;
-	int rc;
 
-	if ((st = unwrap_args(r, &ex)) != NFS3_OK ||
-	    (st = check_client(r, ex->conf)) != NFS3_OK)
-		return reply_status(r, st);
-	clamp_args(r, ex);
-	cred_map(r, ex->conf, &uc);
-	args = rpcmsg_encode(r->ent->xdr_args, r->args, &len);
-	if (!args)
-		return reply_status(r, NFS3ERR_SERVERFAULT);
-	r->op = ex;
-	rc = upstream_call(ex->up, r->call.proc, args, len, &uc, forward_done, r);
-	free(args);
-	if (rc != 0)
-		return reply_status(r, NFS3ERR_JUKEBOX);
+	if (!w)
+		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
+	if ((st = nfs3_prepare(r, &w->ex, &w->uc)) != NFS3_OK) {
+		free(w);
+		return nfs3_reply_status(r, st);
+	}
+	fwd_begin(r, w);
+	r->op = w;
+	if (nfs3_send(w->ex, r->call.proc, r->ent->xdr_args, r->args, &w->uc,
+		      forward_done, r) != 0) {
+		fwd_failed(r, w);
+		fwd_free(r->d, w);
+		return nfs3_reply_status(r, NFS3ERR_JUKEBOX);
+	}
 	return OP_PENDING;
 }
 

@@ -1,17 +1,73 @@
 /* SPDX-License-Identifier: MIT */
-/* nfs3_ops: counters of the NFSv3 handlers (handlers are in ops.h). */
+/*
+ * nfs3_ops: shared pieces of the NFSv3 handlers (the handlers themselves
+ * are declared in ops.h) and their counters.
+ */
 #ifndef NFSCACHED_DAEMON_NFS3_OPS_H
 #define NFSCACHED_DAEMON_NFS3_OPS_H
 
 #include <stdint.h>
 
+#include "cache.h"
+#include "dispatch.h"
+#include "nfs3_prot.h"
+#include "upstream.h"
+
+struct req;
+struct export_rt;
+
 struct nfs3_ops_stats {
 	uint64_t jukebox;	/* NFS3ERR_JUKEBOX replies (upstream unable) */
 	uint64_t badhandle;	/* handles that failed to unwrap */
 	uint64_t stale;		/* handles naming no configured export */
+	uint64_t reads[CACHE_NOUTCOMES];	/* client READs by outcome */
+	uint64_t read_bytes_cache;	/* READ bytes served from pages */
+	uint64_t read_bytes_upstream;	/* READ bytes that came from upstream */
+	uint64_t read_bytes_hole;	/* READ bytes served from holes */
+	uint64_t fetches;		/* upstream READs sent to fill pages */
+	uint64_t fetch_bytes;		/* bytes those READs returned */
+	uint64_t access_checks;		/* ACCESS sent to authorize a hit */
 };
 
 /* Copy the counters into *st. */
 void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
+
+/*
+ * Unwrap r's argument handles in place (they become upstream handles),
+ * check the export's client rules and map the credential. Returns NFS3_OK
+ * with *ex and *uc set, or the nfsstat3 to reply.
+ */
+nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
+		      struct upstream_cred *uc);
+
+/* Reply r with status only (a resfail without attributes); releases r. */
+enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);
+
+/*
+ * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
+ * upstream through ex as uc. The async contract of upstream_call holds:
+ * -1 (nothing sent, no callback) or 0 and exactly one callback.
+ */
+int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
+	      const void *args, const struct upstream_cred *uc,
+	      upstream_cb cb, void *arg);
+
+/*
+ * Decode an upstream result of procedure row ent into a new object the
+ * caller frees with nfs3_res_free. NULL if it does not decode.
+ */
+void *nfs3_res_decode(const struct dispatch_entry *ent, const uint8_t *xdr,
+		      size_t len);
+void nfs3_res_free(const struct dispatch_entry *ent, void *res);
+
+/* Count a client READ outcome and the bytes by source. */
+void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+		     uint64_t upstream_bytes, uint64_t hole_bytes);
+
+/* Count an upstream READ sent to fill pages, and what it returned. */
+void nfs3_count_fetch(uint64_t bytes);
+
+/* Count an ACCESS sent on behalf of a READ hit's permission check. */
+void nfs3_count_access_check(void);
 
 #endif

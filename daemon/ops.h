@@ -14,6 +14,7 @@ struct daemon;
 /* NFSv3 (nfs3_ops.c). */
 enum op_status nfs3_op_null(struct req *r);
 enum op_status nfs3_op_forward(struct req *r);
+enum op_status nfs3_op_read(struct req *r);
 
 /* MOUNT v3 (mount_ops.c), RFC 1813 section 5. */
 enum op_status mount_op_null(struct req *r);
