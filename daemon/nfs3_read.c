@@ -107,8 +107,34 @@ static void post_op_from_cache(const struct cfile *f, post_op_attr *p)
 	attr_to_fattr3(cfile_attr(f), &p->post_op_attr_u.attributes);
 }
 
-/* Reply data[0..count) of the window with eof as the upstream sets it:
- * when the reply reaches the file's size. */
+/*
+ * The eof flag the upstream would set on a READ of `asked` bytes at off
+ * that returns count bytes of a file of size bytes: servers agree on a
+ * short read (Ganesha sets eof only then), and differ on a read that ends
+ * exactly at the size (knfsd sets eof there too); the proxy learns which
+ * from the upstream's own replies (eof_at_size), and until it knows, it
+ * sets eof there as well, which is never wrong for a client.
+ */
+static bool eof_flag(const struct export_rt *ex, uint64_t off, uint32_t asked,
+		     uint64_t count, uint64_t size)
+{
+	if (count < asked)
+		return true;
+	return ex->eof_at_size != 0 && asked > 0 && off + count >= size;
+}
+
+/* Learn how the upstream sets eof from one of its READ replies. */
+static void eof_learn(struct export_rt *ex, uint64_t off, uint32_t asked,
+		      const READ3resok *ok)
+{
+	struct cattr tmp;
+	const struct cattr *a = attr_from_post_op(&ok->file_attributes, &tmp);
+
+	if (a && ok->count == asked && asked > 0 && off + ok->count == a->size)
+		ex->eof_at_size = ok->eof ? 1 : 0;
+}
+
+/* Reply data[0..count) of the window, eof as the upstream sets it. */
 static void read_reply(struct read_op *op, uint8_t *data,
 		       uint64_t count, uint64_t upstream_bytes,
 		       uint64_t hole_bytes)
@@ -120,7 +146,8 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	res.status = NFS3_OK;
 	post_op_from_cache(op->f, &res.READ3res_u.resok.file_attributes);
 	res.READ3res_u.resok.count = (count3)count;
-	res.READ3res_u.resok.eof = op->off + count >= cfile_attr(op->f)->size;
+	res.READ3res_u.resok.eof = eof_flag(op->ex, op->off, op_args(op)->count,
+					    count, cfile_attr(op->f)->size);
 	res.READ3res_u.resok.data.data_len = (u_int)count;
 	res.READ3res_u.resok.data.data_val = (char *)data;
 	nfs3_count_read(op->outcome, op->cache_bytes, upstream_bytes,
@@ -251,6 +278,7 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 		if (ok->count > ok->data.data_len)
 			ok->count = ok->data.data_len;
 		nfs3_count_fetch(ok->count);
+		eof_learn(fe->ex, fe->start, (uint32_t)(fe->end - fe->start), ok);
 		fetch_learn(fe, ok);
 		for (size_t i = 0; i < fe->nwaiters; i++) {
 			deliver(fe->waiters[i], fe->start,
@@ -489,6 +517,7 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 
 		if (ok->count > ok->data.data_len)
 			ok->count = ok->data.data_len;
+		eof_learn(op->ex, op_args(op)->offset, op_args(op)->count, ok);
 		/* The upstream let this credential read the file. */
 		if (cfile_gen(op->f) == op->gen)
 			cfile_access_record(op->f, &op->cc, ACCESS3_READ,

@@ -38,6 +38,7 @@ struct conn {
 	unsigned refs;
 	bool closed;
 	bool paused;
+	bool lingering;			/* closed, flushing its last replies */
 	struct server *srv;
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
@@ -57,6 +58,7 @@ struct server {
 	struct daemon *d;
 	struct listener *listeners;
 	struct conn *conns;
+	struct conn *lingering;		/* closed, still flushing replies */
 	unsigned inflight;
 	struct drc *drc;
 	struct server_stats st;
@@ -83,7 +85,42 @@ static void conn_put(struct conn **cp)
 	free(c);
 }
 
-/* Close c for reason: free the socket, keep the struct for its requests. */
+/* Free c's socket and drop the reference that being open held. */
+static void conn_release_socket(struct conn *c)
+{
+	struct server *s = c->srv;
+
+	if (c->lingering)
+		DL_DELETE(s->lingering, c);
+	c->lingering = false;
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+	conn_put(&c);
+}
+
+/* A lingering connection flushed its replies, failed or timed out. */
+static void conn_linger_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_release_socket(c);
+}
+
+/* A lingering connection's error, EOF or write timeout. */
+static void conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	conn_release_socket(arg);
+}
+
+/*
+ * Close c for reason. Replies already queued are still sent (the socket
+ * lingers up to 5 s with reading off) unless the socket failed or the
+ * daemon is stopping; requests still in flight keep the struct alive and
+ * their replies are dropped.
+ */
 static void conn_close(struct conn *c, enum conn_close_reason reason)
 {
 	static const char *const names[] = {
@@ -92,6 +129,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 #undef X
 	};
 	struct server *s = c->srv;
+	struct timeval tv = { 5, 0 };
 
 	if (c->closed)
 		return;
@@ -99,10 +137,19 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	s->st.closed[reason]++;
 	s->st.connections_open--;
 	log_debug("connection %s closed: %s", c->peer_name, names[reason]);
-	bufferevent_free(c->bev);
-	c->bev = NULL;
 	DL_DELETE(s->conns, c);
-	conn_put(&c);
+	if (reason == CLOSE_ERROR || reason == CLOSE_SHUTDOWN ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		conn_release_socket(c);
+		return;
+	}
+	c->lingering = true;
+	DL_APPEND(s->lingering, c);
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->bev, NULL, conn_linger_write_cb,
+			  conn_linger_event_cb, c);
+	bufferevent_set_timeouts(c->bev, NULL, &tv);
 }
 
 /* Tell whether c must stop reading for now. */
@@ -441,8 +488,8 @@ static void conn_pump(struct conn *c)
 			return;
 		case RPCREC_OVERSIZE:
 			c->srv->st.records_oversize++;
-			log_info("client %s sent a record over max_record_size; closing",
-				 c->peer_name);
+			log_debug("client %s sent a record over max_record_size; closing",
+				  c->peer_name);
 			conn_close(c, CLOSE_OVERSIZE);
 			return;
 		case RPCREC_ENOMEM:
@@ -610,6 +657,8 @@ void server_close_all(struct server *s)
 {
 	while (s->conns)
 		conn_close(s->conns, CLOSE_SHUTDOWN);
+	while (s->lingering)
+		conn_release_socket(s->lingering);
 }
 
 void server_stats_get(const struct server *s, struct server_stats *st)
