@@ -13,6 +13,7 @@
 #include <event2/http.h>
 #include <event2/util.h>
 
+#include "cache.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "metrics.h"
@@ -151,6 +152,60 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 				    upstream_get_state(d->exports[i].up) == UPSTREAM_UP);
 }
 
+/* Write the cache's read outcomes, byte sources and memory. */
+static void render_cache(struct evbuffer *o, struct daemon *d,
+			 const struct nfs3_ops_stats *ns)
+{
+	struct cache_stats cs;
+
+	head(o, "nfscached_reads_total", "counter",
+	     "Client READs by cache result.");
+	for (int i = 0; i < CACHE_NOUTCOMES; i++)
+		evbuffer_add_printf(o, "nfscached_reads_total{result=\"%s\"} %llu\n",
+				    cache_outcome_name((enum cache_outcome)i),
+				    (unsigned long long)ns->reads[i]);
+	head(o, "nfscached_read_bytes_total", "counter",
+	     "Bytes returned to client READs, by where they came from.");
+	evbuffer_add_printf(o, "nfscached_read_bytes_total{source=\"cache\"} %llu\n"
+			    "nfscached_read_bytes_total{source=\"upstream\"} %llu\n"
+			    "nfscached_read_bytes_total{source=\"hole\"} %llu\n",
+			    (unsigned long long)ns->read_bytes_cache,
+			    (unsigned long long)ns->read_bytes_upstream,
+			    (unsigned long long)ns->read_bytes_hole);
+	scalar(o, "nfscached_cache_fetches_total", "counter",
+	       "Upstream READs sent to fill cache pages.", ns->fetches);
+	scalar(o, "nfscached_cache_fetch_bytes_total", "counter",
+	       "Bytes the page-filling upstream READs returned.", ns->fetch_bytes);
+	scalar(o, "nfscached_access_checks_total", "counter",
+	       "ACCESS calls sent upstream to authorize serving a READ from cache.",
+	       ns->access_checks);
+	cache_stats_get(d->cache, &cs);
+	head(o, "nfscached_cache_bytes", "gauge",
+	     "Valid bytes held in cache pages, by state.");
+	evbuffer_add_printf(o, "nfscached_cache_bytes{state=\"clean\"} %llu\n"
+			    "nfscached_cache_bytes{state=\"dirty\"} 0\n"
+			    "nfscached_cache_bytes{state=\"unstable\"} 0\n",
+			    (unsigned long long)cs.valid_bytes);
+	scalar(o, "nfscached_cache_page_bytes", "gauge",
+	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);
+	scalar(o, "nfscached_cache_budget_bytes", "gauge",
+	       "Configured budget for page buffers (cache_size).", cs.budget);
+	scalar(o, "nfscached_cache_pages", "gauge", "Pages held.", cs.pages);
+	scalar(o, "nfscached_cache_files", "gauge", "Files the cache knows.", cs.files);
+	scalar(o, "nfscached_cache_metadata_bytes", "gauge",
+	       "Memory held by cache metadata (files, pages, range sets).",
+	       cs.meta_bytes);
+	scalar(o, "nfscached_cache_page_size_bytes", "gauge",
+	       "Configured page size.", cache_page_size(d->cache));
+	scalar(o, "nfscached_cache_evictions_total", "counter",
+	       "Pages evicted to stay within the budget.", cs.evictions);
+	scalar(o, "nfscached_cache_invalidations_total", "counter",
+	       "Files whose cached data was dropped because another writer changed them.",
+	       cs.invalidations);
+	scalar(o, "nfscached_cache_fill_skipped_total", "counter",
+	       "Fetched or written bytes not kept for lack of room.", cs.fill_skipped);
+}
+
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
@@ -164,6 +219,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_server(o, &st);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(&ns);
+	render_cache(o, d, &ns);
 	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
 	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
 	       ns.jukebox);
