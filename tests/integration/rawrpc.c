@@ -467,13 +467,18 @@ int rawrpc_mnt(int fd, uint32_t xid, const char *path, uint8_t *fh,
 	dirpath dp = (char *)(uintptr_t)path;
 	int rc = -1;
 
+	enum rawrpc_io io;
+
 	memset(&res, 0, sizeof(res));
-	if (rawrpc_call(fd, xid, MOUNT_PROGRAM, MOUNT_V3, MOUNTPROC3_MNT, &root,
-			(xdrproc_t)xdr_dirpath, &dp, (xdrproc_t)xdr_mountres3,
-			&res, &r) != RAWRPC_OK)
+	memset(&r, 0, sizeof(r));
+	io = rawrpc_call(fd, xid, MOUNT_PROGRAM, MOUNT_V3, MOUNTPROC3_MNT, &root,
+			 (xdrproc_t)xdr_dirpath, &dp, (xdrproc_t)xdr_mountres3,
+			 &res, &r);
+	if (io != RAWRPC_OK || r.stat != MSG_ACCEPTED || r.accept != SUCCESS) {
+		fprintf(stderr, "rawrpc: MNT %s: io %d, reply_stat %u, "
+			"accept_stat %u\n", path, io, r.stat, r.accept);
 		return -1;
-	if (r.stat != MSG_ACCEPTED || r.accept != SUCCESS)
-		return -1;
+	}
 	if (res.fhs_status == MNT3_OK) {
 		fhandle3 *h = &res.mountres3_u.mountinfo.fhandle;
 
@@ -481,7 +486,13 @@ int rawrpc_mnt(int fd, uint32_t xid, const char *path, uint8_t *fh,
 			memcpy(fh, h->fhandle3_val, h->fhandle3_len);
 			*fh_len = h->fhandle3_len;
 			rc = 0;
+		} else {
+			fprintf(stderr, "rawrpc: MNT %s: handle of %u bytes\n",
+				path, h->fhandle3_len);
 		}
+	} else {
+		rc = (int)res.fhs_status;
+		fprintf(stderr, "rawrpc: MNT %s: mountstat3 %d\n", path, rc);
 	}
 	xdr_free((xdrproc_t)xdr_mountres3, &res);
 	return rc;

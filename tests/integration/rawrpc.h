@@ -179,7 +179,8 @@ enum rawrpc_io rawrpc_call(int fd, uint32_t xid, uint32_t prog,
 /*
  * MOUNT v3 MNT of path over fd (RFC 1813 section 5.2.1) as AUTH_SYS root.
  * On success copies the handle into fh (64 bytes, caller's), sets *fh_len
- * and returns 0; -1 on any failure (mountstat3 not MNT3_OK included).
+ * and returns 0 (MNT3_OK). Returns the mountstat3 (> 0) when the server
+ * refused, or -1 when no usable reply came (the reason is on stderr).
  */
 int rawrpc_mnt(int fd, uint32_t xid, const char *path, uint8_t *fh,
 	       size_t *fh_len);

@@ -360,7 +360,7 @@ static int suite_init(void)
 	}
 	fd = rawrpc_connect(mport);
 	if (fd < 0 || rawrpc_mnt(fd, rawrpc_xid(), "/export", T.root,
-				 &T.root_len) < 0) {
+				 &T.root_len) != 0) {
 		fprintf(stderr, "drc: MNT /export through the proxy failed\n");
 		if (fd >= 0)
 			close(fd);

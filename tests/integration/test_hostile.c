@@ -319,7 +319,7 @@ static int suite_init(void)
 		return -1;
 	fd = rawrpc_connect(T.mount_port);
 	if (fd < 0 || rawrpc_mnt(fd, rawrpc_xid(), "/export", T.root,
-				 &T.root_len) < 0) {
+				 &T.root_len) != 0) {
 		fprintf(stderr, "hostile: MNT /export failed\n");
 		if (fd >= 0)
 			close(fd);
