@@ -4,10 +4,13 @@
 # Run one integration test against a fresh NFS-Ganesha upstream and a fresh
 # nfscached in front of it, all on loopback, then tear both down.
 #
-#   harness.sh [--no-proxy] [--proxy-conf-extra FILE] [--ganesha-extra FILE]
-#              -- CMD ARGS...
+#   harness.sh [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]
+#              [--ganesha-extra FILE] -- CMD ARGS...
 #
 #   --no-proxy             start Ganesha only (NFSC_PROXY_* stay unset)
+#   --proxy-may-exit       the test stops or kills nfscached itself: do not
+#                          end the test when it exits, and check its exit
+#                          status only if it is still running at the end
 #   --proxy-conf-extra F   append F to the generated nfscached config
 #                          (libconfuse keeps the last value of an option)
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
@@ -30,6 +33,7 @@
 #
 # Exit status: CMD's, or 1 if CMD passed but nfscached did not exit 0 on
 # SIGTERM (a crash, a sanitizer report or a hung shutdown fails the test).
+# If nfscached exits non-zero while CMD runs, CMD is stopped at once.
 # CMD is given ${NFSC_CMD_TIMEOUT:-540} s, so that the teardown still runs
 # inside ctest's 600 s. NFSC_KEEP_TMP=1 keeps the temp dir for a post-mortem.
 set -euo pipefail
@@ -40,7 +44,8 @@ NFSC_LIB=$(cd "$here/../../scripts" && pwd)/lib.sh
 . "$NFSC_LIB"
 
 usage() {
-	echo "usage: $0 [--no-proxy] [--proxy-conf-extra FILE] [--ganesha-extra FILE] -- CMD ARGS..." >&2
+	echo "usage: $0 [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]" \
+		"[--ganesha-extra FILE] -- CMD ARGS..." >&2
 	exit 2
 }
 
@@ -53,11 +58,13 @@ show_tail() {
 }
 
 with_proxy=1
+proxy_may_exit=0
 proxy_extra=
 ganesha_extra=
 while (($#)); do
 	case $1 in
 	--no-proxy) with_proxy=0 ;;
+	--proxy-may-exit) proxy_may_exit=1 ;;
 	--proxy-conf-extra) proxy_extra=$(realpath "${2:?}"); shift ;;
 	--ganesha-extra) ganesha_extra=$(realpath "${2:?}"); shift ;;
 	--) shift; break ;;
@@ -75,14 +82,25 @@ NFSC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nfsc-it.XXXXXX")
 ports=()
 started_ganesha=0
 NFSC_PROXY_PID=
+cmd_pid=
 proxy_status=0
 cleaned=0
+
+# Stop the test command's session: SIGTERM, SIGKILL after 5 s.
+stop_cmd() {
+	[[ -n "$cmd_pid" ]] || return 0
+	kill -TERM -- -"$cmd_pid" 2>/dev/null || true
+	if ! nfsc_wait_gone "$cmd_pid" 50; then
+		kill -KILL -- -"$cmd_pid" 2>/dev/null || true
+	fi
+}
 
 # Stop nfscached and Ganesha, free the ports, remove the temp dir. Sets
 # proxy_status to nfscached's exit status. Runs once.
 cleanup() {
 	((cleaned)) && return 0
 	cleaned=1
+	stop_cmd
 	if [[ -n "$NFSC_PROXY_PID" ]]; then
 		nfsc_proxy_stop "$NFSC_PROXY_PID" || proxy_status=$?
 		NFSC_PROXY_PID=
@@ -148,8 +166,27 @@ if ((with_proxy)); then
 		NFSC_METRICS_ADDR NFSC_PROXY_PID NFSC_PROXY_CONF NFSC_PROXY_LOG
 fi
 
+# Run CMD in its own session, so that it and whatever it started can be
+# stopped together, and watch nfscached meanwhile: if the proxy dies with a
+# non-zero status, the test cannot pass, and its clients would retry
+# forever, so end it now rather than at the timeout.
 cmd_status=0
-timeout -k 10 "${NFSC_CMD_TIMEOUT:-540}" "$@" || cmd_status=$?
+setsid timeout -k 10 "${NFSC_CMD_TIMEOUT:-540}" "$@" &
+cmd_pid=$!
+while nfsc_pid_alive "$cmd_pid"; do
+	if ((!proxy_may_exit)) && [[ -n "$NFSC_PROXY_PID" ]] &&
+		! nfsc_pid_alive "$NFSC_PROXY_PID"; then
+		wait "$NFSC_PROXY_PID" || proxy_status=$?
+		NFSC_PROXY_PID=
+		if ((proxy_status != 0)); then
+			nfsc_say "nfscached exited with status $proxy_status during the test; stopping the test"
+			stop_cmd
+		fi
+	fi
+	sleep 0.2
+done
+wait "$cmd_pid" || cmd_status=$?
+cmd_pid=
 if ((cmd_status == 124)); then
 	nfsc_say "test command timed out after ${NFSC_CMD_TIMEOUT:-540} s"
 fi
@@ -160,6 +197,11 @@ if ((cmd_status != 0)); then
 	fi
 fi
 
+if ((proxy_may_exit)) && [[ -n "$NFSC_PROXY_PID" ]] &&
+	! nfsc_pid_alive "$NFSC_PROXY_PID"; then
+	wait "$NFSC_PROXY_PID" || true
+	NFSC_PROXY_PID=
+fi
 if [[ -n "$NFSC_PROXY_PID" ]]; then
 	nfsc_proxy_stop "$NFSC_PROXY_PID" || proxy_status=$?
 	NFSC_PROXY_PID=
