@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * delayrelay: a TCP relay that adds a fixed one-way delay in each
+ * direction, standing in for a distant NFS server (TESTING.md "Latency":
+ * this kernel has no netem).
+ *
+ * Usage:
+ *   delayrelay --delay-ms MS --pair LISTEN=TARGET [--pair LISTEN=TARGET ...]
+ *
+ *   MS      one-way delay in milliseconds, fractional allowed (0.5), >= 0;
+ *           a round trip through the relay takes at least 2 x MS more.
+ *   LISTEN  address:port to listen on (127.0.0.1:5001, [::1]:5001); port 0
+ *           picks a free port, reported on stdout.
+ *   TARGET  address:port every accepted connection is forwarded to.
+ *
+ * One process serves several pairs, so one relay can front both of
+ * Ganesha's ports:
+ *   delayrelay --delay-ms 2 --pair 127.0.0.1:5001=127.0.0.1:2049 \
+ *              --pair 127.0.0.1:5002=127.0.0.1:20048
+ * Once every listener is bound it prints, on stdout, one line per pair
+ *   listen 127.0.0.1:5001 127.0.0.1:2049
+ * (the bound listen address, then the target) and then the line
+ *   ready
+ * and flushes; scripts wait for that line. SIGTERM or SIGINT closes every
+ * connection and exits 0. Errors go to stderr; bad arguments exit 2, a
+ * listener that cannot bind exits 1.
+ *
+ * Per connection there are two directions (client->target and
+ * target->client), each a FIFO of chunks stamped with when their bytes
+ * were read plus the delay. A timer per direction moves every due chunk to
+ * the destination socket's output buffer, so bytes read at time t are
+ * handed to the kernel at t + delay or just after, in order. The clock is
+ * CLOCK_MONOTONIC and the event base is created with
+ * EVENT_BASE_FLAG_PRECISE_TIMER (TESTING.md "Timers": libevent's default
+ * coarse clock adds ~8 ms per round trip).
+ *
+ * Direction states: OPEN --source EOF--> an end-of-stream marker is queued
+ * like data --marker due and output drained--> SHUT (shutdown(SHUT_WR) on
+ * the destination). When both directions are SHUT the connection is freed
+ * (both sockets closed). A socket error or reset on either side, or a
+ * failed connect to the target, closes both sockets at once (not delayed).
+ * Memory: a direction stops reading its source while more than
+ * RELAY_QUEUE_MAX bytes are queued or unsent, and resumes below half.
+ */
+#include <errno.h>
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#define RELAY_QUEUE_MAX		(64u * 1024 * 1024)	/* bytes per direction */
+#define RELAY_WRITE_LOWAT	(1024u * 1024)
+#define RELAY_MAX_READ		(256 * 1024)	/* bytes per read callback */
+#define RELAY_ADDR_MAX		128
+
+struct relay;
+struct conn;
+
+/* Bytes read at one time (buf), or the end-of-stream marker (buf NULL). */
+struct chunk {
+	TAILQ_ENTRY(chunk) link;
+	struct timespec due;
+	struct evbuffer *buf;
+};
+
+/* One direction of a connection: from one socket to the other. */
+struct dir {
+	struct conn *conn;
+	struct bufferevent *from, *to;
+	TAILQ_HEAD(, chunk) q;
+	size_t queued;		/* data bytes in q */
+	struct event *timer;	/* fires when the head of q is due */
+	bool eof_read;		/* the source reached EOF; marker queued */
+	bool eof_due;		/* the marker left q; shut once output drains */
+	bool shut;		/* shutdown(to, SHUT_WR) done */
+	bool paused;		/* reading from `from` stopped (memory bound) */
+};
+
+/* An accepted connection: side[0] the client, side[1] the target. */
+struct conn {
+	LIST_ENTRY(conn) link;
+	struct relay *relay;
+	struct bufferevent *side[2];
+	struct dir d[2];	/* d[i] reads side[i], writes side[1 - i] */
+	bool connected;		/* side[1]'s connect completed */
+};
+
+/* One listen address and where its connections go. */
+struct pair {
+	struct sockaddr_storage listen, target;
+	int listen_len, target_len;
+	struct evconnlistener *lev;
+	struct relay *relay;
+};
+
+struct relay {
+	struct event_base *base;
+	struct timespec delay;
+	struct pair *pairs;
+	size_t npairs;
+	LIST_HEAD(, conn) conns;
+};
+
+static void conn_free(struct conn *c);
+
+/* Read CLOCK_MONOTONIC. */
+static struct timespec
+now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts;
+}
+
+/* Add two timespecs. */
+static struct timespec
+ts_add(struct timespec a, struct timespec b)
+{
+	a.tv_sec += b.tv_sec;
+	a.tv_nsec += b.tv_nsec;
+	if (a.tv_nsec >= 1000000000L) {
+		a.tv_sec++;
+		a.tv_nsec -= 1000000000L;
+	}
+	return a;
+}
+
+/* Return true when a <= b. */
+static bool
+ts_le(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec ||
+	       (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+}
+
+/* Arm d's timer for the head of its queue (rounded up to a microsecond). */
+static void
+dir_arm(struct dir *d, struct timespec now)
+{
+	struct chunk *h = TAILQ_FIRST(&d->q);
+	struct timeval tv = { 0, 0 };
+	long long ns;
+
+	if (!h || evtimer_pending(d->timer, NULL))
+		return;
+	ns = (long long)(h->due.tv_sec - now.tv_sec) * 1000000000LL +
+	     (h->due.tv_nsec - now.tv_nsec);
+	if (ns > 0) {
+		tv.tv_sec = (time_t)(ns / 1000000000LL);
+		tv.tv_usec = (suseconds_t)((ns % 1000000000LL + 999) / 1000);
+	}
+	evtimer_add(d->timer, &tv);
+}
+
+/* Bytes d holds: queued plus not yet written to the destination. */
+static size_t
+dir_held(const struct dir *d)
+{
+	return d->queued + evbuffer_get_length(bufferevent_get_output(d->to));
+}
+
+/* Stop or resume reading d's source according to the memory bound. */
+static void
+dir_flow(struct dir *d)
+{
+	size_t held = dir_held(d);
+
+	if (!d->paused && held > RELAY_QUEUE_MAX) {
+		d->paused = true;
+		bufferevent_disable(d->from, EV_READ);
+	} else if (d->paused && !d->eof_read &&
+		   held <= RELAY_QUEUE_MAX / 2) {
+		d->paused = false;
+		bufferevent_enable(d->from, EV_READ);
+	}
+}
+
+/* Append a chunk (data, or the EOF marker when buf is NULL) to d's queue. */
+static int
+dir_push(struct dir *d, struct evbuffer *buf)
+{
+	struct timespec now = now_mono();
+	struct chunk *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return -1;
+	ch->due = ts_add(now, d->conn->relay->delay);
+	ch->buf = buf;
+	if (buf)
+		d->queued += evbuffer_get_length(buf);
+	TAILQ_INSERT_TAIL(&d->q, ch, link);
+	dir_arm(d, now);
+	return 0;
+}
+
+/* Shut down d's destination for writing once the EOF went out. */
+static void
+dir_try_shut(struct dir *d)
+{
+	struct conn *c = d->conn;
+
+	if (!d->eof_due || d->shut)
+		return;
+	if (d->to == c->side[1] && !c->connected)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(d->to)) > 0)
+		return;
+	d->shut = true;
+	shutdown(bufferevent_getfd(d->to), SHUT_WR);
+	if (c->d[0].shut && c->d[1].shut)
+		conn_free(c);
+}
+
+/* Move every due chunk of d to its destination. */
+static void
+dir_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dir *d = arg;
+	struct timespec now = now_mono();
+	struct chunk *h;
+
+	(void)fd;
+	(void)what;
+	while ((h = TAILQ_FIRST(&d->q)) && ts_le(h->due, now)) {
+		TAILQ_REMOVE(&d->q, h, link);
+		if (h->buf) {
+			d->queued -= evbuffer_get_length(h->buf);
+			evbuffer_add_buffer(bufferevent_get_output(d->to),
+					    h->buf);
+			evbuffer_free(h->buf);
+		} else {
+			d->eof_due = true;
+		}
+		free(h);
+	}
+	dir_arm(d, now);
+	dir_flow(d);
+	dir_try_shut(d);
+}
+
+/* Return the index of bev in c->side[]. */
+static int
+conn_side(const struct conn *c, const struct bufferevent *bev)
+{
+	return bev == c->side[0] ? 0 : 1;
+}
+
+/* Queue what d's source delivered. Returns 0, or -1 out of memory. */
+static int
+dir_take_input(struct dir *d)
+{
+	struct evbuffer *in = bufferevent_get_input(d->from);
+	struct evbuffer *buf;
+
+	if (evbuffer_get_length(in) == 0)
+		return 0;
+	buf = evbuffer_new();
+	if (!buf)
+		return -1;
+	if (evbuffer_add_buffer(buf, in) != 0 || dir_push(d, buf) != 0) {
+		evbuffer_free(buf);
+		return -1;
+	}
+	dir_flow(d);
+	return 0;
+}
+
+/* Queue what side bev just delivered. */
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (dir_take_input(&c->d[conn_side(c, bev)]) != 0) {
+		fprintf(stderr, "delayrelay: out of memory, closing\n");
+		conn_free(c);
+	}
+}
+
+/* Output of bev drained (below the low mark): resume or shut. */
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct dir *d = &c->d[1 - conn_side(c, bev)];
+
+	dir_flow(d);
+	dir_try_shut(d);
+}
+
+/* Handle connect completion, EOF and errors on either side. */
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	int i = conn_side(c, bev);
+
+	if (what & BEV_EVENT_CONNECTED) {
+		c->connected = true;
+		dir_try_shut(&c->d[0]);
+		return;
+	}
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+		conn_free(c);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && !c->d[i].eof_read) {
+		c->d[i].eof_read = true;
+		if (dir_take_input(&c->d[i]) != 0 ||
+		    dir_push(&c->d[i], NULL) != 0)
+			conn_free(c);
+	}
+}
+
+/* Initialise direction d of c, reading from `from` and writing to `to`. */
+static int
+dir_init(struct dir *d, struct conn *c, struct bufferevent *from,
+	 struct bufferevent *to)
+{
+	d->conn = c;
+	d->from = from;
+	d->to = to;
+	TAILQ_INIT(&d->q);
+	d->timer = evtimer_new(c->relay->base, dir_timer_cb, d);
+	return d->timer ? 0 : -1;
+}
+
+/* Free d's queue and timer. */
+static void
+dir_fini(struct dir *d)
+{
+	struct chunk *h;
+
+	while ((h = TAILQ_FIRST(&d->q))) {
+		TAILQ_REMOVE(&d->q, h, link);
+		if (h->buf)
+			evbuffer_free(h->buf);
+		free(h);
+	}
+	if (d->timer)
+		event_free(d->timer);
+	d->timer = NULL;
+}
+
+/* Close both sockets of c and free it. */
+static void
+conn_free(struct conn *c)
+{
+	LIST_REMOVE(c, link);
+	for (int i = 0; i < 2; i++) {
+		dir_fini(&c->d[i]);
+		if (c->side[i])
+			bufferevent_free(c->side[i]);
+	}
+	free(c);
+}
+
+/* Set up the bufferevent of one side of c. */
+static void
+conn_setup_side(struct conn *c, struct bufferevent *bev)
+{
+	bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_setwatermark(bev, EV_WRITE, RELAY_WRITE_LOWAT, 0);
+	bufferevent_set_max_single_read(bev, RELAY_MAX_READ);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+/* Accept a client on pair p: connect to the target and start relaying. */
+static void
+pair_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+	       struct sockaddr *sa, int salen, void *arg)
+{
+	struct pair *p = arg;
+	struct relay *r = p->relay;
+	struct conn *c = calloc(1, sizeof(*c));
+	int opts = BEV_OPT_CLOSE_ON_FREE;
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->relay = r;
+	LIST_INSERT_HEAD(&r->conns, c, link);
+	c->side[0] = bufferevent_socket_new(r->base, fd, opts);
+	if (!c->side[0])
+		evutil_closesocket(fd);
+	c->side[1] = bufferevent_socket_new(r->base, -1, opts);
+	if (!c->side[0] || !c->side[1] ||
+	    dir_init(&c->d[0], c, c->side[0], c->side[1]) != 0 ||
+	    dir_init(&c->d[1], c, c->side[1], c->side[0]) != 0)
+		goto fail;
+	conn_setup_side(c, c->side[0]);
+	conn_setup_side(c, c->side[1]);
+	if (bufferevent_socket_connect(c->side[1],
+				       (struct sockaddr *)&p->target,
+				       p->target_len) != 0)
+		goto fail;
+	return;
+fail:
+	fprintf(stderr, "delayrelay: cannot set up a connection\n");
+	conn_free(c);
+}
+
+/* Format sa as address:port into out. */
+static void
+format_addr(const struct sockaddr_storage *sa, char *out, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		evutil_inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(out, n, "%s:%d", host, port);
+	} else {
+		const struct sockaddr_in6 *in6 =
+			(const struct sockaddr_in6 *)sa;
+
+		evutil_inet_ntop(AF_INET6, &in6->sin6_addr, host,
+				 sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(out, n, "[%s]:%d", host, port);
+	}
+}
+
+/*
+ * Parse "a.b.c.d:port" or "[v6]:port" into ss (port 0 allowed, which
+ * libevent's parser refuses). Returns the address length, or -1.
+ */
+static int
+parse_addr(char *s, struct sockaddr_storage *ss)
+{
+	char *colon = strrchr(s, ':'), *end;
+	unsigned long port;
+
+	if (!colon || colon == s)
+		return -1;
+	*colon = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port > 65535)
+		return -1;
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[' && colon[-1] == ']') {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+		colon[-1] = '\0';
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, s + 1, &in6->sin6_addr) != 1)
+			return -1;
+		return (int)sizeof(*in6);
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, s, &in->sin_addr) != 1)
+			return -1;
+		return (int)sizeof(*in);
+	}
+}
+
+/* Return the port of an AF_INET or AF_INET6 address. */
+static int
+addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* Parse "LISTEN=TARGET" into p. Returns 0, or -1 on a malformed pair. */
+static int
+pair_parse(struct pair *p, const char *arg)
+{
+	char buf[2 * RELAY_ADDR_MAX];
+	char *eq;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	eq = strchr(buf, '=');
+	if (!eq)
+		return -1;
+	*eq = '\0';
+	p->listen_len = parse_addr(buf, &p->listen);
+	p->target_len = parse_addr(eq + 1, &p->target);
+	if (p->listen_len < 0 || p->target_len < 0)
+		return -1;
+	return addr_port(&p->target) == 0 ? -1 : 0;
+}
+
+/* Bind pair p's listener and print its line. Returns 0 or -1. */
+static int
+pair_listen(struct relay *r, struct pair *p)
+{
+	unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE;
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	char la[RELAY_ADDR_MAX], ta[RELAY_ADDR_MAX];
+
+	p->relay = r;
+	p->lev = evconnlistener_new_bind(r->base, pair_accept_cb, p, flags,
+					 128, (struct sockaddr *)&p->listen,
+					 p->listen_len);
+	if (!p->lev)
+		goto fail;
+	if (getsockname(evconnlistener_get_fd(p->lev),
+			(struct sockaddr *)&bound, &blen) != 0)
+		goto fail;
+	format_addr(&bound, la, sizeof(la));
+	format_addr(&p->target, ta, sizeof(ta));
+	printf("listen %s %s\n", la, ta);
+	return 0;
+fail:
+	format_addr(&p->listen, la, sizeof(la));
+	fprintf(stderr, "delayrelay: cannot listen on %s: %s\n", la,
+		strerror(errno));
+	return -1;
+}
+
+/* Stop the loop on SIGTERM or SIGINT. */
+static void
+relay_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)sig;
+	(void)what;
+	event_base_loopexit(r->base, NULL);
+}
+
+/* Parse a delay in milliseconds into r->delay. Returns 0 or -1. */
+static int
+parse_delay(struct relay *r, const char *arg)
+{
+	char *end;
+	double ms;
+	long long ns;
+
+	errno = 0;
+	ms = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(ms) || ms < 0 ||
+	    ms > 3600e3)
+		return -1;
+	ns = llround(ms * 1e6);
+	r->delay.tv_sec = (time_t)(ns / 1000000000LL);
+	r->delay.tv_nsec = (long)(ns % 1000000000LL);
+	return 0;
+}
+
+/* Print the usage line to f. */
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: delayrelay --delay-ms MS --pair LISTEN=TARGET "
+		   "[--pair LISTEN=TARGET ...]\n");
+}
+
+/* Parse the command line into r. Returns 0, or -1 after printing why. */
+static int
+parse_args(struct relay *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "delay-ms", required_argument, NULL, 'd' },
+		{ "pair", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_delay = false;
+	int ch;
+
+	r->pairs = calloc((size_t)argc, sizeof(*r->pairs));
+	if (!r->pairs)
+		return -1;
+	while ((ch = getopt_long(argc, argv, "d:p:h", opts, NULL)) != -1) {
+		if (ch == 'd' && parse_delay(r, optarg) == 0) {
+			have_delay = true;
+		} else if (ch == 'p' &&
+			   pair_parse(&r->pairs[r->npairs], optarg) == 0) {
+			r->npairs++;
+		} else if (ch == 'h') {
+			usage(stdout);
+			exit(0);
+		} else {
+			if (ch == 'd' || ch == 'p')
+				fprintf(stderr, "delayrelay: bad value "
+					"'%s'\n", optarg);
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (!have_delay || r->npairs == 0 || optind != argc) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Create the event base with the precise timer. Returns NULL on failure. */
+static struct event_base *
+make_base(void)
+{
+	struct event_config *cfg = event_config_new();
+	struct event_base *base;
+
+	if (!cfg)
+		return NULL;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
+/* Free everything r holds. */
+static void
+relay_free(struct relay *r)
+{
+	while (!LIST_EMPTY(&r->conns))
+		conn_free(LIST_FIRST(&r->conns));
+	for (size_t i = 0; i < r->npairs; i++)
+		if (r->pairs[i].lev)
+			evconnlistener_free(r->pairs[i].lev);
+	free(r->pairs);
+	if (r->base)
+		event_base_free(r->base);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct relay r = { 0 };
+	struct event *sigs[2] = { NULL, NULL };
+	int rc = 1;
+
+	LIST_INIT(&r.conns);
+	if (parse_args(&r, argc, argv) != 0) {
+		free(r.pairs);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	r.base = make_base();
+	if (!r.base)
+		goto fail;
+	sigs[0] = evsignal_new(r.base, SIGTERM, relay_signal_cb, &r);
+	sigs[1] = evsignal_new(r.base, SIGINT, relay_signal_cb, &r);
+	if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) != 0 ||
+	    evsignal_add(sigs[1], NULL) != 0)
+		goto fail;
+	for (size_t i = 0; i < r.npairs; i++)
+		if (pair_listen(&r, &r.pairs[i]) != 0)
+			goto fail;
+	printf("ready\n");
+	fflush(stdout);
+	rc = event_base_dispatch(r.base) < 0 ? 1 : 0;
+fail:
+	for (int i = 0; i < 2; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	relay_free(&r);
+	return rc;
+}
