@@ -42,9 +42,35 @@ static void scalar(struct evbuffer *o, const char *name, const char *type,
 	evbuffer_add_printf(o, "%s %llu\n", name, v);
 }
 
-/* Write per-procedure client call counters and latency sums. */
+/*
+ * Write the series of histogram h of metric name: cumulative _bucket lines
+ * (le = each bound, then +Inf), _sum and _count. labels is the label list
+ * without braces, e.g. procedure="read".
+ */
+static void histogram_lines(struct evbuffer *o, const char *name,
+			    const char *labels, const struct histogram *h)
+{
+	unsigned long long cum = 0;
+
+	for (unsigned i = 0; i < HISTOGRAM_NBUCKETS; i++) {
+		cum += h->buckets[i];
+		if (i < HISTOGRAM_NBOUNDS)
+			evbuffer_add_printf(o, "%s_bucket{%s,le=\"%g\"} %llu\n",
+					    name, labels, histogram_bound(i), cum);
+		else
+			evbuffer_add_printf(o, "%s_bucket{%s,le=\"+Inf\"} %llu\n",
+					    name, labels, cum);
+	}
+	evbuffer_add_printf(o, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", name,
+			    labels, h->sum, name, labels,
+			    (unsigned long long)h->count);
+}
+
+/* Write per-procedure client call counters and latency histograms. */
 static void render_client(struct evbuffer *o, const struct server_stats *st)
 {
+	char labels[96];
+
 	head(o, "nfscached_client_rpcs_total", "counter",
 	     "Client RPC calls received, by program and procedure.");
 	for (size_t i = 0; i < dispatch_count; i++)
@@ -52,17 +78,14 @@ static void render_client(struct evbuffer *o, const struct server_stats *st)
 			"nfscached_client_rpcs_total{program=\"%s\",procedure=\"%s\"} %llu\n",
 			dispatch_rows[i].program, dispatch_rows[i].name,
 			(unsigned long long)st->calls[i]);
-	head(o, "nfscached_client_rpc_duration_seconds", "summary",
-	     "Time from a client call's arrival to its reply, by procedure.");
+	head(o, "nfscached_client_rpc_duration_seconds", "histogram",
+	     "Time from a client call's arrival to its reply, by procedure "
+	     "(replies from the duplicate request cache are not timed).");
 	for (size_t i = 0; i < dispatch_count; i++) {
-		evbuffer_add_printf(o,
-			"nfscached_client_rpc_duration_seconds_sum{program=\"%s\",procedure=\"%s\"} %.6f\n",
-			dispatch_rows[i].program, dispatch_rows[i].name,
-			st->latency_sum[i]);
-		evbuffer_add_printf(o,
-			"nfscached_client_rpc_duration_seconds_count{program=\"%s\",procedure=\"%s\"} %llu\n",
-			dispatch_rows[i].program, dispatch_rows[i].name,
-			(unsigned long long)st->replies[i]);
+		snprintf(labels, sizeof(labels), "program=\"%s\",procedure=\"%s\"",
+			 dispatch_rows[i].program, dispatch_rows[i].name);
+		histogram_lines(o, "nfscached_client_rpc_duration_seconds",
+				labels, &st->latency[i]);
 	}
 }
 
@@ -107,6 +130,23 @@ static void render_server(struct evbuffer *o, const struct server_stats *st)
 	       st->drc_hits);
 }
 
+/* Write the upstream call latency histograms, by procedure. */
+static void render_upstream_latency(struct evbuffer *o,
+				    const struct upstream_stats *sum)
+{
+	char labels[64];
+
+	head(o, "nfscached_upstream_rpc_duration_seconds", "histogram",
+	     "Time from sending an NFSv3 call upstream to its reply, by "
+	     "procedure (calls that got no reply are not timed).");
+	for (int p = 0; p < UPSTREAM_NPROCS; p++) {
+		snprintf(labels, sizeof(labels), "procedure=\"%s\"",
+			 dispatch_rows[p].name);
+		histogram_lines(o, "nfscached_upstream_rpc_duration_seconds",
+				labels, &sum->latency[p]);
+	}
+}
+
 /* Write the upstream counters summed over exports, and per-export state. */
 static void render_upstream(struct evbuffer *o, struct daemon *d)
 {
@@ -118,6 +158,7 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 		for (int p = 0; p < UPSTREAM_NPROCS; p++) {
 			sum.calls[p] += one.calls[p];
 			sum.replies[p] += one.replies[p];
+			histogram_merge(&sum.latency[p], &one.latency[p]);
 		}
 		sum.errors += one.errors;
 		sum.timeouts += one.timeouts;
@@ -131,6 +172,7 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	for (int p = 0; p < UPSTREAM_NPROCS; p++)
 		evbuffer_add_printf(o, "nfscached_upstream_rpcs_total{procedure=\"%s\"} %llu\n",
 				    dispatch_rows[p].name, (unsigned long long)sum.calls[p]);
+	render_upstream_latency(o, &sum);
 	scalar(o, "nfscached_upstream_errors_total", "counter",
 	       "Upstream calls that got no reply (connection lost, timeout, RPC error).",
 	       sum.errors);

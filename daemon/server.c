@@ -203,7 +203,8 @@ static void count_reply(struct server *s, const struct req *r)
 	if (!r->ent)
 		return;
 	s->st.replies[dispatch_index(r->ent)]++;
-	s->st.latency_sum[dispatch_index(r->ent)] += daemon_now() - r->start;
+	histogram_observe(&s->st.latency[dispatch_index(r->ent)],
+			  daemon_now() - r->start);
 }
 
 /* Hand a complete framed reply to the DRC (if tracked) and the client. */
@@ -593,10 +594,10 @@ struct server *server_new(struct daemon *d)
 	s->d = d;
 	s->st.calls = calloc(dispatch_count, sizeof(uint64_t));
 	s->st.replies = calloc(dispatch_count, sizeof(uint64_t));
-	s->st.latency_sum = calloc(dispatch_count, sizeof(double));
+	s->st.latency = calloc(dispatch_count, sizeof(struct histogram));
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
 			 drc_deliver, drc_release);
-	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency_sum) {
+	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency) {
 		server_free(&s);
 		return NULL;
 	}
@@ -678,7 +679,7 @@ void server_free(struct server **sp)
 	drc_free(&s->drc);
 	free(s->st.calls);
 	free(s->st.replies);
-	free(s->st.latency_sum);
+	free(s->st.latency);
 	free(s);
 	*sp = NULL;
 }

@@ -27,6 +27,7 @@
 #include <rpc/rpc.h>
 
 #include "dispatch.h"
+#include "histogram.h"
 #include "rpcmsg.h"
 
 struct daemon;
@@ -82,7 +83,8 @@ struct server_stats {
 	uint64_t reads_paused;			/* backpressure engaged */
 	uint64_t *calls;			/* by dispatch row */
 	uint64_t *replies;			/* by dispatch row */
-	double *latency_sum;			/* seconds, by dispatch row */
+	struct histogram *latency;		/* arrival to reply, seconds,
+						 * by dispatch row */
 };
 
 /* One call in flight. Handlers read these fields; the server owns it. */

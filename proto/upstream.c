@@ -67,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -137,6 +138,7 @@ struct up_call {
 	bool in_libnfs;		/* libnfs holds a PDU pointing here */
 	bool done;		/* cb has been called */
 	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
+	double sent;		/* up_clock() when queued */
 };
 
 TAILQ_HEAD(up_call_list, up_call);
@@ -531,6 +533,15 @@ static void up_call_free(struct up_call *c)
 	free(c);
 }
 
+/* Monotonic time in seconds, for call latency. */
+static double up_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /*
  * Complete c with status st: bookkeeping first, then the caller's cb, which
  * may re-enter (upstream_call, upstream_free). The caller holds u->busy.
@@ -550,6 +561,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 	if (st == UPSTREAM_OK) {
 		u->st.replies[proc]++;
 		u->st.bytes_received += len;
+		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
 	} else {
 		u->st.errors++;
 		if (st == UPSTREAM_ETIMEDOUT)
@@ -1313,6 +1325,7 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		goto fail;
 	}
 	c->in_libnfs = true;
+	c->sent = up_clock();
 	up_call_move(c, UP_LIST_CALLS);
 	evtimer_add(c->ev_timeout, u->call_tv_common);
 	u->st.calls[proc]++;

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "histogram.h"
+
 struct event_base;
 struct upstream;
 
@@ -69,6 +71,8 @@ struct upstream_stats {
 	uint64_t disconnects;
 	uint64_t bytes_sent;			/* XDR argument bytes */
 	uint64_t bytes_received;		/* XDR result bytes */
+	struct histogram latency[UPSTREAM_NPROCS];	/* seconds from send
+					 * to reply, UPSTREAM_OK only */
 };
 
 /*
