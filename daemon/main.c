@@ -10,9 +10,19 @@
  * not the upstream is reachable yet: until it is, NFS calls get
  * NFS3ERR_JUKEBOX (clients retry) and MNT waits up to upstream_timeout.
  *
- * Stop (SIGTERM, SIGINT): stop accepting, unregister from rpcbind, let
- * calls in flight finish (at most upstream_timeout), close connections,
- * exit 0.
+ * Under systemd (Type=notify) it sends READY=1 once the listeners are up
+ * and the upstreams have answered (service.c).
+ *
+ * Reload (SIGHUP): re-read the --config file; an invalid one, or one that
+ * changes what needs a restart, is refused with a log line and the old
+ * configuration stays (reload.c says what a reload applies).
+ *
+ * Stop (SIGTERM, SIGINT): STOPPING=1, stop accepting, unregister from
+ * rpcbind, let calls in flight finish (at most upstream_timeout), close
+ * connections, exit 0.
+ *
+ * `nfscached stats` is a separate subcommand (stats_cmd.c): it asks a
+ * running daemon's /metrics and prints a summary.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +41,10 @@
 #include "nfs3_prot.h"
 #include "ops.h"
 #include "registrar.h"
+#include "reload.h"
 #include "server.h"
+#include "service.h"
+#include "stats_cmd.h"
 #include "upstream.h"
 
 static struct event *stop_timer;
@@ -67,6 +80,7 @@ static void usage(FILE *f)
 		"                 [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached --check-config FILE\n"
 		"       nfscached --dump-config [--config FILE]\n"
+		"       nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch [SECS]]\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --version  --help\n");
 }
@@ -137,6 +151,17 @@ static void set_str(char **dst, const char *src)
 	*dst = s;
 }
 
+/* Apply the command-line overrides of o to c. */
+static void apply_overrides(struct conf *c, const struct opts *o)
+{
+	if (o->state_dir)
+		set_str(&c->state_dir, o->state_dir);
+	if (o->metrics)
+		set_str(&c->metrics_listen, o->metrics);
+	if (o->log_level)
+		set_str(&c->log_level, o->log_level);
+}
+
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -172,12 +197,7 @@ static struct conf *load_conf(const struct opts *o)
 	if (!c && o->dump && conf_from_flags("nfs://server/export", NULL, 0, &c,
 					     err, sizeof(err)) != 0)
 		fatal("%s", err);
-	if (o->state_dir)
-		set_str(&c->state_dir, o->state_dir);
-	if (o->metrics)
-		set_str(&c->metrics_listen, o->metrics);
-	if (o->log_level)
-		set_str(&c->log_level, o->log_level);
+	apply_overrides(c, o);
 	return c;
 }
 
@@ -201,10 +221,12 @@ static void upstream_state_changed(struct upstream *u, enum upstream_state st,
 	struct export_rt *ex = arg;
 	static const char *const names[] = { "down", "connecting", "up" };
 
-	(void)u;
 	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
-		log_info("export %s: upstream %s is %s", ex->conf->path,
-			 ex->conf->upstream, names[st]);
+		log_info("export %s: upstream %s is %s%s%s", ex->conf->path,
+			 ex->conf->upstream, names[st],
+			 st == UPSTREAM_DOWN && upstream_last_error(u)[0] ? ": " : "",
+			 st == UPSTREAM_DOWN ? upstream_last_error(u) : "");
+	service_upstream_state(ex, st);
 }
 
 /* Start one upstream client per export. */
@@ -291,12 +313,59 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	d->stopping = true;
 	log_info("signal %d: stopping", (int)sig);
+	service_stopping();
 	server_stop_accepting(d->server);
 	if (d->conf->register_rpcbind)
 		registrar_unregister(d->conf);
 	stop_deadline = daemon_now() + d->conf->upstream_timeout;
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
 	stop_poll_cb(-1, 0, d);
+}
+
+/* Re-read the configuration file and swap it in, or say why not. */
+static void reload(struct daemon *d, const struct opts *o)
+{
+	struct conf *next = NULL;
+	char err[600];
+	unsigned kept;
+
+	if (!o->config) {
+		log_warn("reload: ignored: there is no --config file to re-read");
+		return;
+	}
+	service_reload_begin();
+	if (conf_load_file(o->config, &next, err, sizeof(err)) != 0) {
+		log_error("reload refused: %s", err);
+		service_reload_done(false, err);
+		return;
+	}
+	apply_overrides(next, o);
+	if (reload_check(d->conf, next, err, sizeof(err)) != 0) {
+		log_error("reload refused: %s: %s", o->config, err);
+		conf_free(&next);
+		service_reload_done(false, err);
+		return;
+	}
+	kept = reload_apply(d, &next);
+	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
+		 d->nexports == 1 ? "" : "s",
+		 kept ? "; some settings wait for a restart" : "");
+	service_reload_done(true, NULL);
+}
+
+static struct opts the_opts;
+
+/* SIGHUP: reload the configuration. */
+static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)sig;
+	(void)what;
+	if (d->stopping)
+		return;
+	log_info("signal %d: reloading the configuration", (int)sig);
+	reload(d, &the_opts);
 }
 
 /* Release everything the daemon holds. */
@@ -311,20 +380,23 @@ static void daemon_free(struct daemon *d)
 	cache_free(&d->cache);
 	if (stop_timer)
 		event_free(stop_timer);
+	service_shutdown();
 	conf_free(&d->conf);
 }
 
 int main(int argc, char **argv)
 {
 	struct daemon d;
-	struct opts o;
+	struct opts *o = &the_opts;
 	struct event_config *ec;
-	struct event *sigs[2];
+	struct event *sigs[3];
 
+	if (argc > 1 && strcmp(argv[1], "stats") == 0)
+		return stats_main(argc - 1, argv + 1);
 	memset(&d, 0, sizeof(d));
-	parse_flags(argc, argv, &o);
-	d.conf = load_conf(&o);
-	if (o.dump) {
+	parse_flags(argc, argv, o);
+	d.conf = load_conf(o);
+	if (o->dump) {
 		conf_dump(d.conf, stdout);
 		conf_free(&d.conf);
 		return 0;
@@ -349,17 +421,20 @@ int main(int argc, char **argv)
 		if (!d.cache)
 			fatal("cannot create the cache (page_size %u)", cp.page_size);
 	}
+	service_init(&d);
 	start_upstreams(&d);
 	start_listeners(&d);
 	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);
 	sigs[1] = evsignal_new(d.base, SIGINT, signal_stop_cb, &d);
-	evsignal_add(sigs[0], NULL);
-	evsignal_add(sigs[1], NULL);
+	sigs[2] = evsignal_new(d.base, SIGHUP, signal_reload_cb, &d);
+	for (int i = 0; i < 3; i++)
+		evsignal_add(sigs[i], NULL);
 	if (d.conf->register_rpcbind)
 		registrar_register(d.conf);
+	service_started();
 	event_base_dispatch(d.base);
-	event_free(sigs[0]);
-	event_free(sigs[1]);
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
 	daemon_free(&d);
 	event_base_free(d.base);
 	log_info("stopped");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/util.h>
 
@@ -19,6 +20,7 @@
 #include "metrics.h"
 #include "nfs3_ops.h"
 #include "server.h"
+#include "service.h"
 #include "upstream.h"
 
 struct metrics {
@@ -248,14 +250,111 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	       "Fetched or written bytes not kept for lack of room.", cs.fill_skipped);
 }
 
+/* Write a gauge holding a double. */
+static void gauge_f(struct evbuffer *o, const char *name, const char *help,
+		    double v)
+{
+	head(o, name, "gauge", help);
+	evbuffer_add_printf(o, "%s %.9g\n", name, v);
+}
+
+/* Write the process's start, readiness and reload counters. */
+static void render_service(struct evbuffer *o)
+{
+	struct service_stats sv;
+
+	service_stats_get(&sv);
+	head(o, "nfscached_start_time_seconds", "gauge",
+	     "When the daemon started, in seconds since the Unix epoch.");
+	evbuffer_add_printf(o, "nfscached_start_time_seconds %.3f\n", sv.start_time);
+	scalar(o, "nfscached_ready", "gauge",
+	       "1 once the daemon told its service manager it is ready.", sv.ready);
+	head(o, "nfscached_config_reloads_total", "counter",
+	     "Configuration reloads (SIGHUP), by result.");
+	evbuffer_add_printf(o, "nfscached_config_reloads_total{result=\"ok\"} %llu\n"
+			    "nfscached_config_reloads_total{result=\"refused\"} %llu\n",
+			    (unsigned long long)sv.reloads_ok,
+			    (unsigned long long)sv.reloads_refused);
+	scalar(o, "nfscached_config_last_reload_successful", "gauge",
+	       "0 when the last reload was refused (the daemon runs on the "
+	       "previous configuration), else 1.", sv.last_reload_ok);
+	gauge_f(o, "nfscached_config_last_reload_success_timestamp_seconds",
+		"When a reload last succeeded, in seconds since the Unix epoch; "
+		"0 if none.", sv.last_reload_time);
+}
+
+/* Write one per-export configuration value with an extra label. */
+static void export_value(struct evbuffer *o, const char *name,
+			 const char *export, const char *label, double v)
+{
+	evbuffer_add_printf(o, "%s{export=\"%s\"%s} %.9g\n", name, export,
+			    label, v);
+}
+
+/* Write the configuration in force as gauges. */
+static void render_config(struct evbuffer *o, const struct conf *c)
+{
+	static const char *const ac[] = { "acregmin", "acregmax", "acdirmin",
+					  "acdirmax" };
+	char lab[48];
+
+	scalar(o, "nfscached_config_exports", "gauge", "Exports configured.",
+	       c->nexports);
+	scalar(o, "nfscached_config_max_transfer_bytes", "gauge",
+	       "Configured cap on READ and WRITE sizes (max_transfer).",
+	       c->max_transfer);
+	gauge_f(o, "nfscached_config_upstream_timeout_seconds",
+		"Time an upstream call may take (upstream_timeout).",
+		c->upstream_timeout);
+	scalar(o, "nfscached_config_start_without_upstream", "gauge",
+	       "1 when clients are served (JUKEBOX) while the upstream is down.",
+	       c->start_without_upstream);
+	scalar(o, "nfscached_config_drc_entries", "gauge",
+	       "Capacity of the duplicate request cache (drc_entries).",
+	       c->drc_entries);
+	scalar(o, "nfscached_config_max_requests_per_conn", "gauge",
+	       "Calls in flight per connection before its reads pause.",
+	       c->max_requests_per_conn);
+	head(o, "nfscached_config_export_info", "gauge",
+	     "One series per export: its id and upstream URL.");
+	for (size_t i = 0; i < c->nexports; i++)
+		evbuffer_add_printf(o, "nfscached_config_export_info{export=\"%s\",id=\"%u\",upstream=\"%s\"} 1\n",
+				    c->exports[i].path, c->exports[i].id,
+				    c->exports[i].upstream);
+	head(o, "nfscached_config_export_clients", "gauge",
+	     "Client networks allowed to mount the export (0 = everyone).");
+	for (size_t i = 0; i < c->nexports; i++)
+		export_value(o, "nfscached_config_export_clients", c->exports[i].path,
+			     "", (double)c->exports[i].nclients);
+	head(o, "nfscached_config_export_root_squash", "gauge",
+	     "1 when the export maps uid 0 to anonuid.");
+	for (size_t i = 0; i < c->nexports; i++)
+		export_value(o, "nfscached_config_export_root_squash",
+			     c->exports[i].path, "", c->exports[i].root_squash);
+	head(o, "nfscached_config_attr_cache_seconds", "gauge",
+	     "Attribute cache timeouts of the export, by setting.");
+	for (size_t i = 0; i < c->nexports; i++) {
+		const double v[] = { c->exports[i].acregmin, c->exports[i].acregmax,
+				     c->exports[i].acdirmin, c->exports[i].acdirmax };
+
+		for (int k = 0; k < 4; k++) {
+			snprintf(lab, sizeof(lab), ",setting=\"%s\"", ac[k]);
+			export_value(o, "nfscached_config_attr_cache_seconds",
+				     c->exports[i].path, lab, v[k]);
+		}
+	}
+}
+
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
 	struct nfs3_ops_stats ns;
 
 	head(o, "nfscached_build_info", "gauge", "Build information.");
-	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\"} 1\n",
-			    NFSCACHED_VERSION);
+	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\",libevent=\"%s\"} 1\n",
+			    NFSCACHED_VERSION, event_get_version());
+	render_service(o);
+	render_config(o, d->conf);
 	server_stats_get(d->server, &st);
 	render_client(o, &st);
 	render_server(o, &st);

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reload: swap a newly loaded configuration into the running daemon
+ * (SIGHUP). What a reload changes, and what it cannot:
+ *
+ *   applied at once   per export (matched by id): clients, root_squash,
+ *                     anonuid, anongid, secure, acregmin, acregmax,
+ *                     acdirmin, acdirmax; globally: log_level and
+ *                     max_requests_per_conn
+ *   kept, with a      listen, nfs_port, mount_port, metrics_listen,
+ *   warning           state_dir, register_rpcbind, upstream_timeout,
+ *                     start_without_upstream, max_record_size,
+ *                     max_reply_buffer, max_transfer, drc_entries,
+ *                     drc_timeout, page_size, cache_size: fixed at start,
+ *                     the running value stays until a restart
+ *   refused           an export added or removed, or one whose path or
+ *                     upstream changed: nothing is applied, the old
+ *                     configuration stays whole, a restart is needed
+ */
+#ifndef NFSCACHED_DAEMON_RELOAD_H
+#define NFSCACHED_DAEMON_RELOAD_H
+
+#include <stddef.h>
+
+struct conf;
+struct daemon;
+
+/*
+ * Tell whether next can replace cur without a restart: the same exports
+ * (by id) with the same client paths and upstream URLs. Returns 0, or -1
+ * with one line saying what differs and that a restart is needed in
+ * err[0..errlen).
+ */
+int reload_check(const struct conf *cur, const struct conf *next, char *err,
+		 size_t errlen);
+
+/*
+ * Make *next d's configuration (reload_check must have passed): directives
+ * fixed at start are copied over from the running configuration (each
+ * change logged as needing a restart), the exports' runtime state is
+ * pointed at next's exports and their attribute timeouts updated, the log
+ * level applied. Takes ownership of *next (clears the caller's pointer) and
+ * frees the old configuration. Returns the number of directives kept for a
+ * restart.
+ */
+unsigned reload_apply(struct daemon *d, struct conf **next);
+
+#endif

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * service: readiness, status, watchdog, reload and stop notifications
+ * (service.h).
+ *
+ * State (one per process, touched from the event loop only): the phase
+ * (STARTING, READY, STOPPING), which exports' upstreams have settled (been
+ * up, or failed a first attempt), the two timers and the counters.
+ * Invariants: READY=1 is sent at most once outside reloads, never after
+ * STOPPING=1; nothing is sent before service_started.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <event2/event.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "notify.h"
+#include "service.h"
+
+#define STATUS_INTERVAL 10.0	/* seconds between STATUS= updates */
+
+enum svc_phase {
+	SVC_NEW = 0,
+	SVC_STARTING,
+	SVC_READY,
+	SVC_STOPPING,
+};
+
+static struct {
+	struct daemon *d;
+	enum svc_phase phase;
+	bool *settled;			/* by export index */
+	struct event *status_timer;
+	struct event *watchdog_timer;
+	struct timeval watchdog_tv;
+	struct service_stats st;
+} svc;
+
+/* Wall-clock time in seconds. */
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void service_init(struct daemon *d)
+{
+	char err[256];
+
+	memset(&svc, 0, sizeof(svc));
+	svc.d = d;
+	svc.st.start_time = wall_now();
+	svc.st.last_reload_ok = true;
+	switch (notify_open(err, sizeof(err))) {
+	case 1:
+		log_debug("service manager notifications on");
+		break;
+	case -1:
+		log_warn("%s; not notifying the service manager", err);
+		break;
+	}
+}
+
+/* Percentage a of b, 0 when b is 0. */
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+/* Count the exports whose upstream is up. */
+static size_t upstreams_up(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < svc.d->nexports; i++)
+		if (upstream_get_state(svc.d->exports[i].up) == UPSTREAM_UP)
+			n++;
+	return n;
+}
+
+void service_status(char *buf, size_t len)
+{
+	struct nfs3_ops_stats ns;
+	uint64_t reads = 0, hits, bytes, saved;
+	size_t up = upstreams_up(), n = svc.d->nexports;
+	int k;
+
+	nfs3_ops_stats_get(&ns);
+	for (int i = 0; i < CACHE_NOUTCOMES; i++)
+		reads += ns.reads[i];
+	hits = ns.reads[CACHE_HIT] + ns.reads[CACHE_HOLE];
+	saved = ns.read_bytes_cache + ns.read_bytes_hole;
+	bytes = saved + ns.read_bytes_upstream;
+	if (up == n)
+		k = snprintf(buf, len, "upstream up");
+	else
+		k = snprintf(buf, len, "upstream down (%zu of %zu export%s)",
+			     n - up, n, n == 1 ? "" : "s");
+	if (k < 0 || (size_t)k >= len)
+		return;
+	snprintf(buf + k, len - (size_t)k,
+		 "; %llu reads, %.1f%% hits, %.1f%% of bytes without upstream",
+		 (unsigned long long)reads, pct(hits, reads), pct(saved, bytes));
+}
+
+/* Send "HEAD\nSTATUS=<status>" (HEAD may be NULL). */
+static void send_status(const char *head)
+{
+	char status[256], msg[320];
+
+	service_status(status, sizeof(status));
+	snprintf(msg, sizeof(msg), "%s%sSTATUS=%s", head ? head : "",
+		 head ? "\n" : "", status);
+	if (notify_send(msg) != 0)
+		log_debug("notify: %s: send failed", head ? head : "STATUS");
+}
+
+/* Tell whether the upstreams allow READY=1 now. */
+static bool ready_now(void)
+{
+	const struct conf *c = svc.d->conf;
+	size_t n = svc.d->nexports;
+
+	if (upstreams_up() == n)
+		return true;
+	if (!c->start_without_upstream)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!svc.settled[i])
+			return false;
+	return true;
+}
+
+/* Send READY=1 once the conditions hold. */
+static void maybe_ready(void)
+{
+	char status[256];
+
+	if (svc.phase != SVC_STARTING || !ready_now())
+		return;
+	svc.phase = SVC_READY;
+	svc.st.ready = true;
+	send_status("READY=1");
+	service_status(status, sizeof(status));
+	log_info("ready: %s", status);
+}
+
+/* Periodic STATUS= update. */
+static void status_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (svc.phase == SVC_READY)
+		send_status(NULL);
+}
+
+/* Periodic WATCHDOG=1. */
+static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	notify_send("WATCHDOG=1");
+}
+
+/* Arm the status and watchdog timers (only with notifications on). */
+static void arm_timers(void)
+{
+	struct timeval st = { (time_t)STATUS_INTERVAL, 0 };
+	double wd = notify_watchdog_interval() / 2;
+
+	if (!notify_enabled())
+		return;
+	svc.status_timer = event_new(svc.d->base, -1, EV_PERSIST, status_cb, NULL);
+	if (svc.status_timer)
+		evtimer_add(svc.status_timer, &st);
+	if (wd > 0) {
+		svc.watchdog_tv.tv_sec = (time_t)wd;
+		svc.watchdog_tv.tv_usec = (suseconds_t)((wd - (double)(time_t)wd) * 1e6);
+		svc.watchdog_timer = event_new(svc.d->base, -1, EV_PERSIST,
+					       watchdog_cb, NULL);
+		if (svc.watchdog_timer)
+			evtimer_add(svc.watchdog_timer, &svc.watchdog_tv);
+		log_info("watchdog: pinging the service manager every %.3f s", wd);
+	}
+}
+
+void service_started(void)
+{
+	svc.settled = calloc(svc.d->nexports ? svc.d->nexports : 1, sizeof(bool));
+	if (!svc.settled)
+		fatal("out of memory");
+	svc.phase = SVC_STARTING;
+	arm_timers();
+	if (!svc.d->conf->start_without_upstream)
+		log_info("start_without_upstream is false: ready once every upstream is up");
+	maybe_ready();
+}
+
+void service_upstream_state(const struct export_rt *ex, enum upstream_state st)
+{
+	size_t i = (size_t)(ex - svc.d->exports);
+
+	if (!svc.settled || i >= svc.d->nexports)
+		return;
+	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
+		svc.settled[i] = true;
+	maybe_ready();
+}
+
+void service_reload_begin(void)
+{
+	if (svc.phase == SVC_READY)
+		notify_send("RELOADING=1");
+}
+
+void service_reload_done(bool ok, const char *why)
+{
+	char msg[400];
+
+	if (ok) {
+		svc.st.reloads_ok++;
+		svc.st.last_reload_time = wall_now();
+	} else {
+		svc.st.reloads_refused++;
+	}
+	svc.st.last_reload_ok = ok;
+	if (svc.phase != SVC_READY)
+		return;
+	if (ok) {
+		send_status("READY=1");
+		return;
+	}
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=reload refused, running on the previous configuration: %s",
+		 why);
+	notify_send(msg);
+}
+
+void service_stopping(void)
+{
+	if (svc.phase == SVC_STOPPING)
+		return;
+	svc.phase = SVC_STOPPING;
+	notify_send("STOPPING=1\nSTATUS=stopping: finishing calls in flight");
+}
+
+void service_shutdown(void)
+{
+	if (svc.status_timer)
+		event_free(svc.status_timer);
+	if (svc.watchdog_timer)
+		event_free(svc.watchdog_timer);
+	svc.status_timer = svc.watchdog_timer = NULL;
+	free(svc.settled);
+	svc.settled = NULL;
+	notify_close();
+}
+
+void service_stats_get(struct service_stats *st)
+{
+	*st = svc.st;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * service: what nfscached tells its service manager (systemd, through
+ * notify.h) and its operator about its own life: readiness, a one-line
+ * status with the hit ratio, the watchdog, reloads, the stop.
+ *
+ * Life: NEW --service_started--> STARTING --(every upstream up, or with
+ * start_without_upstream every upstream's first attempt settled)-->
+ * READY (READY=1 with a STATUS= line) --service_stopping--> STOPPING
+ * (STOPPING=1). A reload sends RELOADING=1 and, done or refused, READY=1
+ * again (only once READY). STATUS= lines follow every 10 s while
+ * notifications are on; WATCHDOG=1 at half of $WATCHDOG_USEC.
+ */
+#ifndef NFSCACHED_DAEMON_SERVICE_H
+#define NFSCACHED_DAEMON_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "upstream.h"
+
+struct daemon;
+struct export_rt;
+
+/* Counters and gauges this module owns (service_stats_get). */
+struct service_stats {
+	double start_time;		/* wall clock, seconds since the epoch */
+	uint64_t reloads_ok;		/* configurations swapped in */
+	uint64_t reloads_refused;	/* invalid or needing a restart */
+	double last_reload_time;	/* wall clock of the last successful
+					 * reload; 0 = none yet */
+	bool last_reload_ok;		/* true until a reload is refused */
+	bool ready;			/* READY=1 was sent (or would be) */
+};
+
+/*
+ * Remember d (borrowed; it outlives the service) and the start time, and
+ * open the notification socket ($NOTIFY_SOCKET; a bad value is logged and
+ * notifications stay off). Call once, before the upstreams start.
+ */
+void service_init(struct daemon *d);
+
+/*
+ * The listeners are open: arm the status and watchdog timers on d's loop
+ * and send READY=1 if the upstreams already allow it.
+ */
+void service_started(void);
+
+/* An export's upstream changed state; may send READY=1. */
+void service_upstream_state(const struct export_rt *ex,
+			    enum upstream_state st);
+
+/* A reload begins: RELOADING=1 (when READY). */
+void service_reload_begin(void);
+
+/*
+ * A reload ended: ok, or refused with why (one line, logged by the caller).
+ * Counts it and sends READY=1 with a STATUS= line (when READY).
+ */
+void service_reload_done(bool ok, const char *why);
+
+/* The daemon is stopping: STOPPING=1 with a STATUS= line. */
+void service_stopping(void);
+
+/* Cancel the timers and close the notification socket. */
+void service_shutdown(void);
+
+/* Copy the counters into *st. */
+void service_stats_get(struct service_stats *st);
+
+/*
+ * Write the one-line status into buf[0..len): upstream state, reads and
+ * the hit ratio by requests and by bytes, e.g. "upstream up; 1200 reads,
+ * 91.7% hits, 92.3% of bytes without upstream".
+ */
+void service_status(char *buf, size_t len);
+
+#endif

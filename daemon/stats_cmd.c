@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stats_cmd: `nfscached stats` (stats_cmd.h).
+ *
+ * One pass per refresh: fetch /metrics over a fresh TCP connection
+ * (HTTP/1.0, so the body ends when the daemon closes), parse the samples
+ * into a struct stats_snap, print. The parser keeps only the sample names
+ * listed in the table below and sums over labels it does not need (for
+ * example upstream calls over procedures); everything else is skipped, so
+ * new metrics never break it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "stats_cmd.h"
+
+#define STATS_DEFAULT_CONF	"/etc/nfscached/nfscached.conf"
+#define STATS_DEFAULT_ADDR	"127.0.0.1:9655"
+#define STATS_MAX_BODY		(8u << 20)	/* bytes of /metrics read */
+#define STATS_IO_TIMEOUT	5		/* seconds per socket call */
+
+/* A sample name (with the labels that select it, if any) -> its field. */
+struct stats_field {
+	const char *sample;	/* exact, or a prefix when it ends in '{' */
+	size_t off;		/* offset of a double in struct stats_snap */
+};
+
+#define F(name, field) { name, offsetof(struct stats_snap, field) }
+static const struct stats_field fields[] = {
+	F("nfscached_start_time_seconds", start_time),
+	F("nfscached_reads_total{result=\"hit\"}", reads[CACHE_HIT]),
+	F("nfscached_reads_total{result=\"partial\"}", reads[CACHE_PARTIAL]),
+	F("nfscached_reads_total{result=\"miss\"}", reads[CACHE_MISS]),
+	F("nfscached_reads_total{result=\"hole\"}", reads[CACHE_HOLE]),
+	F("nfscached_reads_total{result=\"coalesced\"}", reads[CACHE_COALESCED]),
+	F("nfscached_reads_total{result=\"bypass\"}", reads[CACHE_BYPASS]),
+	F("nfscached_read_bytes_total{source=\"cache\"}", bytes_cache),
+	F("nfscached_read_bytes_total{source=\"upstream\"}", bytes_upstream),
+	F("nfscached_read_bytes_total{source=\"hole\"}", bytes_hole),
+	F("nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"write\"}", client_writes),
+	F("nfscached_client_rpcs_total{", client_calls),
+	F("nfscached_upstream_rpcs_total{procedure=\"write\"}", upstream_writes),
+	F("nfscached_upstream_rpcs_total{procedure=\"read\"}", upstream_reads),
+	F("nfscached_upstream_rpcs_total{", upstream_calls),
+	F("nfscached_upstream_errors_total", upstream_errors),
+	F("nfscached_upstream_timeouts_total", upstream_timeouts),
+	F("nfscached_upstream_rpc_duration_seconds_sum{", upstream_lat_sum),
+	F("nfscached_upstream_rpc_duration_seconds_count{", upstream_lat_count),
+	F("nfscached_cache_bytes{state=\"dirty\"}", dirty_bytes),
+	F("nfscached_cache_bytes{", cached_bytes),
+	F("nfscached_cache_budget_bytes", budget_bytes),
+	F("nfscached_cache_evictions_total", evictions),
+	F("nfscached_nfs3_jukebox_replies_total", jukebox),
+};
+#undef F
+
+/* Add v to every field whose sample matches name (exact or prefix). */
+static unsigned add_fields(struct stats_snap *s, const char *name, double v)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const char *f = fields[i].sample;
+		size_t len = strlen(f);
+		bool prefix = f[len - 1] == '{';
+
+		if (prefix ? strncmp(name, f, len) == 0 : strcmp(name, f) == 0) {
+			*(double *)((char *)s + fields[i].off) += v;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Copy the value of label key in name's label set into out; 0 or -1. */
+static int label_value(const char *name, const char *key, char *out,
+		       size_t len)
+{
+	char pat[64];
+	const char *p, *e;
+
+	snprintf(pat, sizeof(pat), "%s=\"", key);
+	p = strstr(name, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	e = strchr(p, '"');
+	if (!e || (size_t)(e - p) >= len)
+		return -1;
+	memcpy(out, p, (size_t)(e - p));
+	out[e - p] = 0;
+	return 0;
+}
+
+/* Add an upstream latency _bucket sample to the cumulative counts. */
+static void add_bucket(struct stats_snap *s, const char *name, double v)
+{
+	char le[32];
+	unsigned i;
+
+	if (label_value(name, "le", le, sizeof(le)) != 0)
+		return;
+	if (strcmp(le, "+Inf") == 0) {
+		s->upstream_lat_cum[HISTOGRAM_NBOUNDS] += v;
+		return;
+	}
+	for (i = 0; i < HISTOGRAM_NBOUNDS; i++)
+		if (fabs(strtod(le, NULL) - histogram_bound(i)) < 1e-12) {
+			s->upstream_lat_cum[i] += v;
+			return;
+		}
+}
+
+/* Take in one sample line "NAME[{LABELS}] VALUE". */
+static void parse_sample(struct stats_snap *s, const char *line, size_t len)
+{
+	char name[512], *sp, *end;
+	double v;
+
+	if (len >= sizeof(name))
+		return;
+	memcpy(name, line, len);
+	name[len] = 0;
+	sp = strrchr(name, ' ');
+	if (!sp)
+		return;
+	*sp = 0;
+	v = strtod(sp + 1, &end);
+	if (end == sp + 1)
+		return;
+	s->samples += add_fields(s, name, v);
+	if (strncmp(name, "nfscached_upstream_rpc_duration_seconds_bucket{", 47) == 0) {
+		add_bucket(s, name, v);
+		s->samples++;
+	} else if (strncmp(name, "nfscached_upstream_up{", 22) == 0) {
+		s->exports++;
+		s->exports_up += v == 1;
+		s->samples++;
+	} else if (strncmp(name, "nfscached_build_info{", 21) == 0) {
+		label_value(name, "version", s->version, sizeof(s->version));
+		s->samples++;
+	}
+}
+
+int stats_parse(const char *text, struct stats_snap *s)
+{
+	const char *p = text;
+
+	memset(s, 0, sizeof(*s));
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (len && p[len - 1] == '\r')
+			len--;
+		if (len && p[0] != '#')
+			parse_sample(s, p, len);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return s->samples ? 0 : -1;
+}
+
+/* Percentage a of b, 0 when b is 0. */
+static double pct(double a, double b)
+{
+	return b > 0 ? 100.0 * a / b : 0;
+}
+
+/* Format a byte count as "12.3 MiB" into buf. */
+static const char *human_bytes(double b, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+
+	while (b >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+	return buf;
+}
+
+/* Format seconds as "1.23 ms" / "4.5 s" / "120 us" into buf. */
+static const char *human_secs(double t, char *buf, size_t len)
+{
+	if (t < 0.001)
+		snprintf(buf, len, "%.0f us", t * 1e6);
+	else if (t < 1)
+		snprintf(buf, len, "%.2f ms", t * 1e3);
+	else
+		snprintf(buf, len, "%.2f s", t);
+	return buf;
+}
+
+/* Format an uptime as "3d04h", "2h05m", "4m07s" or "12s" into buf. */
+static const char *human_uptime(double secs, char *buf, size_t len)
+{
+	unsigned long t = secs > 0 ? (unsigned long)secs : 0;
+
+	if (t >= 86400)
+		snprintf(buf, len, "%lud%02luh", t / 86400, t % 86400 / 3600);
+	else if (t >= 3600)
+		snprintf(buf, len, "%luh%02lum", t / 3600, t % 3600 / 60);
+	else if (t >= 60)
+		snprintf(buf, len, "%lum%02lus", t / 60, t % 60);
+	else
+		snprintf(buf, len, "%lus", t);
+	return buf;
+}
+
+/* Total client READs in s. */
+static double total_reads(const struct stats_snap *s)
+{
+	double n = 0;
+
+	for (int i = 0; i < CACHE_NOUTCOMES; i++)
+		n += s->reads[i];
+	return n;
+}
+
+/* The smallest bucket bound under which 99% of upstream calls finished,
+ * or a negative number when there were none (or only past 10 s). */
+static double upstream_p99(const struct stats_snap *s)
+{
+	double n = s->upstream_lat_cum[HISTOGRAM_NBOUNDS];
+
+	if (n <= 0)
+		return -1;
+	for (unsigned i = 0; i < HISTOGRAM_NBOUNDS; i++)
+		if (s->upstream_lat_cum[i] >= 0.99 * n)
+			return histogram_bound(i);
+	return -1;
+}
+
+/* Print the header, hit ratio and saved-bytes lines. */
+static void print_reads(FILE *f, const struct stats_snap *s)
+{
+	double reads = total_reads(s);
+	double hits = s->reads[CACHE_HIT] + s->reads[CACHE_HOLE];
+	double saved = s->bytes_cache + s->bytes_hole;
+	double bytes = saved + s->bytes_upstream;
+	double other = s->reads[CACHE_COALESCED] + s->reads[CACHE_BYPASS];
+	char b1[32], b2[32];
+
+	fprintf(f, "hit ratio  %5.1f%% of %.0f READs, %.1f%% of %s read\n",
+		pct(hits, reads), reads, pct(saved, bytes),
+		human_bytes(bytes, b1, sizeof(b1)));
+	fprintf(f, "  hits     %5.1f%% of READs all from cache\n",
+		pct(s->reads[CACHE_HIT], reads));
+	fprintf(f, "  holes    %5.1f%% of READs, %.1f%% of bytes (known zeros)\n",
+		pct(s->reads[CACHE_HOLE], reads), pct(s->bytes_hole, bytes));
+	fprintf(f, "  partial  %5.1f%% of READs (part cache, part upstream)\n",
+		pct(s->reads[CACHE_PARTIAL], reads));
+	fprintf(f, "  misses   %5.1f%% of READs", pct(s->reads[CACHE_MISS], reads));
+	if (other > 0)
+		fprintf(f, "; %.1f%% waited on another fetch or bypassed the cache",
+			pct(other, reads));
+	fprintf(f, "\nsaved      %s of reads not fetched from upstream (%s fetched)\n",
+		human_bytes(saved, b1, sizeof(b1)),
+		human_bytes(s->bytes_upstream, b2, sizeof(b2)));
+}
+
+/* Print the writes, upstream and cache lines. */
+static void print_rest(FILE *f, const struct stats_snap *s)
+{
+	char b1[32], b2[32];
+	double p99 = upstream_p99(s);
+
+	fprintf(f, "writes     %.0f client WRITEs -> %.0f upstream WRITEs", s->client_writes,
+		s->upstream_writes);
+	if (s->upstream_writes > 0)
+		fprintf(f, " (coalescing %.2fx)", s->client_writes / s->upstream_writes);
+	fprintf(f, "; %s dirty\n", human_bytes(s->dirty_bytes, b1, sizeof(b1)));
+	fprintf(f, "upstream   %.0f calls", s->upstream_calls);
+	if (s->upstream_lat_count > 0)
+		fprintf(f, ", mean %s", human_secs(s->upstream_lat_sum / s->upstream_lat_count,
+						  b1, sizeof(b1)));
+	if (p99 > 0)
+		fprintf(f, ", 99%% within %s", human_secs(p99, b2, sizeof(b2)));
+	fprintf(f, "; %.0f errors (%.0f timeouts), %.0f JUKEBOX replies\n",
+		s->upstream_errors, s->upstream_timeouts, s->jukebox);
+	fprintf(f, "cache      %s held of %s budget, %.0f evictions\n",
+		human_bytes(s->cached_bytes, b1, sizeof(b1)),
+		human_bytes(s->budget_bytes, b2, sizeof(b2)), s->evictions);
+}
+
+/* Print the rates between prev and s over interval seconds. */
+static void print_rates(FILE *f, const struct stats_snap *s,
+			const struct stats_snap *prev, double interval)
+{
+	double reads = total_reads(s) - total_reads(prev);
+	double hits = s->reads[CACHE_HIT] + s->reads[CACHE_HOLE] -
+		      prev->reads[CACHE_HIT] - prev->reads[CACHE_HOLE];
+	double bytes = s->bytes_cache + s->bytes_hole + s->bytes_upstream -
+		       prev->bytes_cache - prev->bytes_hole - prev->bytes_upstream;
+	char b1[32];
+
+	if (interval <= 0)
+		return;
+	fprintf(f, "last %.0fs   %.1f READs/s (%.1f%% hits), %s/s read, %.1f upstream calls/s\n",
+		interval, reads / interval, pct(hits, reads),
+		human_bytes(bytes / interval, b1, sizeof(b1)),
+		(s->upstream_calls - prev->upstream_calls) / interval);
+}
+
+void stats_print(FILE *f, const struct stats_snap *s,
+		 const struct stats_snap *prev, double interval,
+		 const char *where, double now)
+{
+	char up[32];
+
+	fprintf(f, "nfscached %s at %s", s->version[0] ? s->version : "?", where);
+	if (s->start_time > 0)
+		fprintf(f, ", up %s", human_uptime(now - s->start_time, up, sizeof(up)));
+	if (s->exports)
+		fprintf(f, "; upstream %s (%u of %u export%s up)",
+			s->exports_up == s->exports ? "up" : "DOWN", s->exports_up,
+			s->exports, s->exports == 1 ? "" : "s");
+	fputc('\n', f);
+	print_reads(f, s);
+	print_rest(f, s);
+	if (prev)
+		print_rates(f, s, prev, interval);
+}
+
+/* Connect to host:port (numeric) with timeouts; the fd, or -1 with err. */
+static int stats_connect(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	struct timeval tv = { STATS_IO_TIMEOUT, 0 };
+	char ps[8];
+	int fd = -1, rc;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if ((rc = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+		snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+			snprintf(err, errlen, "cannot connect to %s:%d: %s", host,
+				 port, strerror(errno));
+			close(fd);
+			fd = -1;
+		}
+	} else {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+/* Read everything from fd into a new NUL-terminated buffer; NULL on error. */
+static char *read_all(int fd, size_t *lenp, char *err, size_t errlen)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap + 1), *nb;
+	ssize_t n;
+
+	while (buf && (n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "reading the reply: %s", strerror(errno));
+			goto fail;
+		}
+		len += (size_t)n;
+		if (len == cap) {
+			if (cap >= STATS_MAX_BODY) {
+				snprintf(err, errlen, "reply over %u bytes", STATS_MAX_BODY);
+				goto fail;
+			}
+			cap *= 2;
+			if (!(nb = realloc(buf, cap + 1)))
+				goto fail;
+			buf = nb;
+		}
+	}
+	if (!buf)
+		return NULL;
+	buf[len] = 0;
+	*lenp = len;
+	return buf;
+fail:
+	free(buf);
+	return NULL;
+}
+
+/*
+ * GET /metrics from host:port. Returns the body (caller frees), or NULL
+ * with a reason in err.
+ */
+static char *stats_fetch(const char *host, int port, char *err, size_t errlen)
+{
+	char req[300], *buf, *body;
+	size_t len = 0;
+	int fd = stats_connect(host, port, err, errlen);
+
+	if (fd < 0)
+		return NULL;
+	snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s\r\n"
+		 "Connection: close\r\n\r\n", host);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		snprintf(err, errlen, "sending the request: %s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	buf = read_all(fd, &len, err, errlen);
+	close(fd);
+	if (!buf)
+		return NULL;
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || strncmp(buf + 8, " 200", 4) != 0 ||
+	    !(body = strstr(buf, "\r\n\r\n"))) {
+		snprintf(err, errlen, "%s:%d answered no metrics (%.40s)", host,
+			 port, buf);
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, body + 4, len - (size_t)(body + 4 - buf) + 1);
+	return buf;
+}
+
+/* Options of the subcommand. */
+struct stats_opts {
+	const char *metrics;
+	const char *config;
+	bool watch;
+	double interval;
+	long count;
+};
+
+/* Print the subcommand's usage to f. */
+static void stats_usage(FILE *f)
+{
+	fprintf(f, "usage: nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
+		   "                       [--watch] [--interval SECS] [--count N]\n");
+}
+
+/* Parse the subcommand's flags; -1 on bad usage. */
+static int stats_flags(int argc, char **argv, struct stats_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "metrics", required_argument, NULL, 'M' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'n' },
+		{ "count", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->interval = 2;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:n:wh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'M': o->metrics = optarg; break;
+		case 'c': o->config = optarg; break;
+		case 'w': o->watch = true; break;
+		case 'n': o->interval = strtod(optarg, NULL); break;
+		case 'k': o->count = strtol(optarg, NULL, 10); break;
+		case 'h': stats_usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (optind != argc || (o->metrics && o->config) || !(o->interval >= 0.1))
+		return -1;
+	return 0;
+}
+
+/*
+ * Work out where the metrics are: --metrics, the --config file's
+ * metrics_listen, the default config file's, or 127.0.0.1:9655. A
+ * wildcard address becomes loopback. 0, or -1 with err.
+ */
+static int stats_target(const struct stats_opts *o, char *host, size_t hlen,
+			int *port, char *err, size_t errlen)
+{
+	const char *cfile = o->config;
+	struct conf *c = NULL;
+	struct stat st;
+	int rc;
+
+	if (!o->metrics && !cfile && stat(STATS_DEFAULT_CONF, &st) == 0)
+		cfile = STATS_DEFAULT_CONF;
+	if (!o->metrics && cfile) {
+		if (conf_load_file(cfile, &c, err, errlen) != 0)
+			return -1;
+		if (!c->metrics_listen[0]) {
+			snprintf(err, errlen, "%s: metrics_listen is \"\": the metrics endpoint is off",
+				 cfile);
+			conf_free(&c);
+			return -1;
+		}
+	}
+	rc = conf_parse_hostport(o->metrics ? o->metrics :
+				 c ? c->metrics_listen : STATS_DEFAULT_ADDR,
+				 host, hlen, port, err, errlen);
+	conf_free(&c);
+	if (rc == 0 && strcmp(host, "0.0.0.0") == 0)
+		snprintf(host, hlen, "127.0.0.1");
+	else if (rc == 0 && strcmp(host, "::") == 0)
+		snprintf(host, hlen, "::1");
+	return rc;
+}
+
+/* Sleep secs seconds (fractions allowed). */
+static void sleep_secs(double secs)
+{
+	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Fetch, parse and print once; 0, or 1 with the reason on stderr. */
+static int stats_once(const char *host, int port, struct stats_snap *s,
+		      const struct stats_snap *prev, double interval, bool clear)
+{
+	char err[600], where[300];
+	char *body = stats_fetch(host, port, err, sizeof(err));
+
+	snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+		 host, port);
+	if (!body || stats_parse(body, s) != 0) {
+		fprintf(stderr, "nfscached stats: %s\n",
+			body ? "the endpoint serves no nfscached metrics" : err);
+		free(body);
+		return 1;
+	}
+	free(body);
+	if (clear)
+		fputs("\033[H\033[2J", stdout);
+	stats_print(stdout, s, prev, interval, where, (double)time(NULL));
+	fflush(stdout);
+	return 0;
+}
+
+int stats_main(int argc, char **argv)
+{
+	struct stats_opts o;
+	struct stats_snap cur, prev;
+	char host[64], err[600];
+	int port;
+	bool tty = isatty(1);
+
+	if (stats_flags(argc, argv, &o) != 0) {
+		stats_usage(stderr);
+		return 2;
+	}
+	if (stats_target(&o, host, sizeof(host), &port, err, sizeof(err)) != 0) {
+		fprintf(stderr, "nfscached stats: %s\n", err);
+		return 1;
+	}
+	if (stats_once(host, port, &cur, NULL, 0, o.watch && tty) != 0)
+		return 1;
+	for (long i = 1; o.watch && (o.count <= 0 || i < o.count); i++) {
+		prev = cur;
+		sleep_secs(o.interval);
+		if (!tty)
+			fputc('\n', stdout);
+		if (stats_once(host, port, &cur, &prev, o.interval, tty) != 0)
+			return 1;
+	}
+	return 0;
+}
