@@ -52,6 +52,9 @@
 
 static const struct cache_ac AC = { 3.0, 60.0 };
 
+/* The client of the tests' write-through writes. */
+static const struct ccred WRITER = { 1000, 1000, 0, { 0 } };
+
 /* ---- helpers ---- */
 
 /* Make a cache of budget_pages pages of ps bytes. */
@@ -169,7 +172,7 @@ static void write_pat(struct cache *c, struct cfile *f, uint64_t off,
 {
 	uint8_t *b = pat_buf(off, len, salt, false);
 
-	cache_write(c, f, off, b, len);
+	cache_write(c, f, off, b, len, &WRITER);
 	free(b);
 	CHECK(c);
 }
@@ -603,7 +606,7 @@ static void test_plan_many_gaps_and_short_fetch_array(void)
 	set_size(c, f, 65536);
 	/* Twenty one-byte writes: 21 gaps in page 0, more than any small array. */
 	for (unsigned i = 0; i < 20; i++) {
-		cache_write(c, f, 100 * i + 50, &byte, 1);
+		cache_write(c, f, 100 * i + 50, &byte, 1, &WRITER);
 		CHECK(c);
 		want[i].start = i ? 100 * (i - 1) + 51 : 0;
 		want[i].end = 100 * i + 50;
@@ -1626,7 +1629,7 @@ static void model_write(struct model *m, uint64_t off, uint64_t len)
 		m->exp[off + i] = b[i];
 		m->known[off + i] = 1;
 	}
-	cache_write(m->c, m->f, off, b, len);
+	cache_write(m->c, m->f, off, b, len, &WRITER);
 	free(b);
 }
 
