@@ -40,11 +40,26 @@ nfsc_wait_gone() {
 	! nfsc_pid_alive "$pid"
 }
 
-# True if an ONC RPC NULL call to prog/vers on 127.0.0.1:port over TCP
-# is answered.
+# True if an ONC RPC NULL call (AUTH_NULL) to program $2 version $3 on
+# 127.0.0.1:$1 over TCP is answered MSG_ACCEPTED/SUCCESS within 5 s
+# (RFC 5531 s9, record marking s11). Done in bash over /dev/tcp rather
+# than with `rpcinfo -n PORT -t`, because rpcinfo asks rpcbind first and
+# fails while the program has no mapping there, which happens whenever
+# another Ganesha on this machine unregisters on its way down.
 nfsc_rpc_ping() {
-	local port=$1 prog=$2 vers=$3
-	timeout 5 rpcinfo -n "$port" -t 127.0.0.1 "$prog" "$vers" >/dev/null 2>&1
+	local port=$1 prog=$2 vers=$3 xid call got zero=00000000
+	xid=$(printf '%08x' $(((RANDOM << 15 | RANDOM) & 0x7fffffff)))
+	# Record mark (last fragment, 40 bytes), xid, CALL, RPC version 2,
+	# program, version, procedure 0, AUTH_NULL credential and verifier.
+	call=$(printf '80000028%s%s00000002%08x%08x%s%s%s%s%s' "$xid" $zero \
+		"$prog" "$vers" $zero $zero $zero $zero $zero | sed 's/../\\x&/g')
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	got=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf "$2" >&3
+		head -c 28 <&3 | od -An -v -tx1 | tr -d " \n"' _ "$port" "$call" 2>/dev/null) || return 1
+	# Record mark (last fragment, 24 bytes), xid, REPLY, MSG_ACCEPTED,
+	# AUTH_NULL verifier, SUCCESS.
+	[[ "$got" == "80000018${xid}00000001$zero$zero$zero$zero" ]]
 }
 
 # ---------------------------------------------------------------- ports
