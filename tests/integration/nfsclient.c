@@ -43,6 +43,7 @@ struct nfsc {
 	uint32_t uid;
 	uint32_t gid;
 	int broken;
+	int fail_fast;
 	nfs_fh3 root;
 	char err[512];
 };
@@ -63,7 +64,7 @@ struct proc_desc {
 	const char *name;
 	size_t res_size;
 	send_fn send;
-	void (*dup)(void *res);		/* replace borrowed pointers by copies */
+	void (*dup)(void *res);		/* own the borrowed pointers */
 	void (*release)(void *res);	/* free what dup allocated */
 };
 
@@ -114,7 +115,8 @@ void nfsc_fh_free(nfs_fh3 *fh)
 int nfsc_fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
 {
 	return a->data.data_len == b->data.data_len &&
-	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) == 0;
+	       memcmp(a->data.data_val, b->data.data_val,
+		      a->data.data_len) == 0;
 }
 
 /* Replace a borrowed handle by an owned copy in place. */
@@ -281,7 +283,8 @@ static void dup_readdir(void *res)
 	     link = &(*link)->nextentry) {
 		entry3 *e = xmalloc(sizeof(*e));
 
-		*e = **link;
+		/* libnfs 4.0 may place entries at 4-byte alignment. */
+		memcpy(e, *link, sizeof(*e));
 		e->name = xmemdup(e->name, strlen(e->name));
 		*link = e;
 	}
@@ -314,7 +317,7 @@ static void dup_readdirplus(void *res)
 	     link = &(*link)->nextentry) {
 		entryplus3 *e = xmalloc(sizeof(*e));
 
-		*e = **link;
+		memcpy(e, *link, sizeof(*e));	/* may be misaligned */
 		e->name = xmemdup(e->name, strlen(e->name));
 		pfh_own(&e->name_handle);
 		*link = e;
@@ -508,9 +511,12 @@ int nfsc_call(struct nfsc *c, int proc, void *args, void *res, int timeout_ms)
 	if (!p->done) {
 		/* The callback still owns p: it frees it when it comes. */
 		p->orphan = 1;
-		if (rc == NFSC_ERR_TIMEOUT)
+		if (rc == NFSC_ERR_TIMEOUT) {
 			snprintf(c->err, sizeof(c->err),
 				 "%s: no reply in %d ms", d->name, timeout_ms);
+			fprintf(stderr, "nfsclient: %s: %s\n", c->url, c->err);
+			c->broken = c->fail_fast;
+		}
 		return rc ? rc : NFSC_ERR_CONN;
 	}
 	if (p->rpc_status != RPC_STATUS_SUCCESS) {
@@ -547,6 +553,8 @@ static int client_mount(struct nfsc *c)
 			 nfs_get_error(c->nfs));
 		return -1;
 	}
+	if (getenv("NFSC_LIBNFS_DEBUG"))
+		nfs_set_debug(c->nfs, atoi(getenv("NFSC_LIBNFS_DEBUG")));
 	nfs_set_uid(c->nfs, (int)c->uid);
 	nfs_set_gid(c->nfs, (int)c->gid);
 	nfs_set_timeout(c->nfs, NFSC_TIMEOUT_MS);
@@ -603,17 +611,9 @@ void nfsc_close(struct nfsc **cp)
 	*cp = NULL;
 }
 
-int nfsc_reconnect(struct nfsc **cp)
+void nfsc_set_fail_fast(struct nfsc *c, int on)
 {
-	struct nfsc *c = *cp;
-
-	client_unmount(c);
-	if (client_mount(c) != 0) {
-		fprintf(stderr, "nfsclient: reconnect: %s\n", c->err);
-		nfsc_close(cp);
-		return -1;
-	}
-	return 0;
+	c->fail_fast = on;
 }
 
 const nfs_fh3 *nfsc_root(const struct nfsc *c)
@@ -722,8 +722,11 @@ int nfsc_lookup(struct nfsc *c, const nfs_fh3 *dir, const char *name,
 {
 	LOOKUP3args a = { .what = { .dir = *dir, .name = nfsc_mut(name) } };
 	LOOKUP3res r;
-	int st = nfsc_call(c, NFS3_LOOKUP, &a, &r, NFSC_TIMEOUT_MS);
+	int st;
 
+	if (fh)
+		memset(fh, 0, sizeof(*fh));
+	st = nfsc_call(c, NFS3_LOOKUP, &a, &r, NFSC_TIMEOUT_MS);
 	if (st != NFS3_OK) {
 		take_attr(attr, &(post_op_attr){ 0 });
 		return st;
@@ -750,6 +753,8 @@ int nfsc_mkdir(struct nfsc *c, const nfs_fh3 *dir, const char *name,
 	MKDIR3res r;
 	int st;
 
+	if (fh)
+		memset(fh, 0, sizeof(*fh));
 	sattr_mode(&a.attributes, mode);
 	st = nfsc_call(c, NFS3_MKDIR, &a, &r, NFSC_TIMEOUT_MS);
 	if (st != NFS3_OK) {
@@ -769,6 +774,8 @@ int nfsc_create(struct nfsc *c, const nfs_fh3 *dir, const char *name,
 	CREATE3res r;
 	int st;
 
+	if (fh)
+		memset(fh, 0, sizeof(*fh));
 	a.how.mode = UNCHECKED;
 	sattr_mode(&a.how.createhow3_u.obj_attributes, mode);
 	st = nfsc_call(c, NFS3_CREATE, &a, &r, NFSC_TIMEOUT_MS);
@@ -866,6 +873,153 @@ int nfsc_commit(struct nfsc *c, const nfs_fh3 *fh, uint64_t off,
 		memcpy(verf, r.COMMIT3res_u.resok.verf, NFS3_WRITEVERFSIZE);
 	return st;
 }
+
+struct nfsc_dent *nfsc_listing_add(struct nfsc_listing *l, const char *name,
+				   uint64_t fileid, uint64_t cookie)
+{
+	struct nfsc_dent *d;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->e = realloc(l->e, l->cap * sizeof(*l->e));
+		if (!l->e) {
+			fprintf(stderr, "nfsclient: out of memory\n");
+			abort();
+		}
+	}
+	d = &l->e[l->n++];
+	memset(d, 0, sizeof(*d));
+	d->name = xmemdup(name, strlen(name));
+	d->fileid = fileid;
+	d->cookie = cookie;
+	return d;
+}
+
+void nfsc_listing_free(struct nfsc_listing *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->e[i].name);
+		if (l->e[i].has_fh)
+			nfsc_fh_free(&l->e[i].fh);
+	}
+	free(l->e);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Read one READDIR page at *cookie; advance cookie and verifier. */
+static int readdir_page(struct nfsc *c, const nfs_fh3 *dir, uint32_t count,
+			cookie3 *cookie, char *verf, struct nfsc_listing *l,
+			int *eof)
+{
+	READDIR3args a = { .dir = *dir, .cookie = *cookie, .count = count };
+	READDIR3res r;
+	const entry3 *e;
+	int st;
+
+	memcpy(a.cookieverf, verf, NFS3_COOKIEVERFSIZE);
+	st = nfsc_call(c, NFS3_READDIR, &a, &r, NFSC_TIMEOUT_MS);
+	if (st != NFS3_OK)
+		return st;
+	memcpy(verf, r.READDIR3res_u.resok.cookieverf, NFS3_COOKIEVERFSIZE);
+	for (e = r.READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
+		nfsc_listing_add(l, e->name, e->fileid, e->cookie);
+		*cookie = e->cookie;
+	}
+	*eof = r.READDIR3res_u.resok.reply.eof ? 1 : 0;
+	nfsc_res_free(NFS3_READDIR, &r);
+	return st;
+}
+
+/* Read one READDIRPLUS page at *cookie; advance cookie and verifier. */
+static int readdirplus_page(struct nfsc *c, const nfs_fh3 *dir,
+			    uint32_t count, cookie3 *cookie, char *verf,
+			    struct nfsc_listing *l, int *eof)
+{
+	READDIRPLUS3args a = { .dir = *dir, .cookie = *cookie,
+			       .dircount = count / 4, .maxcount = count };
+	READDIRPLUS3res r;
+	entryplus3 *e;
+	int st;
+
+	memcpy(a.cookieverf, verf, NFS3_COOKIEVERFSIZE);
+	st = nfsc_call(c, NFS3_READDIRPLUS, &a, &r, NFSC_TIMEOUT_MS);
+	if (st != NFS3_OK)
+		return st;
+	memcpy(verf, r.READDIRPLUS3res_u.resok.cookieverf,
+	       NFS3_COOKIEVERFSIZE);
+	for (e = r.READDIRPLUS3res_u.resok.reply.entries; e;
+	     e = e->nextentry) {
+		struct nfsc_dent *d;
+
+		d = nfsc_listing_add(l, e->name, e->fileid, e->cookie);
+
+		if (e->name_attributes.attributes_follow) {
+			d->has_attr = 1;
+			d->attr = e->name_attributes.post_op_attr_u.attributes;
+		}
+		if (e->name_handle.handle_follows) {
+			d->has_fh = 1;
+			d->fh = e->name_handle.post_op_fh3_u.handle;
+			e->name_handle.handle_follows = 0;	/* moved */
+		}
+		*cookie = e->cookie;
+	}
+	*eof = r.READDIRPLUS3res_u.resok.reply.eof ? 1 : 0;
+	nfsc_res_free(NFS3_READDIRPLUS, &r);
+	return st;
+}
+
+void nfsc_list_dir_from(struct nfsc *c, const nfs_fh3 *dir, int plus,
+			uint32_t count, cookie3 start, const char *verf0,
+			struct nfsc_listing *l)
+{
+	char verf[NFS3_COOKIEVERFSIZE];
+	cookie3 cookie = start;
+	int eof = 0;
+
+	memset(l, 0, sizeof(*l));
+	memcpy(verf, verf0, sizeof(verf));
+	while (!eof && l->pages < NFSC_LIST_MAX_PAGES) {
+		size_t before = l->n;
+
+		l->st = plus ? readdirplus_page(c, dir, count, &cookie, verf,
+						l, &eof)
+			     : readdir_page(c, dir, count, &cookie, verf, l,
+					    &eof);
+		l->pages++;
+		if (l->st != NFS3_OK)
+			return;
+		if (!eof && l->n == before) {
+			l->stuck = 1;
+			return;
+		}
+	}
+	memcpy(l->verf, verf, sizeof(verf));
+}
+
+void nfsc_list_dir(struct nfsc *c, const nfs_fh3 *dir, int plus,
+		   uint32_t count, struct nfsc_listing *l)
+{
+	static const char zero[NFS3_COOKIEVERFSIZE];
+
+	nfsc_list_dir_from(c, dir, plus, count, 0, zero, l);
+}
+
+/* Order entries by name. */
+static int dent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct nfsc_dent *)a)->name,
+		      ((const struct nfsc_dent *)b)->name);
+}
+
+void nfsc_listing_sort(struct nfsc_listing *l)
+{
+	if (l->n > 1)
+		qsort(l->e, l->n, sizeof(*l->e), dent_cmp);
+}
+
 
 static unsigned checks_total;
 static unsigned checks_failed;

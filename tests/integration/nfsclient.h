@@ -53,11 +53,11 @@ struct nfsc *nfsc_connect(const char *url, uint32_t uid, uint32_t gid);
 void nfsc_close(struct nfsc **cp);
 
 /*
- * Close and mount again with the same URL and credential (after the
- * connection broke). Returns 0, or -1 with the old client kept closed;
- * *cp is then NULL.
+ * After a call times out, treat the connection as broken: later calls fail
+ * at once with NFSC_ERR_CONN instead of each waiting out its timeout (for
+ * tests that should stop quickly against a server that hangs).
  */
-int nfsc_reconnect(struct nfsc **cp);
+void nfsc_set_fail_fast(struct nfsc *c, int on);
 
 /* The export's root handle as MOUNT returned it; owned by the client. */
 const nfs_fh3 *nfsc_root(const struct nfsc *c);
@@ -95,9 +95,10 @@ static inline char *nfsc_mut(const char *p)
 
 /*
  * Conveniences over nfsc_call(). Each returns the reply's nfsstat3 or an
- * nfsc_rc. Out-parameters may be NULL; handles written to *fh are owned by
- * the caller (nfsc_fh_free) and written only on NFS3_OK; attributes are
- * zeroed when the reply carried none.
+ * nfsc_rc. Out-parameters may be NULL. A handle written to *fh is owned by
+ * the caller (nfsc_fh_free); *fh is left empty (length 0, NULL) when the
+ * call failed or the reply carried no handle, so freeing it is always
+ * safe. Attributes are zeroed when the reply carried none.
  */
 int nfsc_null(struct nfsc *c);
 int nfsc_getattr(struct nfsc *c, const nfs_fh3 *fh, fattr3 *attr);
@@ -126,6 +127,52 @@ int nfsc_read(struct nfsc *c, const nfs_fh3 *fh, uint64_t off, uint32_t len,
 int nfsc_commit(struct nfsc *c, const nfs_fh3 *fh, uint64_t off,
 		uint32_t len, char *verf);
 
+/* One directory entry as a listing saw it (READDIRPLUS fills attr, fh). */
+struct nfsc_dent {
+	char *name;
+	uint64_t fileid;
+	uint64_t cookie;
+	int has_attr;
+	fattr3 attr;
+	int has_fh;
+	nfs_fh3 fh;
+};
+
+/* A directory read page by page with READDIR or READDIRPLUS. */
+struct nfsc_listing {
+	int st;			/* NFS3_OK, or the failing page's status */
+	int stuck;		/* a page had no entries and no eof */
+	unsigned pages;		/* pages asked for */
+	size_t n, cap;		/* entries in e[], in the order received */
+	struct nfsc_dent *e;
+	char verf[NFS3_COOKIEVERFSIZE];	/* the last page's cookieverf */
+};
+
+/* Pages nfsc_list_dir_from() reads at most before giving up. */
+#define NFSC_LIST_MAX_PAGES 20000
+
+/*
+ * Read directory dir from cookie start (with cookieverf verf0, 8 bytes)
+ * to eof, following each page's last cookie and cookieverf (RFC 1813
+ * 3.3.16, 3.3.17). plus selects READDIRPLUS, with dircount count/4 and
+ * maxcount count; READDIR uses count. *l is overwritten; the caller
+ * releases it with nfsc_listing_free() whatever the outcome, which is in
+ * l->st and l->stuck.
+ */
+void nfsc_list_dir_from(struct nfsc *c, const nfs_fh3 *dir, int plus,
+			uint32_t count, cookie3 start, const char *verf0,
+			struct nfsc_listing *l);
+/* The same from cookie 0 with a zero verifier. */
+void nfsc_list_dir(struct nfsc *c, const nfs_fh3 *dir, int plus,
+		   uint32_t count, struct nfsc_listing *l);
+/* Append an entry (name copied); returns it for the caller to complete. */
+struct nfsc_dent *nfsc_listing_add(struct nfsc_listing *l, const char *name,
+				   uint64_t fileid, uint64_t cookie);
+/* Sort the entries by name. */
+void nfsc_listing_sort(struct nfsc_listing *l);
+/* Free the entries, names and handles; *l is zeroed. */
+void nfsc_listing_free(struct nfsc_listing *l);
+
 /*
  * CUnit checks that count themselves and print the compared values on
  * failure (file:line and message go to stderr at once and into CUnit's
@@ -143,7 +190,8 @@ unsigned nfsc_checks_failed(void);
 void nfsc_checks_report_at_exit(const char *prog);
 
 #define CHECK(cond) nfsc_check(!!(cond), __FILE__, __LINE__, "%s", #cond)
-#define CHECK_MSG(cond, ...) nfsc_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define CHECK_MSG(cond, ...) \
+	nfsc_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define CHECK_EQ(a, b) \
 	nfsc_check_eq((uint64_t)(a), (uint64_t)(b), #a, #b, __FILE__, __LINE__)
 #define CHECK_STAT(got, want) \

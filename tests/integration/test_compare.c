@@ -16,6 +16,12 @@
  * EXIST, RMDIR of a non-empty directory NOTEMPTY, ...) the test also asserts
  * that value on both sides. Every check is counted (nfsclient's CHECK
  * macros) and the total is printed at exit.
+ *
+ * With NFSC_PROXY_URL equal to NFSC_DIRECT_URL (developing against Ganesha
+ * alone) the checks of what only the proxy promises are skipped: every
+ * byte of a handle authenticated, FSINFO rtpref/wtpref within the maxima.
+ * All clients fail fast: after one call times out, later calls on that
+ * client fail at once, so a hung proxy costs one timeout, not hundreds.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -64,9 +70,9 @@ struct obj {
 static void same_stat(const int st[NSIDES], const char *what,
 		      const char *file, unsigned line)
 {
-	nfsc_check(st[P] == st[D], file, line, "%s: proxy %s (%d), direct %s (%d)",
-		   what, nfsc_stat_name(st[P]), st[P], nfsc_stat_name(st[D]),
-		   st[D]);
+	nfsc_check(st[P] == st[D], file, line,
+		   "%s: proxy %s (%d), direct %s (%d)", what,
+		   nfsc_stat_name(st[P]), st[P], nfsc_stat_name(st[D]), st[D]);
 }
 
 /* Check that both sides answered want. */
@@ -77,9 +83,9 @@ static void both_stat(const int st[NSIDES], int want, const char *what,
 {
 	same_stat(st, what, file, line);
 	BOTH(s)
-		nfsc_check(st[s] == want, file, line, "%s (%s): got %s, want %s",
-			   what, side_name[s], nfsc_stat_name(st[s]),
-			   nfsc_stat_name(want));
+		nfsc_check(st[s] == want, file, line,
+			   "%s (%s): got %s, want %s", what, side_name[s],
+			   nfsc_stat_name(st[s]), nfsc_stat_name(want));
 }
 
 /* Compare one attribute field across the sides. */
@@ -312,8 +318,9 @@ static void read_both(const nfs_fh3 fh[NSIDES], uint64_t off, uint32_t len,
 		CHECK_MSG(count[s] == want_count, "%s (%s): count %u, want %u",
 			  what, side_name[s], count[s], want_count);
 		if (want_eof >= 0)
-			CHECK_MSG(eof[s] == want_eof, "%s (%s): eof %d, want %d",
-				  what, side_name[s], eof[s], want_eof);
+			CHECK_MSG(eof[s] == want_eof,
+				  "%s (%s): eof %d, want %d", what,
+				  side_name[s], eof[s], want_eof);
 		CHECK_MSG(count[s] != want_count ||
 				  memcmp(buf[s], want, want_count) == 0,
 			  "%s (%s): data differs", what, side_name[s]);
@@ -343,6 +350,8 @@ static int suite_init(void)
 		cl42[s] = nfsc_connect(url[s], 4242, 4242);
 		if (!cl[s] || !cl42[s])
 			return -1;
+		nfsc_set_fail_fast(cl[s], 1);
+		nfsc_set_fail_fast(cl42[s], 1);
 	}
 	return 0;
 }
@@ -633,16 +642,18 @@ static void test_access(void)
 	BOTH(s)
 		st[s] = access_on(cl[s], &f[s].fh, &bits[s]);
 	BOTH_STAT(st, NFS3_OK, "ACCESS f as root");
-	CHECK_MSG(bits[P] == bits[D], "ACCESS f as root: proxy 0x%x, direct 0x%x",
-		  bits[P], bits[D]);
+	CHECK_MSG(bits[P] == bits[D],
+		  "ACCESS f as root: proxy 0x%x, direct 0x%x", bits[P],
+		  bits[D]);
 	CHECK(bits[P] & ACCESS3_READ);
 	CHECK(bits[P] & ACCESS3_MODIFY);
 
 	BOTH(s)
 		st[s] = access_on(cl42[s], &f[s].fh, &bits[s]);
 	BOTH_STAT(st, NFS3_OK, "ACCESS f as 4242");
-	CHECK_MSG(bits[P] == bits[D], "ACCESS f as 4242: proxy 0x%x, direct 0x%x",
-		  bits[P], bits[D]);
+	CHECK_MSG(bits[P] == bits[D],
+		  "ACCESS f as 4242: proxy 0x%x, direct 0x%x", bits[P],
+		  bits[D]);
 	CHECK(bits[P] & ACCESS3_READ);
 	CHECK(!(bits[P] & ACCESS3_MODIFY));
 
@@ -746,6 +757,45 @@ static void test_symlink_readlink(void)
 	pair_free(&pp);
 }
 
+/* LOOKUP the proxy side's pair-dir/name directly (the direct client). */
+static int direct_view(const char *tag, const char *name, nfs_fh3 *fh)
+{
+	char pname[128];
+	nfs_fh3 dir;
+	int st;
+
+	snprintf(pname, sizeof(pname), "cmp-p-%ld-%s", (long)getpid(), tag);
+	st = nfsc_lookup(cl[D], nfsc_root(cl[D]), pname, &dir, NULL);
+	if (st != NFS3_OK || !name) {
+		if (st == NFS3_OK)
+			*fh = dir;
+		return st;
+	}
+	st = nfsc_lookup(cl[D], &dir, name, fh, NULL);
+	nfsc_fh_free(&dir);
+	return st;
+}
+
+/* Check that Ganesha holds want[0, len) in the file fh (direct client). */
+static void direct_has(const nfs_fh3 *fh, const unsigned char *want,
+		       uint32_t len, const char *what)
+{
+	unsigned char *buf = malloc(65536);
+	uint32_t off, count;
+	int st = NFS3_OK, eof;
+
+	for (off = 0; st == NFS3_OK && off < len; off += count) {
+		st = nfsc_read(cl[D], fh, off, 65536, buf, &count, &eof);
+		if (st != NFS3_OK || count == 0)
+			break;
+		if (count > len - off || memcmp(buf, want + off, count) != 0)
+			break;
+	}
+	CHECK_MSG(st == NFS3_OK && off == len, "%s: directly, %s at offset "
+		  "%u of %u", what, nfsc_stat_name(st), off, len);
+	free(buf);
+}
+
 /* Check that two 8-byte verifiers on side s are equal. */
 static void same_verf(const char *a, const char *b, int s, const char *what)
 {
@@ -764,6 +814,7 @@ static void test_write_read_commit(void)
 	char v_unst[NSIDES][8], v_data[NSIDES][8], v_file[NSIDES][8];
 	char v_commit[NSIDES][8];
 	unsigned char *buf = malloc(LEN);
+	nfs_fh3 dfh;
 	int st[NSIDES];
 	uint32_t off;
 
@@ -791,9 +842,17 @@ static void test_write_read_commit(void)
 		st[s] = nfsc_commit(cl[s], &fh[s], 0, 0, v_commit[s]);
 	BOTH_STAT(st, NFS3_OK, "COMMIT whole file");
 	BOTH(s) {
-		same_verf(v_unst[s], v_commit[s], s, "UNSTABLE WRITE vs COMMIT");
+		same_verf(v_unst[s], v_commit[s], s, "UNSTABLE vs COMMIT");
 		same_verf(v_unst[s], v_file[s], s, "UNSTABLE vs FILE_SYNC");
 		same_verf(v_unst[s], v_data[s], s, "UNSTABLE vs DATA_SYNC");
+	}
+	/* After the COMMIT, Ganesha holds what the proxy acknowledged. */
+	st[D] = direct_view("rw", "data", &dfh);
+	CHECK_MSG(st[D] == NFS3_OK, "LOOKUP proxy's file directly: %s",
+		  nfsc_stat_name(st[D]));
+	if (st[D] == NFS3_OK) {
+		direct_has(&dfh, buf, LEN, "proxy's file after COMMIT");
+		nfsc_fh_free(&dfh);
 	}
 
 	/* Small writes across a 4 KiB boundary, then inside one page. */
@@ -1243,171 +1302,8 @@ static void test_link(void)
 	pair_free(&pp);
 }
 
-/* One directory entry as a listing saw it. */
-struct dent {
-	char *name;
-	uint64_t fileid;
-	uint64_t cookie;
-	int has_attr;
-	fattr3 attr;
-	int has_fh;
-	nfs_fh3 fh;
-};
-
-/* A whole directory read page by page. */
-struct listing {
-	int st;			/* NFS3_OK, or the failing page's status */
-	int stuck;		/* a page without entries and without eof */
-	unsigned pages;
-	size_t n, cap;
-	struct dent *e;
-	char verf[NFS3_COOKIEVERFSIZE];	/* the last page's cookieverf */
-};
-
-#define MAX_PAGES 20000
-
-/* Append an entry to l. */
-static struct dent *listing_add(struct listing *l, const char *name,
-				uint64_t fileid, uint64_t cookie)
-{
-	struct dent *d;
-
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 64;
-		l->e = realloc(l->e, l->cap * sizeof(*l->e));
-		if (!l->e)
-			abort();
-	}
-	d = &l->e[l->n++];
-	memset(d, 0, sizeof(*d));
-	d->name = strdup(name);
-	d->fileid = fileid;
-	d->cookie = cookie;
-	return d;
-}
-
-/* Free a listing. */
-static void listing_free(struct listing *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++) {
-		free(l->e[i].name);
-		if (l->e[i].has_fh)
-			nfsc_fh_free(&l->e[i].fh);
-	}
-	free(l->e);
-	memset(l, 0, sizeof(*l));
-}
-
-/* Read one READDIR page at *cookie; advance cookie and verifier. */
-static int readdir_page(struct nfsc *c, const nfs_fh3 *dir, uint32_t count,
-			cookie3 *cookie, char *verf, struct listing *l,
-			int *eof)
-{
-	READDIR3args a = { .dir = *dir, .cookie = *cookie, .count = count };
-	READDIR3res r;
-	const entry3 *e;
-	int st;
-
-	memcpy(a.cookieverf, verf, NFS3_COOKIEVERFSIZE);
-	st = nfsc_call(c, NFS3_READDIR, &a, &r, NFSC_TIMEOUT_MS);
-	if (st != NFS3_OK)
-		return st;
-	memcpy(verf, r.READDIR3res_u.resok.cookieverf, NFS3_COOKIEVERFSIZE);
-	for (e = r.READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
-		listing_add(l, e->name, e->fileid, e->cookie);
-		*cookie = e->cookie;
-	}
-	*eof = r.READDIR3res_u.resok.reply.eof ? 1 : 0;
-	nfsc_res_free(NFS3_READDIR, &r);
-	return st;
-}
-
-/* Read one READDIRPLUS page at *cookie; advance cookie and verifier. */
-static int readdirplus_page(struct nfsc *c, const nfs_fh3 *dir,
-			    uint32_t count, cookie3 *cookie, char *verf,
-			    struct listing *l, int *eof)
-{
-	READDIRPLUS3args a = { .dir = *dir, .cookie = *cookie,
-			       .dircount = count / 4, .maxcount = count };
-	READDIRPLUS3res r;
-	entryplus3 *e;
-	int st;
-
-	memcpy(a.cookieverf, verf, NFS3_COOKIEVERFSIZE);
-	st = nfsc_call(c, NFS3_READDIRPLUS, &a, &r, NFSC_TIMEOUT_MS);
-	if (st != NFS3_OK)
-		return st;
-	memcpy(verf, r.READDIRPLUS3res_u.resok.cookieverf,
-	       NFS3_COOKIEVERFSIZE);
-	for (e = r.READDIRPLUS3res_u.resok.reply.entries; e;
-	     e = e->nextentry) {
-		struct dent *d = listing_add(l, e->name, e->fileid, e->cookie);
-
-		if (e->name_attributes.attributes_follow) {
-			d->has_attr = 1;
-			d->attr = e->name_attributes.post_op_attr_u.attributes;
-		}
-		if (e->name_handle.handle_follows) {
-			d->has_fh = 1;
-			d->fh = e->name_handle.post_op_fh3_u.handle;
-			e->name_handle.handle_follows = 0;	/* moved */
-		}
-		*cookie = e->cookie;
-	}
-	*eof = r.READDIRPLUS3res_u.resok.reply.eof ? 1 : 0;
-	nfsc_res_free(NFS3_READDIRPLUS, &r);
-	return st;
-}
-
-/* List dir from cookie start in pages of count bytes (READDIR[PLUS]). */
-static void list_dir_from(struct nfsc *c, const nfs_fh3 *dir, int plus,
-			  uint32_t count, cookie3 start, const char *verf0,
-			  struct listing *l)
-{
-	char verf[NFS3_COOKIEVERFSIZE];
-	cookie3 cookie = start;
-	int eof = 0;
-
-	memset(l, 0, sizeof(*l));
-	memcpy(verf, verf0, sizeof(verf));
-	while (!eof && l->pages < MAX_PAGES) {
-		size_t before = l->n;
-
-		l->st = plus ? readdirplus_page(c, dir, count, &cookie, verf,
-						l, &eof)
-			     : readdir_page(c, dir, count, &cookie, verf, l,
-					    &eof);
-		l->pages++;
-		if (l->st != NFS3_OK)
-			return;
-		if (!eof && l->n == before) {
-			l->stuck = 1;
-			return;
-		}
-	}
-	memcpy(l->verf, verf, sizeof(verf));
-}
-
-/* List all of dir. */
-static void list_dir(struct nfsc *c, const nfs_fh3 *dir, int plus,
-		     uint32_t count, struct listing *l)
-{
-	static const char zero[NFS3_COOKIEVERFSIZE];
-
-	list_dir_from(c, dir, plus, count, 0, zero, l);
-}
-
-/* Order entries by name. */
-static int dent_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct dent *)a)->name,
-		      ((const struct dent *)b)->name);
-}
-
 /* Check a listing completed, sort it, and check names are unique. */
-static void listing_check(struct listing *l, const char *what)
+static void listing_check(struct nfsc_listing *l, const char *what)
 {
 	size_t i, dups = 0;
 
@@ -1415,9 +1311,9 @@ static void listing_check(struct listing *l, const char *what)
 		  nfsc_stat_name(l->st));
 	CHECK_MSG(!l->stuck, "%s: page %u had no entries and no eof", what,
 		  l->pages);
-	CHECK_MSG(l->pages < MAX_PAGES, "%s: no eof after %u pages", what,
-		  l->pages);
-	qsort(l->e, l->n, sizeof(*l->e), dent_cmp);
+	CHECK_MSG(l->pages < NFSC_LIST_MAX_PAGES, "%s: no eof after %u pages",
+		  what, l->pages);
+	nfsc_listing_sort(l);
 	for (i = 1; i < l->n; i++)
 		if (strcmp(l->e[i - 1].name, l->e[i].name) == 0)
 			dups++;
@@ -1425,7 +1321,8 @@ static void listing_check(struct listing *l, const char *what)
 }
 
 /* Check two sorted listings hold the same names (and fileids if asked). */
-static void same_names(const struct listing *a, const struct listing *b,
+static void same_names(const struct nfsc_listing *a,
+		       const struct nfsc_listing *b,
 		       int fileids, const char *what)
 {
 	size_t i, name_diff = 0, id_diff = 0;
@@ -1452,7 +1349,7 @@ static void same_names(const struct listing *a, const struct listing *b,
 }
 
 /* Check READDIRPLUS attributes agree with entry fileids and a's types. */
-static void plus_consistent(const struct listing *l, const char *what)
+static void plus_consistent(const struct nfsc_listing *l, const char *what)
 {
 	size_t i, bad = 0, attrs = 0;
 
@@ -1473,13 +1370,14 @@ static void plus_consistent(const struct listing *l, const char *what)
 }
 
 /* Check per name that two READDIRPLUS listings agree on attrs and handles. */
-static void same_plus(const struct listing *a, const struct listing *b,
+static void same_plus(const struct nfsc_listing *a,
+		      const struct nfsc_listing *b,
 		      const char *what)
 {
 	size_t i, bad = 0;
 
 	for (i = 0; i < a->n && i < b->n; i++) {
-		const struct dent *x = &a->e[i], *y = &b->e[i];
+		const struct nfsc_dent *x = &a->e[i], *y = &b->e[i];
 
 		if (strcmp(x->name, y->name) != 0)
 			continue;
@@ -1503,7 +1401,7 @@ static void same_plus(const struct listing *a, const struct listing *b,
 }
 
 /* Check that handles from a READDIRPLUS listing work on client c. */
-static void plus_handles_work(struct nfsc *c, const struct listing *l,
+static void plus_handles_work(struct nfsc *c, const struct nfsc_listing *l,
 			      size_t step, const char *what)
 {
 	size_t i, bad = 0, tried = 0;
@@ -1533,7 +1431,7 @@ static void test_readdir_small(void)
 {
 	struct pair pp;
 	struct obj o[NSIDES];
-	struct listing rd[NSIDES], rdp[NSIDES];
+	struct nfsc_listing rd[NSIDES], rdp[NSIDES];
 	int st[NSIDES];
 	size_t i;
 
@@ -1549,9 +1447,9 @@ static void test_readdir_small(void)
 	mknod_both(pp.dir, "fifo", NF3FIFO, 0, 0, st, o);
 	objs_free(o);
 	BOTH(s) {
-		list_dir(cl[s], &pp.dir[s], 0, 8192, &rd[s]);
+		nfsc_list_dir(cl[s], &pp.dir[s], 0, 8192, &rd[s]);
 		listing_check(&rd[s], side_name[s]);
-		list_dir(cl[s], &pp.dir[s], 1, 8192, &rdp[s]);
+		nfsc_list_dir(cl[s], &pp.dir[s], 1, 8192, &rdp[s]);
 		listing_check(&rdp[s], side_name[s]);
 		CHECK_EQ(rd[s].n, 7);
 		plus_consistent(&rdp[s], "READDIRPLUS small");
@@ -1568,8 +1466,8 @@ static void test_readdir_small(void)
 						   "link", "sub" }[i]) == 0,
 			  "READDIR small: entry %zu is %s", i, rd[P].e[i].name);
 	BOTH(s) {
-		listing_free(&rd[s]);
-		listing_free(&rdp[s]);
+		nfsc_listing_free(&rd[s]);
+		nfsc_listing_free(&rdp[s]);
 	}
 	pair_free(&pp);
 }
@@ -1580,7 +1478,7 @@ static unsigned fill_dir(int s, const nfs_fh3 *dir, unsigned n)
 	unsigned i, bad = 0;
 	char name[32];
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && bad < 10; i++) {
 		snprintf(name, sizeof(name), "f%04u", i);
 		if (nfsc_create(cl[s], dir, name, 0644, NULL, NULL) != NFS3_OK)
 			bad++;
@@ -1589,15 +1487,15 @@ static unsigned fill_dir(int s, const nfs_fh3 *dir, unsigned n)
 }
 
 /* Copy the entries after position idx (listing order) into tail. */
-static void listing_tail(const struct listing *unsorted, size_t idx,
-			 struct listing *tail)
+static void listing_tail(const struct nfsc_listing *unsorted, size_t idx,
+			 struct nfsc_listing *tail)
 {
 	size_t i;
 
 	memset(tail, 0, sizeof(*tail));
 	for (i = idx + 1; i < unsorted->n; i++)
-		listing_add(tail, unsorted->e[i].name, unsorted->e[i].fileid,
-			    unsorted->e[i].cookie);
+		nfsc_listing_add(tail, unsorted->e[i].name,
+				 unsorted->e[i].fileid, unsorted->e[i].cookie);
 }
 
 /* READDIR of 2,000 entries through many small pages, resumed mid-way. */
@@ -1605,10 +1503,9 @@ static void test_readdir_big(void)
 {
 	enum { N = 2000 };
 	struct pair pp;
-	struct listing rd[NSIDES], rdp[NSIDES], via_d, rest[NSIDES];
-	struct listing tail[NSIDES];
+	struct nfsc_listing rd[NSIDES], rdp[NSIDES], via_d, rest[NSIDES];
+	struct nfsc_listing tail[NSIDES];
 	struct obj pdir;
-	char pname[128];
 	cookie3 mid[NSIDES];
 	unsigned bad;
 
@@ -1619,7 +1516,7 @@ static void test_readdir_big(void)
 			  side_name[s], bad);
 	}
 	BOTH(s) {
-		list_dir(cl[s], &pp.dir[s], 0, 1024, &rd[s]);
+		nfsc_list_dir(cl[s], &pp.dir[s], 0, 1024, &rd[s]);
 		/* Keep a cookie from the middle and what follows it. */
 		mid[s] = rd[s].n > N / 2 ? rd[s].e[N / 2].cookie : 0;
 		listing_tail(&rd[s], N / 2, &tail[s]);
@@ -1627,7 +1524,7 @@ static void test_readdir_big(void)
 		CHECK_EQ(rd[s].n, N + 2);
 		CHECK_MSG(rd[s].pages >= 20, "READDIR big (%s): %u pages",
 			  side_name[s], rd[s].pages);
-		list_dir(cl[s], &pp.dir[s], 1, 2048, &rdp[s]);
+		nfsc_list_dir(cl[s], &pp.dir[s], 1, 2048, &rdp[s]);
 		listing_check(&rdp[s], "READDIRPLUS big");
 		CHECK_EQ(rdp[s].n, N + 2);
 		CHECK_MSG(rdp[s].pages >= 40, "READDIRPLUS big (%s): %u pages",
@@ -1635,6 +1532,9 @@ static void test_readdir_big(void)
 		plus_consistent(&rdp[s], "READDIRPLUS big");
 		same_names(&rd[s], &rdp[s], 1, "READDIR vs READDIRPLUS big");
 	}
+	printf("\n  READDIR big: %u/%u pages (proxy/direct), READDIRPLUS "
+	       "%u/%u pages\n", rd[P].pages, rd[D].pages, rdp[P].pages,
+	       rdp[D].pages);
 	same_names(&rd[P], &rd[D], 0, "READDIR big proxy vs direct");
 	same_names(&rdp[P], &rdp[D], 0, "READDIRPLUS big proxy vs direct");
 	same_plus(&rdp[P], &rdp[D], "READDIRPLUS big proxy vs direct");
@@ -1642,36 +1542,35 @@ static void test_readdir_big(void)
 		plus_handles_work(cl[s], &rdp[s], 97, side_name[s]);
 
 	/* The proxy's directory seen directly: same names and fileids. */
-	snprintf(pname, sizeof(pname), "cmp-p-%ld-rdbig", (long)getpid());
 	memset(&pdir, 0, sizeof(pdir));
-	pdir.st = nfsc_lookup(cl[D], nfsc_root(cl[D]), pname, &pdir.fh, NULL);
+	pdir.st = direct_view("rdbig", NULL, &pdir.fh);
 	CHECK_STAT(pdir.st, NFS3_OK);
 	if (pdir.st == NFS3_OK) {
-		list_dir(cl[D], &pdir.fh, 0, 1024, &via_d);
+		nfsc_list_dir(cl[D], &pdir.fh, 0, 1024, &via_d);
 		listing_check(&via_d, "READDIR big of the proxy's dir, direct");
 		same_names(&rd[P], &via_d, 1,
 			   "READDIR big: proxy vs direct on the same dir");
-		listing_free(&via_d);
+		nfsc_listing_free(&via_d);
 		nfsc_fh_free(&pdir.fh);
 	}
 
 	/* Resume from the cookie of entry N/2 with the last cookieverf. */
 	BOTH(s) {
-		list_dir_from(cl[s], &pp.dir[s], 0, 1024, mid[s], rd[s].verf,
-			      &rest[s]);
+		nfsc_list_dir_from(cl[s], &pp.dir[s], 0, 1024, mid[s],
+				   rd[s].verf, &rest[s]);
 		listing_check(&rest[s], "READDIR big resumed");
 		CHECK_MSG(rest[s].n == N + 2 - (N / 2 + 1),
 			  "READDIR big resumed (%s): %zu entries", side_name[s],
 			  rest[s].n);
-		qsort(tail[s].e, tail[s].n, sizeof(*tail[s].e), dent_cmp);
+		nfsc_listing_sort(&tail[s]);
 		same_names(&tail[s], &rest[s], 1,
 			   "READDIR resumed vs first pass");
 	}
 	BOTH(s) {
-		listing_free(&rd[s]);
-		listing_free(&rdp[s]);
-		listing_free(&rest[s]);
-		listing_free(&tail[s]);
+		nfsc_listing_free(&rd[s]);
+		nfsc_listing_free(&rdp[s]);
+		nfsc_listing_free(&rest[s]);
+		nfsc_listing_free(&tail[s]);
 	}
 	pair_free(&pp);
 }
@@ -1723,10 +1622,10 @@ static void test_fsinfo(void)
 	BOTH_STAT(st, NFS3_OK, "FSINFO");
 	if (st[P] != NFS3_OK || st[D] != NFS3_OK)
 		return;
-	printf("\n  FSINFO proxy rtmax %u rtpref %u wtmax %u wtpref %u dtpref %u;"
-	       " direct rtmax %u wtmax %u\n", ok[P].rtmax, ok[P].rtpref,
-	       ok[P].wtmax, ok[P].wtpref, ok[P].dtpref, ok[D].rtmax,
-	       ok[D].wtmax);
+	printf("\n  FSINFO proxy rtmax %u rtpref %u wtmax %u wtpref %u "
+	       "dtpref %u; direct rtmax %u wtmax %u\n", ok[P].rtmax,
+	       ok[P].rtpref, ok[P].wtmax, ok[P].wtpref, ok[P].dtpref,
+	       ok[D].rtmax, ok[D].wtmax);
 	CHECK_MSG(ok[P].rtmax <= ok[D].rtmax && ok[P].rtmax <= 1048576,
 		  "FSINFO rtmax: proxy %u, direct %u", ok[P].rtmax,
 		  ok[D].rtmax);
@@ -1824,7 +1723,7 @@ static void test_err_acces(void)
 {
 	struct pair pp;
 	struct obj priv[NSIDES], secret[NSIDES], rootf[NSIDES];
-	struct listing l;
+	struct nfsc_listing l;
 	char verf[8], buf[64];
 	unsigned char data[16];
 	uint32_t count;
@@ -1857,9 +1756,9 @@ static void test_err_acces(void)
 				   NULL);
 	BOTH_STAT(st, NFS3ERR_ACCES, "MKDIR in 0700 dir as 4242");
 	BOTH(s) {
-		list_dir(cl42[s], &priv[s].fh, 0, 4096, &l);
+		nfsc_list_dir(cl42[s], &priv[s].fh, 0, 4096, &l);
 		st[s] = l.st;
-		listing_free(&l);
+		nfsc_listing_free(&l);
 	}
 	BOTH_STAT(st, NFS3ERR_ACCES, "READDIR of 0700 dir as 4242");
 	BOTH(s)
@@ -1897,16 +1796,16 @@ static void bad_handle_calls(struct nfsc *c, const nfs_fh3 *fh, int st[6])
 	char verf[8];
 	uint32_t count;
 	int committed;
-	struct listing l;
+	struct nfsc_listing l;
 
 	st[0] = nfsc_getattr(c, fh, NULL);
 	st[1] = nfsc_lookup(c, fh, "x", NULL, NULL);
 	st[2] = nfsc_read(c, fh, 0, 10, NULL, NULL, NULL);
 	st[3] = nfsc_write(c, fh, 0, "x", 1, FILE_SYNC, &count, &committed,
 			   verf);
-	list_dir(c, fh, 0, 4096, &l);
+	nfsc_list_dir(c, fh, 0, 4096, &l);
 	st[4] = l.st;
-	listing_free(&l);
+	nfsc_listing_free(&l);
 	st[5] = nfsc_create(c, fh, "y", 0644, NULL, NULL);
 }
 
@@ -2008,6 +1907,8 @@ static const struct {
 	{ "badhandle", test_err_badhandle },
 };
 
+#define NTESTS(t) (sizeof(t) / sizeof((t)[0]))
+
 int test_register(void)
 {
 	CU_pSuite procs, errs;
@@ -2018,11 +1919,11 @@ int test_register(void)
 	errs = CU_add_suite("compare_errors", suite_init, suite_cleanup);
 	if (!procs || !errs)
 		return -1;
-	for (i = 0; i < sizeof(procedure_tests) / sizeof(procedure_tests[0]); i++)
+	for (i = 0; i < NTESTS(procedure_tests); i++)
 		if (!CU_add_test(procs, procedure_tests[i].name,
 				 procedure_tests[i].fn))
 			return -1;
-	for (i = 0; i < sizeof(error_tests) / sizeof(error_tests[0]); i++)
+	for (i = 0; i < NTESTS(error_tests); i++)
 		if (!CU_add_test(errs, error_tests[i].name, error_tests[i].fn))
 			return -1;
 	return 0;

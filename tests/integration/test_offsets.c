@@ -65,7 +65,8 @@ static void write_both(const nfs_fh3 fh[NSIDES], uint64_t off,
 				    &count, &committed, verf);
 
 		CHECK_MSG(st == NFS3_OK && count == len && committed >= stable,
-			  "WRITE off %llu len %u (%s): %s count %u committed %d",
+			  "WRITE off %llu len %u (%s): %s count %u "
+			  "committed %d",
 			  (unsigned long long)off, len, side_name[s],
 			  nfsc_stat_name(st), count, committed);
 	}
@@ -92,8 +93,8 @@ static void read_both(const nfs_fh3 fh[NSIDES], uint64_t off, uint32_t len,
 			CHECK_MSG(st == NFS3_OK && count == want_count &&
 					  (want_eof < 0 ||
 					   eof[s][pass] == want_eof),
-				  "READ off %llu len %u (%s, pass %d): %s count "
-				  "%u eof %d, want count %u eof %d",
+				  "READ off %llu len %u (%s, pass %d): %s "
+				  "count %u eof %d, want count %u eof %d",
 				  (unsigned long long)off, len, side_name[s],
 				  pass, nfsc_stat_name(st), count,
 				  eof[s][pass], want_count, want_eof);
@@ -269,6 +270,7 @@ static int suite_init(void)
 		cl[s] = nfsc_connect(url[s], 0, 0);
 		if (!cl[s])
 			return -1;
+		nfsc_set_fail_fast(cl[s], 1);
 		snprintf(dir_name[s], sizeof(dir_name[s]), "off-%c-%ld",
 			 "pd"[s], (long)getpid());
 		st = nfsc_mkdir(cl[s], nfsc_root(cl[s]), dir_name[s], 0755,
@@ -300,7 +302,8 @@ int test_register(void)
 	s = CU_add_suite("offsets", suite_init, suite_cleanup);
 	if (!s ||
 	    !CU_add_test(s, "write_at_5gib", test_write_at_5gib) ||
-	    !CU_add_test(s, "read_at_and_past_eof", test_read_at_and_past_eof) ||
+	    !CU_add_test(s, "read_at_and_past_eof",
+			 test_read_at_and_past_eof) ||
 	    !CU_add_test(s, "short_read_sets_eof", test_short_read_sets_eof))
 		return -1;
 	return 0;
