@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * readahead: the per-file readahead state machine (DESIGN.md lesson 4,
+ * "readahead that recovers"). Pure: no clock, no I/O, no libevent. The
+ * caller reports every client READ of a file (hits included: that is how
+ * a stream crosses its trigger) and gets back the byte ranges to prefetch
+ * now; it fetches the parts of them the cache lacks.
+ *
+ * Streams. A file has up to max_streams sequential streams, each known by
+ * where its last READ ended (`next`); there is no open/close in NFSv3. A
+ * READ at [off, off + len) belongs to the stream whose `next` is within
+ * page_size of off, or whose issued prefetch already covers off (a reader
+ * that skips ahead, or parallel READs that arrive out of order). A READ
+ * that belongs to no stream replaces the least recently used one as a
+ * candidate: one READ is no evidence, so a candidate prefetches nothing
+ * and random READs issue nothing. A candidate becomes sequential on its
+ * next READ, or at once when the READ starts at offset 0 (reading a file
+ * from its start) or when it missed and the caller says the bytes just
+ * before it are cached (prev_cached: a stream whose state was lost, for
+ * example pushed out by more than max_streams interleaved readers, picks
+ * up where its prefetched data ends; see ra_prev_range()).
+ *
+ * Window. A stream that turns sequential starts with
+ *   init = max(min_window, 2 x len rounded up to pages), at most max_window
+ * and grows on each of its following sequential READs, x4 while below a
+ * quarter of max_window, then x2, up to max_window. With the defaults
+ * (128 KiB, 4 MiB) a stream of 4 KiB or 64 KiB READs issues windows of
+ * 128K, 512K, 2M, 4M, 4M...: full size at its 4th sequential READ. A
+ * stream's window depends only on how many sequential READs it has seen,
+ * never on the file's history: a sequential phase after a random one ramps
+ * exactly like a fresh stream (the 2.6.x bug fixed in 2004 kept an average
+ * over random reads and ramped slowly).
+ *
+ * Issue. While growing, every sequential READ issues one window; at full
+ * size a window is issued when a READ reaches the trigger, the start of
+ * the last window issued (the kernel's PG_readahead mark). Windows are
+ * contiguous from the stream's `frontier` (never before the reader: every
+ * prefetched byte lies past the READ's end), so the next window is in
+ * flight while the reader is still a whole window before the end of the
+ * current one: between one and two windows are ahead of the reader.
+ * Ranges start page-aligned and end page-aligned or at file_size; parts
+ * that another stream of the file issued ahead of its own reader are left
+ * out. The caller still fetches only what the cache lacks: a stream that
+ * was forgotten and found again may ask for bytes already cached.
+ *
+ * Counters: windows and bytes issued here. Whether prefetched bytes were
+ * used or wasted (evicted unread) is known only to the cache, which counts
+ * it.
+ *
+ * Not thread-safe: the owner of the file serialises calls.
+ */
+#ifndef NFSCACHED_CACHE_READAHEAD_H
+#define NFSCACHED_CACHE_READAHEAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rangeset.h"
+
+#define RA_STREAMS_MAX		32	/* upper bound of max_streams */
+#define RA_DEFAULT_MAX_WINDOW	(4u * 1024 * 1024)
+#define RA_DEFAULT_MIN_WINDOW	(128u * 1024)
+#define RA_DEFAULT_STREAMS	8
+/* Most ranges one ra_on_read() can return (a window minus the spans of
+ * the other streams). */
+#define RA_RANGES_MAX		(RA_STREAMS_MAX + 1)
+
+/* Tunables, shared by all files (from the configuration). */
+struct ra_params {
+	uint64_t max_window;	/* bytes, the largest window; 0 disables */
+	uint64_t min_window;	/* bytes, the smallest first window */
+	uint32_t page_size;	/* bytes, power of two: alignment, slack */
+	unsigned max_streams;	/* streams per file, 1..RA_STREAMS_MAX */
+};
+
+/* Counters kept per file, folded by the caller (ra_stats_add). X(field,
+ * metric name, help text); the names follow DESIGN.md "Metrics". */
+#define RA_COUNTERS(X) \
+	X(windows, "nfscached_readahead_windows_total", \
+	  "Readahead windows issued") \
+	X(bytes, "nfscached_readahead_issued_bytes_total", \
+	  "Bytes asked for by readahead (before the cache drops what it has)") \
+	X(streams, "nfscached_readahead_streams_total", \
+	  "Sequential streams detected")
+
+struct ra_stats {
+#define X(f, name, help) uint64_t f;
+	RA_COUNTERS(X)
+#undef X
+};
+
+/* Per-file state; opaque. */
+struct ra_state;
+
+/*
+ * Fill *p with the defaults: 4 MiB max window, 128 KiB min window, 8
+ * streams, the given page size (a power of two).
+ */
+void ra_params_default(struct ra_params *p, uint32_t page_size);
+
+/*
+ * True when p is usable: page_size a power of two; max_window 0 or a
+ * multiple of page_size; min_window <= max_window; max_streams in
+ * 1..RA_STREAMS_MAX. Every other function requires valid params.
+ */
+bool ra_params_valid(const struct ra_params *p);
+
+/*
+ * Allocate the state of one file with room for p->max_streams streams and
+ * no stream yet. Returns NULL with errno ENOMEM (the caller then does no
+ * readahead for the file) or EINVAL (invalid p). Free with ra_state_free.
+ */
+struct ra_state *ra_state_new(const struct ra_params *p);
+
+/* Free *s (NULL allowed) and clear the caller's pointer. */
+void ra_state_free(struct ra_state **s);
+
+/*
+ * Report a client READ of [off, off + len) on a file of file_size bytes
+ * and get the ranges to prefetch now, in offset order, in out[0..n) (at
+ * most max; out may be NULL when max is 0). Returns n. The stream counts
+ * what it returns as issued: fetch it, or hand back what could not be
+ * fetched with ra_cancel(). A window cut short by max is cut at the first
+ * range left out, which a later READ issues again.
+ *
+ * prev_cached: the READ is not a full hit (some of its bytes had to be
+ * fetched) and every byte of ra_prev_range(p, off, len) is in cache
+ * (valid or a known hole); it may start a stream at once (see the top of
+ * this file). Hits never pass it: a random READ that lands inside data
+ * prefetched for someone else must not look sequential. Call for every
+ * READ, hits included; a READ of 0 bytes changes nothing. Never fails. Source: the idea of the Linux on-demand
+ * readahead (mm/readahead.c, ondemand_readahead(), PG_readahead).
+ */
+size_t ra_on_read(struct ra_state *s, const struct ra_params *p,
+		  uint64_t off, uint32_t len, uint64_t file_size,
+		  bool prev_cached, struct range *out, size_t max);
+
+/*
+ * The bytes the caller checks for ra_on_read()'s prev_cached: the
+ * 4 x len bytes (len rounded up to pages; at most max_window, at least
+ * len) just before off, clipped at 0. Empty ({off, off}) when off is 0.
+ * Four READs' worth, because one or two cached pages before a random
+ * READ are common (10,000 random 4 KiB READs over 1 GiB: with 2 x len,
+ * 1-5% of the bytes read were prefetched for nothing; with 4 x len, under
+ * 1%), while a sequential reader always has its own past READs behind it.
+ */
+struct range ra_prev_range(const struct ra_params *p, uint64_t off,
+			   uint32_t len);
+
+/*
+ * The caller could not issue r (one of the ranges ra_on_read returned:
+ * no memory, upstream error). A stream whose issued span ends inside or
+ * at the end of r moves its frontier back to r.start, so a later READ
+ * issues those bytes again; a range in the middle of a span is forgotten
+ * (the READ path fetches it on demand).
+ */
+void ra_cancel(struct ra_state *s, const struct ra_params *p,
+	       const struct range *r);
+
+/*
+ * The file's cached data was dropped (another writer changed it): every
+ * stream keeps its window size but forgets what it issued, so its next
+ * sequential READ issues a full window from the reader's position.
+ */
+void ra_invalidate(struct ra_state *s, const struct ra_params *p);
+
+/* Copy s's counters into *st. */
+void ra_stats_get(const struct ra_state *s, struct ra_stats *st);
+
+/* Add every counter of x to *sum (folding files into totals). */
+void ra_stats_add(struct ra_stats *sum, const struct ra_stats *x);
+
+/*
+ * Check the invariants of s under p: at most min(allocated, max_streams)
+ * streams in use; per stream origin <= frontier, both page-aligned,
+ * trigger in [origin, frontier], window 0 or a multiple of page_size up to
+ * max_window, no use stamp from the future. True when all hold.
+ */
+bool ra_check(const struct ra_state *s, const struct ra_params *p);
+
+#endif
