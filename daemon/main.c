@@ -214,19 +214,11 @@ static void load_key(struct daemon *d)
 		fatal("%s", err);
 }
 
-/* Log upstream state changes. */
+/* Pass upstream state changes on to the service (which logs them). */
 static void upstream_state_changed(struct upstream *u, enum upstream_state st,
 				   void *arg)
 {
-	struct export_rt *ex = arg;
-	static const char *const names[] = { "down", "connecting", "up" };
-
-	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
-		log_info("export %s: upstream %s is %s%s%s", ex->conf->path,
-			 ex->conf->upstream, names[st],
-			 st == UPSTREAM_DOWN && upstream_last_error(u)[0] ? ": " : "",
-			 st == UPSTREAM_DOWN ? upstream_last_error(u) : "");
-	service_upstream_state(ex, st);
+	service_upstream_state(arg, st, upstream_last_error(u));
 }
 
 /* Start one upstream client per export. */

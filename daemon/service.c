@@ -34,6 +34,8 @@ static struct {
 	struct daemon *d;
 	enum svc_phase phase;
 	bool *settled;			/* by export index */
+	bool *down_logged;		/* by export index: DOWN logged and
+					 * not up since */
 	struct event *status_timer;
 	struct event *watchdog_timer;
 	struct timeval watchdog_tv;
@@ -194,8 +196,11 @@ static void arm_timers(void)
 
 void service_started(void)
 {
-	svc.settled = calloc(svc.d->nexports ? svc.d->nexports : 1, sizeof(bool));
-	if (!svc.settled)
+	size_t n = svc.d->nexports ? svc.d->nexports : 1;
+
+	svc.settled = calloc(n, sizeof(bool));
+	svc.down_logged = calloc(n, sizeof(bool));
+	if (!svc.settled || !svc.down_logged)
 		fatal("out of memory");
 	svc.phase = SVC_STARTING;
 	arm_timers();
@@ -204,12 +209,35 @@ void service_started(void)
 	maybe_ready();
 }
 
-void service_upstream_state(const struct export_rt *ex, enum upstream_state st)
+/* Log export i's upstream going up or down (repeated failures: debug). */
+static void log_upstream(const struct export_rt *ex, size_t i,
+			 enum upstream_state st, const char *why)
+{
+	const char *sep = why && why[0] ? ": " : "";
+
+	if (st == UPSTREAM_UP) {
+		log_info("export %s: upstream %s is up", ex->conf->path,
+			 ex->conf->upstream);
+		svc.down_logged[i] = false;
+	} else if (st == UPSTREAM_DOWN && !svc.down_logged[i]) {
+		log_warn("export %s: upstream %s is down%s%s (clients get "
+			 "NFS3ERR_JUKEBOX until it is back)", ex->conf->path,
+			 ex->conf->upstream, sep, why ? why : "");
+		svc.down_logged[i] = true;
+	} else if (st == UPSTREAM_DOWN) {
+		log_debug("export %s: upstream still down%s%s", ex->conf->path,
+			  sep, why ? why : "");
+	}
+}
+
+void service_upstream_state(const struct export_rt *ex,
+			    enum upstream_state st, const char *why)
 {
 	size_t i = (size_t)(ex - svc.d->exports);
 
 	if (!svc.settled || i >= svc.d->nexports)
 		return;
+	log_upstream(ex, i, st, why);
 	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
 		svc.settled[i] = true;
 	maybe_ready();
@@ -259,7 +287,9 @@ void service_shutdown(void)
 		event_free(svc.watchdog_timer);
 	svc.status_timer = svc.watchdog_timer = NULL;
 	free(svc.settled);
+	free(svc.down_logged);
 	svc.settled = NULL;
+	svc.down_logged = NULL;
 	notify_close();
 }
 

@@ -47,9 +47,14 @@ void service_init(struct daemon *d);
  */
 void service_started(void);
 
-/* An export's upstream changed state; may send READY=1. */
+/*
+ * An export's upstream changed state; why is the upstream's last error
+ * (borrowed, may be ""). Logs it, once per change between up and down
+ * (a failed reconnect attempt after another is logged at debug level), and
+ * may send READY=1.
+ */
 void service_upstream_state(const struct export_rt *ex,
-			    enum upstream_state st);
+			    enum upstream_state st, const char *why);
 
 /* A reload begins: RELOADING=1 (when READY). */
 void service_reload_begin(void);

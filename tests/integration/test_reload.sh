@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# test_reload: SIGHUP re-reads the configuration file of the running
+# nfscached (harness.sh's, $NFSC_PROXY_CONF). Each step edits the file,
+# sends SIGHUP, waits for the daemon's log line, then checks what clients
+# see (nfs-ls through the proxy: MOUNT, then NFS) and /metrics:
+#
+#   1. a broken file (an unknown directive): "reload refused: FILE:LINE:
+#      reason" logged, reloads_total{result="refused"} 1, the daemon keeps
+#      serving on the old configuration;
+#   2. a good file with another client list and acregmax = 7: the proxy's
+#      own address is no longer allowed (nfs-ls fails, MNT refused), the
+#      acregmax gauge says 7, reloads_total{result="ok"} 1;
+#   3. the client list back: nfs-ls works again;
+#   4. the export's upstream changed: refused, saying a restart is needed,
+#      and the daemon keeps serving the old upstream;
+#   5. nfs_port changed (fixed at start): the reload goes through, the
+#      change is logged as waiting for a restart and the old port serves.
+# The same daemon process serves throughout.
+set -euo pipefail
+
+: "${NFSC_PROXY_CONF:?}" "${NFSC_PROXY_PID:?}" "${NFSC_PROXY_LOG:?}"
+: "${NFSC_PROXY_URL:?}" "${NFSC_METRICS_ADDR:?}" "${NFSC_LIB:?}"
+# shellcheck source=../../scripts/lib.sh
+. "$NFSC_LIB"
+
+fails=0
+conf=$NFSC_PROXY_CONF
+good=$NFSC_TMP/reload-good.conf
+cp "$conf" "$good"
+
+# Record a failed check.
+fail() {
+	echo "test_reload: FAILED: $*" >&2
+	fails=$((fails + 1))
+}
+
+# Record a passed check.
+pass() {
+	echo "test_reload: ok: $*"
+}
+
+# Number of lines in the proxy's log matching fixed string $1.
+log_count() {
+	grep -cF -- "$1" "$NFSC_PROXY_LOG" || true
+}
+
+# Send SIGHUP and wait (10 s) for a new log line containing $1. True if seen.
+hup_and_wait() {
+	local want=$1 before i
+	before=$(log_count "$want")
+	kill -HUP "$NFSC_PROXY_PID"
+	for ((i = 0; i < 100; i++)); do
+		(($(log_count "$want") > before)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Check that metric sample $1 has value $2.
+want_metric() {
+	local v
+	v=$(nfsc_metric "$NFSC_METRICS_ADDR" "$1") || v="(absent)"
+	if [[ "$v" == "$2" ]]; then
+		pass "$1 = $2"
+	else
+		fail "$1 is $v, want $2"
+	fi
+}
+
+# True if a client can list the export through the proxy.
+can_list() {
+	timeout 20 nfs-ls "$NFSC_PROXY_URL" >/dev/null 2>&1
+}
+
+# Check that the proxy serves (or, with $1 = no, refuses) the client.
+want_served() {
+	if [[ "${1:-yes}" == yes ]]; then
+		can_list && pass "$2: the client is served" || fail "$2: the client is not served"
+	else
+		can_list && fail "$2: the client is still served" || pass "$2: the client is refused"
+	fi
+}
+
+want_served yes "before any reload"
+want_metric 'nfscached_config_reloads_total{result="ok"}' 0
+
+# 1. A broken file.
+cp "$good" "$conf"
+printf 'no_such_directive = 1\n' >>"$conf"
+line=$(wc -l <"$conf")
+if hup_and_wait "reload refused: $conf:$line:"; then
+	pass "broken file: $(grep -F "reload refused: $conf:$line:" "$NFSC_PROXY_LOG" | tail -n 1)"
+else
+	fail "broken file: no 'reload refused: $conf:$line: ...' in the log"
+fi
+want_metric 'nfscached_config_reloads_total{result="refused"}' 1
+want_metric 'nfscached_config_last_reload_successful' 0
+want_served yes "after the refused reload"
+
+# 2. Another client list and acregmax.
+sed -e 's|clients = {"127.0.0.1/32"}|clients = {"10.9.8.0/24"}|' \
+	-e 's|secure = false|secure = false\n\tacregmax = 7|' "$good" >"$conf"
+grep -q '"10.9.8.0/24"' "$conf" && grep -q 'acregmax = 7' "$conf" ||
+	{ echo "test_reload: cannot edit $conf" >&2; exit 1; }
+if hup_and_wait "reloaded $conf"; then
+	pass "new client list and acregmax: reloaded"
+else
+	fail "new client list: no 'reloaded $conf' in the log"
+fi
+want_metric 'nfscached_config_reloads_total{result="ok"}' 1
+want_metric 'nfscached_config_last_reload_successful' 1
+want_metric 'nfscached_config_attr_cache_seconds{export="/export",setting="acregmax"}' 7
+want_served no "clients = 10.9.8.0/24"
+n=$(log_count 'MNT /export refused for 127.0.0.1')
+if ((n >= 1)); then
+	pass "MNT refused for 127.0.0.1 (logged)"
+else
+	fail "no 'MNT /export refused for 127.0.0.1' in the log"
+fi
+
+# 3. The client list back.
+cp "$good" "$conf"
+hup_and_wait "reloaded $conf" || fail "restoring the client list: not reloaded"
+want_served yes "clients restored"
+want_metric 'nfscached_config_reloads_total{result="ok"}' 2
+
+# 4. The export's upstream changed.
+sed -e "s|nfsport=$NFSC_DIRECT_NFS_PORT|nfsport=$((NFSC_DIRECT_NFS_PORT + 1))|" "$good" >"$conf"
+if hup_and_wait "upstream changed from"; then
+	msg=$(grep -F "upstream changed from" "$NFSC_PROXY_LOG" | tail -n 1)
+	[[ "$msg" == *"reload refused: $conf: "*"needs a restart"* ]] &&
+		pass "changed upstream: $msg" || fail "changed upstream logged as '$msg'"
+else
+	fail "changed upstream: no refusal in the log"
+fi
+want_metric 'nfscached_config_reloads_total{result="refused"}' 2
+want_served yes "after the refused upstream change"
+
+# 5. A directive fixed at start.
+sed -e "s|^nfs_port = $NFSC_PROXY_NFS_PORT|nfs_port = $((NFSC_PROXY_NFS_PORT + 1))|" "$good" >"$conf"
+if hup_and_wait "reload: nfs_port changed from $NFSC_PROXY_NFS_PORT"; then
+	pass "nfs_port change logged as waiting for a restart"
+else
+	fail "nfs_port change: no warning in the log"
+fi
+want_metric 'nfscached_config_reloads_total{result="ok"}' 3
+want_served yes "after the nfs_port change (old port)"
+cp "$good" "$conf"
+
+if kill -0 "$NFSC_PROXY_PID" 2>/dev/null; then
+	pass "the same nfscached process (pid $NFSC_PROXY_PID) served throughout"
+else
+	fail "nfscached (pid $NFSC_PROXY_PID) is gone"
+fi
+if ((fails)); then
+	echo "test_reload: $fails check(s) failed" >&2
+	exit 1
+fi
+echo "test_reload: OK"
