@@ -311,7 +311,7 @@ static void print_rates(FILE *f, const struct stats_snap *s,
 
 	if (interval <= 0)
 		return;
-	fprintf(f, "last %.0fs   %.1f READs/s (%.1f%% hits), %s/s read, %.1f upstream calls/s\n",
+	fprintf(f, "last %gs  %.1f READs/s (%.1f%% hits), %s/s read, %.1f upstream calls/s\n",
 		interval, reads / interval, pct(hits, reads),
 		human_bytes(bytes / interval, b1, sizeof(b1)),
 		(s->upstream_calls - prev->upstream_calls) / interval);
