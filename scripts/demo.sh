@@ -11,6 +11,8 @@
 #      every copy byte for byte
 #   4. print the proxy's counters from its /metrics endpoint
 #   5. stop everything (nfscached must exit 0 on SIGTERM)
+#   6. print `nfscached stats`, the summary of this run (hit ratio, bytes
+#      saved, writes, upstream latency), taken just before the stop
 #
 # Options: --no-deps (skip the package check), --no-build (use build/ as is).
 set -euo pipefail
@@ -131,6 +133,9 @@ grep '^nfscached_' "$tmp/metrics.txt" |
 read -r c1 u1 <<<"$(read_counts)"
 echo "in all: $c1 client READs, $u1 READs sent upstream"
 
+# The summary of the run, printed at the end (the daemon must be up to ask).
+"$bin" stats --metrics "$metrics" >"$tmp/stats.txt"
+
 step "stopping nfscached (SIGTERM), Ganesha and what else this demo started"
 pid=$proxy_pid
 proxy_pid=
@@ -142,5 +147,7 @@ if ((status != 0)); then
 	exit 1
 fi
 echo "nfscached exited 0"
-echo
 echo "demo: OK"
+
+step "nfscached stats: the summary of this run (taken just before the stop)"
+sed 's/^/    /' "$tmp/stats.txt"

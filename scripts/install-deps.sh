@@ -18,6 +18,8 @@ packages=(
 	# (ss, pgrep, flock/setsid, cmp)
 	nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils curl
 	iproute2 procps util-linux diffutils
+	# the service tests: systemd-analyze verify/security, systemd-sysusers
+	systemd
 )
 
 missing=()
