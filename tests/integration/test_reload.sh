@@ -12,7 +12,9 @@
 #   2. a good file with another client list and acregmax = 7: the proxy's
 #      own address is no longer allowed (nfs-ls fails, MNT refused), the
 #      acregmax gauge says 7, reloads_total{result="ok"} 1;
-#   3. the client list back: nfs-ls works again;
+#   3. the client list back: nfs-ls works again; then acregmin = acregmax
+#      = 0 makes every READ revalidate attributes upstream, and 60 makes
+#      none do (counted on /metrics);
 #   4. the export's upstream changed: refused, saying a restart is needed,
 #      and the daemon keeps serving the old upstream;
 #   5. nfs_port changed (fixed at start): the reload goes through, the
@@ -126,6 +128,36 @@ hup_and_wait "reloaded $conf" || fail "restoring the client list: not reloaded"
 want_served yes "clients restored"
 want_metric 'nfscached_config_reloads_total{result="ok"}' 2
 
+# 3b. Attribute timeouts take effect: with acregmin = acregmax = 0 every
+# READ revalidates the file's attributes (one GETATTR upstream beyond the
+# client's own GETATTRs, which are always forwarded); with 60 s none does.
+head -c 3000000 /dev/urandom >"$NFSC_EXPORT_DIR/reload-ac.bin"
+ac_url=$(nfsc_url_join "$NFSC_PROXY_URL" reload-ac.bin)
+nfs-cat "$ac_url" >/dev/null
+for ac in 0 60; do
+	sed -e "s|secure = false|secure = false\n\tacregmin = $ac\n\tacregmax = $ac|" "$good" >"$conf"
+	hup_and_wait "reloaded $conf" || fail "acregmin = acregmax = $ac: not reloaded"
+	for s in 0 1; do
+		snap[s]=$(for x in 'nfscached_upstream_rpcs_total{procedure="getattr"}' \
+			'nfscached_client_rpcs_total{program="nfs3",procedure="getattr"}' \
+			'nfscached_client_rpcs_total{program="nfs3",procedure="read"}'; do
+			nfsc_metric "$NFSC_METRICS_ADDR" "$x"; done | tr '\n' ' ')
+		((s == 0)) && nfs-cat "$ac_url" >/dev/null
+	done
+	read -r ug0 cg0 rd0 <<<"${snap[0]}"
+	read -r ug1 cg1 rd1 <<<"${snap[1]}"
+	extra=$(((ug1 - ug0) - (cg1 - cg0)))
+	reads=$((rd1 - rd0))
+	want=$((ac == 0 ? reads : 0))
+	if ((reads > 0 && extra == want)); then
+		pass "acregmax = $ac: $reads READs, $extra GETATTRs of the proxy's own"
+	else
+		fail "acregmax = $ac: $reads READs, $extra GETATTRs of the proxy's own, want $want"
+	fi
+done
+cp "$good" "$conf"
+hup_and_wait "reloaded $conf" || fail "restoring the attribute timeouts: not reloaded"
+
 # 4. The export's upstream changed.
 sed -e "s|nfsport=$NFSC_DIRECT_NFS_PORT|nfsport=$((NFSC_DIRECT_NFS_PORT + 1))|" "$good" >"$conf"
 if hup_and_wait "upstream changed from"; then
@@ -145,7 +177,7 @@ if hup_and_wait "reload: nfs_port changed from $NFSC_PROXY_NFS_PORT"; then
 else
 	fail "nfs_port change: no warning in the log"
 fi
-want_metric 'nfscached_config_reloads_total{result="ok"}' 3
+want_metric 'nfscached_config_reloads_total{result="ok"}' 6
 want_served yes "after the nfs_port change (old port)"
 cp "$good" "$conf"
 
