@@ -58,10 +58,14 @@ ganesha_started=0
 # Stop whatever was started and remove the temp dir.
 cleanup() {
 	local rc=$?
+	nfsc_stop_session "${NFSC_CMD_PID:-}"
 	if [[ -n "$proxy_pid" ]]; then
 		nfsc_proxy_stop "$proxy_pid" || true
 		[[ $rc != 0 ]] || rc=1
-		tail -n 30 "$tmp/nfscached.log" >&2 || true
+	fi
+	if ((rc != 0)) && [[ -s "$tmp/nfscached.log" ]]; then
+		echo "demo: failed; the end of nfscached's log:" >&2
+		tail -n 30 "$tmp/nfscached.log" >&2
 	fi
 	if ((ganesha_started)); then
 		nfsc_ganesha_stop "$tmp/ganesha" || true
@@ -74,6 +78,18 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+
+# Run a client command, at most 120 s, stopped at once if nfscached dies;
+# exit (through cleanup) if it fails.
+client() {
+	if ! nfsc_run_watching "$proxy_pid" 120 "$@"; then
+		if [[ -n "$NFSC_WATCHED_EXIT" ]]; then
+			proxy_pid=
+		fi
+		echo "demo: '$*' failed (status $NFSC_CMD_STATUS)" >&2
+		exit 1
+	fi
+}
 
 step "starting rpcbind, NFS-Ganesha and nfscached on 127.0.0.1"
 mkdir -p "$tmp/export" "$tmp/ganesha" "$tmp/state" "$tmp/files"
@@ -99,8 +115,8 @@ step "copying a 10 MiB file in and out through nfscached"
 size=$((10 * 1024 * 1024))
 head -c "$size" /dev/urandom >"$tmp/files/demo.bin"
 url=$(nfsc_url_join "$proxy" demo.bin)
-nfs-cp "$tmp/files/demo.bin" "$url"
-nfs-cp "$url" "$tmp/files/back.bin"
+client nfs-cp "$tmp/files/demo.bin" "$url"
+client nfs-cp "$url" "$tmp/files/back.bin"
 cmp "$tmp/files/demo.bin" "$tmp/files/back.bin"
 cmp "$tmp/files/demo.bin" "$tmp/export/demo.bin"
 echo "in and out: $size bytes, identical to the original and to the file on the server"
@@ -118,7 +134,7 @@ step "reading it twice with nfs-cat (the second read should come from the cache)
 for i in 1 2; do
 	read -r c0 u0 <<<"$(read_counts)"
 	start=$(date +%s%N)
-	nfs-cat "$url" >"$tmp/files/cat$i.bin"
+	client nfs-cat "$url" >"$tmp/files/cat$i.bin"
 	end=$(date +%s%N)
 	read -r c1 u1 <<<"$(read_counts)"
 	cmp "$tmp/files/demo.bin" "$tmp/files/cat$i.bin"

@@ -435,6 +435,51 @@ nfsc_proxy_stop() {
 	return "$NFSC_PROXY_STATUS"
 }
 
+# Stop the session (process group) led by pid $1: SIGTERM, SIGKILL after
+# 5 s.
+nfsc_stop_session() {
+	[[ -n "$1" ]] || return 0
+	kill -TERM -- -"$1" 2>/dev/null || true
+	if ! nfsc_wait_gone "$1" 50; then
+		kill -KILL -- -"$1" 2>/dev/null || true
+	fi
+}
+
+# Run $3... in a session of its own, for at most $2 seconds, while
+# watching nfscached pid $1 (a child of this shell, or "" to watch
+# nothing). If nfscached exits non-zero first, the command is stopped at
+# once: a client of a dead server retries forever. Returns the command's
+# status (124 on timeout) and sets NFSC_CMD_STATUS to it; sets
+# NFSC_WATCHED_EXIT to nfscached's exit status if it exited (and was
+# reaped), else to "". NFSC_CMD_PID names the session while it runs.
+nfsc_run_watching() {
+	local watched=$1 secs=$2 st
+	shift 2
+	NFSC_CMD_STATUS=0
+	NFSC_WATCHED_EXIT=
+	setsid timeout -k 10 "$secs" "$@" &
+	NFSC_CMD_PID=$!
+	while nfsc_pid_alive "$NFSC_CMD_PID"; do
+		if [[ -n "$watched" && -z "$NFSC_WATCHED_EXIT" ]] &&
+			! nfsc_pid_alive "$watched"; then
+			st=0
+			wait "$watched" || st=$?
+			NFSC_WATCHED_EXIT=$st
+			if ((st != 0)); then
+				nfsc_say "nfscached exited with status $st while '$1' ran; stopping it"
+				nfsc_stop_session "$NFSC_CMD_PID"
+			fi
+		fi
+		sleep 0.2
+	done
+	wait "$NFSC_CMD_PID" || NFSC_CMD_STATUS=$?
+	NFSC_CMD_PID=
+	if ((NFSC_CMD_STATUS == 124)); then
+		nfsc_say "'$1' timed out after $secs s"
+	fi
+	return "$NFSC_CMD_STATUS"
+}
+
 # --------------------------------------------------------------- clients
 
 # Print nfs:// URL $1 with /$2 appended to its path (before any query).

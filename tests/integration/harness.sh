@@ -82,25 +82,15 @@ NFSC_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nfsc-it.XXXXXX")
 ports=()
 started_ganesha=0
 NFSC_PROXY_PID=
-cmd_pid=
 proxy_status=0
 cleaned=0
-
-# Stop the test command's session: SIGTERM, SIGKILL after 5 s.
-stop_cmd() {
-	[[ -n "$cmd_pid" ]] || return 0
-	kill -TERM -- -"$cmd_pid" 2>/dev/null || true
-	if ! nfsc_wait_gone "$cmd_pid" 50; then
-		kill -KILL -- -"$cmd_pid" 2>/dev/null || true
-	fi
-}
 
 # Stop nfscached and Ganesha, free the ports, remove the temp dir. Sets
 # proxy_status to nfscached's exit status. Runs once.
 cleanup() {
 	((cleaned)) && return 0
 	cleaned=1
-	stop_cmd
+	nfsc_stop_session "${NFSC_CMD_PID:-}"
 	if [[ -n "$NFSC_PROXY_PID" ]]; then
 		nfsc_proxy_stop "$NFSC_PROXY_PID" || proxy_status=$?
 		NFSC_PROXY_PID=
@@ -171,24 +161,14 @@ fi
 # non-zero status, the test cannot pass, and its clients would retry
 # forever, so end it now rather than at the timeout.
 cmd_status=0
-setsid timeout -k 10 "${NFSC_CMD_TIMEOUT:-540}" "$@" &
-cmd_pid=$!
-while nfsc_pid_alive "$cmd_pid"; do
-	if ((!proxy_may_exit)) && [[ -n "$NFSC_PROXY_PID" ]] &&
-		! nfsc_pid_alive "$NFSC_PROXY_PID"; then
-		wait "$NFSC_PROXY_PID" || proxy_status=$?
-		NFSC_PROXY_PID=
-		if ((proxy_status != 0)); then
-			nfsc_say "nfscached exited with status $proxy_status during the test; stopping the test"
-			stop_cmd
-		fi
-	fi
-	sleep 0.2
-done
-wait "$cmd_pid" || cmd_status=$?
-cmd_pid=
-if ((cmd_status == 124)); then
-	nfsc_say "test command timed out after ${NFSC_CMD_TIMEOUT:-540} s"
+watched=$NFSC_PROXY_PID
+if ((proxy_may_exit)); then
+	watched=
+fi
+nfsc_run_watching "$watched" "${NFSC_CMD_TIMEOUT:-540}" "$@" || cmd_status=$?
+if [[ -n "$NFSC_WATCHED_EXIT" ]]; then
+	proxy_status=$NFSC_WATCHED_EXIT
+	NFSC_PROXY_PID=
 fi
 if ((cmd_status != 0)); then
 	show_tail "the Ganesha log" "$NFSC_GANESHA_LOG"
