@@ -23,16 +23,34 @@
 #include "cache.h"
 
 #define CFILE_MAGIC 0x4346494cu
-#define OWN_STATES 4		/* own post-states remembered per file */
+#define OWN_STATES 16		/* own states remembered per file */
 #define SUSPECTS 8		/* unexplained pre-states awaiting an own post */
 
 enum queue { Q_NONE = 0, Q_A1IN, Q_AM };
+
+/* Write-back state of a byte extent inside a page (page-relative). */
+struct wbext {
+	uint32_t start, end;
+	uint32_t seq;			/* WRITING: the write-back run;
+					 * UNSTABLE: the COMMIT tag, or 0 */
+	uint16_t cred;			/* index into cache.creds */
+	uint8_t state;			/* WB_DIRTY, WB_WRITING, WB_UNSTABLE */
+	uint64_t verf;			/* UNSTABLE: upstream writeverf3 */
+};
+
+/* An upstream WRITE in flight over [off, end). */
+struct wbrun {
+	uint64_t off, end;
+	uint32_t seq;
+};
 
 struct cpage {
 	uint64_t index;			/* page number: offset / page_size */
 	struct cfile *file;
 	uint8_t *data;			/* page_size bytes */
 	struct rangeset valid;		/* page-relative byte ranges */
+	struct wbext *wb;		/* sorted, disjoint; wb ⊆ valid */
+	uint16_t nwb, capwb;		/* nwb > 0: pinned, on no queue */
 	uint8_t queue;
 	UT_hash_handle hh;		/* in file->pages, key index */
 	struct cpage *prev, *next;	/* on A1in or Am, head = newest */
@@ -75,6 +93,19 @@ struct cfile {
 	uint64_t npages;
 	uint64_t valid_bytes;
 	struct rangeset holes;		/* bytes known to read as zeros */
+	struct rangeset wbpages;	/* indexes of pages with wb extents */
+	uint64_t wbbytes[WB_NSTATES];	/* bytes by write-back state */
+	double dirty_since;		/* when DIRTY bytes last went 0 -> >0 */
+	int wb_error;			/* first write-back failure, or 0 */
+	bool local;			/* shown times are the proxy's own */
+	bool adopt_times;		/* take the next upstream times */
+	uint64_t local_size;		/* size as the proxy's writes made it */
+	struct ctime3 local_mtime, local_ctime;
+	struct cattr shown;		/* what clients are told */
+	struct wbrun *runs;		/* upstream WRITEs in flight */
+	unsigned nruns, capruns;
+	struct cfile *dprev, *dnext;	/* on cache.dirty_files */
+	bool on_dirty;
 	UT_hash_handle hh;		/* in cache->files, key fh */
 };
 
@@ -91,6 +122,11 @@ struct cache {
 	struct ghost *ghost_list;	/* head = newest */
 	uint64_t nghosts;
 	uint64_t next_id;
+	struct ccred *creds;		/* interned write-back credentials */
+	unsigned ncreds;
+	uint32_t next_seq;
+	uint64_t wbbytes[WB_NSTATES];
+	struct cfile *dirty_files;	/* files with wb extents */
 	struct cache_stats st;
 };
 
@@ -158,11 +194,24 @@ static void queue_add(struct cache *c, struct cpage *p, enum queue q)
 	}
 }
 
+static void wb_account(struct cache *c, struct cpage *p, int sign);
+static void wb_pages_update(struct cache *c, struct cpage *p);
+static int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
+		      uint32_t e, const struct wbext *ne);
+static bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e);
+static int cred_intern(struct cache *c, const struct ccred *cr);
+
 /* Free one page: off its queue and its file, data released. */
 static void page_free(struct cache *c, struct cpage *p)
 {
 	struct cfile *f = p->file;
 
+	if (p->nwb) {
+		wb_account(c, p, -1);
+		p->nwb = 0;
+		wb_pages_update(c, p);
+	}
+	free(p->wb);
 	queue_del(c, p);
 	HASH_DEL(f->pages, p);
 	f->npages--;
@@ -337,6 +386,8 @@ static void file_free(struct cache *c, struct cfile *f)
 {
 	HASH_DEL(c->files, f);
 	rangeset_clear(&f->holes);
+	rangeset_clear(&f->wbpages);
+	free(f->runs);
 	free(f->access);
 	f->magic = 0;
 	free(f);
@@ -352,6 +403,17 @@ void cfile_put(struct cache *c, struct cfile **fp)
 		return;
 	if (!f->npages && !f->has_attr && !f->mut_inflight && !f->owner)
 		file_free(c, f);
+}
+
+void cache_owner_clear(struct cache *c, void (*fn)(void *owner))
+{
+	struct cfile *f, *tmp;
+
+	HASH_ITER(hh, c->files, f, tmp) {
+		if (f->owner)
+			fn(f->owner);
+		f->owner = NULL;
+	}
 }
 
 uint64_t cfile_gen(const struct cfile *f)
@@ -381,6 +443,7 @@ void cache_free(struct cache **cp)
 		DL_DELETE(c->ghost_list, g);
 		free(g);
 	}
+	free(c->creds);
 	free(c);
 	*cp = NULL;
 }
@@ -394,7 +457,20 @@ bool cfile_has_attr(const struct cfile *f)
 
 const struct cattr *cfile_attr(const struct cfile *f)
 {
-	return &f->attr;
+	return &f->shown;
+}
+
+/* Recompute what clients are shown from the upstream's attributes and
+ * the proxy's own writes: the size never goes below bytes still to be
+ * written, and the proxy's own times hide its write-back from clients. */
+static void shown_update(struct cfile *f)
+{
+	f->shown = f->attr;
+	if (f->local) {
+		f->shown.size = f->local_size;
+		f->shown.mtime = f->local_mtime;
+		f->shown.ctime = f->local_ctime;
+	}
 }
 
 bool cfile_attr_fresh(const struct cfile *f, double now)
@@ -453,8 +529,27 @@ static void own_push(struct cfile *f, const struct cwcc *w)
 
 void cfile_invalidate(struct cache *c, struct cfile *f)
 {
+	struct cpage *p, *tmp;
+
 	f->gen++;
-	file_drop_pages(c, f);
+	HASH_ITER(hh, f->pages, p, tmp) {
+		uint64_t before = rangeset_bytes(&p->valid);
+
+		if (!p->nwb) {
+			page_free(c, p);
+			continue;
+		}
+		/* Keep only the bytes still to be written upstream. */
+		rangeset_clear(&p->valid);
+		for (unsigned i = 0; i < p->nwb; i++)
+			rangeset_add(&p->valid, p->wb[i].start, p->wb[i].end);
+		f->valid_bytes -= before - rangeset_bytes(&p->valid);
+		c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
+	}
+	if (f->local && !f->on_dirty)
+		f->local = false;
+	else if (f->local)
+		f->adopt_times = true;
 	rangeset_clear(&f->holes);
 	free(f->access);
 	f->access = NULL;
@@ -472,11 +567,21 @@ static void other_writer(struct cache *c, struct cfile *f,
 }
 
 /* Set the attributes, confirmed at now. */
+static void shown_update(struct cfile *f);
+
 static void attr_set(struct cfile *f, const struct cattr *a, double now)
 {
+	if (f->adopt_times) {
+		f->adopt_times = false;
+		f->local_mtime = a->mtime;
+		f->local_ctime = a->ctime;
+		if (a->size > f->local_size)
+			f->local_size = a->size;
+	}
 	f->attr = *a;
 	f->attr_time = now;
 	f->has_attr = true;
+	shown_update(f);
 }
 
 bool cfile_attr_observe(struct cache *c, struct cfile *f,
@@ -512,7 +617,22 @@ bool cfile_attr_observe(struct cache *c, struct cfile *f,
 
 void cfile_mutation_begin(struct cfile *f)
 {
+	struct cwcc w;
+
 	f->mut_inflight++;
+	/* The state now is the pre-state of this mutation, whatever order
+	 * the replies come back in. */
+	if (f->has_attr) {
+		w = wcc_of(&f->attr);
+		if (!own_state(f, &w))
+			own_push(f, &w);
+	}
+}
+
+/* Whether b is not older than a, by ctime. */
+static bool time_ge(const struct ctime3 *b, const struct ctime3 *a)
+{
+	return b->sec > a->sec || (b->sec == a->sec && b->nsec >= a->nsec);
 }
 
 /* Remove a suspect explained by an own post-state. */
@@ -555,10 +675,15 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		w = wcc_of(post);
 		suspect_explain(f, &w);
 	}
-	if (!pre) {
-		/* No pre-op attributes: the proxy cannot tell. */
-		other_writer(c, f, ac);
-		dropped = true;
+	if (!pre && !post) {
+		/* No reply: the change may or may not have happened. */
+		f->timeo = 0;
+	} else if (!pre) {
+		/* No pre-op attributes (pre_op_attr is optional; Ganesha
+		 * often omits it): the proxy cannot tell its own change from
+		 * another's, so it revalidates rather than trusts: the
+		 * attributes expire and the next use asks GETATTR. */
+		f->timeo = 0;
 	} else {
 		cur = wcc_of(&f->attr);
 		if (!(f->has_attr && wcc_eq(pre, &cur)) && !own_state(f, pre))
@@ -568,14 +693,27 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		/* Pre-states no own change explained: another writer. */
 		f->nsuspect = 0;
 		f->suspect_overflow = false;
-		other_writer(c, f, ac);
+		if (!dropped)
+			other_writer(c, f, ac);
 		dropped = true;
 	}
 	if (post) {
 		own_push(f, &w);
-		if (!dropped && f->timeo < ac->min)
+		if (!dropped && pre && f->timeo < ac->min)
 			f->timeo = ac->min;
-		attr_set(f, post, now);
+		if (f->has_attr && (post->mode != f->attr.mode ||
+				    post->uid != f->attr.uid ||
+				    post->gid != f->attr.gid)) {
+			/* Permissions changed: ACCESS results are stale. */
+			free(f->access);
+			f->access = NULL;
+			f->naccess = 0;
+			f->access_next = 0;
+		}
+		/* A reply overtaken by a later one must not set older
+		 * attributes. */
+		if (dropped || !f->has_attr || time_ge(&post->ctime, &f->attr.ctime))
+			attr_set(f, post, now);
 	} else {
 		f->timeo = 0;
 	}
@@ -671,19 +809,29 @@ static int page_have(const struct cache *c, const struct cfile *f,
 	return 0;
 }
 
-/* Append [s, e) to fetch, merging with the last range when they touch. */
-static void fetch_push(struct range *fetch, size_t max, size_t *n,
-		       uint64_t s, uint64_t e)
+/* Ranges to fetch, as cache_plan_read collects them. */
+struct fetchlist {
+	struct range *r;
+	size_t max;
+	size_t n;		/* total, may exceed max */
+	uint64_t last_end;	/* end of the last range, counted or stored */
+};
+
+/* Append [s, e) to the list, merging with the last range when they touch. */
+static void fetch_push(struct fetchlist *fl, uint64_t s, uint64_t e)
 {
-	if (*n && *n <= max && fetch[*n - 1].end == s) {
-		fetch[*n - 1].end = e;
+	if (fl->n && fl->last_end == s) {
+		if (fl->n <= fl->max)
+			fl->r[fl->n - 1].end = e;
+		fl->last_end = e;
 		return;
 	}
-	if (*n < max) {
-		fetch[*n].start = s;
-		fetch[*n].end = e;
+	if (fl->n < fl->max) {
+		fl->r[fl->n].start = s;
+		fl->r[fl->n].end = e;
 	}
-	(*n)++;
+	fl->n++;
+	fl->last_end = e;
 }
 
 enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
@@ -691,15 +839,16 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 				   uint64_t *end, struct range *fetch,
 				   size_t max, size_t *nfetch)
 {
-	uint64_t size = f->attr.size, covered = 0, e;
+	uint64_t size = f->shown.size, covered = 0, e;
 	struct range gaps[16];
+	struct fetchlist fl = { fetch, max, 0, 0 };
 
 	*nfetch = 0;
 	e = off + count < off ? UINT64_MAX : off + count;
 	if (e > size)
 		e = size;
 	*end = off < size ? e : off;
-	if (off >= size)
+	if (off >= size || e == off)
 		return CACHE_HIT;
 	if (rangeset_contains(&f->holes, off, e))
 		return CACHE_HOLE;
@@ -716,19 +865,19 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 			for (uint64_t at = ps; at < pe;) {
 				k = rangeset_gaps(&have, at, pe, gaps, 16);
 				for (size_t i = 0; i < k && i < 16; i++)
-					fetch_push(fetch, max, nfetch,
-						   gaps[i].start, gaps[i].end);
+					fetch_push(&fl, gaps[i].start, gaps[i].end);
 				if (k <= 16)
 					break;
 				at = gaps[15].end;
 			}
 		} else {
-			fetch_push(fetch, max, nfetch, ps, pe);
+			fetch_push(&fl, ps, pe);
 		}
 		rangeset_clear(&have);
 	}
 	if (covered == e - off)
 		return CACHE_HIT;
+	*nfetch = fl.n;
 	return covered ? CACHE_PARTIAL : CACHE_MISS;
 }
 
@@ -830,23 +979,45 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 }
 
 void cache_write(struct cache *c, struct cfile *f, uint64_t off,
-		 const uint8_t *data, uint64_t len)
+		 const uint8_t *data, uint64_t len, const struct ccred *cr)
 {
 	uint64_t e = off + len;
+	struct wbext ne;
 
 	if (!len)
 		return;
 	rangeset_remove(&f->holes, off, e);
+	memset(&ne, 0, sizeof(ne));
+	ne.state = WB_DIRTY;
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
 		struct cpage *p = page_get(c, f, idx);
+		int id;
 
 		if (!p) {
 			c->st.fill_skipped++;
 			continue;
 		}
 		page_store(c, f, p, ps, s, t, off, data);
+		if (f->local && t > f->local_size) {
+			f->local_size = t;
+			shown_update(f);
+		}
+		if (!p->nwb && !run_overlaps(f, s, t))
+			continue;
+		/* These bytes are on the upstream now: clean, unless an older
+		 * write-back of them is still in flight and could land after
+		 * this one; then they are written again. */
+		wb_replace(c, p, (uint32_t)(s - ps), (uint32_t)(t - ps), NULL);
+		if (run_overlaps(f, s, t) &&
+		    (id = cred_intern(c, cr ? cr : &(struct ccred){ 0 })) >= 0) {
+			ne.cred = (uint16_t)id;
+			ne.start = (uint32_t)(s - ps);
+			ne.end = (uint32_t)(t - ps);
+			wb_replace(c, p, ne.start, ne.end, &ne);
+			f->dirty_since = 0;
+		}
 	}
 }
 
@@ -865,12 +1036,702 @@ void cfile_truncate(struct cache *c, struct cfile *f, uint64_t size)
 		}
 		if (ps + c->page_size <= size)
 			continue;
+		if (p->nwb)
+			wb_replace(c, p, (uint32_t)(size - ps), c->page_size, NULL);
 		before = rangeset_bytes(&p->valid);
 		rangeset_truncate(&p->valid, size - ps);
 		f->valid_bytes -= before - rangeset_bytes(&p->valid);
 		c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
 	}
 	rangeset_truncate(&f->holes, size);
+	f->local_size = size;
+	shown_update(f);
+}
+
+/* ---- write-back ---- */
+
+/* Add (sign 1) or remove (sign -1) p's extents from the byte counters. */
+static void wb_account(struct cache *c, struct cpage *p, int sign)
+{
+	struct cfile *f = p->file;
+
+	for (unsigned i = 0; i < p->nwb; i++) {
+		uint64_t n = p->wb[i].end - p->wb[i].start;
+		unsigned st = p->wb[i].state;
+
+		if (sign > 0) {
+			f->wbbytes[st] += n;
+			c->wbbytes[st] += n;
+		} else {
+			f->wbbytes[st] -= n;
+			c->wbbytes[st] -= n;
+		}
+	}
+}
+
+/* Total write-back bytes of f. */
+static uint64_t wb_total(const struct cfile *f)
+{
+	return f->wbbytes[WB_DIRTY] + f->wbbytes[WB_WRITING] +
+	       f->wbbytes[WB_UNSTABLE];
+}
+
+/* After p's extents changed: pin or unpin it, keep f's page index and the
+ * dirty-file list in step. */
+static void wb_pages_update(struct cache *c, struct cpage *p)
+{
+	struct cfile *f = p->file;
+
+	if (p->nwb) {
+		if (p->queue != Q_NONE) {
+			queue_del(c, p);
+			c->st.wb_pinned_pages++;
+		}
+		rangeset_add(&f->wbpages, p->index, p->index + 1);
+	} else {
+		if (p->queue == Q_NONE) {
+			queue_add(c, p, Q_A1IN);
+			c->st.wb_pinned_pages--;
+		}
+		rangeset_remove(&f->wbpages, p->index, p->index + 1);
+	}
+	if (wb_total(f) && !f->on_dirty) {
+		DL_APPEND2(c->dirty_files, f, dprev, dnext);
+		f->on_dirty = true;
+		c->st.dirty_files++;
+	} else if (!wb_total(f) && f->on_dirty) {
+		DL_DELETE2(c->dirty_files, f, dprev, dnext);
+		f->dprev = f->dnext = NULL;
+		f->on_dirty = false;
+		c->st.dirty_files--;
+	}
+}
+
+/* Make room for n more extents in p. */
+static int wb_reserve(struct cpage *p, unsigned n)
+{
+	struct wbext *w;
+	unsigned cap;
+
+	if (p->nwb + n <= p->capwb)
+		return 0;
+	cap = p->capwb ? p->capwb * 2 : 4;
+	while (cap < p->nwb + n)
+		cap *= 2;
+	if (cap > UINT16_MAX)
+		return -1;
+	w = realloc(p->wb, cap * sizeof(*w));
+	if (!w)
+		return -1;
+	p->wb = w;
+	p->capwb = (uint16_t)cap;
+	return 0;
+}
+
+/* Two extents that may merge when they touch. */
+static bool wb_same(const struct wbext *a, const struct wbext *b)
+{
+	return a->state == b->state && a->cred == b->cred && a->seq == b->seq &&
+	       a->verf == b->verf;
+}
+
+/* Merge touching identical neighbours (extents are sorted, disjoint). */
+static void wb_normalize(struct cpage *p)
+{
+	unsigned out = 0;
+
+	for (unsigned i = 0; i < p->nwb; i++) {
+		if (out && p->wb[out - 1].end == p->wb[i].start &&
+		    wb_same(&p->wb[out - 1], &p->wb[i]))
+			p->wb[out - 1].end = p->wb[i].end;
+		else
+			p->wb[out++] = p->wb[i];
+	}
+	p->nwb = (uint16_t)out;
+}
+
+/*
+ * Replace whatever extents cover [s, e) of p (page-relative) by ne (or by
+ * nothing: clean), keeping counters, pinning and indexes right.
+ * Returns 0, or -1 on ENOMEM (p unchanged).
+ */
+static int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
+		      uint32_t e, const struct wbext *ne)
+{
+	unsigned out = 0, at = 0;
+	struct wbext *w;
+
+	if (wb_reserve(p, 2) != 0)
+		return -1;
+	w = malloc((p->nwb + 2) * sizeof(*w));
+	if (!w)
+		return -1;
+	wb_account(c, p, -1);
+	for (unsigned i = 0; i < p->nwb; i++) {
+		struct wbext x = p->wb[i];
+
+		if (x.end <= s || x.start >= e) {
+			if (x.start >= e && ne && at == 0) {
+				w[out++] = *ne;
+				at = 1;
+			}
+			w[out++] = x;
+			continue;
+		}
+		if (x.start < s) {
+			w[out] = x;
+			w[out++].end = s;
+		}
+		if (ne && at == 0) {
+			w[out++] = *ne;
+			at = 1;
+		}
+		if (x.end > e) {
+			w[out] = x;
+			w[out++].start = e;
+		}
+	}
+	if (ne && at == 0)
+		w[out++] = *ne;
+	memcpy(p->wb, w, out * sizeof(*w));
+	free(w);
+	p->nwb = (uint16_t)out;
+	wb_normalize(p);
+	wb_account(c, p, 1);
+	wb_pages_update(c, p);
+	return 0;
+}
+
+/* The index of credential cr in the cache's table, interned. */
+static int cred_intern(struct cache *c, const struct ccred *cr)
+{
+	struct ccred *t;
+
+	for (unsigned i = 0; i < c->ncreds; i++)
+		if (cred_eq(&c->creds[i], cr))
+			return (int)i;
+	if (c->ncreds >= UINT16_MAX)
+		return -1;
+	t = realloc(c->creds, (c->ncreds + 1) * sizeof(*t));
+	if (!t)
+		return -1;
+	c->creds = t;
+	c->creds[c->ncreds] = *cr;
+	if (c->creds[c->ncreds].ngids > CACHE_MAX_GIDS)
+		c->creds[c->ncreds].ngids = CACHE_MAX_GIDS;
+	return (int)c->ncreds++;
+}
+
+/* Note that f got DIRTY bytes at now (0: due at once). */
+static void dirty_mark(struct cfile *f, uint64_t dirty_before, double now)
+{
+	if (!dirty_before && f->wbbytes[WB_DIRTY])
+		f->dirty_since = now;
+	else if (now == 0)
+		f->dirty_since = 0;
+}
+
+/* A strictly later time than t. */
+static struct ctime3 time_after(struct ctime3 wall, struct ctime3 t)
+{
+	if (wall.sec > t.sec || (wall.sec == t.sec && wall.nsec > t.nsec))
+		return wall;
+	if (++t.nsec >= 1000000000u) {
+		t.nsec = 0;
+		t.sec++;
+	}
+	return t;
+}
+
+/* Put back on a queue the pages [from, to) pinned early with no extent. */
+static void wb_unpin_range(struct cache *c, struct cfile *f, uint64_t from,
+			   uint64_t to)
+{
+	for (uint64_t idx = from; idx < to; idx++) {
+		struct cpage *p = page_find(f, idx);
+
+		if (p && !p->nwb && p->queue == Q_NONE) {
+			queue_add(c, p, Q_A1IN);
+			c->st.wb_pinned_pages--;
+		}
+	}
+}
+
+int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
+		      const uint8_t *data, uint64_t len, const struct ccred *cr,
+		      double now, struct ctime3 wall)
+{
+	uint64_t e = off + len, dirty_before = f->wbbytes[WB_DIRTY];
+	struct wbext ne;
+	int id = cred_intern(c, cr);
+
+	if (!len)
+		return 0;
+	if (id < 0)
+		return -1;
+	/* Get every page first so a failure changes nothing. */
+	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		struct cpage *p = page_get(c, f, idx);
+
+		if (!p || wb_reserve(p, 2) != 0) {
+			c->st.fill_skipped++;
+			wb_unpin_range(c, f, off >> c->shift, idx);
+			return -1;
+		}
+		if (!p->nwb) {	/* pin it now so later pages cannot evict it */
+			queue_del(c, p);
+			c->st.wb_pinned_pages++;
+		}
+	}
+	rangeset_remove(&f->holes, off, e);
+	/* The gap between the old end of file and the write reads as
+	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole). */
+	if (f->has_attr && off > f->shown.size)
+		rangeset_add(&f->holes, f->shown.size, off);
+	memset(&ne, 0, sizeof(ne));
+	ne.state = WB_DIRTY;
+	ne.cred = (uint16_t)id;
+	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
+		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
+		struct cpage *p = page_find(f, idx);
+
+		page_store(c, f, p, ps, s, t, off, data);
+		ne.start = (uint32_t)(s - ps);
+		ne.end = (uint32_t)(t - ps);
+		if (!p->nwb) {	/* undo the early pin; wb_replace re-pins */
+			queue_add(c, p, Q_A1IN);
+			c->st.wb_pinned_pages--;
+		}
+		wb_replace(c, p, ne.start, ne.end, &ne);
+	}
+	dirty_mark(f, dirty_before, now);
+	if (!f->local) {
+		f->local = true;
+		f->local_size = f->attr.size;
+		f->local_mtime = f->attr.mtime;
+		f->local_ctime = f->attr.ctime;
+	}
+	if (e > f->local_size)
+		f->local_size = e;
+	f->local_mtime = time_after(wall, f->local_mtime);
+	f->local_ctime = f->local_mtime;
+	shown_update(f);
+	return 0;
+}
+
+/* True if [s, e) overlaps an upstream WRITE of f in flight. */
+static bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e)
+{
+	for (unsigned i = 0; i < f->nruns; i++)
+		if (f->runs[i].off < e && s < f->runs[i].end)
+			return true;
+	return false;
+}
+
+/* Find the first eligible DIRTY extent: *pidx, *ei. */
+static bool wb_first_dirty(struct cache *c, struct cfile *f, uint64_t *pidx,
+			   unsigned *ei)
+{
+	size_t n;
+	const struct range *r = rangeset_ranges(&f->wbpages, &n);
+
+	for (size_t k = 0; k < n; k++) {
+		for (uint64_t idx = r[k].start; idx < r[k].end; idx++) {
+			struct cpage *p = page_find(f, idx);
+			uint64_t ps = idx << c->shift;
+
+			for (unsigned i = 0; p && i < p->nwb; i++) {
+				if (p->wb[i].state != WB_DIRTY ||
+				    run_overlaps(f, ps + p->wb[i].start,
+						 ps + p->wb[i].end))
+					continue;
+				*pidx = idx;
+				*ei = i;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Remember a run in flight. */
+static int run_add(struct cfile *f, uint64_t off, uint64_t end, uint32_t seq)
+{
+	if (f->nruns == f->capruns) {
+		unsigned cap = f->capruns ? f->capruns * 2 : 4;
+		struct wbrun *r = realloc(f->runs, cap * sizeof(*r));
+
+		if (!r)
+			return -1;
+		f->runs = r;
+		f->capruns = cap;
+	}
+	f->runs[f->nruns].off = off;
+	f->runs[f->nruns].end = end;
+	f->runs[f->nruns].seq = seq;
+	f->nruns++;
+	return 0;
+}
+
+bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
+		   uint8_t *buf, struct cache_wb_run *run)
+{
+	uint64_t idx, off, at;
+	unsigned ei;
+	uint16_t cred;
+	struct cpage *p;
+	struct wbext w;
+	uint32_t len = 0;
+
+	if (!wtmax || !wb_first_dirty(c, f, &idx, &ei))
+		return false;
+	p = page_find(f, idx);
+	cred = p->wb[ei].cred;
+	off = (idx << c->shift) + p->wb[ei].start;
+	at = off;
+	memset(&w, 0, sizeof(w));
+	w.state = WB_WRITING;
+	w.cred = cred;
+	w.seq = ++c->next_seq ? c->next_seq : ++c->next_seq;
+	if (run_add(f, off, off, w.seq) != 0)
+		return false;
+	/* Walk touching DIRTY bytes of the same writer, across pages. */
+	while (len < wtmax && (p = page_find(f, at >> c->shift))) {
+		uint64_t ps = (at >> c->shift) << c->shift;
+		struct wbext *x = NULL;
+		uint32_t take;
+
+		for (unsigned i = 0; i < p->nwb; i++)
+			if (p->wb[i].start <= at - ps && at - ps < p->wb[i].end)
+				x = &p->wb[i];
+		if (!x || x->state != WB_DIRTY || x->cred != cred ||
+		    (len && run_overlaps(f, at, ps + x->end)))
+			break;
+		take = (uint32_t)(ps + x->end - at);
+		if (take > wtmax - len)
+			take = wtmax - len;
+		memcpy(buf + len, p->data + (at - ps), take);
+		w.start = (uint32_t)(at - ps);
+		w.end = w.start + take;
+		if (wb_replace(c, p, w.start, w.end, &w) != 0)
+			break;
+		len += take;
+		at += take;
+		if (at - ps < c->page_size)
+			break;	/* the extent ended inside the page: a gap */
+	}
+	f->runs[f->nruns - 1].end = at;
+	if (!len) {
+		f->nruns--;
+		return false;
+	}
+	run->off = off;
+	run->len = len;
+	run->seq = w.seq;
+	run->cred = c->creds[cred];
+	c->st.wb_runs++;
+	c->st.wb_run_bytes += len;
+	return true;
+}
+
+/* Apply fn to every extent of f (fn returns the new state, 0 = clean). */
+static void wb_each(struct cache *c, struct cfile *f,
+		    unsigned (*fn)(struct wbext *x, void *arg), void *arg)
+{
+	size_t n;
+	const struct range *r = rangeset_ranges(&f->wbpages, &n);
+	struct range *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+
+	if (n && !copy)
+		return;
+	if (n)
+		memcpy(copy, r, n * sizeof(*copy));
+	for (size_t k = 0; k < n; k++) {
+		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
+			struct cpage *p = page_find(f, idx);
+			unsigned out = 0;
+
+			if (!p)
+				continue;
+			wb_account(c, p, -1);
+			for (unsigned i = 0; i < p->nwb; i++) {
+				unsigned st = fn(&p->wb[i], arg);
+
+				if (st == WB_CLEAN)
+					continue;
+				p->wb[i].state = (uint8_t)st;
+				p->wb[out++] = p->wb[i];
+			}
+			p->nwb = (uint16_t)out;
+			wb_normalize(p);
+			wb_account(c, p, 1);
+			wb_pages_update(c, p);
+		}
+	}
+	free(copy);
+}
+
+struct wb_done_arg {
+	uint32_t seq;
+	enum cache_wb_result res;
+	uint64_t verf;
+	uint64_t resent;
+	struct cache *c;
+	struct cfile *f;
+	uint64_t page;		/* set per page by wb_each callers */
+};
+
+/* Transition for a finished run. */
+static unsigned wb_done_fn(struct wbext *x, void *arg)
+{
+	struct wb_done_arg *a = arg;
+
+	if (x->state == WB_UNSTABLE && a->res == CACHE_WB_UNSTABLE &&
+	    x->verf != a->verf) {
+		a->resent += x->end - x->start;
+		x->seq = 0;
+		return WB_DIRTY;
+	}
+	if (x->state != WB_WRITING || x->seq != a->seq)
+		return x->state;
+	switch (a->res) {
+	case CACHE_WB_UNSTABLE:
+		x->verf = a->verf;
+		x->seq = 0;
+		return WB_UNSTABLE;
+	case CACHE_WB_STABLE:
+		return WB_CLEAN;
+	case CACHE_WB_RETRY:
+		x->seq = 0;
+		return WB_DIRTY;
+	case CACHE_WB_FAILED:
+		x->seq = UINT32_MAX;	/* marks bytes to drop, see below */
+		return WB_DIRTY;
+	}
+	return x->state;
+}
+
+/* Drop the extents marked failed and their bytes' validity. */
+static void wb_drop_failed(struct cache *c, struct cfile *f)
+{
+	size_t n;
+	const struct range *r = rangeset_ranges(&f->wbpages, &n);
+	struct range *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+
+	if (n && !copy)
+		return;
+	if (n)
+		memcpy(copy, r, n * sizeof(*copy));
+	for (size_t k = 0; k < n; k++) {
+		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
+			struct cpage *p = page_find(f, idx);
+
+			for (unsigned i = 0; p && i < p->nwb;) {
+				struct wbext x = p->wb[i];
+				uint64_t before = rangeset_bytes(&p->valid);
+
+				if (x.state != WB_DIRTY || x.seq != UINT32_MAX) {
+					i++;
+					continue;
+				}
+				c->st.wb_failed_bytes += x.end - x.start;
+				wb_replace(c, p, x.start, x.end, NULL);
+				rangeset_remove(&p->valid, x.start, x.end);
+				f->valid_bytes -= before - rangeset_bytes(&p->valid);
+				c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
+				i = 0;
+			}
+		}
+	}
+	free(copy);
+}
+
+/* Forget run seq of f. */
+static void run_del(struct cfile *f, uint32_t seq)
+{
+	for (unsigned i = 0; i < f->nruns; i++) {
+		if (f->runs[i].seq == seq) {
+			f->runs[i] = f->runs[--f->nruns];
+			return;
+		}
+	}
+}
+
+void cache_wb_done(struct cache *c, struct cfile *f, uint32_t seq,
+		   enum cache_wb_result res, uint64_t verf, int error)
+{
+	struct wb_done_arg a = { seq, res, verf, 0, c, f, 0 };
+	uint64_t dirty_before = f->wbbytes[WB_DIRTY];
+
+	run_del(f, seq);
+	wb_each(c, f, wb_done_fn, &a);
+	if (res == CACHE_WB_FAILED) {
+		wb_drop_failed(c, f);
+		if (!f->wb_error)
+			f->wb_error = error;
+		f->gen++;
+	}
+	c->st.wb_resend_bytes += a.resent;
+	if (f->wbbytes[WB_DIRTY] > dirty_before)
+		f->dirty_since = 0;
+}
+
+struct commit_arg {
+	uint32_t tag;
+	bool ok;
+	uint64_t verf;
+	uint64_t redirtied;
+	bool tagging;
+	bool any;
+};
+
+/* Tag UNSTABLE bytes, or settle them when the COMMIT came back. */
+static unsigned commit_fn(struct wbext *x, void *arg)
+{
+	struct commit_arg *a = arg;
+
+	if (x->state != WB_UNSTABLE)
+		return x->state;
+	if (a->tagging) {
+		x->seq = a->tag;
+		a->any = true;
+		return WB_UNSTABLE;
+	}
+	if (a->ok && x->verf != a->verf) {
+		a->redirtied += x->end - x->start;
+		x->seq = 0;
+		return WB_DIRTY;
+	}
+	if (x->seq != a->tag)
+		return WB_UNSTABLE;
+	if (!a->ok) {
+		x->seq = 0;
+		return WB_UNSTABLE;
+	}
+	return WB_CLEAN;
+}
+
+uint32_t cache_commit_begin(struct cache *c, struct cfile *f)
+{
+	struct commit_arg a = { 0, false, 0, 0, true, false };
+
+	if (!f->wbbytes[WB_UNSTABLE])
+		return 0;
+	a.tag = ++c->next_seq ? c->next_seq : ++c->next_seq;
+	wb_each(c, f, commit_fn, &a);
+	return a.any ? a.tag : 0;
+}
+
+uint64_t cache_commit_done(struct cache *c, struct cfile *f, uint32_t tag,
+			   bool ok, uint64_t verf)
+{
+	struct commit_arg a = { tag, ok, verf, 0, false, false };
+
+	wb_each(c, f, commit_fn, &a);
+	c->st.wb_resend_bytes += a.redirtied;
+	if (a.redirtied)
+		f->dirty_since = 0;
+	return a.redirtied;
+}
+
+/* Mark every extent for dropping. */
+static unsigned discard_fn(struct wbext *x, void *arg)
+{
+	(void)arg;
+	x->seq = UINT32_MAX;
+	return WB_DIRTY;
+}
+
+void cfile_discard_dirty(struct cache *c, struct cfile *f)
+{
+	uint64_t failed = c->st.wb_failed_bytes;
+
+	wb_each(c, f, discard_fn, NULL);
+	wb_drop_failed(c, f);
+	c->st.wb_failed_bytes = failed;
+	f->nruns = 0;
+	f->gen++;
+}
+
+int cfile_wb_error_take(struct cfile *f)
+{
+	int e = f->wb_error;
+
+	f->wb_error = 0;
+	return e;
+}
+
+int cfile_wb_error_peek(const struct cfile *f)
+{
+	return f->wb_error;
+}
+
+uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st)
+{
+	return st < WB_NSTATES ? f->wbbytes[st] : 0;
+}
+
+bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
+		       uint32_t page_size)
+{
+	uint64_t e = off + len;
+	unsigned shift = 0;
+
+	if (!len || !wb_total(f))
+		return true;
+	while ((1u << shift) < page_size)
+		shift++;
+	for (uint64_t idx = off >> shift; idx <= (e - 1) >> shift; idx++) {
+		const struct cpage *p = page_find(f, idx);
+		uint64_t ps = idx << shift;
+
+		for (unsigned i = 0; p && i < p->nwb; i++)
+			if (ps + p->wb[i].start < e && off < ps + p->wb[i].end)
+				return false;
+	}
+	return true;
+}
+
+double cfile_dirty_since(const struct cfile *f)
+{
+	return f->dirty_since;
+}
+
+uint64_t cache_wb_bytes(const struct cache *c, enum cache_wb_state st)
+{
+	return st < WB_NSTATES ? c->wbbytes[st] : 0;
+}
+
+struct cfile *cache_wb_file_first(struct cache *c)
+{
+	return c->dirty_files;
+}
+
+struct cfile *cache_wb_file_next(struct cache *c, struct cfile *f)
+{
+	(void)c;
+	return f->dnext;
+}
+
+bool cfile_is_local(const struct cfile *f)
+{
+	return f->local;
+}
+
+void cfile_adopt_times(struct cfile *f)
+{
+	if (!f->local)
+		return;
+	f->local_mtime = f->attr.mtime;
+	f->local_ctime = f->attr.ctime;
+	shown_update(f);
+}
+
+const uint8_t *cfile_fh(const struct cfile *f, size_t *len)
+{
+	*len = f->key[0];
+	return f->key + 1;
 }
 
 uint64_t cfile_valid_bytes(const struct cfile *f)
@@ -890,12 +1751,16 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	uint64_t meta = 0;
 
 	*st = c->st;
+	memcpy(st->wb_bytes, c->wbbytes, sizeof(st->wb_bytes));
 	HASH_ITER(hh, c->files, f, ftmp) {
 		meta += sizeof(*f) + rangeset_heap_bytes(&f->holes);
 		if (f->access)
 			meta += CACHE_ACCESS_SLOTS * sizeof(*f->access);
 		HASH_ITER(hh, f->pages, p, ptmp)
-			meta += sizeof(*p) + rangeset_heap_bytes(&p->valid);
+			meta += sizeof(*p) + rangeset_heap_bytes(&p->valid) +
+				p->capwb * sizeof(struct wbext);
+		meta += rangeset_heap_bytes(&f->wbpages) +
+			f->capruns * sizeof(struct wbrun);
 	}
 	meta += c->nghosts * sizeof(struct ghost);
 	st->meta_bytes = meta;
@@ -930,6 +1795,16 @@ bool cache_check(const struct cache *c)
 
 			if (p->file != f || !rangeset_check(&p->valid) ||
 			    (n && v[n - 1].end > c->page_size))
+				return false;
+			for (unsigned i = 0; i < p->nwb; i++) {
+				const struct wbext *x = &p->wb[i];
+
+				if (x->start >= x->end || x->end > c->page_size ||
+				    (i && p->wb[i - 1].end > x->start) ||
+				    !rangeset_contains(&p->valid, x->start, x->end))
+					return false;
+			}
+			if ((p->nwb != 0) != (p->queue == Q_NONE))
 				return false;
 			for (size_t i = 0; i < n; i++)
 				if (rangeset_intersects(&f->holes,

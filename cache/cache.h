@@ -97,6 +97,35 @@ struct ccred {
 	uint32_t gids[CACHE_MAX_GIDS];
 };
 
+/* Write-back state of cached bytes (DESIGN.md "Write semantics"). */
+enum cache_wb_state {
+	WB_CLEAN = 0,	/* equal to the upstream's stable copy */
+	WB_DIRTY,	/* a client wrote it; not yet sent upstream */
+	WB_WRITING,	/* in an upstream WRITE not yet answered */
+	WB_UNSTABLE,	/* written upstream UNSTABLE under a verifier,
+			 * not yet committed there: pinned */
+	WB_NSTATES
+};
+
+/* A run of dirty bytes chosen for one upstream WRITE. */
+struct cache_wb_run {
+	uint64_t off;		/* file offset, bytes */
+	uint32_t len;		/* bytes, <= the wtmax asked for */
+	uint32_t seq;		/* names the run in cache_wb_done */
+	struct ccred cred;	/* the last writer of every byte in it */
+};
+
+/* How an upstream WRITE of a run ended. */
+enum cache_wb_result {
+	CACHE_WB_UNSTABLE,	/* OK, committed UNSTABLE under verf */
+	CACHE_WB_STABLE,	/* OK, committed FILE_SYNC or DATA_SYNC */
+	CACHE_WB_RETRY,		/* no answer (upstream down, JUKEBOX):
+				 * the bytes are dirty again */
+	CACHE_WB_FAILED,	/* a hard error (NOSPC, DQUOT, ACCES,
+				 * STALE, ...): the bytes are dropped and
+				 * the error is kept for the file */
+};
+
 struct cache_params {
 	uint32_t page_size;	/* power of two, CACHE_PAGE_MIN..MAX bytes */
 	uint64_t budget;	/* bytes of page data; 0 caches nothing */
@@ -115,6 +144,13 @@ struct cache_stats {
 	uint64_t invalidations;		/* files dropped: another writer */
 	uint64_t fill_skipped;		/* fills not stored: no room */
 	uint64_t promotions;		/* pages admitted to Am */
+	uint64_t wb_bytes[WB_NSTATES];	/* gauges: bytes by wb state */
+	uint64_t wb_runs;		/* runs handed out */
+	uint64_t wb_run_bytes;
+	uint64_t wb_resend_bytes;	/* redirtied: verifier changed */
+	uint64_t wb_failed_bytes;	/* dropped on a hard error */
+	uint64_t wb_pinned_pages;	/* gauge: pages with wb extents */
+	uint64_t dirty_files;		/* gauge */
 };
 
 /*
@@ -154,6 +190,10 @@ uint64_t cfile_gen(const struct cfile *f);
  */
 void **cfile_owner_slot(struct cfile *f);
 
+/* Call fn on every file's non-NULL owner slot, then clear it (before
+ * cache_free, so the owner can free what it hung there). */
+void cache_owner_clear(struct cache *c, void (*fn)(void *owner));
+
 /* Drop a reference and clear the caller's pointer. A file without
  * references, pages or attributes may then be freed. */
 void cfile_put(struct cache *c, struct cfile **f);
@@ -163,7 +203,9 @@ void cfile_put(struct cache *c, struct cfile **f);
 /* True once attributes were recorded (and not dropped since). */
 bool cfile_has_attr(const struct cfile *f);
 
-/* The cached attributes (valid only if cfile_has_attr). Borrowed. */
+/* The attributes clients are shown (valid only if cfile_has_attr): the
+ * upstream's, with the size and times of the proxy's own absorbed writes
+ * (cache_write_dirty). Borrowed. */
 const struct cattr *cfile_attr(const struct cfile *f);
 
 /* True while the attributes are within their timeout at now. */
@@ -195,13 +237,18 @@ void cfile_mutation_begin(struct cfile *f);
 
 /*
  * The reply of an own mutation arrived (or failed: pre and post NULL).
- * pre (wcc before, may be NULL when the server sent none) tells whether
- * the file was as the proxy knew it: if pre matches the cached attributes
- * or one of the proxy's own recent post-states, the change is the
- * proxy's own and cached data stays; otherwise (or when pre is absent and
- * the proxy cannot tell) the file's clean data is dropped. post (may be
- * NULL) becomes the cached attributes and is remembered as an own state.
- * Returns true if cached data was dropped.
+ * pre (wcc before) tells whether the file was as the proxy knew it: if pre
+ * matches the cached attributes or one of the proxy's own recent states
+ * (including the state when each own mutation began, so replies may come
+ * back in any order), the change is the proxy's own and cached data stays;
+ * a pre that matches nothing is another writer's change (judged once no
+ * own mutation of f is in flight, since a later own reply may explain it),
+ * and the file's clean data is dropped. When pre is absent (pre_op_attr is
+ * optional) the proxy cannot tell: it keeps the data but expires the
+ * attributes, so the next use revalidates with GETATTR. post (may be NULL)
+ * becomes the cached attributes unless a newer ctime is already cached,
+ * and is remembered as an own state; a change of mode, uid or gid drops
+ * the ACCESS results. Returns true if cached data was dropped.
  */
 bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
@@ -256,20 +303,118 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len);
 
 /*
- * Store data a client wrote (and the upstream acknowledged) at off,
- * overwriting, and mark it valid. Like cache_fill for room.
+ * Store data a client wrote and the upstream acknowledged as stable at
+ * off (write-through), overwriting, and mark it valid and clean; bytes an
+ * older write-back of which is still in flight become DIRTY again (by cr)
+ * so the newest data lands last. Like cache_fill for room.
  */
 void cache_write(struct cache *c, struct cfile *f, uint64_t off,
-		 const uint8_t *data, uint64_t len);
+		 const uint8_t *data, uint64_t len, const struct ccred *cr);
 
 /*
  * The file's size became size (SETATTR, or a truncating CREATE): drop
- * cached bytes at and past it. Attributes are the caller's business.
+ * cached bytes at and past it, write-back state included (the caller
+ * waits for WRITEs in flight first). The shown size becomes size.
  */
 void cfile_truncate(struct cache *c, struct cfile *f, uint64_t size);
 
-/* Drop the file's cached data, holes and ACCESS results. */
+/* Drop the file's clean cached data, holes and ACCESS results; bytes in
+ * write-back state stay (they are still to be written upstream). */
 void cfile_invalidate(struct cache *c, struct cfile *f);
+
+/* ---- write-back (DESIGN.md "Write semantics") ---- */
+
+/*
+ * Absorb a client write of data[0..len) at off by credential cr: the bytes
+ * become valid and DIRTY (the last writer of each byte is remembered), the
+ * file's shown size grows to cover them and its shown mtime and ctime
+ * become wall (the proxy's own clock, strictly after the previous shown
+ * times), so clients see their write and no later jump when the data
+ * reaches the upstream. now (monotonic seconds) starts the dirty age.
+ * Holes under the write shrink. No byte is read upstream. Returns 0, or -1
+ * when pages could not be had within the budget (nothing changed; the
+ * caller writes through instead).
+ */
+int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
+		      const uint8_t *data, uint64_t len, const struct ccred *cr,
+		      double now, struct ctime3 wall);
+
+/*
+ * Choose the next upstream WRITE for f: the lowest DIRTY bytes that do not
+ * overlap a WRITE still in flight, extended over touching DIRTY bytes of
+ * the same credential, across pages, up to wtmax bytes; never over a gap
+ * (no byte no client wrote). The bytes become WRITING and are copied into
+ * buf (wtmax bytes, the caller's). Returns false when nothing is eligible.
+ * Source: the batching of writepages / nfs_pageio_add_request.
+ */
+bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
+		   uint8_t *buf, struct cache_wb_run *run);
+
+/*
+ * The upstream WRITE of run seq ended with res (verf: the reply's
+ * writeverf3 for CACHE_WB_UNSTABLE; error: the nfsstat3 for
+ * CACHE_WB_FAILED). Bytes rewritten by a client meanwhile stay DIRTY. On
+ * UNSTABLE, any UNSTABLE bytes of f under another verifier become DIRTY
+ * again (the upstream restarted: RFC 1813 section 3.3.7), counted as
+ * resent.
+ */
+void cache_wb_done(struct cache *c, struct cfile *f, uint32_t seq,
+		   enum cache_wb_result res, uint64_t verf, int error);
+
+/*
+ * Tag f's UNSTABLE bytes for an upstream COMMIT about to be sent. Returns
+ * the tag, or 0 when f has no UNSTABLE bytes.
+ */
+uint32_t cache_commit_begin(struct cache *c, struct cfile *f);
+
+/*
+ * The upstream COMMIT tagged tag came back: ok with verf, or failed. On
+ * success, tagged bytes written under verf become CLEAN, and UNSTABLE bytes
+ * under any other verifier become DIRTY (resent). On failure the tagged
+ * bytes stay UNSTABLE. Returns the bytes made DIRTY again.
+ */
+uint64_t cache_commit_done(struct cache *c, struct cfile *f, uint32_t tag,
+			   bool ok, uint64_t verf);
+
+/* Drop f's write-back state (DIRTY and UNSTABLE bytes become invalid):
+ * the file was removed and no other link reaches it. */
+void cfile_discard_dirty(struct cache *c, struct cfile *f);
+
+/* Take (and clear) the first write-back failure of f, or 0. */
+int cfile_wb_error_take(struct cfile *f);
+
+/* The first write-back failure of f, or 0, left in place. */
+int cfile_wb_error_peek(const struct cfile *f);
+
+/* Bytes of f in write-back state st. */
+uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st);
+
+/* True if no byte of [off, off + len) of f is DIRTY, WRITING or UNSTABLE. */
+bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
+		       uint32_t page_size);
+
+/* When f's DIRTY bytes appeared (monotonic seconds); 0 when re-dirtied by
+ * a retry or resend (due at once). Meaningful while it has DIRTY bytes. */
+double cfile_dirty_since(const struct cfile *f);
+
+/* Bytes of the whole cache in write-back state st. */
+uint64_t cache_wb_bytes(const struct cache *c, enum cache_wb_state st);
+
+/* The files with write-back state, in the order they first got it; iterate
+ * with cache_wb_file_next. Borrowed: no reference is taken. */
+struct cfile *cache_wb_file_first(struct cache *c);
+struct cfile *cache_wb_file_next(struct cache *c, struct cfile *f);
+
+/* True while clients are shown the proxy's own size and times for f
+ * (it absorbed a client write; see cache_write_dirty). */
+bool cfile_is_local(const struct cfile *f);
+
+/* Take the upstream's current times as the shown ones (after the client
+ * itself set them with SETATTR). */
+void cfile_adopt_times(struct cfile *f);
+
+/* The file's upstream handle (borrowed for the file's lifetime). */
+const uint8_t *cfile_fh(const struct cfile *f, size_t *len);
 
 /* Bytes valid in the file's pages (for tests). */
 uint64_t cfile_valid_bytes(const struct cfile *f);

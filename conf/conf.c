@@ -157,6 +157,16 @@ static const struct directive directives[] = {
 	    "byte ranges."),
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
 	    "Budget for cached file data; 0 caches no data."),
+	NUM("writeback_delay", GLOBAL(writeback_delay), K_DOUBLE, "5", 0, 3600,
+	    "seconds",
+	    "Age after which absorbed (dirty) data is written back and "
+	    "committed upstream in the background."),
+	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "256", 1, 1048576, "MiB",
+	    "Dirty bytes past which write-back starts at once."),
+	NUM("shutdown_flush_timeout", GLOBAL(shutdown_flush_timeout), K_DOUBLE,
+	    "30", 0, 86400, "seconds",
+	    "Longest time SIGTERM waits for dirty data to reach the upstream; "
+	    "what is left was never acknowledged as committed."),
 
 	NUM("id", EXPORT(id), K_UINT, NULL, 1, 63, NULL,
 	    "Export number stored in every file handle: keep it stable."),

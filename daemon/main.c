@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "fh.h"
 #include "log.h"
+#include "fstate.h"
 #include "metrics.h"
 #include "nfs3_prot.h"
 #include "ops.h"
@@ -46,6 +47,7 @@
 #include "service.h"
 #include "stats_cmd.h"
 #include "upstream.h"
+#include "writeback.h"
 
 static struct event *stop_timer;
 static double stop_deadline;
@@ -284,13 +286,22 @@ static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (server_inflight(d->server) > 0 && daemon_now() < stop_deadline) {
+	if ((server_inflight(d->server) > 0 || !writeback_clean(d)) &&
+	    daemon_now() < stop_deadline) {
+		writeback_flush_all(d);
 		evtimer_add(stop_timer, &tv);
 		return;
 	}
 	if (server_inflight(d->server) > 0)
 		log_warn("stopping with %u calls still in flight",
 			 server_inflight(d->server));
+	if (!writeback_clean(d))
+		log_warn("stopping with %llu bytes not committed upstream; they "
+			 "were never acknowledged as committed, and clients will "
+			 "resend them after the restart (new write verifier)",
+			 (unsigned long long)(cache_wb_bytes(d->cache, WB_DIRTY) +
+					      cache_wb_bytes(d->cache, WB_WRITING) +
+					      cache_wb_bytes(d->cache, WB_UNSTABLE)));
 	server_close_all(d->server);
 	event_base_loopexit(d->base, NULL);
 }
@@ -309,7 +320,11 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	server_stop_accepting(d->server);
 	if (d->conf->register_rpcbind)
 		registrar_unregister(d->conf);
-	stop_deadline = daemon_now() + d->conf->upstream_timeout;
+	stop_deadline = daemon_now() + (d->conf->shutdown_flush_timeout >
+					 d->conf->upstream_timeout
+					 ? d->conf->shutdown_flush_timeout
+					 : d->conf->upstream_timeout);
+	writeback_flush_all(d);
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
 	stop_poll_cb(-1, 0, d);
 }
@@ -369,6 +384,8 @@ static void daemon_free(struct daemon *d)
 		upstream_free(&d->exports[i].up);
 	free(d->exports);
 	mount_list_clear();
+	writeback_stop(d);
+	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	if (stop_timer)
 		event_free(stop_timer);
@@ -412,6 +429,8 @@ int main(int argc, char **argv)
 		d.cache = cache_new(&cp);
 		if (!d.cache)
 			fatal("cannot create the cache (page_size %u)", cp.page_size);
+		if (writeback_start(&d) != 0)
+			fatal("cannot create the write verifier (RAND_bytes)");
 	}
 	service_init(&d);
 	start_upstreams(&d);

@@ -21,6 +21,8 @@
 #include "daemon.h"
 #include "log.h"
 #include "attr.h"
+#include "fstate.h"
+#include "writeback.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "ops.h"
@@ -385,6 +387,8 @@ struct fwd {
 	struct cfile *f2;
 	uint64_t gen;
 	uint64_t gen2;
+	bool held;		/* holds write-back of f (truncating SETATTR) */
+	struct cfile *victim;	/* REMOVE: the last link's dirty file */
 };
 
 /* The upstream handle in an nfs_fh3 (already unwrapped). */
@@ -473,6 +477,84 @@ static void observe_child(struct req *r, struct fwd *w, const nfs_fh3 *fh,
 	}
 }
 
+/*
+ * Replace attributes in a reply by what clients are shown when the proxy
+ * holds writes of that file (its size and times), so a client never sees
+ * its file shrink or its mtime jump because of the proxy's write-back.
+ */
+static void present(struct cfile *f, post_op_attr *p)
+{
+	if (!f || !p->attributes_follow || !cfile_has_attr(f) ||
+	    !cfile_is_local(f))
+		return;
+	attr_to_fattr3(cfile_attr(f), &p->post_op_attr_u.attributes);
+}
+
+/* present() for a child named by its upstream handle. */
+static void present_child(struct daemon *d, const nfs_fh3 *fh, post_op_attr *p)
+{
+	struct cfile *c;
+
+	if (!p->attributes_follow || !cache_wb_file_first(d->cache))
+		return;
+	c = cache_find(d->cache, (const uint8_t *)fh->data.data_val,
+		       fh->data.data_len);
+	if (c) {
+		present(c, p);
+		cfile_put(d->cache, &c);
+	}
+}
+
+/* Show the proxy's view of local files in a reply (see present). */
+static void fwd_present(struct req *r, struct fwd *w, void *res)
+{
+	nfsstat3 st = *(nfsstat3 *)res;
+	post_op_attr p;
+
+	switch (r->call.proc) {
+	case NFSPROC3_GETATTR:
+		if (st == NFS3_OK && w->f && cfile_is_local(w->f)) {
+			p.attributes_follow = TRUE;
+			present(w->f, &p);
+			((GETATTR3res *)res)->GETATTR3res_u.resok.obj_attributes =
+				p.post_op_attr_u.attributes;
+		}
+		break;
+	case NFSPROC3_ACCESS:
+		present(w->f, &((ACCESS3res *)res)->ACCESS3res_u.resok.obj_attributes);
+		break;
+	case NFSPROC3_SETATTR:
+		present(w->f, &((SETATTR3res *)res)->SETATTR3res_u.resok.obj_wcc.after);
+		break;
+	case NFSPROC3_COMMIT:
+		/* Forwarded only when the proxy holds nothing unwritten for
+		 * the file: what it acknowledged is committed, under its own
+		 * verifier (the upstream's would make clients resend). */
+		if (st == NFS3_OK)
+			memcpy(((COMMIT3res *)res)->COMMIT3res_u.resok.verf,
+			       writeback_verf(r->d), NFS3_WRITEVERFSIZE);
+		present(w->f, &((COMMIT3res *)res)->COMMIT3res_u.resok.file_wcc.after);
+		break;
+	case NFSPROC3_LOOKUP:
+		if (st == NFS3_OK)
+			present_child(r->d, &((LOOKUP3res *)res)->LOOKUP3res_u.resok.object,
+				      &((LOOKUP3res *)res)->LOOKUP3res_u.resok.obj_attributes);
+		break;
+	case NFSPROC3_READDIRPLUS:
+		if (st == NFS3_OK) {
+			entryplus3 *e = ((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok.reply.entries;
+
+			for (; e; e = e->nextentry)
+				if (e->name_handle.handle_follows)
+					present_child(r->d, &e->name_handle.post_op_fh3_u.handle,
+						      &e->name_attributes);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
 /* Feed an upstream reply's attributes and data into the cache. */
 static void fwd_learn(struct req *r, struct fwd *w, void *res)
 {
@@ -496,6 +578,9 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 		if (ok && a->new_attributes.size.set_it && w->f)
 			cfile_truncate(r->d->cache, w->f,
 				       a->new_attributes.size.set_size3_u.size);
+		if (ok && w->f && (a->new_attributes.mtime.set_it ||
+				   a->new_attributes.size.set_it))
+			cfile_adopt_times(w->f);
 		break;
 	}
 	case NFSPROC3_LOOKUP: {
@@ -535,13 +620,16 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 		WRITE3res *x = res;
 		WRITE3args *a = r->args;
 
+		struct ccred cc;
+
 		mutated(r, w, w->f, &x->WRITE3res_u.resok.file_wcc);
+		attr_cred(&w->uc, &cc);
 		if (ok && w->f)
 			cache_write(r->d->cache, w->f, a->offset,
 				    (const uint8_t *)a->data.data_val,
 				    x->WRITE3res_u.resok.count < a->data.data_len
 					    ? x->WRITE3res_u.resok.count
-					    : a->data.data_len);
+					    : a->data.data_len, &cc);
 		break;
 	}
 	case NFSPROC3_CREATE: case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK:
@@ -625,6 +713,13 @@ static void fwd_failed(struct req *r, struct fwd *w)
 /* Release a forwarded call's state. */
 static void fwd_free(struct daemon *d, struct fwd *w)
 {
+	struct fstate *fs;
+
+	if (w->held && w->f && (fs = fstate_find(w->f))) {
+		fs->hold--;
+		writeback_kick(d, w->f, w->ex, false);
+	}
+	cfile_put(d->cache, &w->victim);
 	cfile_put(d->cache, &w->f);
 	cfile_put(d->cache, &w->f2);
 	free(w);
@@ -637,6 +732,7 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 	struct req *r = arg;
 	struct fwd *w = r->op;
 	struct daemon *d = r->d;
+	const struct dispatch_entry *ent = r->ent;
 	void *res = NULL;
 	nfsstat3 err;
 
@@ -651,6 +747,13 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 		return;
 	}
 	fwd_learn(r, w, res);
+	fwd_present(r, w, res);
+	if (r->call.proc == NFSPROC3_REMOVE && *(nfsstat3 *)res == NFS3_OK &&
+	    w->victim) {
+		log_debug("REMOVE of the last link: dropping its unwritten data");
+		cfile_discard_dirty(d->cache, w->victim);
+		fstate_release(d, w->victim);
+	}
 	err = rewrap_res(r, w->ex, res);
 	if (r->call.proc == NFSPROC3_FSINFO)
 		clamp_fsinfo(r, w->ex, res);
@@ -658,8 +761,8 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 	if (err != NFS3_OK)
 		nfs3_reply_status(r, err);
 	else
-		req_reply(r, r->ent->xdr_res, res);
-	nfs3_res_free(r->ent, res);
+		req_reply(r, ent->xdr_res, res);
+	nfs3_res_free(ent, res);
 }
 
 enum op_status nfs3_op_null(struct req *r)
@@ -667,19 +770,11 @@ enum op_status nfs3_op_null(struct req *r)
 	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
 }
 
-enum op_status nfs3_op_forward(struct req *r)
+/* Send a prepared forwarded call upstream (or reply JUKEBOX). */
+static enum op_status fwd_send(struct req *r)
 {
-	struct fwd *w = calloc(1, sizeof(*w));
-	nfsstat3 st;
+	struct fwd *w = r->op;
 
-	if (!w)
-		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
-	if ((st = nfs3_prepare(r, &w->ex, &w->uc)) != NFS3_OK) {
-		free(w);
-		return nfs3_reply_status(r, st);
-	}
-	fwd_begin(r, w);
-	r->op = w;
 	if (nfs3_send(w->ex, r->call.proc, r->ent->xdr_args, r->args, &w->uc,
 		      forward_done, r) != 0) {
 		fwd_failed(r, w);
@@ -687,6 +782,105 @@ enum op_status nfs3_op_forward(struct req *r)
 		return nfs3_reply_status(r, NFS3ERR_JUKEBOX);
 	}
 	return OP_PENDING;
+}
+
+/* A truncating SETATTR's file has no write-back in flight any more. */
+static void fwd_idle(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct req *r = arg;
+	struct fwd *w = r->op;
+
+	(void)d;
+	if (st != NFS3_OK) {
+		fwd_failed(r, w);
+		fwd_free(r->d, w);
+		nfs3_reply_status(r, st);
+		return;
+	}
+	fwd_send(r);
+}
+
+/* LOOKUP before a REMOVE while the proxy holds unwritten data: is the
+ * name the last link of such a file? */
+static void fwd_remove_lookup_done(enum upstream_status status,
+				   const uint8_t *xdr, size_t len, void *arg)
+{
+	struct req *r = arg;
+	struct fwd *w = r->op;
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_LOOKUP];
+	LOOKUP3res *res = NULL;
+	post_op_attr *pa;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	if (res && res->status == NFS3_OK) {
+		pa = &res->LOOKUP3res_u.resok.obj_attributes;
+		w->victim = fh_file(r->d, &res->LOOKUP3res_u.resok.object);
+		/* Another link still reaches the file: keep writing it back. */
+		if (w->victim && (!pa->attributes_follow ||
+				  pa->post_op_attr_u.attributes.nlink > 1 ||
+				  (!cfile_wb_bytes(w->victim, WB_DIRTY) &&
+				   !cfile_wb_bytes(w->victim, WB_UNSTABLE))))
+			cfile_put(r->d->cache, &w->victim);
+	}
+	nfs3_res_free(ent, res);
+	fwd_send(r);
+}
+
+/* Whether a SETATTR changes the size of a file with write-back state. */
+static bool setattr_needs_idle(struct req *r, struct fwd *w)
+{
+	SETATTR3args *a = r->args;
+	struct fstate *fs;
+
+	return r->call.proc == NFSPROC3_SETATTR && w->f &&
+	       a->new_attributes.size.set_it && (fs = fstate_find(w->f)) &&
+	       (fs->wb_inflight || fs->commit_tag ||
+		cfile_wb_bytes(w->f, WB_DIRTY) ||
+		cfile_wb_bytes(w->f, WB_UNSTABLE));
+}
+
+enum op_status nfs3_op_forward(struct req *r)
+{
+	struct export_rt *ex;
+	struct upstream_cred uc;
+	nfsstat3 st;
+
+	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
+		return nfs3_reply_status(r, st);
+	return nfs3_forward_prepared(r, ex, &uc);
+}
+
+enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
+				     const struct upstream_cred *uc)
+{
+	struct fwd *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
+	w->ex = ex;
+	w->uc = *uc;
+	fwd_begin(r, w);
+	r->op = w;
+	if (setattr_needs_idle(r, w)) {
+		/* Upstream WRITEs past the new size landing after it would
+		 * grow the file again: hold write-back until the reply. */
+		fstate_find(w->f)->hold++;
+		w->held = true;
+		if (writeback_wait(r->d, w->f, w->ex, WB_WAIT_IDLE, 0, 0,
+				   fwd_idle, r) != 0)
+			return fwd_send(r);
+		return OP_PENDING;
+	}
+	if (r->call.proc == NFSPROC3_REMOVE && cache_wb_file_first(r->d->cache)) {
+		REMOVE3args *a = r->args;
+		LOOKUP3args la = { a->object };
+
+		if (nfs3_send(w->ex, NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
+			      &la, &w->uc, fwd_remove_lookup_done, r) == 0)
+			return OP_PENDING;
+	}
+	return fwd_send(r);
 }
 
 void nfs3_ops_stats_get(struct nfs3_ops_stats *st)

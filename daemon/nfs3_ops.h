@@ -32,6 +32,20 @@ struct nfs3_ops_stats {
 /* Copy the counters into *st. */
 void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
 
+/* Counters of WRITE and COMMIT (nfs3_write.c). */
+struct nfs3_write_stats {
+	uint64_t client_writes;		/* client WRITE calls */
+	uint64_t client_write_bytes;
+	uint64_t client_commits;	/* client COMMIT calls */
+	uint64_t absorbed;		/* WRITEs taken into the cache */
+	uint64_t absorbed_bytes;
+	uint64_t write_through;		/* WRITEs passed through (no room) */
+	uint64_t errors_reported;	/* WRITE/COMMIT replies with an error */
+};
+
+/* Copy the WRITE/COMMIT counters into *st. */
+void nfs3_write_stats_get(struct nfs3_write_stats *st);
+
 /*
  * Unwrap r's argument handles in place (they become upstream handles),
  * check the export's client rules and map the credential. Returns NFS3_OK
@@ -39,6 +53,14 @@ void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
  */
 nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 		      struct upstream_cred *uc);
+
+/*
+ * Forward r, already through nfs3_prepare (handles unwrapped, ex and uc
+ * set), to the upstream and reply with its answer. Returns OP_PENDING, or
+ * OP_DONE when it replied at once.
+ */
+enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
+				     const struct upstream_cred *uc);
 
 /* Reply r with status only (a resfail without attributes); releases r. */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);

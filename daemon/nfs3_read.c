@@ -31,6 +31,7 @@
 
 #include "attr.h"
 #include "daemon.h"
+#include "fstate.h"
 #include "log.h"
 #include "nfs3_ops.h"
 #include "ops.h"
@@ -54,6 +55,7 @@ struct fetch {
 };
 
 struct read_op {
+	struct daemon *d;
 	struct req *r;
 	struct export_rt *ex;
 	struct cfile *f;		/* reference */
@@ -82,7 +84,8 @@ static READ3args *op_args(const struct read_op *op)
 /* Release op's state (not the request). */
 static void op_free(struct read_op *op)
 {
-	cfile_put(op->r->d->cache, &op->f);
+	if (op->f)
+		cfile_put(op->d->cache, &op->f);
 	rangeset_clear(&op->need);
 	free(op->buf);
 	free(op);
@@ -182,10 +185,10 @@ static void read_from_cache(struct read_op *op)
 	free(data);
 }
 
-/* The fetches in flight on f. */
+/* The fetches in flight on f (its fstate exists while they do). */
 static struct fetch **fetch_list(struct cfile *f)
 {
-	return (struct fetch **)cfile_owner_slot(f);
+	return &fstate_find(f)->fetches;
 }
 
 /* Park op on fetch fe. 0, or -1 on ENOMEM. */
@@ -234,13 +237,28 @@ static void read_finish(struct read_op *op)
 		   op->end - op->off - op->cache_bytes, 0);
 }
 
-/* The file ended at eof_at: trim op's window and needs. */
+/* The file ended at eof_at: trim op's window and needs. Past the
+ * upstream's end, a file the proxy extended with its own writes reads as
+ * zeros where the proxy holds nothing. */
 static void trim_at_eof(struct read_op *op, uint64_t eof_at)
 {
-	if (eof_at < op->end) {
-		op->end = eof_at > op->off ? eof_at : op->off;
-		rangeset_truncate(&op->need, op->end);
+	struct range z[READ_MAX_FETCH];
+	size_t k;
+
+	if (eof_at >= op->end)
+		return;
+	if (cfile_is_local(op->f)) {
+		k = rangeset_ranges_in(&op->need, eof_at, op->end, z,
+				       READ_MAX_FETCH);
+		for (size_t i = 0; i < k && i < READ_MAX_FETCH; i++)
+			memset(op->buf + (z[i].start - op->off), 0,
+			       z[i].end - z[i].start);
+		if (k <= READ_MAX_FETCH)
+			rangeset_truncate(&op->need, eof_at);
+		return;
 	}
+	op->end = eof_at > op->off ? eof_at : op->off;
+	rangeset_truncate(&op->need, op->end);
 }
 
 /* Learn from a successful fetch: attributes, then the pages. */
@@ -296,6 +314,7 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 			read_finish(op);
 	}
 	nfs3_res_free(ent, res);
+	fstate_release(fe->d, fe->f);
 	cfile_put(fe->d->cache, &fe->f);
 	free(fe->waiters);
 	fe->magic = 0;
@@ -320,7 +339,9 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e)
 	fe->gen = cfile_gen(op->f);
 	fe->f = cache_find(d->cache, (const uint8_t *)op_args(op)->file.data.data_val,
 			   op_args(op)->file.data.data_len);
-	if (!fe->f) {
+	if (!fe->f || !fstate_get(d, fe->f, op->ex)) {
+		if (fe->f)
+			cfile_put(d->cache, &fe->f);
 		free(fe);
 		return -1;
 	}
@@ -328,6 +349,7 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e)
 	a.offset = s;
 	a.count = (count3)(e - s);
 	if (rangeset_intersects(&op->need, s, e) && fetch_wait(fe, op) != 0) {
+		fstate_release(d, fe->f);
 		cfile_put(d->cache, &fe->f);
 		free(fe);
 		return -1;
@@ -336,6 +358,7 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e)
 		      &op->uc, fetch_done, fe) != 0) {
 		if (fe->nwaiters)
 			op->waiting--;
+		fstate_release(d, fe->f);
 		cfile_put(d->cache, &fe->f);
 		free(fe->waiters);
 		free(fe);
@@ -354,6 +377,8 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 	uint64_t gen = cfile_gen(op->f);
 
 	rangeset_add(rest, s, e);
+	if (!fstate_find(op->f))
+		return;
 	DL_FOREACH(*fetch_list(op->f), fe) {
 		if (fe->gen != gen || fe->end <= s || fe->start >= e)
 			continue;
@@ -581,6 +606,7 @@ enum op_status nfs3_op_read(struct req *r)
 
 	if (!op)
 		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
+	op->d = r->d;
 	op->r = r;
 	op->err = NFS3_OK;
 	op->outcome = CACHE_MISS;

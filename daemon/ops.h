@@ -15,6 +15,8 @@ struct daemon;
 enum op_status nfs3_op_null(struct req *r);
 enum op_status nfs3_op_forward(struct req *r);
 enum op_status nfs3_op_read(struct req *r);
+enum op_status nfs3_op_write(struct req *r);
+enum op_status nfs3_op_commit(struct req *r);
 
 /* MOUNT v3 (mount_ops.c), RFC 1813 section 5. */
 enum op_status mount_op_null(struct req *r);

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfs3_write: NFSv3 WRITE and COMMIT (RFC 1813 sections 3.3.7, 3.3.21)
+ * with write-back (DESIGN.md "Write semantics").
+ *
+ * WRITE UNSTABLE: the bytes go into the cache, valid and dirty, and the
+ * reply goes at once with the proxy's own write verifier (random at every
+ * start). WRITE FILE_SYNC or DATA_SYNC: the same, then the reply waits
+ * until these bytes are on the upstream's stable storage (written FILE_SYNC
+ * by the write-back driver); earlier dirty data of the file elsewhere is
+ * not flushed first. COMMIT: the reply waits until every byte of the file
+ * the proxy holds in write-back state is written and committed upstream.
+ * Either reports a write-back failure kept for the file, once. When the
+ * cache has no room for the bytes the WRITE goes through to the upstream as
+ * FILE_SYNC and is answered FILE_SYNC with the proxy's verifier.
+ *
+ * wcc data in replies carries the attributes clients are shown (the
+ * upstream's, with the size and times of the proxy's absorbed writes), so
+ * a client never sees its file's size go back or its mtime jump when the
+ * proxy writes back.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attr.h"
+#include "daemon.h"
+#include "fstate.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "ops.h"
+#include "server.h"
+#include "writeback.h"
+
+struct write_op {
+	struct req *r;
+	struct export_rt *ex;
+	struct upstream_cred uc;
+	struct ccred cc;
+	struct cfile *f;		/* reference, may be NULL */
+	struct cattr pre;		/* shown attributes before */
+	bool has_pre;
+	count3 count;
+};
+
+static struct nfs3_write_stats stats;
+
+/* Release op (not the request). */
+static void op_free(struct write_op *op)
+{
+	if (op->f)
+		cfile_put(op->r->d->cache, &op->f);
+	free(op);
+}
+
+/* Fill a wcc_data from the shown attributes before and now. */
+static void wcc_fill(const struct write_op *op, wcc_data *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (op->has_pre) {
+		w->before.attributes_follow = TRUE;
+		w->before.pre_op_attr_u.attributes.size = op->pre.size;
+		w->before.pre_op_attr_u.attributes.mtime.seconds = op->pre.mtime.sec;
+		w->before.pre_op_attr_u.attributes.mtime.nseconds = op->pre.mtime.nsec;
+		w->before.pre_op_attr_u.attributes.ctime.seconds = op->pre.ctime.sec;
+		w->before.pre_op_attr_u.attributes.ctime.nseconds = op->pre.ctime.nsec;
+	}
+	if (op->f && cfile_has_attr(op->f)) {
+		w->after.attributes_follow = TRUE;
+		attr_to_fattr3(cfile_attr(op->f), &w->after.post_op_attr_u.attributes);
+	}
+}
+
+/* Reply a WRITE and release op. */
+static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
+{
+	struct req *r = op->r;
+	WRITE3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = st;
+	wcc_fill(op, &res.WRITE3res_u.resok.file_wcc);
+	if (st == NFS3_OK) {
+		res.WRITE3res_u.resok.count = op->count;
+		res.WRITE3res_u.resok.committed = how;
+		memcpy(res.WRITE3res_u.resok.verf, writeback_verf(r->d),
+		       NFS3_WRITEVERFSIZE);
+	} else {
+		stats.errors_reported++;
+	}
+	op_free(op);
+	req_reply(r, (xdrproc_t)xdr_WRITE3res, &res);
+}
+
+/* A FILE_SYNC or DATA_SYNC WRITE's bytes reached stable storage. */
+static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
+{
+	(void)d;
+	write_reply(arg, st, FILE_SYNC);
+}
+
+/* The pass-through WRITE came back. */
+static void write_through_done(enum upstream_status status, const uint8_t *xdr,
+			       size_t len, void *arg)
+{
+	struct write_op *op = arg;
+	struct daemon *d = op->r->d;
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_WRITE];
+	WRITE3res *res = NULL;
+	WRITE3args *a = op->r->args;
+	struct cwcc pre_tmp;
+	struct cattr post_tmp;
+	nfsstat3 st;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	st = res ? res->status : (status == UPSTREAM_OK ? NFS3ERR_SERVERFAULT
+						      : NFS3ERR_JUKEBOX);
+	if (op->f) {
+		cfile_mutation_end(d->cache, op->f,
+			res ? attr_from_pre_op(&res->WRITE3res_u.resok.file_wcc.before, &pre_tmp) : NULL,
+			res ? attr_from_post_op(&res->WRITE3res_u.resok.file_wcc.after, &post_tmp) : NULL,
+			daemon_now(), daemon_ac(op->ex, NF3REG));
+		if (st == NFS3_OK)
+			cache_write(d->cache, op->f, a->offset,
+				    (const uint8_t *)a->data.data_val,
+				    res->WRITE3res_u.resok.count < op->count
+					    ? res->WRITE3res_u.resok.count : op->count,
+				    &op->cc);
+	}
+	if (st == NFS3_OK && res->WRITE3res_u.resok.count < op->count)
+		op->count = res->WRITE3res_u.resok.count;
+	nfs3_res_free(ent, res);
+	write_reply(op, st, FILE_SYNC);
+}
+
+/* No room in the cache: write through to the upstream's stable storage. */
+static void write_through(struct write_op *op)
+{
+	WRITE3args a = *(WRITE3args *)op->r->args;
+
+	stats.write_through++;
+	a.stable = FILE_SYNC;
+	a.count = op->count;
+	if (op->f)
+		cfile_mutation_begin(op->f);
+	if (nfs3_send(op->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a,
+		      &op->uc, write_through_done, op) != 0) {
+		if (op->f)
+			cfile_mutation_end(op->r->d->cache, op->f, NULL, NULL,
+					   daemon_now(), daemon_ac(op->ex, NF3REG));
+		write_reply(op, NFS3ERR_JUKEBOX, FILE_SYNC);
+	}
+}
+
+/* The proxy's wall clock as an NFS time. */
+static struct ctime3 wall_now(void)
+{
+	struct timespec ts;
+	struct ctime3 t;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t.sec = (uint32_t)ts.tv_sec;
+	t.nsec = (uint32_t)ts.tv_nsec;
+	return t;
+}
+
+/* Attributes known: absorb the write. */
+static void write_continue(struct write_op *op)
+{
+	struct daemon *d = op->r->d;
+	WRITE3args *a = op->r->args;
+	int err = cfile_wb_error_take(op->f);
+
+	op->pre = *cfile_attr(op->f);
+	op->has_pre = true;
+	if (err) {
+		write_reply(op, (nfsstat3)err, UNSTABLE);
+		return;
+	}
+	if (cfile_attr(op->f)->type != NF3REG ||
+	    cache_write_dirty(d->cache, op->f, a->offset,
+			      (const uint8_t *)a->data.data_val, op->count,
+			      &op->cc, daemon_now(), wall_now()) != 0) {
+		writeback_kick(d, op->f, op->ex, true);
+		write_through(op);
+		return;
+	}
+	stats.absorbed++;
+	stats.absorbed_bytes += op->count;
+	if (!fstate_get(d, op->f, op->ex)) {
+		write_reply(op, NFS3ERR_SERVERFAULT, UNSTABLE);
+		return;
+	}
+	if (a->stable == UNSTABLE) {
+		write_reply(op, NFS3_OK, UNSTABLE);
+		return;
+	}
+	if (writeback_wait(d, op->f, op->ex, WB_WAIT_RANGE, a->offset,
+			   op->count, write_synced, op) != 0)
+		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
+}
+
+/* GETATTR reply giving a WRITE's file its first attributes. */
+static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
+			       size_t len, void *arg)
+{
+	struct write_op *op = arg;
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_GETATTR];
+	GETATTR3res *res = NULL;
+	struct cattr at;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	if (!res || res->status != NFS3_OK) {
+		nfs3_res_free(ent, res);
+		/* Let the upstream's WRITE tell what is wrong. */
+		write_through(op);
+		return;
+	}
+	attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
+	cfile_attr_observe(op->r->d->cache, op->f, &at, daemon_now(),
+			   daemon_ac(op->ex, at.type));
+	nfs3_res_free(ent, res);
+	write_continue(op);
+}
+
+enum op_status nfs3_op_write(struct req *r)
+{
+	struct write_op *op = calloc(1, sizeof(*op));
+	WRITE3args *a = r->args;
+	GETATTR3args ga;
+	nfsstat3 st;
+
+	if (!op)
+		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
+	op->r = r;
+	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
+		free(op);
+		return nfs3_reply_status(r, st);
+	}
+	attr_cred(&op->uc, &op->cc);
+	op->count = a->count < a->data.data_len ? a->count : a->data.data_len;
+	stats.client_writes++;
+	stats.client_write_bytes += op->count;
+	op->f = cache_get(r->d->cache, (const uint8_t *)a->file.data.data_val,
+			  a->file.data.data_len);
+	if (!op->f) {
+		write_through(op);
+		return OP_PENDING;
+	}
+	if (cfile_has_attr(op->f)) {
+		write_continue(op);
+		return OP_PENDING;
+	}
+	ga.object = a->file;
+	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
+		      &op->uc, write_getattr_done, op) != 0)
+		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+	return OP_PENDING;
+}
+
+/* Reply a COMMIT and release op. */
+static void commit_reply(struct write_op *op, nfsstat3 st)
+{
+	struct req *r = op->r;
+	COMMIT3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = st;
+	if (op->f && cfile_has_attr(op->f)) {
+		op->pre = *cfile_attr(op->f);
+		op->has_pre = true;
+	}
+	wcc_fill(op, &res.COMMIT3res_u.resok.file_wcc);
+	if (st == NFS3_OK)
+		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(r->d),
+		       NFS3_WRITEVERFSIZE);
+	else
+		stats.errors_reported++;
+	op_free(op);
+	req_reply(r, (xdrproc_t)xdr_COMMIT3res, &res);
+}
+
+/* Everything the file held is committed upstream (or failed). */
+static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
+{
+	(void)d;
+	commit_reply(arg, st);
+}
+
+enum op_status nfs3_op_commit(struct req *r)
+{
+	struct write_op *op = calloc(1, sizeof(*op));
+	COMMIT3args *a = r->args;
+	nfsstat3 st;
+	int err;
+
+	if (!op)
+		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
+	op->r = r;
+	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
+		free(op);
+		return nfs3_reply_status(r, st);
+	}
+	stats.client_commits++;
+	op->f = cache_find(r->d->cache, (const uint8_t *)a->file.data.data_val,
+			   a->file.data.data_len);
+	if (!op->f || (!cfile_wb_error_peek(op->f) &&
+		       !cfile_wb_bytes(op->f, WB_DIRTY) &&
+		       !cfile_wb_bytes(op->f, WB_WRITING) &&
+		       !cfile_wb_bytes(op->f, WB_UNSTABLE))) {
+		/* Nothing held for it: the upstream answers (directories,
+		 * stale handles), under the proxy's verifier. */
+		struct export_rt *ex = op->ex;
+		struct upstream_cred uc = op->uc;
+
+		op_free(op);
+		return nfs3_forward_prepared(r, ex, &uc);
+	}
+	if ((err = cfile_wb_error_take(op->f)) != 0) {
+		commit_reply(op, (nfsstat3)err);
+		return OP_PENDING;
+	}
+	if (writeback_wait(r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0, commit_done,
+			   op) != 0)
+		commit_reply(op, NFS3ERR_SERVERFAULT);
+	return OP_PENDING;
+}
+
+void nfs3_write_stats_get(struct nfs3_write_stats *st)
+{
+	*st = stats;
+}

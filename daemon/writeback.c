@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writeback: see writeback.h. Per file, the driver keeps at most
+ * WB_INFLIGHT upstream WRITEs in flight; a COMMIT goes only when the file
+ * has no DIRTY or WRITING bytes, so it covers every UNSTABLE byte tagged
+ * for it. Waiters hang on the file's fstate and are checked after every
+ * completion and on the background tick (every 100 ms), which also times
+ * them out and starts write-behind.
+ *
+ * Every upstream WRITE of a run is one of the proxy's own mutations of the
+ * file (cfile_mutation_begin/end), so its wcc data never looks like
+ * another writer.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <event2/event.h>
+#include <openssl/rand.h>
+#include <utlist.h>
+
+#include "attr.h"
+#include "daemon.h"
+#include "fstate.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "server.h"
+#include "writeback.h"
+
+#define WB_INFLIGHT 8		/* upstream WRITEs in flight per file */
+#define WB_TICK_US 100000
+
+struct wb_wait {
+	enum wb_wait_kind kind;
+	uint64_t off, len;
+	double deadline;
+	wb_wait_fn fn;
+	void *arg;
+	struct wb_wait *prev, *next;
+};
+
+/* One upstream WRITE or COMMIT in flight. */
+struct wb_call {
+	struct daemon *d;
+	struct cfile *f;		/* reference */
+	uint32_t seq;			/* run seq, or COMMIT tag */
+	uint32_t len;
+};
+
+static struct writeback_stats stats;
+static struct event *tick;
+static uint8_t verf[NFS3_WRITEVERFSIZE];
+
+static void wb_pump(struct daemon *d, struct cfile *f);
+
+const uint8_t *writeback_verf(const struct daemon *d)
+{
+	(void)d;
+	return verf;
+}
+
+/* The verifier bytes as the cache's 64-bit number. */
+static uint64_t verf64(const char *v)
+{
+	uint64_t x;
+
+	memcpy(&x, v, sizeof(x));
+	return x;
+}
+
+/* Call and free the waiters of f whose condition holds (or all, with
+ * force and status). */
+static void waits_check(struct daemon *d, struct cfile *f, bool force,
+			nfsstat3 status)
+{
+	struct fstate *fs = fstate_find(f);
+	struct wb_wait *w, *tmp;
+	uint32_t ps = cache_page_size(d->cache);
+	double now = daemon_now();
+	int err;
+
+	if (!fs)
+		return;
+	DL_FOREACH_SAFE(fs->waits, w, tmp) {
+		nfsstat3 st = status;
+		bool done = force;
+
+		if (!done && (err = cfile_wb_error_take(f)) != 0) {
+			st = (nfsstat3)err;
+			done = true;
+		}
+		if (!done) {
+			switch (w->kind) {
+			case WB_WAIT_RANGE:
+				done = cfile_range_clean(f, w->off, w->len, ps);
+				break;
+			case WB_WAIT_ALL:
+				done = !cfile_wb_bytes(f, WB_DIRTY) &&
+				       !cfile_wb_bytes(f, WB_WRITING) &&
+				       !cfile_wb_bytes(f, WB_UNSTABLE);
+				break;
+			case WB_WAIT_IDLE:
+				done = !fs->wb_inflight && !fs->commit_tag;
+				break;
+			}
+			st = NFS3_OK;
+		}
+		if (!done && now >= w->deadline) {
+			stats.waits_timed_out++;
+			st = NFS3ERR_JUKEBOX;
+			done = true;
+		}
+		if (!done)
+			continue;
+		DL_DELETE(fs->waits, w);
+		w->fn(d, st, w->arg);
+		free(w);
+	}
+	fs->stable = false;
+	DL_FOREACH(fs->waits, w)
+		if (w->kind == WB_WAIT_RANGE)
+			fs->stable = true;
+}
+
+/* After any completion on f: waiters, more work, maybe free the state.
+ * Waiters first, so a waiter for an idle file (a truncating SETATTR) can
+ * hold write-back before new WRITEs start. */
+static void wb_settle(struct daemon *d, struct cfile *f)
+{
+	waits_check(d, f, false, NFS3_OK);
+	wb_pump(d, f);
+	waits_check(d, f, false, NFS3_OK);
+	fstate_release(d, f);
+}
+
+/* Build the upstream identity of a run's writer. */
+static void run_cred(const struct ccred *cc, struct upstream_cred *uc)
+{
+	memset(uc, 0, sizeof(*uc));
+	uc->uid = cc->uid;
+	uc->gid = cc->gid;
+	uc->ngids = cc->ngids;
+	memcpy(uc->gids, cc->gids, cc->ngids * sizeof(cc->gids[0]));
+	uc->machine = "nfscached";
+}
+
+/* Close the own-mutation bracket of a write-back WRITE. */
+static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
+		       const WRITE3res *res)
+{
+	struct cwcc pre_tmp;
+	struct cattr post_tmp;
+	const struct cwcc *pre = NULL;
+	const struct cattr *post = NULL;
+
+	if (res) {
+		pre = attr_from_pre_op(&res->WRITE3res_u.resok.file_wcc.before, &pre_tmp);
+		post = attr_from_post_op(&res->WRITE3res_u.resok.file_wcc.after, &post_tmp);
+	}
+	cfile_mutation_end(d->cache, f, pre, post, daemon_now(),
+			   daemon_ac(fs->ex, NF3REG));
+}
+
+/* An upstream WRITE of a run came back. */
+static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
+			  size_t len, void *arg)
+{
+	struct wb_call *call = arg;
+	struct daemon *d = call->d;
+	struct cfile *f = call->f;
+	struct fstate *fs = fstate_find(f);
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_WRITE];
+	WRITE3res *res = NULL;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	fs->wb_inflight--;
+	wb_mutated(d, f, fs, res);
+	if (!res || res->status == NFS3ERR_JUKEBOX) {
+		stats.retries++;
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
+	} else if (res->status != NFS3_OK) {
+		stats.errors++;
+		log_warn("write-back of %u bytes failed upstream: error %d",
+			 call->len, (int)res->status);
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
+			      (int)res->status);
+	} else if (res->WRITE3res_u.resok.count < call->len) {
+		/* A short write: send it all again (rare; servers write all). */
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
+	} else if (res->WRITE3res_u.resok.committed == UNSTABLE) {
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_UNSTABLE,
+			      verf64(res->WRITE3res_u.resok.verf), 0);
+	} else {
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_STABLE, 0, 0);
+	}
+	nfs3_res_free(ent, res);
+	wb_settle(d, f);
+	cfile_put(d->cache, &call->f);
+	free(call);
+}
+
+/* An upstream COMMIT came back. */
+static void wb_commit_done(enum upstream_status status, const uint8_t *xdr,
+			   size_t len, void *arg)
+{
+	struct wb_call *call = arg;
+	struct daemon *d = call->d;
+	struct cfile *f = call->f;
+	struct fstate *fs = fstate_find(f);
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_COMMIT];
+	COMMIT3res *res = NULL;
+	uint64_t again;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	fs->commit_tag = 0;
+	if (res && res->status == NFS3_OK) {
+		again = cache_commit_done(d->cache, f, call->seq, true,
+					  verf64(res->COMMIT3res_u.resok.verf));
+		if (again)
+			log_info("upstream write verifier changed: writing %llu bytes again",
+				 (unsigned long long)again);
+	} else {
+		cache_commit_done(d->cache, f, call->seq, false, 0);
+	}
+	nfs3_res_free(ent, res);
+	wb_settle(d, f);
+	cfile_put(d->cache, &call->f);
+	free(call);
+}
+
+/* A new call record holding a reference to f. */
+static struct wb_call *call_new(struct daemon *d, struct cfile *f)
+{
+	struct wb_call *call = calloc(1, sizeof(*call));
+	size_t n;
+	const uint8_t *fh = cfile_fh(f, &n);
+
+	if (!call)
+		return NULL;
+	call->d = d;
+	call->f = cache_find(d->cache, fh, n);
+	return call;
+}
+
+/* Send one run as an upstream WRITE. false if it could not be sent. */
+static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
+			uint8_t *buf, const struct cache_wb_run *run)
+{
+	struct wb_call *call = call_new(d, f);
+	char fh[CACHE_FH_MAX];
+	const uint8_t *p;
+	WRITE3args a;
+	struct upstream_cred uc;
+	size_t n;
+
+	if (!call)
+		return false;
+	memset(&a, 0, sizeof(a));
+	p = cfile_fh(f, &n);
+	memcpy(fh, p, n);
+	a.file.data.data_val = fh;
+	a.file.data.data_len = (u_int)n;
+	a.offset = run->off;
+	a.count = run->len;
+	a.stable = fs->stable ? FILE_SYNC : UNSTABLE;
+	a.data.data_len = run->len;
+	a.data.data_val = (char *)buf;
+	run_cred(&run->cred, &uc);
+	call->seq = run->seq;
+	call->len = run->len;
+	cfile_mutation_begin(f);
+	if (nfs3_send(fs->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
+		      wb_write_done, call) != 0) {
+		cfile_mutation_end(d->cache, f, NULL, NULL, daemon_now(),
+				   daemon_ac(fs->ex, NF3REG));
+		cache_wb_done(d->cache, f, run->seq, CACHE_WB_RETRY, 0, 0);
+		cfile_put(d->cache, &call->f);
+		free(call);
+		return false;
+	}
+	fs->wb_inflight++;
+	fs->commit_cred = uc;
+	fs->commit_ccred = run->cred;
+	fs->has_commit_cred = true;
+	stats.writes++;
+	stats.write_bytes += run->len;
+	return true;
+}
+
+/* Send an upstream COMMIT for f's UNSTABLE bytes. */
+static void wb_send_commit(struct daemon *d, struct cfile *f,
+			   struct fstate *fs)
+{
+	struct wb_call *call;
+	char fh[CACHE_FH_MAX];
+	const uint8_t *p;
+	COMMIT3args a;
+	struct upstream_cred uc;
+	size_t n;
+	uint32_t tag;
+
+	if (!fs->has_commit_cred || !(call = call_new(d, f)))
+		return;
+	tag = cache_commit_begin(d->cache, f);
+	if (!tag) {
+		cfile_put(d->cache, &call->f);
+		free(call);
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	p = cfile_fh(f, &n);
+	memcpy(fh, p, n);
+	a.file.data.data_val = fh;
+	a.file.data.data_len = (u_int)n;
+	uc = fs->commit_cred;
+	uc.machine = "nfscached";
+	call->seq = tag;
+	if (nfs3_send(fs->ex, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
+		      &uc, wb_commit_done, call) != 0) {
+		cache_commit_done(d->cache, f, tag, false, 0);
+		cfile_put(d->cache, &call->f);
+		free(call);
+		return;
+	}
+	fs->commit_tag = tag;
+	stats.commits++;
+}
+
+/* Push f's write-back as far as it can go now. */
+static void wb_pump(struct daemon *d, struct cfile *f)
+{
+	struct fstate *fs = fstate_find(f);
+	uint32_t wtmax;
+	uint8_t *buf;
+	struct cache_wb_run run;
+
+	if (!fs || !fs->ex || fs->hold ||
+	    upstream_get_state(fs->ex->up) != UPSTREAM_UP)
+		return;
+	wtmax = upstream_wtmax(fs->ex->up);
+	if (!wtmax)
+		return;
+	buf = malloc(wtmax);
+	if (!buf)
+		return;
+	while (fs->wb_inflight < WB_INFLIGHT &&
+	       cache_wb_next(d->cache, f, wtmax, buf, &run))
+		if (!wb_send_run(d, f, fs, buf, &run))
+			break;
+	free(buf);
+	if (fs->want_commit && !fs->wb_inflight && !fs->commit_tag &&
+	    !cfile_wb_bytes(f, WB_DIRTY) && cfile_wb_bytes(f, WB_UNSTABLE))
+		wb_send_commit(d, f, fs);
+	if (!cfile_wb_bytes(f, WB_DIRTY) && !cfile_wb_bytes(f, WB_WRITING) &&
+	    !cfile_wb_bytes(f, WB_UNSTABLE))
+		fs->want_commit = false;
+}
+
+void writeback_kick(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		    bool want_commit)
+{
+	struct fstate *fs = fstate_get(d, f, ex);
+
+	if (!fs)
+		return;
+	if (want_commit)
+		fs->want_commit = true;
+	wb_settle(d, f);
+}
+
+int writeback_wait(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		   enum wb_wait_kind kind, uint64_t off, uint64_t len,
+		   wb_wait_fn fn, void *arg)
+{
+	struct fstate *fs = fstate_get(d, f, ex);
+	struct wb_wait *w = calloc(1, sizeof(*w));
+
+	if (!fs || !w) {
+		free(w);
+		return -1;
+	}
+	w->kind = kind;
+	w->off = off;
+	w->len = len;
+	w->deadline = daemon_now() + d->conf->upstream_timeout;
+	w->fn = fn;
+	w->arg = arg;
+	DL_APPEND(fs->waits, w);
+	if (kind == WB_WAIT_RANGE)
+		fs->stable = true;
+	if (kind != WB_WAIT_IDLE)
+		fs->want_commit = kind == WB_WAIT_ALL || fs->want_commit;
+	wb_settle(d, f);
+	return 0;
+}
+
+/* Whether f's dirty data is due in the background at now. */
+static bool wb_due(const struct daemon *d, struct cfile *f, double now,
+		   bool over_limit)
+{
+	if (over_limit)
+		return true;
+	if (cfile_wb_bytes(f, WB_DIRTY) &&
+	    now - cfile_dirty_since(f) >= d->conf->writeback_delay)
+		return true;
+	/* Written but not committed: commit once the data is quiet. */
+	return !cfile_wb_bytes(f, WB_DIRTY) && cfile_wb_bytes(f, WB_UNSTABLE);
+}
+
+/* Background tick: write-behind, dirty limit, waiter deadlines. */
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct timeval tv = { 0, WB_TICK_US };
+	double now = daemon_now();
+	uint64_t limit = (uint64_t)d->conf->dirty_limit << 20;
+	struct cfile *f, *next;
+
+	(void)fd;
+	(void)what;
+	for (f = cache_wb_file_first(d->cache); f; f = next) {
+		bool over = cache_wb_bytes(d->cache, WB_DIRTY) +
+			    cache_wb_bytes(d->cache, WB_WRITING) > limit;
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (!fs)
+			continue;
+		if (wb_due(d, f, now, over) || d->stopping)
+			fs->want_commit = true;
+		else if (!fs->waits)
+			continue;
+		wb_settle(d, f);
+	}
+	evtimer_add(tick, &tv);
+}
+
+int writeback_start(struct daemon *d)
+{
+	struct timeval tv = { 0, WB_TICK_US };
+
+	if (RAND_bytes(verf, sizeof(verf)) != 1)
+		return -1;
+	tick = evtimer_new(d->base, tick_cb, d);
+	if (!tick)
+		return -1;
+	evtimer_add(tick, &tv);
+	return 0;
+}
+
+void writeback_stop(struct daemon *d)
+{
+	(void)d;
+	if (tick)
+		event_free(tick);
+	tick = NULL;
+}
+
+void writeback_flush_all(struct daemon *d)
+{
+	struct cfile *f, *next;
+
+	for (f = cache_wb_file_first(d->cache); f; f = next) {
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (fs) {
+			fs->want_commit = true;
+			wb_settle(d, f);
+		}
+	}
+}
+
+bool writeback_clean(const struct daemon *d)
+{
+	return !cache_wb_bytes(d->cache, WB_DIRTY) &&
+	       !cache_wb_bytes(d->cache, WB_WRITING) &&
+	       !cache_wb_bytes(d->cache, WB_UNSTABLE);
+}
+
+struct wb_wait *writeback_wait_unlink(struct wb_wait *w)
+{
+	struct wb_wait *next = w->next;
+
+	free(w);
+	return next;
+}
+
+void writeback_stats_get(struct writeback_stats *st)
+{
+	*st = stats;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writeback: the driver that moves absorbed client writes upstream
+ * (DESIGN.md "Write semantics"). It asks the cache for coalesced runs of
+ * dirty bytes (cache_wb_next), sends them as upstream WRITEs (UNSTABLE, or
+ * FILE_SYNC while a FILE_SYNC caller waits), then COMMITs upstream and
+ * settles the bytes by the upstream's write verifier: bytes written under a
+ * verifier the COMMIT does not return are written again.
+ *
+ * It runs when a client asks (FILE_SYNC WRITE, COMMIT), in the background
+ * for dirty data older than writeback_delay or when dirty bytes pass
+ * dirty_limit, and at shutdown. A write-back failure (NOSPC, DQUOT, ACCES,
+ * STALE, ...) drops the bytes and is reported to the next WRITE or COMMIT
+ * of that file.
+ */
+#ifndef NFSCACHED_DAEMON_WRITEBACK_H
+#define NFSCACHED_DAEMON_WRITEBACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nfs3_prot.h"
+
+struct daemon;
+struct cfile;
+struct export_rt;
+
+/* What a waiting client call waits for. */
+enum wb_wait_kind {
+	WB_WAIT_RANGE,		/* [off, off+len) clean: FILE_SYNC WRITE */
+	WB_WAIT_ALL,		/* the whole file clean: COMMIT */
+	WB_WAIT_IDLE,		/* no upstream WRITE or COMMIT in flight */
+};
+
+/* Called once with NFS3_OK, the file's write-back error, or
+ * NFS3ERR_JUKEBOX when the wait timed out (upstream_timeout). */
+typedef void (*wb_wait_fn)(struct daemon *d, nfsstat3 status, void *arg);
+
+/* Counters this module owns. */
+struct writeback_stats {
+	uint64_t writes;		/* upstream WRITEs sent */
+	uint64_t write_bytes;
+	uint64_t commits;		/* upstream COMMITs sent */
+	uint64_t errors;		/* write-back failures kept for clients */
+	uint64_t retries;		/* runs dirtied again (no answer) */
+	uint64_t waits_timed_out;
+};
+
+/*
+ * Create the proxy's write verifier (8 bytes from OpenSSL RAND_bytes, new
+ * at every start) and the background timer. Returns 0, or -1 if RAND_bytes
+ * failed (the caller must not serve: a reused verifier could lose data).
+ */
+int writeback_start(struct daemon *d);
+
+/* Stop the background timer (before the event base goes). */
+void writeback_stop(struct daemon *d);
+
+/* The proxy's write verifier (8 bytes, borrowed). */
+const uint8_t *writeback_verf(const struct daemon *d);
+
+/*
+ * Make f (of export ex) write back what it can now. want_commit also
+ * COMMITs upstream when the writing is done.
+ */
+void writeback_kick(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		    bool want_commit);
+
+/*
+ * Wait until kind holds for f, writing back as needed, then call fn. The
+ * async contract: returns -1 on ENOMEM (fn is never called), else 0 and
+ * fn is called exactly once, possibly before writeback_wait returns (when
+ * the condition already holds).
+ */
+int writeback_wait(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		   enum wb_wait_kind kind, uint64_t off, uint64_t len,
+		   wb_wait_fn fn, void *arg);
+
+/* Write back and commit everything (shutdown). */
+void writeback_flush_all(struct daemon *d);
+
+/* True when no byte is dirty, writing or unstable anywhere. */
+bool writeback_clean(const struct daemon *d);
+
+/* Free one waiter without calling it; returns the next one (shutdown). */
+struct wb_wait *writeback_wait_unlink(struct wb_wait *w);
+
+/* Copy the counters into *st. */
+void writeback_stats_get(struct writeback_stats *st);
+
+#endif
