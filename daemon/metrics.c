@@ -22,6 +22,7 @@
 #include "server.h"
 #include "service.h"
 #include "upstream.h"
+#include "writeback.h"
 
 struct metrics {
 	struct evhttp *http;
@@ -196,6 +197,47 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 				    upstream_get_state(d->exports[i].up) == UPSTREAM_UP);
 }
 
+/* Write the write-back counters (client side, upstream side, resends). */
+static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
+{
+	struct nfs3_write_stats ws;
+	struct writeback_stats wb;
+
+	nfs3_write_stats_get(&ws);
+	writeback_stats_get(&wb);
+	scalar(o, "nfscached_client_write_calls_total", "counter",
+	       "Client WRITE calls.", ws.client_writes);
+	scalar(o, "nfscached_client_write_bytes_total", "counter",
+	       "Bytes clients asked to WRITE.", ws.client_write_bytes);
+	scalar(o, "nfscached_client_commit_calls_total", "counter",
+	       "Client COMMIT calls.", ws.client_commits);
+	scalar(o, "nfscached_writes_absorbed_total", "counter",
+	       "Client WRITEs taken into the cache (write-back).", ws.absorbed);
+	scalar(o, "nfscached_writes_through_total", "counter",
+	       "Client WRITEs sent straight upstream FILE_SYNC (no room in the cache).",
+	       ws.write_through);
+	scalar(o, "nfscached_upstream_write_calls_total", "counter",
+	       "Upstream WRITEs sent by write-back.", wb.writes);
+	scalar(o, "nfscached_upstream_write_bytes_total", "counter",
+	       "Bytes written upstream by write-back.", wb.write_bytes);
+	scalar(o, "nfscached_upstream_commit_calls_total", "counter",
+	       "Upstream COMMITs sent by write-back.", wb.commits);
+	scalar(o, "nfscached_writeback_resent_bytes_total", "counter",
+	       "Bytes written upstream again because the upstream's write verifier changed.",
+	       cs->wb_resend_bytes);
+	scalar(o, "nfscached_writeback_retries_total", "counter",
+	       "Write-back WRITEs that got no answer and were made dirty again.",
+	       wb.retries);
+	scalar(o, "nfscached_writeback_errors_total", "counter",
+	       "Write-back failures kept for the file and reported to its next WRITE or COMMIT.",
+	       wb.errors);
+	scalar(o, "nfscached_writeback_failed_bytes_total", "counter",
+	       "Bytes dropped because their write-back failed.", cs->wb_failed_bytes);
+	scalar(o, "nfscached_writeback_errors_reported_total", "counter",
+	       "WRITE and COMMIT replies that carried a write-back error.",
+	       ws.errors_reported);
+}
+
 /* Write the cache's read outcomes, byte sources and memory. */
 static void render_cache(struct evbuffer *o, struct daemon *d,
 			 const struct nfs3_ops_stats *ns)
@@ -227,9 +269,21 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	head(o, "nfscached_cache_bytes", "gauge",
 	     "Valid bytes held in cache pages, by state.");
 	evbuffer_add_printf(o, "nfscached_cache_bytes{state=\"clean\"} %llu\n"
-			    "nfscached_cache_bytes{state=\"dirty\"} 0\n"
-			    "nfscached_cache_bytes{state=\"unstable\"} 0\n",
-			    (unsigned long long)cs.valid_bytes);
+			    "nfscached_cache_bytes{state=\"dirty\"} %llu\n"
+			    "nfscached_cache_bytes{state=\"writing\"} %llu\n"
+			    "nfscached_cache_bytes{state=\"unstable\"} %llu\n",
+			    (unsigned long long)(cs.valid_bytes -
+				cs.wb_bytes[WB_DIRTY] - cs.wb_bytes[WB_WRITING] -
+				cs.wb_bytes[WB_UNSTABLE]),
+			    (unsigned long long)cs.wb_bytes[WB_DIRTY],
+			    (unsigned long long)cs.wb_bytes[WB_WRITING],
+			    (unsigned long long)cs.wb_bytes[WB_UNSTABLE]);
+	scalar(o, "nfscached_cache_pinned_pages", "gauge",
+	       "Pages that hold bytes not yet committed upstream (not evictable).",
+	       cs.wb_pinned_pages);
+	scalar(o, "nfscached_cache_dirty_files", "gauge",
+	       "Files holding bytes not yet committed upstream.", cs.dirty_files);
+	render_writeback(o, &cs);
 	scalar(o, "nfscached_cache_page_bytes", "gauge",
 	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);
 	scalar(o, "nfscached_cache_budget_bytes", "gauge",
