@@ -163,6 +163,11 @@ static const struct directive directives[] = {
 	    "committed upstream in the background."),
 	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "256", 1, 1048576, "MiB",
 	    "Dirty bytes past which write-back starts at once."),
+	NUM("writeback_commit_delay", GLOBAL(writeback_commit_delay), K_DOUBLE,
+	    "0", 0, 3600, "seconds",
+	    "Pause between a file's last write-back WRITE and its upstream "
+	    "COMMIT (lets more writes join one COMMIT; tests use it to "
+	    "restart the upstream in between)."),
 	NUM("shutdown_flush_timeout", GLOBAL(shutdown_flush_timeout), K_DOUBLE,
 	    "30", 0, 86400, "seconds",
 	    "Longest time SIGTERM waits for dirty data to reach the upstream; "

@@ -80,6 +80,7 @@ struct conf {
 	double writeback_delay;		/* seconds before write-behind */
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */
+	double writeback_commit_delay;	/* seconds from last WRITE to COMMIT */
 	struct conf_export *exports;	/* owned array */
 	size_t nexports;
 };

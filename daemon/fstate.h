@@ -29,6 +29,8 @@ struct fstate {
 	bool stable;			/* a FILE_SYNC caller waits: runs go
 					 * FILE_SYNC */
 	bool want_commit;		/* COMMIT upstream once written */
+	double last_write;		/* when the last write-back WRITE came
+					 * back (daemon_now) */
 	unsigned hold;			/* > 0: start no write-back (a
 					 * truncating SETATTR is in flight) */
 	struct upstream_cred commit_cred;	/* a recent writer's */

@@ -174,6 +174,7 @@ static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
 	fs->wb_inflight--;
+	fs->last_write = daemon_now();
 	wb_mutated(d, f, fs, res);
 	if (!res || res->status == NFS3ERR_JUKEBOX) {
 		stats.retries++;
@@ -350,7 +351,9 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 			break;
 	free(buf);
 	if (fs->want_commit && !fs->wb_inflight && !fs->commit_tag &&
-	    !cfile_wb_bytes(f, WB_DIRTY) && cfile_wb_bytes(f, WB_UNSTABLE))
+	    !cfile_wb_bytes(f, WB_DIRTY) && cfile_wb_bytes(f, WB_UNSTABLE) &&
+	    (d->stopping || daemon_now() - fs->last_write >=
+				    d->conf->writeback_commit_delay))
 		wb_send_commit(d, f, fs);
 	if (!cfile_wb_bytes(f, WB_DIRTY) && !cfile_wb_bytes(f, WB_WRITING) &&
 	    !cfile_wb_bytes(f, WB_UNSTABLE))
