@@ -115,6 +115,7 @@ struct cache {
 	uint64_t max_pages;
 	uint64_t kin;			/* A1in target, pages */
 	uint64_t kout;			/* A1out ghosts kept */
+	uint64_t hole_granularity;	/* bytes; 0: no zero detection */
 	struct cfile *files;
 	struct cpage *a1in, *am;
 	uint64_t n_a1in, n_am;
@@ -146,7 +147,8 @@ struct cache *cache_new(const struct cache_params *p)
 	struct cache *c;
 
 	if (p->page_size < CACHE_PAGE_MIN || p->page_size > CACHE_PAGE_MAX ||
-	    (p->page_size & (p->page_size - 1)))
+	    (p->page_size & (p->page_size - 1)) ||
+	    (p->hole_granularity & (p->hole_granularity - 1)))
 		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -158,6 +160,7 @@ struct cache *cache_new(const struct cache_params *p)
 	c->kin = c->max_pages / 4 ? c->max_pages / 4 : 1;
 	c->kout = c->max_pages / 2 ? c->max_pages / 2 : 1;
 	c->st.budget = p->budget;
+	c->hole_granularity = p->hole_granularity;
 	return c;
 }
 
@@ -884,7 +887,13 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 uint64_t cache_copy(struct cache *c, struct cfile *f, uint64_t off,
 		    uint64_t len, uint8_t *out)
 {
-	uint64_t e = off + len, copied = 0;
+	return cache_copy_ex(c, f, off, len, out, NULL);
+}
+
+uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
+		       uint64_t len, uint8_t *out, uint64_t *hole_bytes)
+{
+	uint64_t e = off + len, copied = 0, holes = 0;
 	struct range r[8];
 
 	if (!len)
@@ -917,11 +926,14 @@ uint64_t cache_copy(struct cache *c, struct cfile *f, uint64_t off,
 		for (size_t i = 0; i < k && i < 8; i++) {
 			memset(out + (r[i].start - off), 0, r[i].end - r[i].start);
 			copied += r[i].end - r[i].start;
+			holes += r[i].end - r[i].start;
 		}
 		if (k <= 8)
 			break;
 		at = r[7].end;
 	}
+	if (hole_bytes)
+		*hole_bytes = holes;
 	return copied;
 }
 
@@ -940,6 +952,44 @@ static void page_store(struct cache *c, struct cfile *f, struct cpage *p,
 	c->st.valid_bytes += after - before;
 }
 
+/* True if p[0..n) is all zero bytes. */
+static bool is_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* True if any byte of [s, e) is valid in f's pages. */
+static bool any_valid(const struct cache *c, const struct cfile *f,
+		      uint64_t s, uint64_t e)
+{
+	for (uint64_t idx = s >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		const struct cpage *p = page_find(f, idx);
+		uint64_t ps = idx << c->shift;
+
+		if (p && rangeset_intersects(&p->valid, s > ps ? s - ps : 0,
+					     e - ps < c->page_size ? e - ps
+								   : c->page_size))
+			return true;
+	}
+	return false;
+}
+
+/* Record the all-zero blocks of fetched data as holes instead of data. */
+static void fill_zero_blocks(struct cache *c, struct cfile *f, uint64_t off,
+			     const uint8_t *data, uint64_t len)
+{
+	uint64_t g = c->hole_granularity, e = off + len;
+
+	if (!g)
+		return;
+	for (uint64_t b = (off + g - 1) / g * g; b + g <= e; b += g) {
+		if (!is_zero(data + (b - off), g) || any_valid(c, f, b, b + g))
+			continue;
+		if (rangeset_add(&f->holes, b, b + g) == 0)
+			c->st.zero_blocks++;
+	}
+}
+
 void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len)
 {
@@ -948,6 +998,7 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 
 	if (!len)
 		return;
+	fill_zero_blocks(c, f, off, data, len);
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
@@ -976,6 +1027,48 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		}
 		rangeset_clear(&have);
 	}
+}
+
+void cfile_hole_add(struct cache *c, struct cfile *f, uint64_t start,
+		    uint64_t end)
+{
+	struct rangeset z = RANGESET_INIT;
+	const struct range *r;
+	size_t n;
+
+	if (start >= end || rangeset_add(&z, start, end) != 0)
+		return;
+	/* Bytes still to be written upstream are data, never holes. */
+	for (uint64_t idx = start >> c->shift; idx <= (end - 1) >> c->shift; idx++) {
+		struct cpage *p = page_find(f, idx);
+		uint64_t ps = idx << c->shift;
+
+		for (unsigned i = 0; p && i < p->nwb; i++)
+			rangeset_remove(&z, ps + p->wb[i].start, ps + p->wb[i].end);
+	}
+	r = rangeset_ranges(&z, &n);
+	for (size_t k = 0; k < n; k++) {
+		/* Clean bytes there are stale: zeros replace them. */
+		for (uint64_t idx = r[k].start >> c->shift;
+		     idx <= (r[k].end - 1) >> c->shift; idx++) {
+			struct cpage *p = page_find(f, idx);
+			uint64_t ps = idx << c->shift, before;
+
+			if (!p)
+				continue;
+			before = rangeset_bytes(&p->valid);
+			rangeset_remove(&p->valid,
+					r[k].start > ps ? r[k].start - ps : 0,
+					r[k].end - ps < c->page_size ? r[k].end - ps
+								     : c->page_size);
+			f->valid_bytes -= before - rangeset_bytes(&p->valid);
+			c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
+			if (!rangeset_bytes(&p->valid) && !p->nwb)
+				page_free(c, p);
+		}
+		rangeset_add(&f->holes, r[k].start, r[k].end);
+	}
+	rangeset_clear(&z);
 }
 
 void cache_write(struct cache *c, struct cfile *f, uint64_t off,
@@ -1269,6 +1362,11 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		return 0;
 	if (id < 0)
 		return -1;
+	/* The gap between the old end of file and the write reads as
+	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole).
+	 * Before pages are taken: it may free empty pages. */
+	if (f->has_attr && off > f->shown.size)
+		cfile_hole_add(c, f, f->shown.size, off);
 	/* Get every page first so a failure changes nothing. */
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		struct cpage *p = page_get(c, f, idx);
@@ -1284,10 +1382,6 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		}
 	}
 	rangeset_remove(&f->holes, off, e);
-	/* The gap between the old end of file and the write reads as
-	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole). */
-	if (f->has_attr && off > f->shown.size)
-		rangeset_add(&f->holes, f->shown.size, off);
 	memset(&ne, 0, sizeof(ne));
 	ne.state = WB_DIRTY;
 	ne.cred = (uint16_t)id;
@@ -1734,6 +1828,11 @@ const uint8_t *cfile_fh(const struct cfile *f, size_t *len)
 	return f->key + 1;
 }
 
+uint64_t cfile_hole_bytes(const struct cfile *f)
+{
+	return rangeset_bytes(&f->holes);
+}
+
 uint64_t cfile_valid_bytes(const struct cfile *f)
 {
 	return f->valid_bytes;
@@ -1754,6 +1853,7 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	memcpy(st->wb_bytes, c->wbbytes, sizeof(st->wb_bytes));
 	HASH_ITER(hh, c->files, f, ftmp) {
 		meta += sizeof(*f) + rangeset_heap_bytes(&f->holes);
+		st->hole_bytes += rangeset_bytes(&f->holes);
 		if (f->access)
 			meta += CACHE_ACCESS_SLOTS * sizeof(*f->access);
 		HASH_ITER(hh, f->pages, p, ptmp)
@@ -1770,7 +1870,7 @@ bool cache_check(const struct cache *c)
 {
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
-	uint64_t n_a1in = 0, n_am = 0, pages = 0, valid = 0;
+	uint64_t n_a1in = 0, n_am = 0, pages = 0, valid = 0, pinned = 0;
 
 	DL_FOREACH(c->a1in, p) {
 		if (p->queue != Q_A1IN)
@@ -1806,6 +1906,7 @@ bool cache_check(const struct cache *c)
 			}
 			if ((p->nwb != 0) != (p->queue == Q_NONE))
 				return false;
+			pinned += p->nwb != 0;
 			for (size_t i = 0; i < n; i++)
 				if (rangeset_intersects(&f->holes,
 					(p->index << c->shift) + v[i].start,
@@ -1819,6 +1920,6 @@ bool cache_check(const struct cache *c)
 		pages += fp;
 		valid += fv;
 	}
-	return pages == c->st.pages && pages == n_a1in + n_am &&
-	       valid == c->st.valid_bytes;
+	return pages == c->st.pages && pages == n_a1in + n_am + pinned &&
+	       pinned == c->st.wb_pinned_pages && valid == c->st.valid_bytes;
 }

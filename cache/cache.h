@@ -129,6 +129,9 @@ enum cache_wb_result {
 struct cache_params {
 	uint32_t page_size;	/* power of two, CACHE_PAGE_MIN..MAX bytes */
 	uint64_t budget;	/* bytes of page data; 0 caches nothing */
+	uint32_t hole_granularity;	/* power of two, bytes: aligned
+					 * all-zero blocks of fetched data
+					 * become holes; 0 turns it off */
 };
 
 /* Counters and gauges this module owns (cache_stats_get). */
@@ -144,6 +147,8 @@ struct cache_stats {
 	uint64_t invalidations;		/* files dropped: another writer */
 	uint64_t fill_skipped;		/* fills not stored: no room */
 	uint64_t promotions;		/* pages admitted to Am */
+	uint64_t zero_blocks;		/* fetched blocks kept as holes */
+	uint64_t hole_bytes;		/* gauge: bytes known to be zeros */
 	uint64_t wb_bytes[WB_NSTATES];	/* gauges: bytes by wb state */
 	uint64_t wb_runs;		/* runs handed out */
 	uint64_t wb_run_bytes;
@@ -293,11 +298,29 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 uint64_t cache_copy(struct cache *c, struct cfile *f, uint64_t off,
 		    uint64_t len, uint8_t *out);
 
+/* cache_copy, also telling how many of the copied bytes were holes. */
+uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
+		       uint64_t len, uint8_t *out, uint64_t *hole_bytes);
+
+/*
+ * Record [start, end) of f as known to read as zeros (a hole): the
+ * proxy's own SETATTR grew the file, or a write past EOF left a gap.
+ * Clean cached bytes there are dropped (pages left empty are freed);
+ * bytes in write-back state stay data. A hole costs no page memory.
+ */
+void cfile_hole_add(struct cache *c, struct cfile *f, uint64_t start,
+		    uint64_t end);
+
+/* Bytes of f recorded as holes (for tests and metrics). */
+uint64_t cfile_hole_bytes(const struct cfile *f);
+
 /*
  * Store fetched data[0..len) at off without overwriting bytes already
- * valid (DESIGN.md: fetched data never overwrites valid bytes). Pages are
- * allocated as needed, evicting others to stay within the budget; what
- * finds no room is not stored (counted). Never fails.
+ * valid (DESIGN.md: fetched data never overwrites valid bytes). Aligned
+ * blocks of hole_granularity bytes that are all zeros are recorded as
+ * holes instead of stored. Pages are allocated as needed, evicting others
+ * to stay within the budget; what finds no room is not stored (counted).
+ * Never fails.
  */
 void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len);

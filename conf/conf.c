@@ -157,6 +157,11 @@ static const struct directive directives[] = {
 	    "byte ranges."),
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
 	    "Budget for cached file data; 0 caches no data."),
+	NUM("hole_granularity", GLOBAL(hole_granularity), K_U32, "4096", 0,
+	    1048576, "bytes",
+	    "Aligned blocks of this size that an upstream READ returns all "
+	    "zero are kept as holes (no page memory, no upstream READ next "
+	    "time); a power of two, 0 turns it off."),
 	NUM("writeback_delay", GLOBAL(writeback_delay), K_DOUBLE, "5", 0, 3600,
 	    "seconds",
 	    "Age after which absorbed (dirty) data is written back and "
@@ -979,6 +984,12 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 		snprintf(why, len, "max_reply_buffer %" PRIu32 " is smaller "
 			 "than max_record_size %" PRIu32, c->max_reply_buffer,
 			 c->max_record_size);
+		return -1;
+	}
+	if (c->hole_granularity & (c->hole_granularity - 1)) {
+		*line = gline_of(gline, "hole_granularity");
+		snprintf(why, len, "hole_granularity %" PRIu32 " is not a power "
+			 "of two (or 0)", c->hole_granularity);
 		return -1;
 	}
 	if (c->page_size & (c->page_size - 1)) {

@@ -77,6 +77,7 @@ struct conf {
 	char *log_level;		/* "error".."debug", owned */
 	uint32_t page_size;		/* cache page size, bytes */
 	uint32_t cache_size;		/* cache data budget, MiB */
+	uint32_t hole_granularity;	/* bytes; zero blocks become holes */
 	double writeback_delay;		/* seconds before write-behind */
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */

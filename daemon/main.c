@@ -424,6 +424,7 @@ int main(int argc, char **argv)
 		struct cache_params cp = {
 			.page_size = d.conf->page_size,
 			.budget = (uint64_t)d.conf->cache_size << 20,
+			.hole_granularity = d.conf->hole_granularity,
 		};
 
 		d.cache = cache_new(&cp);

@@ -446,8 +446,9 @@ static void observe(struct req *r, struct fwd *w, struct cfile *f,
 			   daemon_ac(w->ex, a->type));
 }
 
-/* Close the mutation bracket of f with wcc (NULL: the call failed). */
-static void mutated(struct req *r, struct fwd *w, struct cfile *f,
+/* Close the mutation bracket of f with wcc (NULL: the call failed).
+ * True when the reply showed another writer (cached data dropped). */
+static bool mutated(struct req *r, struct fwd *w, struct cfile *f,
 		    const wcc_data *wcc)
 {
 	struct cwcc pre_tmp;
@@ -456,13 +457,13 @@ static void mutated(struct req *r, struct fwd *w, struct cfile *f,
 	const struct cattr *post = NULL;
 
 	if (!f)
-		return;
+		return false;
 	if (wcc) {
 		pre = attr_from_pre_op(&wcc->before, &pre_tmp);
 		post = attr_from_post_op(&wcc->after, &post_tmp);
 	}
-	cfile_mutation_end(r->d->cache, f, pre, post, daemon_now(),
-			   daemon_ac(w->ex, post ? post->type : NF3REG));
+	return cfile_mutation_end(r->d->cache, f, pre, post, daemon_now(),
+				  daemon_ac(w->ex, post ? post->type : NF3REG));
 }
 
 /* Observe a new or looked-up child's attributes by its handle. */
@@ -574,10 +575,20 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 		SETATTR3res *x = res;
 		SETATTR3args *a = r->args;
 
-		mutated(r, w, w->f, &x->SETATTR3res_u.resok.obj_wcc);
-		if (ok && a->new_attributes.size.set_it && w->f)
-			cfile_truncate(r->d->cache, w->f,
-				       a->new_attributes.size.set_size3_u.size);
+		struct cwcc pre_tmp;
+		const struct cwcc *pre = attr_from_pre_op(
+			&x->SETATTR3res_u.resok.obj_wcc.before, &pre_tmp);
+		bool other = mutated(r, w, w->f, &x->SETATTR3res_u.resok.obj_wcc);
+		uint64_t size = a->new_attributes.size.set_size3_u.size;
+
+		if (ok && a->new_attributes.size.set_it && w->f) {
+			cfile_truncate(r->d->cache, w->f, size);
+			/* Growing the file: the new bytes read as zeros.
+			 * Trusted only when the pre-op attributes show the
+			 * file as the proxy knew it (no other writer). */
+			if (pre && !other && pre->size < size)
+				cfile_hole_add(r->d->cache, w->f, pre->size, size);
+		}
 		if (ok && w->f && (a->new_attributes.mtime.set_it ||
 				   a->new_attributes.size.set_it))
 			cfile_adopt_times(w->f);

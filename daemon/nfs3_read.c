@@ -159,29 +159,26 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	op_free(op);
 }
 
-/* Answer a HIT or HOLE straight from the pages. */
+/* Answer a HIT or HOLE straight from the pages and holes. */
 static void read_from_cache(struct read_op *op)
 {
-	uint64_t n = op->end - op->off;
+	uint64_t n = op->end - op->off, holes = 0;
 	uint8_t *data = malloc(n ? n : 1);
 
 	if (!data) {
 		read_fail(op, NFS3ERR_SERVERFAULT);
 		return;
 	}
-	op->cache_bytes = cache_copy(op->r->d->cache, op->f, op->off, n, data);
+	op->cache_bytes = cache_copy_ex(op->d->cache, op->f, op->off, n, data,
+					&holes);
 	if (op->cache_bytes != n) {
 		/* The plan said all valid; never reply bytes we do not have. */
 		free(data);
 		read_bypass(op);
 		return;
 	}
-	if (op->outcome == CACHE_HOLE) {
-		op->cache_bytes = 0;
-		read_reply(op, data, n, 0, n);
-	} else {
-		read_reply(op, data, n, 0, 0);
-	}
+	op->cache_bytes -= holes;
+	read_reply(op, data, n, 0, holes);
 	free(data);
 }
 

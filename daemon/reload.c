@@ -102,6 +102,7 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += KEEP_NUM(cur, next, drc_timeout);
 	n += KEEP_NUM(cur, next, page_size);
 	n += KEEP_NUM(cur, next, cache_size);
+	n += KEEP_NUM(cur, next, hole_granularity);
 	return n;
 }
 
