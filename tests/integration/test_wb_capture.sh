@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# A second, independent count of what write-back sends upstream: the
+# packets themselves. Runs under harness.sh (with wbtest_hold.conf):
+#
+#   test_wb_capture.sh TEST_WB_COALESCE
+#
+# dumpcap records loopback traffic to Ganesha's NFS port and to the
+# proxy's while `test_wb_coalesce random_4k` runs (10,240 random 4 KiB
+# UNSTABLE WRITEs over 40 MiB, then COMMIT); tshark then counts the NFSv3
+# WRITE and COMMIT calls on each port. The WRITE and COMMIT calls that
+# reached Ganesha must equal the proxy's own counters
+# (nfscached_upstream_rpcs_total{procedure="write"|"commit"}, the proxy
+# being fresh), and the client WRITEs seen on the proxy's port must be
+# exactly the 10,240 the test sent.
+set -euo pipefail
+
+prog=${1:?usage: $0 TEST_WB_COALESCE}
+: "${NFSC_LIB:?run under harness.sh}"
+# shellcheck source=../../scripts/lib.sh
+. "$NFSC_LIB"
+for tool in dumpcap tshark; do
+	command -v "$tool" >/dev/null || { nfsc_say "$tool is not installed"; exit 1; }
+done
+
+cap=$NFSC_TMP/wb-capture.pcapng
+up=$NFSC_DIRECT_NFS_PORT
+px=$NFSC_PROXY_NFS_PORT
+dumpcap -q -B 512 -i lo -f "tcp port $up or tcp port $px" -w "$cap" \
+	2>"$NFSC_TMP/dumpcap.log" &
+cap_pid=$!
+trap 'kill -TERM $cap_pid 2>/dev/null || true' EXIT
+# dumpcap writes the file header once it captures.
+for ((i = 0; i < 100; i++)); do
+	[[ -s "$cap" ]] && break
+	sleep 0.1
+done
+[[ -s "$cap" ]] || { nfsc_say "dumpcap did not start"; cat "$NFSC_TMP/dumpcap.log" >&2; exit 1; }
+sleep 0.5
+
+status=0
+"$prog" random_4k || status=1
+sleep 0.5
+kill -INT "$cap_pid"
+wait "$cap_pid" || true
+trap - EXIT
+
+# Print how many NFSv3 calls of procedure $2 went to TCP port $1.
+calls() {
+	tshark -r "$cap" -d "tcp.port==$1,rpc" -o tcp.desegment_tcp_streams:TRUE \
+		-Y "rpc.msgtyp == 0 && nfs.procedure_v3 == $2 && tcp.dstport == $1" \
+		-T fields -E occurrence=a -E separator=, -e rpc.xid 2>/dev/null |
+		tr ',' '\n' | grep -c . || true
+}
+
+up_writes=$(calls "$up" 7)
+up_commits=$(calls "$up" 21)
+client_writes=$(calls "$px" 7)
+m_writes=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{procedure="write"}')
+m_commits=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{procedure="commit"}')
+nfsc_say "capture: Ganesha got $up_writes WRITEs and $up_commits COMMITs;" \
+	"the proxy counted $m_writes and $m_commits; clients sent $client_writes WRITEs"
+if [[ "$up_writes" != "$m_writes" ]]; then
+	nfsc_say "upstream WRITEs on the wire ($up_writes) != the proxy's counter ($m_writes)"
+	status=1
+fi
+if [[ "$up_commits" != "$m_commits" ]]; then
+	nfsc_say "upstream COMMITs on the wire ($up_commits) != the proxy's counter ($m_commits)"
+	status=1
+fi
+if [[ "$client_writes" != 10240 ]]; then
+	nfsc_say "client WRITEs on the wire: $client_writes, want 10240"
+	status=1
+fi
+if ((up_writes == 0 || up_writes > 42)); then
+	nfsc_say "upstream WRITEs on the wire: $up_writes, want 1..42"
+	status=1
+fi
+exit "$status"
