@@ -20,10 +20,15 @@
  *                          READ twice through the proxy: the second pass
  *                          sends nothing upstream, the zero blocks take no
  *                          page memory, the data is byte-identical.
+ *   holes_other_writer     another writer grows the file behind the
+ *                          proxy's back; the proxy's SETATTR or write past
+ *                          its idea of EOF must not turn the other
+ *                          writer's bytes into a hole.
  *
  * Exact values are computed from the proxy's page size (read from
  * /metrics) and CT_HOLE_GRAN, the proxy's hole_granularity (default 4096;
- * 0 when the harness config turns zero detection off). The default
+ * 0 when the harness config turns zero detection off). CT_AC is the
+ * export's acregmax in seconds when the harness config sets it. The default
  * harness config has a 1 GiB cache, so nothing is evicted here.
  *
  * Metric gap: the cache's hole_bytes gauge and zero_blocks counter
@@ -33,7 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <CUnit/CUnit.h>
 #include "cachetest_util.h"
 #include "cunit_main.h"
@@ -55,6 +60,7 @@ static struct {
 	pid_t pid;
 	uint64_t page;		/* the proxy's page size */
 	uint64_t gran;		/* the proxy's hole_granularity */
+	uint64_t acregmax;	/* the export's acregmax, s (CT_AC; 0: unknown) */
 } T;
 
 /* Checks one finished pipelined READ; 0 if it is right. */
@@ -522,6 +528,155 @@ out:
 	zb_data = NULL;
 }
 
+/* ---- another writer ---- */
+
+#define OW_BLOCK 4096u
+
+/* Fill want[0..n) with what the other-writer files must hold: 'A' at 0,
+ * 'B' at 2 blocks, 'C' at c_at (0: none), zeros elsewhere. */
+static void ow_expect(uint8_t *want, size_t n, size_t c_at)
+{
+	memset(want, 0, n);
+	memset(want, 'A', OW_BLOCK);
+	memset(want + 2 * OW_BLOCK, 'B', OW_BLOCK);
+	if (c_at)
+		memset(want + c_at, 'C', OW_BLOCK);
+}
+
+/* Write name on disk as one block of 'A' and cache it through the
+ * proxy. 0 or -1. */
+static int ow_cache(const char *name, nfs_fh3 *fh, nfs_fh3 *fhd)
+{
+	uint8_t blk[OW_BLOCK];
+	uint32_t count = 0;
+	int eof = 0;
+
+	memset(blk, 'A', sizeof(blk));
+	if (ct_disk_write(name, blk, sizeof(blk)) == 0 &&
+	    ct_lookup_root(T.px, name, fh) == NFS3_OK &&
+	    ct_lookup_root(T.dx, name, fhd) == NFS3_OK &&
+	    nfsc_read(T.px, fh, 0, OW_BLOCK, blk, &count, &eof) == NFS3_OK &&
+	    count == OW_BLOCK)
+		return 0;
+	CHECK_MSG(0, "%s: setup", name);
+	return -1;
+}
+
+/* Another writer: a block of 'B' at 2 blocks, directly to Ganesha (the
+ * proxy still believes the size is one block). */
+static void ow_other_write(const nfs_fh3 *fhd)
+{
+	uint8_t blk[OW_BLOCK];
+	uint32_t count = 0;
+
+	memset(blk, 'B', sizeof(blk));
+	CHECK_STAT(nfsc_write(T.dx, fhd, 2 * OW_BLOCK, blk, OW_BLOCK, FILE_SYNC,
+			      &count, NULL, NULL), NFS3_OK);
+	CHECK_EQ(size_of(T.dx, fhd), 3 * OW_BLOCK);
+}
+
+/* READ all of fh through c (size bytes); compare with want. */
+static void ow_check(struct nfsc *c, const nfs_fh3 *fh, const char *who,
+		     const uint8_t *want, size_t size)
+{
+	uint8_t *buf = malloc(size + 1);
+	uint32_t count = 0;
+	int eof = 0;
+	size_t d;
+
+	if (!buf)
+		return;
+	memset(buf, 0xA5, size + 1);
+	CHECK_STAT(nfsc_read(c, fh, 0, (uint32_t)size + 1, buf, &count, &eof),
+		   NFS3_OK);
+	CHECK_MSG(count == size && eof == 1, "%s: READ count %u eof %d, want "
+		  "%zu, 1", who, count, eof, size);
+	d = ct_first_diff(buf, want, count < size ? count : size);
+	CHECK_MSG(d == (count < size ? count : size), "%s: byte %zu is 0x%02x, "
+		  "want 0x%02x", who, d, buf[d], want[d]);
+	free(buf);
+}
+
+/*
+ * SETATTR grows a file another writer grew first: its pre-op attributes
+ * do not match what the proxy knew, so the new range is not a hole and
+ * the other writer's bytes show through the proxy.
+ */
+static void test_setattr_after_other_writer_keeps_their_data(void)
+{
+	const size_t size = 64 * KIB;
+	uint8_t *want = malloc(size);
+	struct ct_metrics m0, m1;
+	nfs_fh3 fh = { 0 }, fhd = { 0 };
+
+	if (!want || ow_cache("other_setattr.dat", &fh, &fhd) != 0 ||
+	    ct_metrics_read(&m0) != 0)
+		goto out;
+	ow_other_write(&fhd);
+	CHECK_STAT(ct_set_size(T.px, &fh, size), NFS3_OK);
+	ow_expect(want, size, 0);
+	ow_check(T.px, &fh, "other_setattr.dat through the proxy", want, size);
+	ow_check(T.dx, &fhd, "other_setattr.dat directly", want, size);
+	if (ct_metrics_read(&m1) != 0)
+		goto out0;
+	/* The SETATTR reply gave the other writer away. */
+	CHECK_EQ(ct_delta(&m0, &m1, CT_INVALIDATIONS), 1);
+	ct_print_deltas("other_setattr", &m0, &m1);
+	ct_metrics_free(&m1);
+out0:
+	ct_metrics_free(&m0);
+out:
+	nfsc_fh_free(&fh);
+	nfsc_fh_free(&fhd);
+	free(want);
+}
+
+/*
+ * An absorbed write far past the end the proxy knew, after another
+ * writer grew the file: once COMMIT returns, and again past acregmax
+ * (CT_AC seconds, when the harness config sets it), the proxy serves
+ * what Ganesha has: the other writer's bytes, not an invented hole.
+ */
+static void test_write_gap_after_other_writer_shows_their_data(void)
+{
+	const size_t c_at = 8 * OW_BLOCK, size = c_at + OW_BLOCK;
+	uint8_t *want = malloc(size), blk[OW_BLOCK];
+	struct ct_metrics m0, m1;
+	nfs_fh3 fh = { 0 }, fhd = { 0 };
+	uint32_t count = 0;
+
+	if (!want || ow_cache("other_write.dat", &fh, &fhd) != 0 ||
+	    ct_metrics_read(&m0) != 0)
+		goto out;
+	ow_other_write(&fhd);
+	memset(blk, 'C', sizeof(blk));
+	CHECK_STAT(nfsc_write(T.px, &fh, c_at, blk, OW_BLOCK, UNSTABLE, &count,
+			      NULL, NULL), NFS3_OK);
+	CHECK_STAT(nfsc_commit(T.px, &fh, 0, 0, NULL), NFS3_OK);
+	ow_expect(want, size, c_at);
+	ow_check(T.dx, &fhd, "other_write.dat directly", want, size);
+	ow_check(T.px, &fh, "other_write.dat through the proxy after COMMIT",
+		 want, size);
+	if (T.acregmax) {
+		/* Past the attribute timeout the proxy has revalidated. */
+		struct timespec ts = { (time_t)T.acregmax, 500000000 };
+
+		nanosleep(&ts, NULL);
+		ow_check(T.px, &fh, "other_write.dat through the proxy past "
+			 "acregmax", want, size);
+	}
+	if (ct_metrics_read(&m1) != 0)
+		goto out0;
+	ct_print_deltas("other_write", &m0, &m1);
+	ct_metrics_free(&m1);
+out0:
+	ct_metrics_free(&m0);
+out:
+	nfsc_fh_free(&fh);
+	nfsc_fh_free(&fhd);
+	free(want);
+}
+
 /* ---- suites ---- */
 
 /* Connect both clients and the pipe; read the page size. */
@@ -530,6 +685,7 @@ static int suite_init(void)
 	T.pid = (pid_t)ct_env_u64("NFSC_PROXY_PID", 0);
 	T.win = (unsigned)ct_env_u64("CT_HOLES_WINDOW", 8);
 	T.gran = ct_env_u64("CT_HOLE_GRAN", 4096);
+	T.acregmax = ct_env_u64("CT_AC", 0);
 	T.page = ct_metric_now(CT_PAGE_SIZE);
 	if (!T.pid || !T.win || T.win > MAXWIN || T.page == CT_ABSENT ||
 	    !T.page || (T.gran && T.page % T.gran))
@@ -575,7 +731,12 @@ int test_register(void)
 		"truncate_then_extend_across_pages",
 		test_truncate_then_extend_across_pages) ||
 	    add("holes_zero_blocks", "zero_blocks_are_holes",
-		test_zero_blocks_are_holes, NULL, NULL))
+		test_zero_blocks_are_holes, NULL, NULL) ||
+	    add("holes_other_writer",
+		"setattr_after_other_writer_keeps_their_data",
+		test_setattr_after_other_writer_keeps_their_data,
+		"write_gap_after_other_writer_shows_their_data",
+		test_write_gap_after_other_writer_shows_their_data))
 		return -1;
 	return 0;
 }
