@@ -19,6 +19,10 @@
  *           creates $WB_STREAM_READY and waits, sending nothing, until the
  *           proxy closes the connection: the SIGTERM flush alone must put
  *           the tail on Ganesha.
+ *   nocommit  like stream, but no COMMIT ever: only the SIGTERM flush
+ *           (and write-behind past dirty_limit) puts bytes upstream, while
+ *           the client keeps writing; nfscached must still stop taking
+ *           WRITEs and flush what it acknowledged.
  *   check   after nfscached exited: in the export directory on disk, every
  *           committed byte and every acknowledged byte is the client's.
  */
@@ -104,9 +108,15 @@ static int idle_until_closed(struct wb_conn *c)
 		       ? WB_ERR_CLOSED : WB_ERR_TIMEOUT;
 }
 
-/* Stream WRITEs and COMMITs until the proxy goes away, or (tail) until
- * TAIL_WRITES uncommitted WRITEs follow TAIL_AFTER committed bytes. */
-static void stream(bool tail)
+/* How a stream runs. */
+enum mode {
+	BUSY,		/* COMMIT every COMMIT_EVERY WRITEs, until cut */
+	TAIL,		/* TAIL_AFTER committed, TAIL_WRITES more, silence */
+	NOCOMMIT,	/* WRITEs only, until cut */
+};
+
+/* Stream WRITEs (and COMMITs) as mode says until the proxy goes away. */
+static void stream(enum mode mode)
 {
 	uint64_t cap = 2ull << 30;
 	const char *cap_env = getenv("WB_STREAM_CAP");
@@ -120,7 +130,7 @@ static void stream(bool tail)
 	memset(&p, 0, sizeof(p));
 	if (cap_env)
 		cap = strtoull(cap_env, NULL, 10);
-	if (tail)
+	if (mode == TAIL)
 		cap = TAIL_AFTER + TAIL_WRITES * BS;
 	WB_CHECK(buf != NULL, "malloc");
 	if (!buf || wb_open(&c, "proxy", 0, 0) < 0) {
@@ -140,17 +150,19 @@ static void stream(bool tail)
 		p.acked += BS;
 		if (marked())
 			p.after_mark++;
-		if (++n % COMMIT_EVERY && !(tail && p.acked == TAIL_AFTER))
+		if (++n % COMMIT_EVERY)
 			continue;
-		if (tail && p.acked > TAIL_AFTER)
+		if (mode == NOCOMMIT || (mode == TAIL && p.acked > TAIL_AFTER)) {
+			state_save(&p);
 			continue;
+		}
 		st = wb_commit(&c, &fh, NULL, WB_TIMEOUT_MS);
 		if (st != NFS3_OK)
 			break;
 		p.committed = p.acked;
 		state_save(&p);
 	}
-	if (tail && st == NFS3_OK) {
+	if (mode == TAIL && st == NFS3_OK) {
 		state_save(&p);
 		st = idle_until_closed(&c);
 	}
@@ -161,11 +173,12 @@ static void stream(bool tail)
 		"by %s\n", (unsigned long long)n, (unsigned long long)p.acked,
 		(unsigned long long)p.committed,
 		(unsigned long long)p.after_mark, wb_stat_name(st));
-	WB_CHECK(p.committed > 0, "some bytes were committed");
-	if (tail) {
+	if (mode == TAIL) {
 		WB_EQ(p.acked, cap);
 		WB_EQ(p.committed, TAIL_AFTER);
 	} else {
+		WB_CHECK(mode == NOCOMMIT || p.committed > 0,
+			 "some bytes were committed");
 		WB_CHECK(p.acked < cap, "the stream was cut by the proxy's "
 			 "exit, not by its cap of %llu bytes",
 			 (unsigned long long)cap);
@@ -180,13 +193,19 @@ static void stream(bool tail)
 /* The busy stream. */
 static void test_stream(void)
 {
-	stream(false);
+	stream(BUSY);
 }
 
 /* The stream with an uncommitted tail, then silence. */
 static void test_tail(void)
 {
-	stream(true);
+	stream(TAIL);
+}
+
+/* WRITEs without COMMITs until the proxy goes away. */
+static void test_nocommit(void)
+{
+	stream(NOCOMMIT);
 }
 
 /* Check [0, end) of the stream file on disk; the first bad offset or
@@ -257,6 +276,9 @@ int test_register(void)
 		return -1;
 	s = CU_add_suite("tail", NULL, NULL);
 	if (!s || !CU_add_test(s, "then_sigterm", test_tail))
+		return -1;
+	s = CU_add_suite("nocommit", NULL, NULL);
+	if (!s || !CU_add_test(s, "until_sigterm", test_nocommit))
 		return -1;
 	s = CU_add_suite("check", NULL, NULL);
 	if (!s || !CU_add_test(s, "acknowledged_on_disk", test_check))

@@ -111,13 +111,20 @@ uint32_t wb_send(struct wb_conn *c, uint32_t proc, xdrproc_t argp,
 	uint32_t xid = rawrpc_xid();
 	int rc;
 
+	c->send_err = WB_ERR_CLOSED;
 	if (c->fd < 0)
 		return 0;
 	rawrpc_buf_init(&b);
 	rawrpc_put_call(&b, xid, NFS_PROGRAM, NFS_V3, proc, &c->cred);
 	if (argp)
 		rawrpc_put_xdr(&b, argp, args);
-	rc = b.failed ? -1 : rawrpc_send_record(c->fd, b.data, b.len);
+	if (b.failed) {
+		c->send_err = WB_ERR_LOCAL;
+		rc = -1;
+	} else {
+		/* A send fails when the server closed or reset. */
+		rc = rawrpc_send_record(c->fd, b.data, b.len);
+	}
 	rawrpc_buf_free(&b);
 	return rc == 0 ? xid : 0;
 }
@@ -161,7 +168,7 @@ int wb_call(struct wb_conn *c, uint32_t proc, xdrproc_t argp,
 	uint32_t xid = wb_send(c, proc, argp, args);
 
 	if (!xid)
-		return c->fd < 0 ? WB_ERR_CLOSED : WB_ERR_LOCAL;
+		return c->send_err;
 	return wb_recv(c, xid, resp, res, timeout_ms);
 }
 
@@ -384,7 +391,7 @@ int wb_commit(struct wb_conn *c, const struct wb_fh *fh, uint8_t *verf,
 	uint32_t xid = wb_commit_send(c, fh);
 
 	if (!xid)
-		return WB_ERR_CLOSED;
+		return c->send_err;
 	return wb_commit_recv(c, xid, verf, timeout_ms);
 }
 
@@ -533,7 +540,7 @@ int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 			xid = wb_send(c, NFSPROC3_WRITE,
 				      (xdrproc_t)xdr_WRITE3args, &a);
 			if (!xid)
-				return WB_ERR_CLOSED;
+				return c->send_err;
 			if (sent == 0)
 				base = xid;
 			if (xid != base + (uint32_t)sent)

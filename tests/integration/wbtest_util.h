@@ -50,6 +50,7 @@ struct wb_conn {
 	uint16_t mnt_port;
 	struct rawrpc_cred cred;	/* used by every call */
 	struct wb_fh root;		/* the export root, from MNT /export */
+	int send_err;			/* why the last wb_send failed */
 	char name[16];			/* "proxy" or "direct", for messages */
 };
 
@@ -102,7 +103,8 @@ void wb_set_cred(struct wb_conn *c, uint32_t uid, uint32_t gid);
 int wb_call(struct wb_conn *c, uint32_t proc, xdrproc_t argp,
 	    const void *args, xdrproc_t resp, void *res, int timeout_ms);
 
-/* Send the call only; returns its xid, or 0 if it could not be sent. */
+/* Send the call only; returns its xid, or 0 if it could not be sent
+ * (c->send_err then says why: WB_ERR_CLOSED or WB_ERR_LOCAL). */
 uint32_t wb_send(struct wb_conn *c, uint32_t proc, xdrproc_t argp,
 		 const void *args);
 
