@@ -177,6 +177,10 @@ static const struct directive directives[] = {
 	    "30", 0, 86400, "seconds",
 	    "Longest time SIGTERM waits for dirty data to reach the upstream; "
 	    "what is left was never acknowledged as committed."),
+	NUM("meta_cache_size", GLOBAL(meta_cache_size), K_U32, "64", 0, 65536,
+	    "MiB",
+	    "Budget for cached names and directory listings (LOOKUP, READDIR, "
+	    "READDIRPLUS), least recently used first out; 0 caches none."),
 
 	NUM("id", EXPORT(id), K_UINT, NULL, 1, 63, NULL,
 	    "Export number stored in every file handle: keep it stable."),
@@ -203,6 +207,14 @@ static const struct directive directives[] = {
 	    "Shortest time directory attributes are trusted."),
 	NUM("acdirmax", EXPORT(acdirmax), K_DOUBLE, "60", 0, 86400, "seconds",
 	    "Longest time unchanged directory attributes are trusted."),
+	NUM("negative_timeout", EXPORT(negative_timeout), K_DOUBLE, "3", 0,
+	    3600, "seconds",
+	    "How long a LOOKUP that found no such name is answered from the "
+	    "cache (while the directory is unchanged); 0 turns negative "
+	    "caching off."),
+	BOOL("strict", EXPORT(strict), "false",
+	     "Forward every GETATTR and revalidate a directory before each "
+	     "listing, for close-to-open consistency with other writers."),
 };
 
 #define NDIR (sizeof(directives) / sizeof(directives[0]))

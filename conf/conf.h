@@ -55,6 +55,9 @@ struct conf_export {
 	bool secure;			/* require a source port < 1024 */
 	double acregmin, acregmax;	/* file attribute timeouts, seconds */
 	double acdirmin, acdirmax;	/* directory attribute timeouts, s */
+	double negative_timeout;	/* seconds NOENT is cached; 0 off */
+	bool strict;			/* forward every GETATTR, revalidate
+					 * directories before listings */
 };
 
 struct conf {
@@ -82,6 +85,7 @@ struct conf {
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */
 	double writeback_commit_delay;	/* seconds from last WRITE to COMMIT */
+	uint32_t meta_cache_size;	/* names and listings budget, MiB */
 	struct conf_export *exports;	/* owned array */
 	size_t nexports;
 };
