@@ -21,12 +21,13 @@
 #include <utlist.h>
 
 #include "cache.h"
+#include "readahead.h"
 
 #define CFILE_MAGIC 0x4346494cu
 #define OWN_STATES 16		/* own states remembered per file */
 #define SUSPECTS 8		/* unexplained pre-states awaiting an own post */
 
-enum queue { Q_NONE = 0, Q_A1IN, Q_AM };
+enum queue { Q_NONE = 0, Q_A1IN, Q_AM, Q_RA };
 
 /* Write-back state of a byte extent inside a page (page-relative). */
 struct wbext {
@@ -51,6 +52,7 @@ struct cpage {
 	struct rangeset valid;		/* page-relative byte ranges */
 	struct wbext *wb;		/* sorted, disjoint; wb ⊆ valid */
 	uint16_t nwb, capwb;		/* nwb > 0: pinned, on no queue */
+	uint32_t ra_bytes;		/* prefetched bytes not yet read */
 	uint8_t queue;
 	UT_hash_handle hh;		/* in file->pages, key index */
 	struct cpage *prev, *next;	/* on A1in or Am, head = newest */
@@ -81,6 +83,7 @@ struct cfile {
 	unsigned mut_inflight;		/* own mutations in flight */
 	uint64_t gen;			/* see cfile_gen */
 	void *owner;			/* cfile_owner_slot */
+	struct ra_state *ra;		/* readahead, cfile_ra */
 	struct cwcc own[OWN_STATES];	/* recent own post-states */
 	unsigned nown;
 	struct cwcc suspect[SUSPECTS];	/* pre-states not yet explained */
@@ -117,8 +120,11 @@ struct cache {
 	uint64_t kout;			/* A1out ghosts kept */
 	uint64_t hole_granularity;	/* bytes; 0: no zero detection */
 	struct cfile *files;
-	struct cpage *a1in, *am;
-	uint64_t n_a1in, n_am;
+	struct cpage *a1in, *am, *ra;	/* ra: prefetched, never read */
+	uint64_t n_a1in, n_am, n_ra;
+	struct ra_stats ra_gone;	/* readahead counters of freed files */
+	struct ra_params ra_params;	/* the last given to cfile_ra */
+	bool ra_params_set;
 	struct ghost *ghosts;		/* hash */
 	struct ghost *ghost_list;	/* head = newest */
 	uint64_t nghosts;
@@ -180,6 +186,9 @@ static void queue_del(struct cache *c, struct cpage *p)
 	} else if (p->queue == Q_AM) {
 		DL_DELETE(c->am, p);
 		c->n_am--;
+	} else if (p->queue == Q_RA) {
+		DL_DELETE(c->ra, p);
+		c->n_ra--;
 	}
 	p->queue = Q_NONE;
 }
@@ -191,6 +200,9 @@ static void queue_add(struct cache *c, struct cpage *p, enum queue q)
 	if (q == Q_A1IN) {
 		DL_PREPEND(c->a1in, p);
 		c->n_a1in++;
+	} else if (q == Q_RA) {
+		DL_PREPEND(c->ra, p);
+		c->n_ra++;
 	} else {
 		DL_PREPEND(c->am, p);
 		c->n_am++;
@@ -215,6 +227,7 @@ static void page_free(struct cache *c, struct cpage *p)
 		wb_pages_update(c, p);
 	}
 	free(p->wb);
+	c->st.ra_wasted_bytes += p->ra_bytes;
 	queue_del(c, p);
 	HASH_DEL(f->pages, p);
 	f->npages--;
@@ -269,7 +282,10 @@ static bool evict_one(struct cache *c)
 {
 	struct cpage *victim;
 
-	if (c->a1in && (c->n_a1in > c->kin || !c->am)) {
+	if (c->ra) {
+		/* Prefetched pages never read go first. */
+		victim = c->ra->prev;
+	} else if (c->a1in && (c->n_a1in > c->kin || !c->am)) {
 		victim = c->a1in->prev;
 		ghost_add(c, victim->file->id, victim->index);
 	} else if (c->am) {
@@ -293,7 +309,7 @@ static struct cpage *page_find(const struct cfile *f, uint64_t index)
 
 /* The page index of f, allocated (and admitted by 2Q) if absent. */
 static struct cpage *page_get(struct cache *c, struct cfile *f,
-			      uint64_t index)
+			      uint64_t index, bool ra)
 {
 	struct cpage *p = page_find(f, index);
 
@@ -318,14 +334,23 @@ static struct cpage *page_get(struct cache *c, struct cfile *f,
 		queue_add(c, p, Q_AM);
 		c->st.promotions++;
 	} else {
-		queue_add(c, p, Q_A1IN);
+		queue_add(c, p, ra ? Q_RA : Q_A1IN);
 	}
 	return p;
 }
 
-/* Note a use of p: Am pages move to the head; A1in pages stay (2Q). */
+/* Note a use of p: Am pages move to the head; A1in pages stay (2Q);
+ * prefetched pages read for the first time join A1in. */
 static void page_touch(struct cache *c, struct cpage *p)
 {
+	if (p->ra_bytes) {
+		c->st.ra_used_bytes += p->ra_bytes;
+		p->ra_bytes = 0;
+		if (p->queue == Q_RA) {
+			queue_del(c, p);
+			queue_add(c, p, Q_A1IN);
+		}
+	}
 	if (p->queue == Q_AM && c->am != p) {
 		DL_DELETE(c->am, p);
 		DL_PREPEND(c->am, p);
@@ -388,6 +413,13 @@ static void file_drop_pages(struct cache *c, struct cfile *f)
 static void file_free(struct cache *c, struct cfile *f)
 {
 	HASH_DEL(c->files, f);
+	if (f->ra) {
+		struct ra_stats rs;
+
+		ra_stats_get(f->ra, &rs);
+		ra_stats_add(&c->ra_gone, &rs);
+		ra_state_free(&f->ra);
+	}
 	rangeset_clear(&f->holes);
 	rangeset_clear(&f->wbpages);
 	free(f->runs);
@@ -535,6 +567,8 @@ void cfile_invalidate(struct cache *c, struct cfile *f)
 	struct cpage *p, *tmp;
 
 	f->gen++;
+	if (f->ra && c->ra_params_set)
+		ra_invalidate(f->ra, &c->ra_params);
 	HASH_ITER(hh, f->pages, p, tmp) {
 		uint64_t before = rangeset_bytes(&p->valid);
 
@@ -993,6 +1027,12 @@ static void fill_zero_blocks(struct cache *c, struct cfile *f, uint64_t off,
 void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len)
 {
+	cache_fill_ex(c, f, off, data, len, false);
+}
+
+void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
+		   const uint8_t *data, uint64_t len, bool readahead)
+{
 	uint64_t e = off + len;
 	struct range gaps[16];
 
@@ -1001,7 +1041,7 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 	fill_zero_blocks(c, f, off, data, len);
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
-		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
+		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe, before;
 		struct cpage *p = page_find(f, idx);
 		struct rangeset have = RANGESET_INIT;
 		size_t k;
@@ -1011,11 +1051,12 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 			rangeset_clear(&have);
 			continue;
 		}
-		if (!p && !(p = page_get(c, f, idx))) {
+		if (!p && !(p = page_get(c, f, idx, readahead))) {
 			c->st.fill_skipped++;
 			rangeset_clear(&have);
 			continue;
 		}
+		before = rangeset_bytes(&p->valid);
 		for (uint64_t at = s; at < t;) {
 			k = rangeset_gaps(&have, at, t, gaps, 16);
 			for (size_t i = 0; i < k && i < 16; i++)
@@ -1024,6 +1065,12 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 			if (k <= 16)
 				break;
 			at = gaps[15].end;
+		}
+		if (readahead) {
+			uint64_t n = rangeset_bytes(&p->valid) - before;
+
+			p->ra_bytes += (uint32_t)n;
+			c->st.ra_filled_bytes += n;
 		}
 		rangeset_clear(&have);
 	}
@@ -1085,7 +1132,7 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
-		struct cpage *p = page_get(c, f, idx);
+		struct cpage *p = page_get(c, f, idx, false);
 		int id;
 
 		if (!p) {
@@ -1369,7 +1416,7 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		cfile_hole_add(c, f, f->shown.size, off);
 	/* Get every page first so a failure changes nothing. */
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
-		struct cpage *p = page_get(c, f, idx);
+		struct cpage *p = page_get(c, f, idx, false);
 
 		if (!p || wb_reserve(p, 2) != 0) {
 			c->st.fill_skipped++;
@@ -1828,6 +1875,33 @@ const uint8_t *cfile_fh(const struct cfile *f, size_t *len)
 	return f->key + 1;
 }
 
+struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
+			  const struct ra_params *p)
+{
+	if (!f->ra && ra_params_valid(p) && p->max_window)
+		f->ra = ra_state_new(p);
+	c->ra_params = *p;
+	c->ra_params_set = true;
+	return f->ra;
+}
+
+bool cfile_range_cached(struct cache *c, struct cfile *f, uint64_t start,
+			uint64_t end)
+{
+	struct range none[1];
+	uint64_t got;
+	size_t n;
+	enum cache_outcome o;
+
+	if (start >= end)
+		return true;
+	if (end - start > UINT32_MAX)
+		return false;
+	o = cache_plan_read(c, f, start, (uint32_t)(end - start), &got, none, 0,
+			    &n);
+	return o == CACHE_HIT || o == CACHE_HOLE;
+}
+
 uint64_t cfile_hole_bytes(const struct cfile *f)
 {
 	return rangeset_bytes(&f->holes);
@@ -1851,8 +1925,15 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 
 	*st = c->st;
 	memcpy(st->wb_bytes, c->wbbytes, sizeof(st->wb_bytes));
+	st->ra = c->ra_gone;
 	HASH_ITER(hh, c->files, f, ftmp) {
 		meta += sizeof(*f) + rangeset_heap_bytes(&f->holes);
+		if (f->ra) {
+			struct ra_stats rs;
+
+			ra_stats_get(f->ra, &rs);
+			ra_stats_add(&st->ra, &rs);
+		}
 		st->hole_bytes += rangeset_bytes(&f->holes);
 		if (f->access)
 			meta += CACHE_ACCESS_SLOTS * sizeof(*f->access);
@@ -1870,7 +1951,8 @@ bool cache_check(const struct cache *c)
 {
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
-	uint64_t n_a1in = 0, n_am = 0, pages = 0, valid = 0, pinned = 0;
+	uint64_t n_a1in = 0, n_am = 0, n_ra = 0, pages = 0, valid = 0;
+	uint64_t pinned = 0;
 
 	DL_FOREACH(c->a1in, p) {
 		if (p->queue != Q_A1IN)
@@ -1882,7 +1964,13 @@ bool cache_check(const struct cache *c)
 			return false;
 		n_am++;
 	}
-	if (n_a1in != c->n_a1in || n_am != c->n_am || c->st.pages > c->max_pages)
+	DL_FOREACH(c->ra, p) {
+		if (p->queue != Q_RA)
+			return false;
+		n_ra++;
+	}
+	if (n_a1in != c->n_a1in || n_am != c->n_am || n_ra != c->n_ra ||
+	    c->st.pages > c->max_pages)
 		return false;
 	HASH_ITER(hh, c->files, f, ftmp) {
 		uint64_t fv = 0, fp = 0;
@@ -1920,6 +2008,6 @@ bool cache_check(const struct cache *c)
 		pages += fp;
 		valid += fv;
 	}
-	return pages == c->st.pages && pages == n_a1in + n_am + pinned &&
+	return pages == c->st.pages && pages == n_a1in + n_am + n_ra + pinned &&
 	       pinned == c->st.wb_pinned_pages && valid == c->st.valid_bytes;
 }

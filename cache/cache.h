@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "rangeset.h"
+#include "readahead.h"
 
 struct cache;
 struct cfile;
@@ -148,6 +149,10 @@ struct cache_stats {
 	uint64_t fill_skipped;		/* fills not stored: no room */
 	uint64_t promotions;		/* pages admitted to Am */
 	uint64_t zero_blocks;		/* fetched blocks kept as holes */
+	uint64_t ra_filled_bytes;	/* bytes stored by readahead fills */
+	uint64_t ra_used_bytes;		/* of those, read by a client */
+	uint64_t ra_wasted_bytes;	/* of those, dropped unread */
+	struct ra_stats ra;		/* readahead windows (all files) */
 	uint64_t hole_bytes;		/* gauge: bytes known to be zeros */
 	uint64_t wb_bytes[WB_NSTATES];	/* gauges: bytes by wb state */
 	uint64_t wb_runs;		/* runs handed out */
@@ -297,6 +302,26 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
  */
 uint64_t cache_copy(struct cache *c, struct cfile *f, uint64_t off,
 		    uint64_t len, uint8_t *out);
+
+/*
+ * cache_fill for readahead (readahead true): new pages wait on a queue of
+ * their own and are evicted first while no client has read them; their
+ * bytes count as used when a client reads the page, as wasted when the
+ * page goes unread.
+ */
+void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
+		   const uint8_t *data, uint64_t len, bool readahead);
+
+/* The readahead state of f, created on first use with p (NULL when p is
+ * invalid or disables readahead, or on ENOMEM). Owned by the cache, freed
+ * with the file; another writer's change resets it. */
+struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
+			  const struct ra_params *p);
+
+/* True if every byte of [start, end) of f is valid or a hole (clamped at
+ * the shown size). */
+bool cfile_range_cached(struct cache *c, struct cfile *f, uint64_t start,
+			uint64_t end);
 
 /* cache_copy, also telling how many of the copied bytes were holes. */
 uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,

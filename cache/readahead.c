@@ -166,6 +166,17 @@ ra_match(struct ra_state *s, const struct ra_params *p, uint64_t off)
 	return best;
 }
 
+bool ra_in_stream(struct ra_state *s, const struct ra_params *p,
+		  uint64_t off)
+{
+	struct ra_stream *t;
+
+	if (!ra_params_valid(p) || !p->max_window)
+		return false;
+	t = ra_match(s, p, off);
+	return t && t->window > 0;
+}
+
 /* Take the free or least recently used slot for a stream ending at end. */
 static struct ra_stream *
 ra_replace(struct ra_state *s, const struct ra_params *p, uint64_t end)

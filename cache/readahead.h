@@ -145,6 +145,16 @@ size_t ra_on_read(struct ra_state *s, const struct ra_params *p,
  * 1-5% of the bytes read were prefetched for nothing; with 4 x len, under
  * 1%), while a sequential reader always has its own past READs behind it.
  */
+/*
+ * True if a READ at off belongs to a stream already found sequential (not
+ * a candidate). Callers use it to report cache hits only to such streams:
+ * a hit is no evidence of a new stream, so random reads of cached data
+ * never start readahead, while a stream reading what it prefetched still
+ * crosses its trigger.
+ */
+bool ra_in_stream(struct ra_state *s, const struct ra_params *p,
+		  uint64_t off);
+
 struct range ra_prev_range(const struct ra_params *p, uint64_t off,
 			   uint32_t len);
 

@@ -162,6 +162,14 @@ static const struct directive directives[] = {
 	    "Aligned blocks of this size that an upstream READ returns all "
 	    "zero are kept as holes (no page memory, no upstream READ next "
 	    "time); a power of two, 0 turns it off."),
+	NUM("readahead_max", GLOBAL(readahead_max), K_U32, "4194304", 0,
+	    268435456, "bytes",
+	    "Largest readahead window of a sequential stream (a multiple of "
+	    "page_size); 0 turns readahead off."),
+	NUM("readahead_streams", GLOBAL(readahead_streams), K_U32, "8", 1, 32,
+	    "streams",
+	    "Sequential streams tracked per file (readers at different "
+	    "offsets)."),
 	NUM("writeback_delay", GLOBAL(writeback_delay), K_DOUBLE, "5", 0, 3600,
 	    "seconds",
 	    "Age after which absorbed (dirty) data is written back and "
@@ -1002,6 +1010,12 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 		*line = gline_of(gline, "hole_granularity");
 		snprintf(why, len, "hole_granularity %" PRIu32 " is not a power "
 			 "of two (or 0)", c->hole_granularity);
+		return -1;
+	}
+	if (c->page_size && c->readahead_max % c->page_size) {
+		*line = gline_of(gline, "readahead_max");
+		snprintf(why, len, "readahead_max %" PRIu32 " is not a multiple "
+			 "of page_size %" PRIu32, c->readahead_max, c->page_size);
 		return -1;
 	}
 	if (c->page_size & (c->page_size - 1)) {

@@ -81,6 +81,8 @@ struct conf {
 	uint32_t page_size;		/* cache page size, bytes */
 	uint32_t cache_size;		/* cache data budget, MiB */
 	uint32_t hole_granularity;	/* bytes; zero blocks become holes */
+	uint32_t readahead_max;		/* bytes, largest window; 0 off */
+	uint32_t readahead_streams;	/* streams tracked per file */
 	double writeback_delay;		/* seconds before write-behind */
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */

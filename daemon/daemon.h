@@ -44,6 +44,7 @@ struct daemon {
 	size_t nexports;
 	struct server *server;
 	struct cache *cache;		/* owned; shared by all exports */
+	struct ra_params ra_params;	/* readahead window and streams */
 	struct metrics *metrics;
 	bool stopping;
 };

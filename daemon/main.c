@@ -430,6 +430,14 @@ int main(int argc, char **argv)
 		d.cache = cache_new(&cp);
 		if (!d.cache)
 			fatal("cannot create the cache (page_size %u)", cp.page_size);
+		ra_params_default(&d.ra_params, d.conf->page_size);
+		d.ra_params.max_window = d.conf->readahead_max;
+		d.ra_params.max_streams = d.conf->readahead_streams;
+		if (d.ra_params.min_window > d.ra_params.max_window)
+			d.ra_params.min_window = d.ra_params.max_window;
+		if (!ra_params_valid(&d.ra_params))
+			fatal("readahead_max %u must be 0 or a multiple of page_size %u",
+			      d.conf->readahead_max, d.conf->page_size);
 		if (writeback_start(&d) != 0)
 			fatal("cannot create the write verifier (RAND_bytes)");
 	}

@@ -238,6 +238,23 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	       ws.errors_reported);
 }
 
+/* Write the readahead counters: windows issued, bytes fetched, used and
+ * wasted (prefetched pages that went unread). */
+static void render_readahead(struct evbuffer *o, const struct cache_stats *cs)
+{
+#define X(f, name, help) scalar(o, name, "counter", help ".", cs->ra.f);
+	RA_COUNTERS(X)
+#undef X
+	scalar(o, "nfscached_readahead_fetched_bytes_total", "counter",
+	       "Bytes readahead brought into the cache.", cs->ra_filled_bytes);
+	scalar(o, "nfscached_readahead_used_bytes_total", "counter",
+	       "Prefetched bytes whose page a client READ then used.",
+	       cs->ra_used_bytes);
+	scalar(o, "nfscached_readahead_wasted_bytes_total", "counter",
+	       "Prefetched bytes dropped before any client READ used them.",
+	       cs->ra_wasted_bytes);
+}
+
 /* Write the cache's read outcomes, byte sources and memory. */
 static void render_cache(struct evbuffer *o, struct daemon *d,
 			 const struct nfs3_ops_stats *ns)
@@ -284,6 +301,7 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	scalar(o, "nfscached_cache_dirty_files", "gauge",
 	       "Files holding bytes not yet committed upstream.", cs.dirty_files);
 	render_writeback(o, &cs);
+	render_readahead(o, &cs);
 	scalar(o, "nfscached_cache_page_bytes", "gauge",
 	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);
 	scalar(o, "nfscached_cache_budget_bytes", "gauge",

@@ -388,7 +388,10 @@ struct fwd {
 	uint64_t gen;
 	uint64_t gen2;
 	bool held;		/* holds write-back of f (truncating SETATTR) */
-	struct cfile *victim;	/* REMOVE: the last link's dirty file */
+	struct cfile *victim;	/* REMOVE: the last link's dirty file;
+				 * CREATE UNCHECKED with a size: the
+				 * existing file it truncates */
+	bool victim_held;	/* holds the victim's write-back */
 };
 
 /* The upstream handle in an nfs_fh3 (already unwrapped). */
@@ -730,6 +733,10 @@ static void fwd_free(struct daemon *d, struct fwd *w)
 		fs->hold--;
 		writeback_kick(d, w->f, w->ex, false);
 	}
+	if (w->victim_held && w->victim && (fs = fstate_find(w->victim))) {
+		fs->hold--;
+		writeback_kick(d, w->victim, w->ex, false);
+	}
 	cfile_put(d->cache, &w->victim);
 	cfile_put(d->cache, &w->f);
 	cfile_put(d->cache, &w->f2);
@@ -764,6 +771,15 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 		log_debug("REMOVE of the last link: dropping its unwritten data");
 		cfile_discard_dirty(d->cache, w->victim);
 		fstate_release(d, w->victim);
+	}
+	if (r->call.proc == NFSPROC3_CREATE && *(nfsstat3 *)res == NFS3_OK &&
+	    w->victim) {
+		CREATE3args *ca = r->args;
+
+		/* The CREATE truncated an existing file: its cached and
+		 * unwritten bytes past the new size are gone. */
+		cfile_truncate(d->cache, w->victim, ca->how.createhow3_u
+			       .obj_attributes.size.set_size3_u.size);
 	}
 	err = rewrap_res(r, w->ex, res);
 	if (r->call.proc == NFSPROC3_FSINFO)
@@ -811,9 +827,25 @@ static void fwd_idle(struct daemon *d, nfsstat3 st, void *arg)
 	fwd_send(r);
 }
 
-/* LOOKUP before a REMOVE while the proxy holds unwritten data: is the
- * name the last link of such a file? */
-static void fwd_remove_lookup_done(enum upstream_status status,
+/* Whether f has write-back state or WRITEs in flight. */
+static bool wb_busy(struct cfile *f)
+{
+	struct fstate *fs = fstate_find(f);
+
+	return cfile_wb_bytes(f, WB_DIRTY) || cfile_wb_bytes(f, WB_WRITING) ||
+	       cfile_wb_bytes(f, WB_UNSTABLE) ||
+	       (fs && (fs->wb_inflight || fs->commit_tag));
+}
+
+/*
+ * LOOKUP before a REMOVE or a truncating CREATE while the proxy holds
+ * unwritten data: which file does the name reach? A REMOVE of its last
+ * link (nlink 1, fresh from this LOOKUP) discards the file's unwritten
+ * data; with another link the data keeps going to the file. A CREATE that
+ * truncates it waits for its write-back in flight and holds the rest
+ * until the reply, which truncates the cache.
+ */
+static void fwd_victim_lookup_done(enum upstream_status status,
 				   const uint8_t *xdr, size_t len, void *arg)
 {
 	struct req *r = arg;
@@ -821,21 +853,38 @@ static void fwd_remove_lookup_done(enum upstream_status status,
 	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_LOOKUP];
 	LOOKUP3res *res = NULL;
 	post_op_attr *pa;
+	struct fstate *fs;
 
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
 	if (res && res->status == NFS3_OK) {
 		pa = &res->LOOKUP3res_u.resok.obj_attributes;
 		w->victim = fh_file(r->d, &res->LOOKUP3res_u.resok.object);
-		/* Another link still reaches the file: keep writing it back. */
-		if (w->victim && (!pa->attributes_follow ||
-				  pa->post_op_attr_u.attributes.nlink > 1 ||
-				  (!cfile_wb_bytes(w->victim, WB_DIRTY) &&
-				   !cfile_wb_bytes(w->victim, WB_UNSTABLE))))
+		if (w->victim && (!wb_busy(w->victim) ||
+				  (r->call.proc == NFSPROC3_REMOVE &&
+				   (!pa->attributes_follow ||
+				    pa->post_op_attr_u.attributes.nlink > 1))))
 			cfile_put(r->d->cache, &w->victim);
 	}
 	nfs3_res_free(ent, res);
+	if (r->call.proc == NFSPROC3_CREATE && w->victim &&
+	    (fs = fstate_get(r->d, w->victim, w->ex))) {
+		fs->hold++;
+		w->victim_held = true;
+		if (writeback_wait(r->d, w->victim, w->ex, WB_WAIT_IDLE, 0, 0,
+				   fwd_idle, r) == 0)
+			return;
+	}
 	fwd_send(r);
+}
+
+/* Whether a CREATE would truncate an existing file (UNCHECKED, size set). */
+static bool create_truncates(struct req *r)
+{
+	CREATE3args *a = r->args;
+
+	return r->call.proc == NFSPROC3_CREATE && a->how.mode == UNCHECKED &&
+	       a->how.createhow3_u.obj_attributes.size.set_it;
 }
 
 /* Whether a SETATTR changes the size of a file with write-back state. */
@@ -883,12 +932,15 @@ enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
 			return fwd_send(r);
 		return OP_PENDING;
 	}
-	if (r->call.proc == NFSPROC3_REMOVE && cache_wb_file_first(r->d->cache)) {
-		REMOVE3args *a = r->args;
-		LOOKUP3args la = { a->object };
+	if ((r->call.proc == NFSPROC3_REMOVE || create_truncates(r)) &&
+	    cache_wb_file_first(r->d->cache)) {
+		LOOKUP3args la;
 
+		la.what = r->call.proc == NFSPROC3_REMOVE
+				  ? ((REMOVE3args *)r->args)->object
+				  : ((CREATE3args *)r->args)->where;
 		if (nfs3_send(w->ex, NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
-			      &la, &w->uc, fwd_remove_lookup_done, r) == 0)
+			      &la, &w->uc, fwd_victim_lookup_done, r) == 0)
 			return OP_PENDING;
 	}
 	return fwd_send(r);

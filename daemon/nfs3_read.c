@@ -51,6 +51,7 @@ struct fetch {
 	uint64_t start, end;		/* bytes asked for */
 	struct read_op **waiters;
 	size_t nwaiters, cap;
+	bool ra;			/* a readahead prefetch */
 	struct fetch *prev, *next;	/* the file's list */
 };
 
@@ -270,8 +271,9 @@ static void fetch_learn(struct fetch *fe, READ3resok *ok)
 		cfile_attr_observe(fe->d->cache, fe->f, a, daemon_now(),
 				   daemon_ac(fe->ex, a->type));
 	if (cfile_gen(fe->f) == fe->gen)
-		cache_fill(fe->d->cache, fe->f, fe->start,
-			   (const uint8_t *)ok->data.data_val, ok->count);
+		cache_fill_ex(fe->d->cache, fe->f, fe->start,
+			      (const uint8_t *)ok->data.data_val, ok->count,
+			      fe->ra);
 }
 
 /* An upstream READ issued to fill pages came back. */
@@ -320,7 +322,7 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 
 /* Send one upstream READ of [s, e) for op's file; op waits on it if it
  * needs any of those bytes. 0, or -1 if it could not be sent. */
-static int fetch_start(struct read_op *op, uint64_t s, uint64_t e)
+static int fetch_start(struct read_op *op, uint64_t s, uint64_t e, bool ra)
 {
 	struct daemon *d = op->r->d;
 	struct fetch *fe = calloc(1, sizeof(*fe));
@@ -345,7 +347,9 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e)
 	a = *op_args(op);
 	a.offset = s;
 	a.count = (count3)(e - s);
-	if (rangeset_intersects(&op->need, s, e) && fetch_wait(fe, op) != 0) {
+	fe->ra = ra;
+	if (!ra && rangeset_intersects(&op->need, s, e) &&
+	    fetch_wait(fe, op) != 0) {
 		fstate_release(d, fe->f);
 		cfile_put(d->cache, &fe->f);
 		free(fe);
@@ -391,6 +395,76 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 	}
 }
 
+/* Prefetch [s, e) of op's file: the bytes the cache lacks and no fetch
+ * in flight covers, in upstream READs of at most rtmax bytes. Returns the
+ * bytes that could not be sent. */
+static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
+			 uint32_t rtmax)
+{
+	struct range miss[READ_MAX_FETCH];
+	uint64_t end, lost = 0;
+	size_t n;
+	enum cache_outcome o;
+
+	if (e - s > UINT32_MAX)
+		return e - s;
+	o = cache_plan_read(op->d->cache, op->f, s, (uint32_t)(e - s), &end,
+			    miss, READ_MAX_FETCH, &n);
+	if (o == CACHE_HIT || o == CACHE_HOLE)
+		return 0;
+	for (size_t i = 0; i < n && i < READ_MAX_FETCH; i++) {
+		struct rangeset rest = RANGESET_INIT;
+		const struct range *pieces;
+		size_t np;
+
+		join_inflight(op, miss[i].start, miss[i].end, &rest);
+		pieces = rangeset_ranges(&rest, &np);
+		for (size_t j = 0; j < np; j++)
+			for (uint64_t a = pieces[j].start; a < pieces[j].end; a += rtmax) {
+				uint64_t b = a + rtmax < pieces[j].end ? a + rtmax
+								       : pieces[j].end;
+
+				if (fetch_start(op, a, b, true) != 0)
+					lost += b - a;
+			}
+		rangeset_clear(&rest);
+	}
+	return lost;
+}
+
+/*
+ * Tell the file's readahead about this READ (hits included: that is how
+ * a stream crosses its trigger) and prefetch what it asks for. A miss
+ * counts as sequential when the bytes just before it are cached.
+ */
+static void read_ahead(struct read_op *op, bool hit)
+{
+	struct daemon *d = op->d;
+	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	READ3args *a = op_args(op);
+	struct range out[RA_RANGES_MAX], pr;
+	bool prev_cached = false;
+	uint32_t rtmax = upstream_rtmax(op->ex->up);
+	size_t n;
+
+	if (!ra || !rtmax)
+		return;
+	/* A hit only advances a stream already sequential: cached data
+	 * read at random must not start readahead. */
+	if (hit && !ra_in_stream(ra, &d->ra_params, a->offset))
+		return;
+	if (!hit) {
+		pr = ra_prev_range(&d->ra_params, a->offset, a->count);
+		prev_cached = pr.start < pr.end &&
+			      cfile_range_cached(d->cache, op->f, pr.start, pr.end);
+	}
+	n = ra_on_read(ra, &d->ra_params, a->offset, a->count,
+		       cfile_attr(op->f)->size, prev_cached, out, RA_RANGES_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (prefetch(op, out[i].start, out[i].end, rtmax))
+			ra_cancel(ra, &d->ra_params, &out[i]);
+}
+
 /* Issue the fetches of a PARTIAL or MISS plan. */
 static void read_fetch(struct read_op *op, const struct range *fetch,
 		       size_t n)
@@ -427,7 +501,7 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 				uint64_t e = s + rtmax < pieces[j].end ? s + rtmax
 								       : pieces[j].end;
 
-				if (fetch_start(op, s, e) != 0) {
+				if (fetch_start(op, s, e, false) != 0) {
 					op->err = NFS3ERR_JUKEBOX;
 					break;
 				}
@@ -438,6 +512,7 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 	}
 	if (!issued && op->outcome != CACHE_HIT)
 		op->outcome = CACHE_COALESCED;
+	read_ahead(op, false);
 	if (--op->waiting == 0)
 		read_finish(op);
 }
@@ -454,6 +529,7 @@ static void read_plan(struct read_op *op)
 				      a->count, &op->end, fetch,
 				      READ_MAX_FETCH, &n);
 	if (op->outcome == CACHE_HIT || op->outcome == CACHE_HOLE) {
+		read_ahead(op, true);
 		read_from_cache(op);
 		return;
 	}

@@ -527,9 +527,14 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	int err = EVUTIL_SOCKET_ERROR();
+
 	(void)bev;
 	if (what & BEV_EVENT_EOF)
 		conn_close(c, CLOSE_EOF);
+	else if ((what & BEV_EVENT_ERROR) &&
+		 (err == ECONNRESET || err == EPIPE))
+		conn_close(c, CLOSE_RESET);	/* the client went away */
 	else if (what & BEV_EVENT_ERROR)
 		conn_close(c, CLOSE_ERROR);
 }

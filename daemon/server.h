@@ -38,6 +38,7 @@ struct drc_entry;
 /* Why a connection closed; each is a metric label. */
 #define CONN_CLOSE_REASONS(X) \
 	X(CLOSE_EOF, "eof") \
+	X(CLOSE_RESET, "reset") \
 	X(CLOSE_ERROR, "error") \
 	X(CLOSE_OVERSIZE, "oversize") \
 	X(CLOSE_BAD_RECORD, "bad_record") \
