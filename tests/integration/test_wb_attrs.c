@@ -32,6 +32,12 @@
  *                      nothing left unstable), whatever the file's earlier
  *                      UNSTABLE bytes elsewhere do (printed); DATA_SYNC the
  *                      same; a COMMIT then puts those on disk too.
+ *   write_permission   (wbtest_hold.conf) a WRITE the upstream would refuse
+ *                      (uid 2000 on root's 0644 file: Ganesha answers
+ *                      NFS3ERR_ACCES directly) is refused by the proxy too,
+ *                      not absorbed: other users never read its bytes, and
+ *                      the file keeps its size through the proxy (also after
+ *                      a COMMIT by that uid).
  *   create_unchecked   (wbtest_hold.conf) CREATE UNCHECKED with size 0 over
  *                      a file with dirty data drops it: READ returns 0
  *                      bytes, nothing is written upstream, and after COMMIT
@@ -421,6 +427,57 @@ out:
 	free(got);
 }
 
+/* A WRITE the upstream refuses must not be absorbed. */
+static void test_write_permission(void)
+{
+	const uint32_t len = 4096;
+	uint8_t data[4096], got[4096];
+	uint8_t verf[NFS3_WRITEVERFSIZE];
+	struct wb_fh fh, dfh;
+	struct wb_wres r;
+	uint32_t count = 0;
+	bool eof = false;
+	fattr3 at;
+	char name[64];
+	int st;
+
+	memset(data, 'X', sizeof(data));
+	if (fresh("wb-perm", name, sizeof(name), &fh) < 0)
+		return;
+	WB_STAT(wb_lookup(&dx, &dx.root, name, &dfh, &at), NFS3_OK);
+	WB_EQ(at.mode & 0777, 0644);
+	WB_EQ(at.uid, 0);
+	/* What the upstream says to uid 2000. */
+	wb_set_cred(&dx, 2000, 2000);
+	st = wb_write(&dx, &dfh, 0, data, len, UNSTABLE, &r);
+	wb_set_cred(&dx, 0, 0);
+	WB_STAT(st, NFS3ERR_ACCES);
+	/* The proxy must say the same, not absorb the bytes. */
+	wb_set_cred(&px, 2000, 2000);
+	st = wb_write(&px, &fh, 0, data, len, UNSTABLE, &r);
+	WB_STAT(st, NFS3ERR_ACCES);
+	wb_set_cred(&px, 1000, 1000);
+	memset(got, 0, sizeof(got));
+	WB_STAT(wb_read(&px, &fh, 0, len, got, &count, &eof), NFS3_OK);
+	WB_CHECK(count == 0, "another user reads %u bytes of a refused WRITE "
+		 "through the proxy (first byte 0x%02x), want 0", count, got[0]);
+	WB_STAT(wb_getattr(&px, &fh, &at), NFS3_OK);
+	WB_EQ(at.size, 0);
+	/* Whatever the proxy did, after a COMMIT by that uid the file must
+	 * look through the proxy as it is on Ganesha: empty. */
+	wb_set_cred(&px, 2000, 2000);
+	st = wb_commit(&px, &fh, verf, COMMIT_MS);
+	fprintf(stderr, "wbtest: write_permission: the COMMIT by uid 2000 "
+		"answered %s\n", wb_stat_name(st));
+	wb_set_cred(&px, 0, 0);
+	WB_STAT(wb_getattr(&px, &fh, &at), NFS3_OK);
+	WB_EQ(at.size, 0);
+	count = 1;
+	WB_STAT(wb_read(&px, &fh, 0, len, got, &count, &eof), NFS3_OK);
+	WB_EQ(count, 0);
+	WB_EQ(wb_disk_size(name), 0);
+}
+
 /* CREATE UNCHECKED size 0 over a file with dirty data. */
 static void test_create_unchecked(void)
 {
@@ -473,6 +530,8 @@ int test_register(void)
 		{ "remove_dirty", "links", test_remove_dirty },
 		{ "truncate_dirty", "drop_and_regrow", test_truncate_dirty },
 		{ "file_sync", "stable_before_reply", test_file_sync },
+		{ "write_permission", "refused_not_absorbed",
+		  test_write_permission },
 		{ "create_unchecked", "size0_drops", test_create_unchecked },
 	};
 	CU_pSuite s;
