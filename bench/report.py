@@ -1,0 +1,831 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Turn bench/run.sh's raw results into docs/benchmarks.md and its plots.
+
+    report.py --results DIR --out DOCSDIR --root REPO
+
+DIR holds run.json and cells/ID/{cell.json, loadgen.jsonl, snaps/*.snap}
+(see bench/run.sh and bench/snap.sh). Writes DOCSDIR/benchmarks.md,
+DOCSDIR/bench-pagesize.png, DOCSDIR/bench-latency.png and
+DOCSDIR/bench-readahead.png (gnuplot). Only the standard library is used.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+import time
+
+PATHS = ("direct", "nfscached", "peer")
+DELAYS = (0, 2)
+PAGE = 65536
+WTMAX = 1048576  # the upstream export's MaxWrite (scripts/lib.sh)
+MIB = 1048576
+
+# Measured phases: label -> (workload, snapshot before, snapshot after).
+# A phase's counters are the difference of its two snapshots.
+PHASES = {
+    "w1write": ("W1", "w1write-0", "w1write-1"),  # includes the COMMIT
+    "w1read": ("W1", "w1read-0", "w1read-1"),
+    "w2": ("W2", "w2-0", "w2-1"),
+    "w3": ("W3", "w3-0", "w3-1"),  # includes the COMMIT
+    "w4": ("W4", "w4-0", "w4-1"),
+    "w5rand": ("W5", "w5rand-0", "w5rand-1"),
+    "w5seq4": ("W5", "w5seq-0", "w5seq4-1"),
+    "w5seq16": ("W5", "w5seq-0", "w5seq16-1"),
+    "w5seq": ("W5", "w5seq-0", "w5seq-1"),
+    "w6": ("W6", "w6-0", "w6-1"),
+    "w6b1": ("W6b", "w6b1-0", "w6b1-1"),
+    "w6b2": ("W6b", "w6b2-0", "w6b2-1"),
+}
+
+PHASE_TITLE = {
+    "w1write": "W1 random 1 KiB writes (+COMMIT)",
+    "w1read": "W1 random 1 KiB reads of the written blocks",
+    "w2": "W2 random 2 KiB read:write 1:2 (COMMIT every 100 writes)",
+    "w3": "W3 sequential 64 KiB writes, then COMMIT",
+    "w4": "W4 cold sequential 64 KiB reads of 256 MiB",
+    "w5rand": "W5 1,000 random 4 KiB reads",
+    "w5seq": "W5 sequential scan after the random reads (64 KiB)",
+    "w6": "W6 1 GiB sparse file (SETATTR size) read in 64 KiB",
+    "w6b1": "W6b mostly-zero 1 GiB file, first pass (64 KiB)",
+    "w6b2": "W6b mostly-zero 1 GiB file, second pass",
+}
+
+
+def parse_snap(path):
+    """Read one .snap file into a dict of its facts."""
+    s = {"time": None, "proc": {}, "v3": {}, "v4": {}, "m": {}}
+    try:
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                if not w:
+                    continue
+                if w[0] == "time":
+                    s["time"] = float(w[1])
+                elif w[0] == "proc" and len(w) == 6:
+                    s["proc"][w[1]] = {"cpu": float(w[2]) + float(w[3]),
+                                       "hwm_kib": int(w[4]), "rss_kib": int(w[5])}
+                elif w[0] in ("v3", "v4") and len(w) == 3:
+                    s[w[0]][w[1]] = int(w[2])
+                elif w[0] == "m" and len(w) == 3:
+                    try:
+                        s["m"][w[1]] = float(w[2])
+                    except ValueError:
+                        pass
+    except FileNotFoundError:
+        return None
+    return s
+
+
+def diff_counts(a, b):
+    """b - a for two {name: count} dicts, dropping zeros."""
+    out = {}
+    for k in set(a) | set(b):
+        d = b.get(k, 0) - a.get(k, 0)
+        if d:
+            out[k] = d
+    return out
+
+
+def upstream_nfscached(a, b):
+    """nfscached's own count of upstream calls between two snapshots."""
+    pat = re.compile(r'^nfscached_upstream_rpcs_total\{procedure="([a-z_]+)"\}$')
+    ca, cb = {}, {}
+    for src, dst in ((a["m"], ca), (b["m"], cb)):
+        for k, v in src.items():
+            mm = pat.match(k)
+            if mm:
+                dst[mm.group(1).upper()] = int(v)
+    return diff_counts(ca, cb)
+
+
+def metric(s, name):
+    return s["m"].get(name, 0.0) if s else 0.0
+
+
+class Cell:
+    """One cell's metadata, phases and snapshots."""
+
+    def __init__(self, d):
+        with open(os.path.join(d, "cell.json")) as f:
+            self.meta = json.load(f)
+        self.id = self.meta["id"]
+        self.dir = d
+        self.w = self.meta["workload"]
+        self.path = self.meta["path"]
+        self.delay = self.meta["delay_ms"]
+        self.qd = self.meta["qd"]
+        self.page = self.meta["page"]
+        self.rc = self.meta["loadgen_rc"]
+        self.phases = {}
+        try:
+            with open(os.path.join(d, "loadgen.jsonl")) as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("{"):
+                        p = json.loads(line)
+                        self.phases[p["label"]] = p
+        except FileNotFoundError:
+            pass
+        self.snaps = {}
+        for p in glob.glob(os.path.join(d, "snaps", "*.snap")):
+            self.snaps[os.path.basename(p)[:-5]] = parse_snap(p)
+        try:
+            with open(os.path.join(d, "loadgen.err")) as f:
+                self.err = f.read().strip().splitlines()
+        except FileNotFoundError:
+            self.err = []
+
+    def key(self):
+        return (self.w, self.path, self.delay, self.qd, self.page)
+
+    def upstream(self, label):
+        """Upstream calls by procedure during phase label, per the path's
+        own witness: nfscached's counters, Ganesha's NFSv3 counters
+        (direct), or Ganesha's NFSv4 operation counters (peer)."""
+        _, s0, s1 = PHASES[label]
+        a, b = self.snaps.get(s0), self.snaps.get(s1)
+        if not a or not b:
+            return None
+        if self.path == "nfscached":
+            return upstream_nfscached(a, b)
+        if self.path == "direct":
+            return diff_counts(a["v3"], b["v3"])
+        ops = diff_counts(a["v4"], b["v4"])
+        for k in ("SEQUENCE", "PUTFH", "PUTROOTFH"):  # in every COMPOUND
+            ops.pop(k, None)
+        return ops
+
+    def witness(self, label):
+        """Ganesha's NFSv3 counters for an nfscached phase (second witness)."""
+        _, s0, s1 = PHASES[label]
+        a, b = self.snaps.get(s0), self.snaps.get(s1)
+        if not a or not b:
+            return None
+        return diff_counts(a["v3"], b["v3"])
+
+    def delta_metric(self, label, name):
+        _, s0, s1 = PHASES[label]
+        return metric(self.snaps.get(s1), name) - metric(self.snaps.get(s0), name)
+
+    def proxy_status(self):
+        """nfscached's exit status when the cell stopped it, or None."""
+        try:
+            with open(os.path.join(self.dir, "nfscached.status")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def server_proc(self):
+        """CPU seconds and peak RSS (MiB) of the path's own server process
+        (nfscached, or the peer Ganesha) over the whole cell."""
+        end = self.snaps.get("end")
+        name = {"nfscached": "nfscached", "peer": "peer"}.get(self.path)
+        if not end or not name or name not in end["proc"]:
+            return None
+        p = end["proc"][name]
+        return p["cpu"], p["hwm_kib"] / 1024.0
+
+
+def load(results):
+    cells = {}
+    for d in sorted(glob.glob(os.path.join(results, "cells", "*"))):
+        if os.path.exists(os.path.join(d, "cell.json")):
+            c = Cell(d)
+            cells[c.key()] = c
+    with open(os.path.join(results, "run.json")) as f:
+        run = json.load(f)
+    return cells, run
+
+
+# ------------------------------------------------------------- values
+
+def get(cells, w, path, delay, qd, page=PAGE):
+    return cells.get((w, path, delay, qd, page))
+
+
+def ph(cell, label):
+    return cell.phases.get(label) if cell else None
+
+
+def to_commit(cell, label, commit, kind):
+    """Throughput to stable storage: every WRITE sent in phase label, over
+    that phase's whole time (drain included) plus its COMMIT's; None if
+    the COMMIT did not succeed in time. kind: "ops_s" or "mb_s"."""
+    w, c = ph(cell, label), ph(cell, commit)
+    if not w or not c or c["ops"] != 1 or w["wall"] + c["wall"] <= 0:
+        return None
+    n = w["issued"] if kind == "ops_s" else w["issued"] * w["bs"] / 1e6
+    return n / (w["wall"] + c["wall"])
+
+
+def w3_stable_mbs(cell):
+    return to_commit(cell, "w3", "w3commit", "mb_s")
+
+
+# Summary rows: (label shown, workload, phase, qd, value kind).
+SUMMARY = [
+    ("W1 writes ops/s (to COMMIT)", "W1", "w1write", 1, "w1"),
+    ("W1 writes ops/s (to COMMIT)", "W1", "w1write", 16, "w1"),
+    ("W1 reads ops/s", "W1", "w1read", 1, "ops_s"),
+    ("W1 reads ops/s", "W1", "w1read", 16, "ops_s"),
+    ("W2 ops/s", "W2", "w2", 16, "ops_s"),
+    ("W3 MB/s (to COMMIT)", "W3", "w3", 1, "w3"),
+    ("W3 MB/s (to COMMIT)", "W3", "w3", 16, "w3"),
+    ("W4 MB/s", "W4", "w4", 1, "mb_s"),
+    ("W4 MB/s", "W4", "w4", 16, "mb_s"),
+    ("W5 random ops/s", "W5", "w5rand", 1, "ops_s"),
+    ("W5 scan MB/s", "W5", "w5seq", 1, "mb_s"),
+    ("W6 MB/s", "W6", "w6", 16, "mb_s"),
+    ("W6b pass 1 MB/s", "W6b", "w6b1", 16, "mb_s"),
+    ("W6b pass 2 MB/s", "W6b", "w6b2", 16, "mb_s"),
+]
+
+
+def value(cells, w, label, path, delay, qd, kind, page=PAGE):
+    c = get(cells, w, path, delay, qd, page)
+    if kind == "w3":
+        return w3_stable_mbs(c) if c else None
+    if kind == "w1":
+        return to_commit(c, "w1write", "w1commit", "ops_s") if c else None
+    p = ph(c, label)
+    if not p or p["ops"] == 0:
+        return None
+    return p[kind]
+
+
+def fmt(v, digits=None):
+    if v is None:
+        return "n/a"
+    if digits is not None:
+        return f"{v:.{digits}f}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else f"{r:.2f}x"
+
+
+def fmt_calls(calls, limit=6):
+    if calls is None:
+        return "n/a"
+    if not calls:
+        return "none"
+    items = sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))
+    s = " ".join(f"{k} {v}" for k, v in items[:limit])
+    if len(items) > limit:
+        s += " ..."
+    return s
+
+
+# ------------------------------------------------------------ targets
+
+def targets(cells):
+    """Each target: (text, measured text, met True/False/None)."""
+    out = []
+
+    def r_of(w, label, delay, qd, kind, other):
+        return ratio(value(cells, w, label, "nfscached", delay, qd, kind),
+                     value(cells, w, label, other, delay, qd, kind))
+
+    for qd in (1, 16):
+        c = get(cells, "W1", "nfscached", 2, qd)
+        r = r_of("W1", "w1read", 2, qd, "ops_s", "direct")
+        up = c.upstream("w1read") if c else None
+        reads = up.get("READ", 0) if up is not None else None
+        met = None if r is None or reads is None else (r >= 20 and reads == 0)
+        out.append((f"W1 reads, 2 ms, {qd} in flight: >= 20x direct, 0 upstream READs",
+                    f"{fmt_ratio(r)}, {fmt(reads, 0) if reads is not None else 'n/a'} READs", met))
+    for qd in (1, 16):
+        rp = r_of("W1", "w1read", 0, qd, "ops_s", "peer")
+        rd = r_of("W1", "w1read", 0, qd, "ops_s", "direct")
+        met = None if rp is None or rd is None else (rp >= 2 and rd >= 1)
+        out.append((f"W1 reads, 0 ms, {qd} in flight: >= 2x peer and >= 1x direct",
+                    f"{fmt_ratio(rp)} peer, {fmt_ratio(rd)} direct", met))
+    r = r_of("W2", "w2", 2, 16, "ops_s", "direct")
+    out.append(("W2, 2 ms: >= 10x direct", fmt_ratio(r), None if r is None else r >= 10))
+    for delay in DELAYS:
+        for qd in (1, 16):
+            c = get(cells, "W3", "nfscached", delay, qd)
+            p = ph(c, "w3")
+            up = c.upstream("w3") if c else None
+            if not p or up is None:
+                out.append((f"W3, {delay} ms, {qd} in flight: upstream WRITEs <= bytes/wtmax + 2", "n/a", None))
+                continue
+            nbytes = p["issued"] * p["bs"]
+            limit = -(-nbytes // WTMAX) + 2
+            writes = up.get("WRITE", 0)
+            out.append((f"W3, {delay} ms, {qd} in flight: upstream WRITEs <= bytes/wtmax + 2",
+                        f"{writes} WRITEs for {nbytes / MIB:.0f} MiB (limit {limit})", writes <= limit))
+    for qd in (1, 16):
+        r = r_of("W4", "w4", 2, qd, "mb_s", "direct")
+        out.append((f"W4, 2 ms, {qd} in flight: >= 5x direct", fmt_ratio(r), None if r is None else r >= 5))
+    for delay in DELAYS:
+        ra = readahead(get(cells, "W5", "nfscached", delay, 1))
+        if ra is None:
+            out.append((f"W5, {delay} ms: full window by the 4th sequential READ", "n/a", None))
+            continue
+        a4, a16 = ra
+        met = a16 > 2 * 65536 and a4 >= 0.9 * a16
+        out.append((f"W5, {delay} ms: full window by the 4th sequential READ",
+                    f"ahead after READ 4: {a4 / 1024:.0f} KiB, after READ 16: {a16 / 1024:.0f} KiB", met))
+    for delay in DELAYS:
+        c = get(cells, "W6", "nfscached", delay, 16)
+        up = c.upstream("w6") if c else None
+        n = up.get("READ", 0) if up is not None else None
+        out.append((f"W6, {delay} ms: 0 upstream READs", "n/a" if n is None else f"{n} READs",
+                    None if n is None else n == 0))
+    for delay in DELAYS:
+        c = get(cells, "W6b", "nfscached", delay, 16)
+        up = c.upstream("w6b2") if c else None
+        n = up.get("READ", 0) if up is not None else None
+        out.append((f"W6b, {delay} ms: second pass 0 upstream READs", "n/a" if n is None else f"{n} READs",
+                    None if n is None else n == 0))
+    worst, worst_id, budget = None, None, None
+    for c in cells.values():
+        if c.path != "nfscached":
+            continue
+        sp = c.server_proc()
+        if sp is None:
+            continue
+        budget = c.meta["cache_mib"]
+        if worst is None or sp[1] > worst:
+            worst, worst_id = sp[1], c.id
+    if worst is None:
+        out.append(("Every workload: nfscached RSS <= cache budget + 10%", "n/a", None))
+    else:
+        out.append((f"Every workload: nfscached RSS <= cache budget + 10% ({budget * 1.1:.0f} MiB)",
+                    f"peak {worst:.0f} MiB ({worst_id})", worst <= budget * 1.1))
+    return out
+
+
+def readahead(c):
+    """W5: upstream bytes fetched beyond what the client had asked for,
+    after the 4th and after the 16th sequential READ (bytes)."""
+    if not c or c.path != "nfscached":
+        return None
+    if "w5seq4-1" not in c.snaps or "w5seq16-1" not in c.snaps:
+        return None
+    f4 = c.delta_metric("w5seq4", "nfscached_cache_fetch_bytes_total")
+    f16 = c.delta_metric("w5seq16", "nfscached_cache_fetch_bytes_total")
+    return max(0.0, f4 - 4 * 65536), max(0.0, f16 - 16 * 65536)
+
+
+# ------------------------------------------------------------ tables
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def summary_table(cells):
+    rows = []
+    for delay in DELAYS:
+        for name, w, label, qd, kind in SUMMARY:
+            v = {p: value(cells, w, label, p, delay, qd, kind) for p in PATHS}
+            rows.append([name, f"{delay} ms", qd, fmt(v["direct"]), fmt(v["nfscached"]),
+                         fmt(v["peer"]), fmt_ratio(ratio(v["nfscached"], v["direct"])),
+                         fmt_ratio(ratio(v["nfscached"], v["peer"]))])
+    return table(["workload", "delay", "in flight", "direct", "nfscached", "peer",
+                  "nfscached/direct", "nfscached/peer"], rows)
+
+
+def phase_table(cells, label, w):
+    rows = []
+    for delay in DELAYS:
+        for qd in (1, 16):
+            for path in PATHS:
+                c = get(cells, w, path, delay, qd)
+                p = ph(c, label)
+                if not c or not p:
+                    continue
+                sp = c.server_proc()
+                extra = ""
+                if label == "w3":
+                    extra = fmt(w3_stable_mbs(c))
+                elif label == "w1write":
+                    extra = fmt(to_commit(c, "w1write", "w1commit", "ops_s"))
+                up = c.upstream(label)
+                row = [path, f"{delay} ms", qd, f"{p['ops']:,}", fmt(p["ops_s"]), fmt(p["mb_s"]),
+                       fmt(p["p50_us"]), fmt(p["p99_us"])]
+                if label in ("w3", "w1write"):
+                    row.append(extra)
+                row += [fmt_calls(up), fmt(sp[0]) if sp else "", fmt(sp[1], 0) if sp else ""]
+                if p["errors"] or p["verify_fail"]:
+                    row[0] += f" (**{p['errors']} errors, {p['verify_fail']} bad reads**)"
+                rows.append(row)
+    head = ["path", "delay", "in flight", "ops", "ops/s", "MB/s", "p50 us", "p99 us"]
+    if label == "w3":
+        head.append("MB/s to COMMIT")
+    elif label == "w1write":
+        head.append("ops/s to COMMIT")
+    head += ["upstream calls", "server CPU s", "server peak RSS MiB"]
+    return table(head, rows)
+
+
+def witness_table(cells):
+    """nfscached's upstream READ/WRITE/COMMIT counts next to Ganesha's."""
+    rows = []
+    for c in sorted(cells.values(), key=lambda c: c.id):
+        if c.path != "nfscached":
+            continue
+        for label in PHASES:
+            if label not in c.phases or label in ("w5seq4", "w5seq16"):
+                continue
+            a, b = c.upstream(label), c.witness(label)
+            if a is None or b is None:
+                continue
+            keys = ("READ", "WRITE", "COMMIT")
+            same = all(a.get(k, 0) == b.get(k, 0) for k in keys)
+            rows.append([c.id, label, " ".join(f"{k} {a.get(k, 0)}" for k in keys),
+                         " ".join(f"{k} {b.get(k, 0)}" for k in keys), "yes" if same else "**no**"])
+    return table(["cell", "phase", "nfscached counts", "Ganesha counts", "agree"], rows)
+
+
+def relay_table(cells):
+    """Direct to Ganesha with and without the relay, one call in flight."""
+    rows = []
+    for name, w, label, kind in (("W1 random 1 KiB WRITE ops/s", "W1", "w1write", "ops_s"),
+                                 ("W1 random 1 KiB READ ops/s", "W1", "w1read", "ops_s"),
+                                 ("W4 sequential 64 KiB READ MB/s", "W4", "w4", "mb_s")):
+        vals = [value(cells, w, label, "direct", d, 1, kind) for d in ("none", 0, 2)]
+        lat = [ph(get(cells, w, "direct", d, 1), label) for d in ("none", 0, 2)]
+        rows.append([name] + [fmt(v) for v in vals] +
+                    [" / ".join(fmt(x["p50_us"]) if x else "n/a" for x in lat)])
+    return table(["direct, 1 in flight", "no relay", "relay 0 ms", "relay 2 ms",
+                  "p50 us (no relay / 0 ms / 2 ms)"], rows)
+
+
+def sweep_table(cells):
+    rows = []
+    for page in (4096, 16384, 65536, 1048576):
+        wr = value(cells, "W1", "w1write", "nfscached", 2, 16, "ops_s", page)
+        rd = value(cells, "W1", "w1read", "nfscached", 2, 16, "ops_s", page)
+        sq = value(cells, "W4", "w4", "nfscached", 2, 16, "mb_s", page)
+        c1 = get(cells, "W1", "nfscached", 2, 16, page)
+        c4 = get(cells, "W4", "nfscached", 2, 16, page)
+        up1 = c1.upstream("w1read") if c1 else None
+        up4 = c4.upstream("w4") if c4 else None
+        rss = max([c.server_proc()[1] for c in (c1, c4) if c and c.server_proc()] or [0])
+        rows.append([f"{page // 1024} KiB", fmt(wr), fmt(rd),
+                     "n/a" if up1 is None else up1.get("READ", 0), fmt(sq),
+                     "n/a" if up4 is None else up4.get("READ", 0), fmt(rss, 0)])
+    return table(["page size", "W1 write ops/s", "W1 read ops/s", "W1 upstream READs",
+                  "W4 MB/s", "W4 upstream READs", "peak RSS MiB"], rows)
+
+
+def readahead_table(cells):
+    rows = []
+    for delay in DELAYS:
+        for path in PATHS:
+            c = get(cells, "W5", path, delay, 1)
+            if not c:
+                continue
+            lat = (ph(c, "w5seq4") or {}).get("lat_us", []) + (ph(c, "w5seq16") or {}).get("lat_us", [])
+            ra = readahead(c)
+            rows.append([path, f"{delay} ms", " ".join(f"{x / 1000:.1f}" for x in lat[:16]),
+                         "" if ra is None else f"{ra[0] / 1024:.0f} / {ra[1] / 1024:.0f}"])
+    return table(["path", "delay", "latency of sequential READs 1..16 (ms)",
+                  "fetched ahead after READ 4 / 16 (KiB)"], rows)
+
+
+# -------------------------------------------------------------- plots
+
+def gnuplot(script, cwd):
+    """Run a gnuplot script; a plot that fails (no data in a partial run)
+    is reported and skipped, not fatal."""
+    r = subprocess.run(["gnuplot"], input=script, text=True, cwd=cwd,
+                       capture_output=True)
+    if r.returncode != 0:
+        print("report: a plot failed:", r.stderr.strip().splitlines()[-1:])
+
+
+def plots(cells, out):
+    tmp = tempfile.mkdtemp(prefix="bench-plot-")
+    with open(os.path.join(tmp, "sweep.dat"), "w") as f:
+        f.write("# page_kib w1write w1read w4mbs\n")
+        for page in (4096, 16384, 65536, 1048576):
+            vals = [value(cells, "W1", "w1write", "nfscached", 2, 16, "ops_s", page),
+                    value(cells, "W1", "w1read", "nfscached", 2, 16, "ops_s", page),
+                    value(cells, "W4", "w4", "nfscached", 2, 16, "mb_s", page)]
+            f.write(f"{page // 1024} " + " ".join("NaN" if v is None else f"{v:.3f}" for v in vals) + "\n")
+    # Direct and peer at the same delay and depth, for reference lines.
+    ref = {p: [value(cells, "W1", "w1read", p, 2, 16, "ops_s"), value(cells, "W4", "w4", p, 2, 16, "mb_s")]
+           for p in ("direct", "peer")}
+
+    def refs(i, what):
+        out = ""
+        for p, dt in (("direct", 2), ("peer", 3)):
+            v = ref[p][i]
+            if v is not None:
+                out += f', \\\n     {v:.3f} with lines dt {dt} title "{p}{what}"'
+        return out
+    gnuplot(f"""
+set terminal pngcairo size 1100,450 font ",10"
+set output "{out}/bench-pagesize.png"
+set multiplot layout 1,2 title "W7: nfscached page size sweep (2 ms one-way, 16 in flight)"
+set logscale x 2
+set xtics ("4K" 4, "16K" 16, "64K" 64, "1M" 1024)
+set xlabel "page size"
+set grid
+set key top left
+set logscale y
+set ylabel "ops/s"
+set title "W1: random 1 KiB I/O on a 64 MiB file"
+plot "sweep.dat" using 1:2 with linespoints lw 2 title "nfscached writes", \\
+     "sweep.dat" using 1:3 with linespoints lw 2 title "nfscached reads"{refs(0, " reads")}
+unset logscale y
+set ylabel "MB/s"
+set yrange [0:*]
+set title "W4: cold sequential 64 KiB reads of 256 MiB"
+plot "sweep.dat" using 1:4 with linespoints lw 2 title "nfscached"{refs(1, "")}
+unset multiplot
+""", tmp)
+    lat_rows = [("W1w", "W1", "w1write", 1), ("W1r", "W1", "w1read", 1), ("W2", "W2", "w2", 16),
+                ("W3", "W3", "w3", 1), ("W4", "W4", "w4", 1), ("W5r", "W5", "w5rand", 1),
+                ("W5s", "W5", "w5seq", 1), ("W6", "W6", "w6", 16), ("W6b2", "W6b", "w6b2", 16)]
+    with open(os.path.join(tmp, "lat.dat"), "w") as f:
+        f.write("# name " + " ".join(f"{p}_p50 {p}_p99" for p in PATHS) + "\n")
+        for name, w, label, qd in lat_rows:
+            vals = []
+            for p in PATHS:
+                x = ph(get(cells, w, p, 2, qd), label)
+                vals += [x["p50_us"] / 1000 if x and x["ops"] else "NaN",
+                         x["p99_us"] / 1000 if x and x["ops"] else "NaN"]
+            f.write(f'"{name} ({qd})" ' + " ".join(str(v) for v in vals) + "\n")
+    gnuplot(f"""
+set terminal pngcairo size 1100,500 font ",10"
+set output "{out}/bench-latency.png"
+set multiplot layout 1,2 title "Latency per call at 2 ms one-way (workload (calls in flight))"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set yrange [0.01:*]
+set ylabel "ms (log)"
+set grid ytics
+set xtics rotate by -45
+set key top left
+set title "p50"
+plot "lat.dat" using 2:xtic(1) title "direct", "" using 4 title "nfscached", "" using 6 title "peer"
+set title "p99"
+plot "lat.dat" using 3:xtic(1) title "direct", "" using 5 title "nfscached", "" using 7 title "peer"
+unset multiplot
+""", tmp)
+    with open(os.path.join(tmp, "ra.dat"), "w") as f:
+        f.write("# read direct nfscached peer (ms)\n")
+        lats = {}
+        for p in PATHS:
+            c = get(cells, "W5", p, 2, 1)
+            lats[p] = ((ph(c, "w5seq4") or {}).get("lat_us", []) +
+                       (ph(c, "w5seq16") or {}).get("lat_us", []))
+        for i in range(16):
+            f.write(f"{i + 1} " + " ".join(f"{lats[p][i] / 1000:.3f}" if i < len(lats[p]) else "NaN"
+                                           for p in PATHS) + "\n")
+    gnuplot(f"""
+set terminal pngcairo size 800,450 font ",10"
+set output "{out}/bench-readahead.png"
+set title "W5: the first 16 sequential 64 KiB READs after 1,000 random reads (2 ms one-way)"
+set xlabel "sequential READ number"
+set ylabel "latency, ms (log)"
+set logscale y
+set grid
+set xrange [0.5:16.5]
+plot "ra.dat" using 1:2 with linespoints lw 2 title "direct", \\
+     "" using 1:3 with linespoints lw 2 title "nfscached", \\
+     "" using 1:4 with linespoints lw 2 title "peer"
+""", tmp)
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    os.rmdir(tmp)
+
+
+# ------------------------------------------------------------- machine
+
+def sh(cmd, cwd=None):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=cwd).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine(root):
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = sh("awk '/MemTotal/ { printf \"%.1f GiB\", $2 / 1048576 }' /proc/meminfo")
+    osr = sh(". /etc/os-release && echo \"$PRETTY_NAME\"")
+    commit = sh("git rev-parse HEAD", root)
+    dirty = sh("git status --porcelain --untracked-files=no", root)
+    return {
+        "cpu": f"{cpu} ({os.cpu_count()} CPUs)",
+        "mem": mem,
+        "os": f"{osr}, kernel {platform.release()}",
+        "ganesha": sh("dpkg-query -W -f='${Version}' nfs-ganesha"),
+        "libnfs": sh("dpkg-query -W -f='${Version}' libnfs13"),
+        "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+    }
+
+
+# -------------------------------------------------------------- report
+
+run_grace = 20
+
+
+def problems(cells):
+    out = []
+    for c in sorted(cells.values(), key=lambda c: c.id):
+        bad = [f"{p['label']}: {p['errors']} failed calls, {p['verify_fail']} bad reads"
+               for p in c.phases.values() if p["errors"] or p["verify_fail"]]
+        bad += [f"{p['label']}: no reply within its time box + {run_grace} s; the run went on without it"
+                for p in c.phases.values() if p.get("timed_out")]
+        st = c.proxy_status()
+        if st not in (None, 0):
+            bad.append(f"nfscached exit status {st} when stopped"
+                       + (" (killed: no exit within 20 s of SIGTERM)" if st == 137 else ""))
+        if c.rc != 0 or bad:
+            if c.rc != 0 and not bad and c.err:
+                bad = [c.err[-1]]
+            out.append(f"- `{c.id}`: load generator exit status {c.rc}. " + "; ".join(bad))
+    return out
+
+
+def write_report(cells, run, root, out):
+    m = machine(root)
+    tg = targets(cells)
+    secs = run["end"] - run["start"]
+    lines = []
+    a = lines.append
+    a("# Benchmarks")
+    a("")
+    a("Generated by `bench/run.sh` (see the README's Benchmark section); do not edit by hand.")
+    a("Everything below comes from one run of that command.")
+    a("")
+    a(f"- Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(run['start']))}, "
+      f"{secs // 60} min {secs % 60} s from start to the last cell"
+      + ("" if float(run.get("scale", 1)) == 1 else f", **time boxes scaled x{run['scale']}**")
+      + (f", **only cells matching `{run['only']}`**" if run.get("only") else ""))
+    a(f"- Commit: `{m['commit']}`")
+    a(f"- Machine: {m['cpu']}, {m['mem']} RAM; {m['os']}")
+    a(f"- NFS-Ganesha {m['ganesha']} (upstream and peer), libnfs {m['libnfs']} (load generator)")
+    a("")
+    a("## Summary")
+    a("")
+    a("Higher is better everywhere. Ratios divide nfscached's figure by the other path's at the same")
+    a("delay and number of calls in flight.")
+    a("")
+    a(summary_table(cells))
+    a("")
+    a("## Targets")
+    a("")
+    a(table(["target", "measured", "met"],
+            [[t, v, "n/a" if ok is None else ("**yes**" if ok else "no")] for t, v, ok in tg]))
+    a("")
+    probs = problems(cells)
+    if probs:
+        a("## Problems seen in this run")
+        a("")
+        lines.extend(probs)
+        a("")
+    a("## What runs")
+    a("")
+    a("Every cell starts fresh: a new upstream NFS-Ganesha (FSAL VFS on a new directory), the project's")
+    a("delay relay (`tests/tools/delayrelay`) in front of both of its ports, and then one of three paths:")
+    a("")
+    a("- **direct**: client -> relay -> Ganesha (NFSv3);")
+    a("- **nfscached**: client -> nfscached -> relay -> Ganesha; `page_size` 64 KiB unless stated,")
+    a(f"  `cache_size` {next((c.meta['cache_mib'] for c in cells.values()), 256)} MiB, everything else default;")
+    a("- **peer**: client -> Ganesha's FSAL PROXY_V4 (serving NFSv3, talking NFSv4.1 to the relay's port,")
+    a("  attributes cached 60 s as Ganesha's default) -> relay -> Ganesha.")
+    a("")
+    a("The relay delays each direction by 0 ms or 2 ms (a 4 ms round trip at 2 ms). The client is")
+    a("`bench/loadgen`, on libnfs's raw async NFSv3 calls over one TCP connection with 1 or 16 calls")
+    a("in flight; WRITEs are UNSTABLE, data is checked on every READ (bytes it wrote must read back, the")
+    a("rest must match the file's known contents), and only calls completing inside the timed window")
+    a("count. Each measured phase is time-boxed (warm-up, where there is one, is not counted), so the")
+    a("slow paths report what they did within the box. Files read by W1, W2, W4, W5 and W6b are written")
+    a("into the export directory before the servers start, so every path's cache starts cold (the host's")
+    a("page cache under Ganesha is warm for all paths alike).")
+    a("")
+    a("Upstream calls are counted by each path's own witness: nfscached's")
+    a("`nfscached_upstream_rpcs_total`; for direct, the upstream Ganesha's NFSv3 counters; for the peer,")
+    a("its NFSv4 operation counters (SEQUENCE and PUTFH, present in every COMPOUND, left out). Ganesha's")
+    a("counters (`Enable_FULLV3_Stats`, `Enable_FULLV4_Stats`) are read with `GetFULLV3Stats` /")
+    a("`GetFULLV4Stats` over a private `dbus-daemon` (`DBUS_SYSTEM_BUS_ADDRESS`, a `Dbus_Name_Prefix` per")
+    a("instance). Server CPU seconds and peak RSS (`VmHWM`) are read from `/proc` at the end of the cell,")
+    a("for nfscached or the peer Ganesha.")
+    a("")
+    a("Workloads (block sizes are client call sizes):")
+    a("")
+    a("- W1: random 1 KiB WRITEs into a 64 MiB file, then a COMMIT, then random 1 KiB READs of blocks")
+    a("  written in this run (each checked against what was written).")
+    a("- W2: random 2 KiB READs and WRITEs 1:2 on a 64 MiB file, 16 in flight, a COMMIT after every")
+    a("  100 WRITEs (sysbench's default `file-fsync-freq`).")
+    a("- W3: up to 10,000 sequential 64 KiB WRITEs into a new file, then one COMMIT; \"MB/s to COMMIT\"")
+    a("  counts every byte sent over the whole phase including the COMMIT.")
+    a("- W4: a cold sequential read of a 256 MiB file in 64 KiB READs.")
+    a("- W5: 1,000 random 4 KiB READs in the second half of that file, then a sequential scan from its")
+    a("  start. \"Fetched ahead\" is `nfscached_cache_fetch_bytes_total` gained during the scan minus the")
+    a("  bytes the client had asked for; the window is full by READ 4 if that amount after READ 4 is at")
+    a("  least 90% of the amount after READ 16 (and more than two pages).")
+    a("- W6: a 1 GiB file created through the path and sized with SETATTR, read sequentially (zeros).")
+    a("- W6b: a 1 GiB file written directly in the export directory, one 64 KiB chunk in 16 holding data")
+    a("  and the rest explicit zero blocks, read twice (the second pass covers what the first read).")
+    a("- W7: W1 and W4 through nfscached at 2 ms, 16 in flight, with page sizes 4 KiB to 1 MiB.")
+    a("")
+    b = run.get("boxes", {})
+    a(f"Time boxes (s): W1 {b.get('W1')} per phase after {b.get('warmup')} s warm-up, W2 {b.get('W2')} "
+      f"after the same warm-up, W3 {b.get('W3')}, W4 {b.get('W4')}, W5 {b.get('W5rand')} random + "
+      f"{b.get('W5scan')} scan, W6 {b.get('W6')}, W6b {b.get('W6b')} per pass.")
+    a("")
+    for label in ("w1write", "w1read", "w2", "w3", "w4", "w5rand", "w5seq", "w6", "w6b1", "w6b2"):
+        w = PHASES[label][0]
+        a(f"## {PHASE_TITLE[label]}")
+        a("")
+        a(phase_table(cells, label, w))
+        a("")
+        if label == "w5seq":
+            a("Readahead after the random phase (one call in flight):")
+            a("")
+            a(readahead_table(cells))
+            a("")
+            a("![W5 sequential READ latency](bench-readahead.png)")
+            a("")
+    a("## The relay's own cost")
+    a("")
+    a("The same client straight to Ganesha, without the relay and through it. The 0 ms relay should")
+    a("cost little; where it costs much, every figure measured through it is bounded by it.")
+    a("")
+    a(relay_table(cells))
+    a("")
+    a("## W7: page size")
+    a("")
+    a(sweep_table(cells))
+    a("")
+    a("![page size sweep](bench-pagesize.png)")
+    a("")
+    a("## Latency")
+    a("")
+    a("![latency at 2 ms](bench-latency.png)")
+    a("")
+    a("## nfscached's upstream counts against Ganesha's")
+    a("")
+    a("The same upstream calls counted at both ends of the relay, for every nfscached phase.")
+    a("")
+    a(witness_table(cells))
+    a("")
+    a("## Reproducing")
+    a("")
+    a("`bench/run.sh` on a Debian 12 machine with 2 CPUs, as root (it installs its packages). Raw")
+    a("results (per-phase JSON from the load generator, every counter snapshot, all logs) are kept in")
+    a("`build-bench/bench-results/`; `bench/run.sh --report-only build-bench/bench-results` rewrites")
+    a("this page from them.")
+    a("")
+    with open(os.path.join(out, "benchmarks.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--root", required=True)
+    args = ap.parse_args()
+    cells, run = load(args.results)
+    global run_grace
+    run_grace = run.get("boxes", {}).get("grace", 20)
+    os.makedirs(args.out, exist_ok=True)
+    plots(cells, os.path.abspath(args.out))
+    write_report(cells, run, args.root, args.out)
+    print(summary_table(cells))
+    for t, v, ok in targets(cells):
+        print(f"target: {t}: {v}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# The benchmark: install what it needs, build a Release tree, run every
+# cell, and write docs/benchmarks.md with its plots (docs/bench-*.png).
+#
+#   bench/run.sh [--no-deps] [--quick] [--only REGEX] [--report-only DIR]
+#
+# --no-deps      skip bench/setup.sh (the apt-get step)
+# --quick        every time box x0.2 (a smoke run; do not commit its report)
+# --only REGEX   run only the cells whose id matches (e.g. 'W1-.*-2ms')
+# --report-only DIR   rebuild the report from the raw results in DIR
+#
+# Environment: BENCH_BUILD_DIR (default build-bench), BENCH_OUT (default
+# docs), BENCH_SCALE (multiplies every time box).
+#
+# A cell is one workload on one path at one delay and one number of calls
+# in flight, started fresh: a new upstream Ganesha (FSAL VFS on a new
+# directory, NFSv3 and v4 counters on a private D-Bus), the delay relay in
+# front of it, and the path under test:
+#   direct     client -> relay -> Ganesha
+#   nfscached  client -> nfscached -> relay -> Ganesha
+#   peer       client -> Ganesha FSAL PROXY_V4 -> relay (NFSv4.1) -> Ganesha
+# The load generator (bench/loadgen.c) runs the workload's phases and calls
+# bench/snap.sh around each measured phase to record the counters; raw
+# results stay in $BENCH_BUILD_DIR/bench-results, bench/report.py turns
+# them into the report. Budget: about 13 minutes on 2 cores.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
+
+deps=1 scale=${BENCH_SCALE:-1} only='' report_only=''
+while (($#)); do
+	case $1 in
+	--no-deps) deps=0 ;;
+	--quick) scale=$(awk -v s="$scale" 'BEGIN { print s * 0.2 }') ;;
+	--only) only=${2:?--only needs a regex}; shift ;;
+	--report-only) report_only=${2:?--report-only needs a directory}; shift ;;
+	-h|--help) sed -n '3,30p' "$0"; exit 0 ;;
+	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+build=${BENCH_BUILD_DIR:-$root/build-bench}
+outdir=${BENCH_OUT:-$root/docs}
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+if [[ -n "$report_only" ]]; then
+	exec python3 "$root/bench/report.py" --results "$report_only" --out "$outdir" --root "$root"
+fi
+
+start_time=$(date +%s)
+((deps)) && "$root/bench/setup.sh"
+
+say "building Release in $build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >/dev/null
+cmake --build "$build" --target nfscached delayrelay loadgen -j"$(nproc)" >/dev/null
+nfscached=$build/daemon/nfscached
+relay=$build/tests/tools/delayrelay
+loadgen=$build/bench/loadgen
+
+# ------------------------------------------------------------ settings
+
+page_default=65536
+cache_mib=256		# nfscached cache_size for every cell
+t() { awk -v a="$1" -v s="$scale" 'BEGIN { printf "%.2f", a * s }'; }
+T_W1=$(t 2.5) T_W2=$(t 5) T_W3=$(t 4) T_W4=$(t 4) T_W5R=$(t 5) T_W5S=$(t 3)
+T_W6=$(t 4) T_W6B=$(t 4) WARM=$(t 0.5)
+# A call still unanswered this long after its phase's time box is given
+# up on (a COMMIT cannot be time-boxed; a slow flush must not stall the
+# run): the phase is reported as timed out and the run goes on.
+GRACE=$(t 10)
+STOP_WAIT=10	# seconds nfscached may take to exit after SIGTERM
+to() { awk -v a="$1" -v b="${2:-0}" -v g="$GRACE" 'BEGIN { printf "%.2f", a + b + g }'; }
+
+res=$build/bench-results
+rm -rf "$res"
+mkdir -p "$res/cells" "$res/data"
+data=$res/data
+
+# --------------------------------------------------- processes we own
+
+dbus_pid='' bg_pids=()
+
+# Wait for the background stops (a bare `wait` would wait for dbus too).
+bg_wait() {
+	((${#bg_pids[@]} == 0)) || wait "${bg_pids[@]}" 2>/dev/null || true
+	bg_pids=()
+}
+
+cleanup() {
+	local st=$?
+	cell_stop || true
+	bg_wait
+	[[ -n "$dbus_pid" ]] && kill "$dbus_pid" 2>/dev/null
+	nfsc_stop_rpcbind || true
+	nfsc_release_ports "${cell_ports[@]}" 2>/dev/null || true
+	exit "$st"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Start a private D-Bus system bus: Ganesha publishes its counters there.
+dbus_start() {
+	local i
+	cat >"$res/dbus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>custom</type>
+  <listen>unix:path=$res/dbus.sock</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+EOF
+	setsid dbus-daemon --config-file="$res/dbus.conf" --nofork --nopidfile \
+		</dev/null >"$res/dbus.log" 2>&1 &
+	dbus_pid=$!
+	export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$res/dbus.sock"
+	for ((i = 0; i < 50; i++)); do
+		dbus-send --system --print-reply --dest=org.freedesktop.DBus \
+			/org/freedesktop/DBus org.freedesktop.DBus.ListNames >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	say "the private dbus-daemon does not answer"
+	return 1
+}
+
+# ------------------------------------------------------------- one cell
+
+cell_ports=() cell_up='' cell_peer='' cell_relay='' cell_proxy='' cdir=''
+
+# Stop what the current cell started. Ganesha takes 1-2 s to exit, so its
+# instances stop in the background (they hold distinct ports).
+cell_stop() {
+	if [[ -n "$cell_proxy" ]]; then
+		nfsc_proxy_stop "$cell_proxy" "$STOP_WAIT" || say "nfscached exited with status $NFSC_PROXY_STATUS"
+		echo "${NFSC_PROXY_STATUS:-0}" >"$cdir/nfscached.status"
+	fi
+	cell_proxy=
+	if [[ -n "$cell_relay" ]]; then
+		kill "$cell_relay" 2>/dev/null || true
+		wait "$cell_relay" 2>/dev/null || true
+	fi
+	cell_relay=
+	local w
+	for w in $cell_peer $cell_up; do
+		(nfsc_ganesha_stop "$w"; rm -rf "${w%/*}/export") &
+		bg_pids+=($!)
+	done
+	cell_peer='' cell_up=''
+	nfsc_release_ports "${cell_ports[@]}"
+	cell_ports=()
+}
+
+# Start the delay relay: $1 delay (ms), then LISTEN=TARGET pairs.
+relay_start() {
+	local delay=$1 i args=()
+	shift
+	for i in "$@"; do args+=(--pair "$i"); done
+	"$relay" --delay-ms "$delay" "${args[@]}" >"$cdir/relay.out" 2>"$cdir/relay.err" &
+	cell_relay=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -qx ready "$cdir/relay.out" 2>/dev/null && return 0
+		nfsc_pid_alive "$cell_relay" || break
+		sleep 0.05
+	done
+	say "delayrelay did not start: $(cat "$cdir/relay.err")"
+	return 1
+}
+
+# Ganesha settings every upstream gets on top of scripts/lib.sh's: the
+# per-procedure counters and a D-Bus name of its own.
+up_extra() {
+	cat <<EOF
+NFS_CORE_PARAM {
+  Enable_FULLV3_Stats = true;
+  Enable_FULLV4_Stats = true;
+  Dbus_Name_Prefix = $1;
+}
+EOF
+}
+
+# The peer: Ganesha serving NFSv3 from FSAL PROXY_V4, which talks NFSv4.1
+# to $1:$2. Attributes are cached for Ganesha's default 60 s (the lib's
+# 0 s would make the peer revalidate on every call).
+peer_extra() {
+	cat <<EOF
+NFS_CORE_PARAM {
+  Dbus_Name_Prefix = $3;
+}
+EXPORT {
+  Path = /export;
+  Attr_Expiration_Time = 60;
+  FSAL {
+    Name = PROXY_V4;
+    Srv_Addr = $1;
+    NFS_Port = $2;
+  }
+}
+EOF
+}
+
+# Put the files workload $1 reads into export directory $2.
+cell_files() {
+	case $1 in
+	W1) cp "$data/w1.base" "$2/w1" ;;
+	W2) cp "$data/w2.base" "$2/w2" ;;
+	W4) ln "$data/w4.base" "$2/w4" ;;
+	W5) ln "$data/w4.base" "$2/w5" ;;
+	W6b) ln "$data/w6b.base" "$2/w6b" ;;
+	esac
+}
+
+# Print the load generator's phases for workload $1 with $2 calls in
+# flight, one a line. Every measured phase NAME sits between snapshots
+# NAME-0 and NAME-1.
+phases() {
+	local w=$1 q=$2
+	m() { echo "snap,label=$1-0"; echo "$2,label=$1$3"; echo "snap,label=$1-1"; }
+	case $w in
+	W1)	echo "open,file=w1,base=pat:11"
+		echo "snap,label=w1write-0"
+		echo "write,label=w1write,bs=1K,pattern=rand,qd=$q,warmup=$WARM,time=$T_W1,timeout=$(to "$WARM" "$T_W1")"
+		echo "commit,label=w1commit,timeout=$GRACE"
+		echo "snap,label=w1write-1"
+		m w1read read ",bs=1K,pattern=written,qd=$q,warmup=$WARM,time=$T_W1,timeout=$(to "$WARM" "$T_W1")" ;;
+	W2)	echo "open,file=w2,base=pat:12"
+		m w2 rw ",bs=2K,pattern=rand,qd=$q,rmix=1,wmix=2,commit_every=100,warmup=$WARM,time=$T_W2,timeout=$(to "$WARM" "$T_W2")" ;;
+	W3)	echo "open,file=w3,create=1,base=zero"
+		echo "snap,label=w3-0"
+		echo "write,label=w3,bs=64K,pattern=seq,span=655360000,count=10000,qd=$q,time=$T_W3,timeout=$(to "$T_W3")"
+		echo "commit,label=w3commit,timeout=$GRACE"
+		echo "snap,label=w3-1" ;;
+	W4)	echo "open,file=w4,base=pat:14"
+		m w4 read ",bs=64K,pattern=seq,qd=$q,time=$T_W4,timeout=$(to "$T_W4")" ;;
+	W5)	echo "open,file=w5,base=pat:14"
+		m w5rand read ",bs=4K,pattern=rand,start=128M,count=1000,qd=$q,time=$T_W5R,timeout=$(to "$T_W5R")"
+		echo "snap,label=w5seq-0"
+		echo "read,label=w5seq4,bs=64K,pattern=seq,count=4,qd=$q,lat=1,timeout=$GRACE"
+		echo "snap,label=w5seq4-1"
+		echo "read,label=w5seq16,bs=64K,pattern=seq,start=256K,count=12,qd=$q,lat=1,timeout=$GRACE"
+		echo "snap,label=w5seq16-1"
+		echo "read,label=w5seq,bs=64K,pattern=seq,start=1M,qd=$q,time=$T_W5S,timeout=$(to "$T_W5S")"
+		echo "snap,label=w5seq-1" ;;
+	W6)	echo "open,file=w6,create=1,size=1G,base=zero"
+		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")" ;;
+	W6b)	echo "open,file=w6b,base=zpat:16:16"
+		m w6b1 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")"
+		m w6b2 read ",bs=64K,pattern=seq,span=prev,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")" ;;
+	esac
+}
+
+# Seconds the cell's load generator may take before it is killed.
+phase_limit() {
+	awk -v s="$scale" 'BEGIN { printf "%d", 120 + 60 * s }'
+}
+
+# Run one cell: workload $1, path $2, delay $3 ms ("none": no relay, to
+# measure what the relay itself costs), $4 in flight, page $5.
+cell_run() {
+	local w=$1 path=$2 delay=$3 qd=$4 page=$5
+	local id="$w-$path-${delay}ms-qd$qd-p$page" url pfx rc=0 ph=() t0 t1
+	[[ "$delay" == none ]] && id="$w-$path-norelay-qd$qd-p$page"
+	local up_nfs up_mnt r_nfs r_mnt p_nfs p_mnt metrics
+	[[ -z "$only" || "$id" =~ $only ]] || return 0
+	cdir=$res/cells/$id
+	mkdir -p "$cdir/snaps" "$cdir/up" "$cdir/export"
+	say "cell $id"
+	t0=$(date +%s.%N)
+	cell_files "$w" "$cdir/export"
+	read -r up_nfs up_mnt r_nfs r_mnt p_nfs p_mnt metrics < <(nfsc_free_ports 7)
+	cell_ports=("$up_nfs" "$up_mnt" "$r_nfs" "$r_mnt" "$p_nfs" "$p_mnt" "$metrics")
+	pfx="up$RANDOM$RANDOM"
+	up_extra "$pfx" >"$cdir/up.extra"
+	nfsc_ganesha_start "$cdir/up" "$cdir/export" "$up_nfs" "$up_mnt" "$cdir/up.extra"
+	cell_up=$cdir/up
+	if [[ "$delay" == none ]]; then
+		r_nfs=$up_nfs r_mnt=$up_mnt
+	else
+		relay_start "$delay" "127.0.0.1:$r_nfs=127.0.0.1:$up_nfs" "127.0.0.1:$r_mnt=127.0.0.1:$up_mnt"
+	fi
+	export BENCH_SNAPDIR=$cdir/snaps BENCH_UP_DBUS=$pfx BENCH_METRICS='' BENCH_PIDS=''
+	case $path in
+	direct)
+		url="nfs://127.0.0.1/export?version=3&nfsport=$r_nfs&mountport=$r_mnt" ;;
+	nfscached)
+		printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$cdir/nfscached.extra"
+		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$cdir/state" \
+			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$cdir/nfscached.extra" \
+			>"$cdir/nfscached.conf"
+		mkdir -p "$cdir/state"
+		nfsc_proxy_start "$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" --config "$cdir/nfscached.conf"
+		cell_proxy=$NFSC_PROXY_PID
+		BENCH_METRICS=127.0.0.1:$metrics BENCH_PIDS="nfscached:$cell_proxy"
+		url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
+	peer)
+		mkdir -p "$cdir/peer" "$cdir/peer-dir"
+		peer_extra 127.0.0.1 "$r_nfs" "peer$RANDOM$RANDOM" >"$cdir/peer.extra"
+		nfsc_ganesha_start "$cdir/peer" "$cdir/peer-dir" "$p_nfs" "$p_mnt" "$cdir/peer.extra"
+		cell_peer=$cdir/peer
+		BENCH_PIDS="peer:$(nfsc_ganesha_pid "$cdir/peer")"
+		url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
+	esac
+	BENCH_PIDS="$BENCH_PIDS upstream:$(nfsc_ganesha_pid "$cdir/up")"
+	export BENCH_PIDS BENCH_METRICS
+	mapfile -t ph < <(phases "$w" "$qd")
+	timeout "$(phase_limit)" "$loadgen" --url "$url" --hook "$root/bench/snap.sh" "${ph[@]}" \
+		>"$cdir/loadgen.jsonl" 2>"$cdir/loadgen.err" || rc=$?
+	"$root/bench/snap.sh" end || true
+	((rc == 0)) || say "cell $id: loadgen exited $rc: $(tail -n 3 "$cdir/loadgen.err" | tr '\n' ' ')"
+	cell_stop
+	t1=$(date +%s.%N)
+	[[ "$delay" == none ]] && delay='"none"'
+	printf '{"id":"%s","workload":"%s","path":"%s","delay_ms":%s,"qd":%s,"page":%s,"cache_mib":%s,"loadgen_rc":%s,"secs":%.1f}\n' \
+		"$id" "$w" "$path" "$delay" "$qd" "$page" "$cache_mib" "$rc" \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$cdir/cell.json"
+}
+
+# ----------------------------------------------------------------- main
+
+dbus_start
+nfsc_ensure_rpcbind
+
+say "writing the data files"
+"$loadgen" --gen "$data/w1.base" --size 64M --base pat:11
+"$loadgen" --gen "$data/w2.base" --size 64M --base pat:12
+"$loadgen" --gen "$data/w4.base" --size 256M --base pat:14
+"$loadgen" --gen "$data/w6b.base" --size 1G --base zpat:16:16
+chmod 0444 "$data"/*.base
+
+cells=()
+for d in 0 2; do
+	for p in direct nfscached peer; do
+		cells+=("W1 $p $d 1" "W1 $p $d 16" "W2 $p $d 16" "W3 $p $d 1" "W3 $p $d 16"
+			"W4 $p $d 1" "W4 $p $d 16" "W5 $p $d 1" "W6 $p $d 16" "W6b $p $d 16")
+	done
+done
+for c in "${cells[@]}"; do
+	# shellcheck disable=SC2086
+	cell_run $c "$page_default"
+done
+# What the relay itself costs: direct without it.
+cell_run W1 direct none 1 "$page_default"
+cell_run W4 direct none 1 "$page_default"
+# W7: the page-size sweep (65536 is the default page: those cells ran above).
+for page in 4096 16384 1048576; do
+	cell_run W1 nfscached 2 16 "$page"
+	cell_run W4 nfscached 2 16 "$page"
+done
+
+bg_wait
+end_time=$(date +%s)
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s}}\n' \
+	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$GRACE" >"$res/run.json"
+say "cells done in $((end_time - start_time)) s; writing the report"
+python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
+say "report: $outdir/benchmarks.md ($(( $(date +%s) - start_time )) s in all)"
