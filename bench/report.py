@@ -691,6 +691,9 @@ def write_report(cells, run, root, out):
       + ("" if float(run.get("scale", 1)) == 1 else f", **time boxes scaled x{run['scale']}**")
       + (f", **only cells matching `{run['only']}`**" if run.get("only") else ""))
     a(f"- Commit: `{m['commit']}`")
+    if run.get("load_start"):
+        a(f"- Load average (1, 5, 15 min) when the run started: {run['load_start']}; when it ended: "
+          f"{run.get('load_end', '?')}. Anything above 0 is other work sharing the 2 CPUs.")
     a(f"- Machine: {m['cpu']}, {m['mem']} RAM; {m['os']}")
     a(f"- NFS-Ganesha {m['ganesha']} (upstream and peer), libnfs {m['libnfs']} (load generator)")
     a("")

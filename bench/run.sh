@@ -53,6 +53,7 @@ if [[ -n "$report_only" ]]; then
 fi
 
 start_time=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 ((deps)) && "$root/bench/setup.sh"
 
 say "building Release in $build"
@@ -359,9 +360,10 @@ done
 
 bg_wait
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s}}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s},"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$GRACE" >"$res/run.json"
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$GRACE" "$load_start" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
 say "report: $outdir/benchmarks.md ($(( $(date +%s) - start_time )) s in all)"
