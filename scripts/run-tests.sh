@@ -80,6 +80,8 @@ build_and_test release build \
 if ((asan)); then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	# Leaks inside system libraries (libtirpc), listed with their reason.
+	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 	build_and_test asan build-asan \
 		-DCMAKE_BUILD_TYPE=Debug -DNFSCACHED_SANITIZE=ON
 fi
