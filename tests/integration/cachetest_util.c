@@ -297,6 +297,17 @@ static void take_write(struct ct_op *op, const WRITE3res *r)
 	}
 }
 
+/* Fill op from a COMMIT reply. */
+static void take_commit(struct ct_op *op, const COMMIT3res *r)
+{
+	const post_op_attr *pa = &r->COMMIT3res_u.resok.file_wcc.after;
+
+	if (r->status == NFS3_OK && pa->attributes_follow) {
+		op->has_attr = 1;
+		op->attr = pa->post_op_attr_u.attributes;
+	}
+}
+
 /* libnfs callback of a pipe call: fill the op, release the record. */
 static void pipe_cb(struct rpc_context *rpc, int status, void *data,
 		    void *priv)
@@ -309,8 +320,10 @@ static void pipe_cb(struct rpc_context *rpc, int status, void *data,
 		op->st = (int)*(const nfsstat3 *)data;
 		if (k->proc == NFS3_READ)
 			take_read(op, data);
-		else
+		else if (k->proc == NFS3_WRITE)
 			take_write(op, data);
+		else
+			take_commit(op, data);
 	} else {
 		op->st = status == RPC_STATUS_CANCEL ? NFSC_ERR_CONN
 						     : NFSC_ERR_RPC;
@@ -391,6 +404,21 @@ int ct_pipe_write(struct ct_pipe *p, const nfs_fh3 *fh, uint64_t off,
 	a.data.data_len = len;
 	a.data.data_val = nfsc_mut(buf);
 	return call_queued(p, k, rpc_nfs3_write_async(p->rpc, pipe_cb, &a, k));
+}
+
+int ct_pipe_commit(struct ct_pipe *p, const nfs_fh3 *fh, uint64_t off,
+		   uint32_t len, struct ct_op *op)
+{
+	COMMIT3args a;
+	struct call *k = call_new(p, op, NFS3_COMMIT, off, len);
+
+	if (!k)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.file = *fh;
+	a.offset = off;
+	a.count = len;
+	return call_queued(p, k, rpc_nfs3_commit_async(p->rpc, pipe_cb, &a, k));
 }
 
 /* Set TCP_CORK on the pipe's socket to on. 0 or -1. */

@@ -146,6 +146,14 @@ int ct_pipe_write(struct ct_pipe *p, const nfs_fh3 *fh, uint64_t off,
 		  struct ct_op *op);
 
 /*
+ * Queue a COMMIT of [off, off+len) of fh (len 0: to the end). The op gets
+ * st and, in attr, the reply's post-op attributes. Returns 0 or -1 as
+ * ct_pipe_read().
+ */
+int ct_pipe_commit(struct ct_pipe *p, const nfs_fh3 *fh, uint64_t off,
+		   uint32_t len, struct ct_op *op);
+
+/*
  * Write every queued call to the socket now, corked (TCP_CORK), so that
  * calls queued back to back leave in one TCP segment when they fit and
  * the server reads them all in one go: all are in flight before it can

@@ -6,10 +6,11 @@
  * (SETATTR size) and COMMITs, with offsets and lengths from 1 byte to
  * 256 KiB, some past EOF and many across page boundaries. Every reply is
  * checked against an in-memory model of the file (status, count, eof,
- * bytes, the size in the reply's attributes), and every CT_FSX_CHECK_EVERY
- * operations and at the end the whole file is compared with what Ganesha
- * returns directly (NFSC_DIRECT_URL) and with the export directory on
- * disk.
+ * bytes, the size in the reply's attributes). Every CT_FSX_CHECK_EVERY
+ * (1000) operations and at the end, after a COMMIT through the proxy (the
+ * upstream owes a client its UNSTABLE writes only once committed), the
+ * whole file is compared with what Ganesha returns directly
+ * (NFSC_DIRECT_URL) and with the export directory on disk.
  *
  * The run is fixed by its seed: NFSC_FSX_SEED if set (to reproduce a run
  * from the command line), else CT_FSX_SEED (the CI seed ctest passes),
@@ -339,6 +340,7 @@ static void test_random_ops_match_the_model(void)
 			 * acknowledged once a COMMIT returns. */
 			do_commit();
 			compare_via(T.dx, &T.fhd, "direct");
+			compare_disk();
 		}
 	}
 	if (!T.failed) {

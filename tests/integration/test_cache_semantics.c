@@ -316,6 +316,58 @@ out:
 	nfsc_fh_free(&fh);
 }
 
+/*
+ * A READ of written bytes stays a hit when the proxy's own write-back of
+ * the file completes while the READ waits for its permission check: a
+ * COMMIT (which writes the dirty range back) and the READ leave in one
+ * TCP segment, so the upstream WRITE is in flight while the READ asks
+ * ACCESS for a credential with no cached result. The write-back is the
+ * proxy's own change, so nothing it knew is stale: no upstream READ.
+ */
+static void test_hit_while_own_writeback_completes(void)
+{
+	uint8_t w[1000], got[1000];
+	struct ct_op wop, cop, rop;
+	struct ct_metrics m0, m1;
+	struct ct_pipe *p;
+	nfs_fh3 fh;
+
+	if (make_file("race.dat", PAGE, 71, NULL, &fh) != 0)
+		return;
+	p = ct_pipe_open(ct_env("NFSC_PROXY_URL"), 0, 0);
+	CHECK(p != NULL);
+	if (!p)
+		goto out;
+	ct_pattern(w, sizeof(w), 100, 72);
+	memset(&wop, 0, sizeof(wop));
+	ct_pipe_write(p, &fh, 100, w, sizeof(w), UNSTABLE, &wop);
+	CHECK(ct_pipe_wait(p, 0, NFSC_TIMEOUT_MS) == 0);
+	CHECK_STAT(wop.st, NFS3_OK);
+	if (snap(&m0) != 0)
+		goto out_pipe;
+	memset(&cop, 0, sizeof(cop));
+	memset(&rop, 0, sizeof(rop));
+	rop.buf = got;
+	CHECK(ct_pipe_commit(p, &fh, 0, 0, &cop) == 0);
+	CHECK(ct_pipe_read(p, &fh, 100, sizeof(got), &rop) == 0);
+	CHECK(ct_pipe_send_all(p, NFSC_TIMEOUT_MS) == 0);
+	CHECK(ct_pipe_wait(p, 0, NFSC_TIMEOUT_MS) == 0);
+	CHECK_STAT(cop.st, NFS3_OK);
+	CHECK_STAT(rop.st, NFS3_OK);
+	CHECK(rop.count == sizeof(got) && memcmp(got, w, sizeof(w)) == 0);
+	if (snap(&m1) == 0) {
+		ct_print_deltas("writeback race", &m0, &m1);
+		CHECK_EQ(ct_delta(&m0, &m1, CT_UP_READ), 0);
+		CHECK_EQ(ct_delta(&m0, &m1, CT_READS_HIT), 1);
+		ct_metrics_free(&m1);
+	}
+	ct_metrics_free(&m0);
+out_pipe:
+	ct_pipe_close(&p);
+out:
+	nfsc_fh_free(&fh);
+}
+
 /* Make name on disk (n pattern bytes, seed) owned by OWNER_UID with mode. */
 static int make_owned(const char *name, size_t n, uint32_t seed,
 		      uint32_t mode, uint8_t *out)
@@ -452,6 +504,51 @@ out:
 	nfsc_fh_free(&fhd);
 }
 
+/*
+ * The owner of a mode 0200 file writes to it through the proxy and reads
+ * back what it wrote: ACCESS does not grant READ, so the proxy lets the
+ * upstream decide on the READ, but the reply must still show the owner's
+ * acknowledged writes (RFC 1813 gives no way to lose them), as reading
+ * Ganesha directly after the same WRITE does.
+ */
+static void test_owner_reads_back_its_write_to_write_only_file(void)
+{
+	uint8_t want[4096], w[100], bp[4096];
+	struct nfsc *ownp = NULL;
+	nfs_fh3 fh;
+	uint32_t cp = 0, count = 0;
+	int ep = 0, st;
+	size_t d;
+
+	if (make_owned("wronly2.dat", sizeof(want), 81, 0200, want) != 0)
+		return;
+	if (ct_lookup_root(px, "wronly2.dat", &fh) != NFS3_OK) {
+		CHECK_MSG(0, "LOOKUP wronly2.dat through the proxy");
+		return;
+	}
+	ownp = connect_as("NFSC_PROXY_URL", OWNER_UID);
+	if (!ownp)
+		goto out;
+	ct_pattern(w, sizeof(w), 0, 82);
+	memcpy(want, w, sizeof(w));
+	st = nfsc_write(ownp, &fh, 0, w, sizeof(w), UNSTABLE, &count, NULL,
+			NULL);
+	CHECK_MSG(st == NFS3_OK && count == sizeof(w), "owner WRITE: %s",
+		  nfsc_stat_name(st));
+	memset(bp, 0, sizeof(bp));
+	st = nfsc_read(ownp, &fh, 0, sizeof(bp), bp, &cp, &ep);
+	CHECK_STAT(st, NFS3_OK);
+	d = cp == sizeof(bp) ? ct_first_diff(bp, want, sizeof(bp)) : 0;
+	CHECK_MSG(cp == sizeof(bp) && d == sizeof(bp),
+		  "owner reads back its 0200 file: count %u, byte %zu is 0x%02x, "
+		  "want 0x%02x (%s)", cp, d, d < sizeof(bp) ? bp[d] : 0,
+		  d < sizeof(bp) ? want[d] : 0,
+		  d < sizeof(w) ? "inside the bytes it wrote" : "elsewhere");
+out:
+	nfsc_close(&ownp);
+	nfsc_fh_free(&fh);
+}
+
 /* Mount both sides as root and check the proxy's page size. */
 static int suite_init(void)
 {
@@ -493,10 +590,14 @@ int test_register(void)
 			 test_valid_ranges_survive_commit) ||
 	    !CU_add_test(s, "concurrent_misses_share_one_read",
 			 test_concurrent_misses_share_one_read) ||
+	    !CU_add_test(s, "hit_while_own_writeback_completes",
+			 test_hit_while_own_writeback_completes) ||
 	    !CU_add_test(s, "cached_bytes_need_permission",
 			 test_cached_bytes_need_permission) ||
 	    !CU_add_test(s, "owner_write_only_file_as_upstream",
-			 test_owner_write_only_file_as_upstream))
+			 test_owner_write_only_file_as_upstream) ||
+	    !CU_add_test(s, "owner_reads_back_its_write_to_write_only_file",
+			 test_owner_reads_back_its_write_to_write_only_file))
 		return -1;
 	return 0;
 }
