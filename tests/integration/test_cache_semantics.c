@@ -255,8 +255,10 @@ out:
 /*
  * NCONC READs of one uncached range inside page 1, queued and then sent
  * in one TCP segment (so all are in flight before any reply and the proxy
- * decodes them in one go), wait on one upstream READ. Attributes and the ACCESS result are warmed first by a
- * read of page 0 on the same connection, so every READ plans at once.
+ * decodes them in one go), wait on one upstream READ. Attributes and the
+ * ACCESS result are warmed first by a read of the last page on the same
+ * connection, so every READ plans at once; nothing is sequential, so
+ * readahead fetches nothing (page 1 follows no cached byte).
  */
 static void test_concurrent_misses_share_one_read(void)
 {
@@ -276,7 +278,7 @@ static void test_concurrent_misses_share_one_read(void)
 		goto out;
 	memset(&warm, 0, sizeof(warm));
 	warm.buf = wbuf;
-	ct_pipe_read(p, &fh, 0, sizeof(wbuf), &warm);
+	ct_pipe_read(p, &fh, sizeof(want) - PAGE, sizeof(wbuf), &warm);
 	CHECK(ct_pipe_wait(p, 0, NFSC_TIMEOUT_MS) == 0);
 	CHECK_STAT(warm.st, NFS3_OK);
 	if (snap(&m0) != 0)
