@@ -22,6 +22,8 @@
  *                   flight waits on it: no duplicate upstream READ
  *   ra_coalesce_used  the page such a READ got counts as used
  *                   (FAILS on the proxy of 4ffa23c: see the test)
+ *   (ra_sequential_wire: ratest_capture.sh counts the same read's READ
+ *                   calls and their sizes on Ganesha's port)
  *   ra_evict        16 MiB cache: unread prefetched pages go before a
  *                   working set that was read
  *   ra_small_cache  16 MiB cache: a sequential read of a file 4x the
@@ -403,21 +405,25 @@ static void test_sequential_cold(void)
 		ct_metrics_free(&m1);
 	}
 
-	/* The same read straight through the relay, time-boxed. */
+	/* The same read straight through the relay, time-boxed (0: not at
+	 * all, for ratest_capture.sh, which counts the proxy's READs). */
 	direct = direct < size ? direct : size;
 	nfsc_fh_free(&fh);
-	if ((rc = nfsc_connect(ct_env("NFSC_RELAY_URL"), 0, 0)) &&
+	if (direct && (rc = nfsc_connect(ct_env("NFSC_RELAY_URL"), 0, 0)) &&
 	    ct_lookup_root(rc, "seq.dat", &fh) == NFS3_OK)
 		dms = timed_read(rc, &fh, direct, want, "direct");
-	CHECK(rc != NULL && dms > 0);
+	CHECK(!direct || (rc != NULL && dms > 0));
 	printf("ratest: BENCH sequential 64 KiB READs, one in flight, %s ms "
 	       "one-way: proxy cold %.1f MB/s (%llu MiB in %llu ms), warm "
-	       "%.1f MB/s; direct via relay %.1f MB/s (%llu MiB in %llu ms); "
-	       "cold speed-up x%.1f\n", getenv("NFSC_RELAY_DELAY_MS"),
-	       mbps(size, ms), (unsigned long long)(size / MIB),
-	       (unsigned long long)ms, mbps(size, wms), mbps(direct, dms),
-	       (unsigned long long)(direct / MIB), (unsigned long long)dms,
-	       dms && ms ? mbps(size, ms) / mbps(direct, dms) : 0.0);
+	       "%.1f MB/s", getenv("NFSC_RELAY_DELAY_MS"), mbps(size, ms),
+	       (unsigned long long)(size / MIB), (unsigned long long)ms,
+	       mbps(size, wms));
+	if (dms)
+		printf("; direct via relay %.1f MB/s (%llu MiB in %llu ms); "
+		       "cold speed-up x%.1f", mbps(direct, dms),
+		       (unsigned long long)(direct / MIB),
+		       (unsigned long long)dms, mbps(size, ms) / mbps(direct, dms));
+	printf("\n");
 	CHECK_EQ(T.bad, 0);
 	nfsc_close(&rc);
 out0:
