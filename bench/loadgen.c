@@ -38,13 +38,20 @@
  * or end of file). ops/s = counted calls / window; MB/s = counted payload
  * bytes / window / 1e6; latency (issue to completion, CLOCK_MONOTONIC) is
  * over counted calls; wall is the phase's whole time, drain included.
- * Every READ is checked: bytes this process wrote must
- * read back as written (pattern seed LG_WSEED by absolute offset); others
- * as the base. A 1 KiB unit with a WRITE in flight when the READ was sent
- * may read either way. One JSON object per phase goes to stdout.
+ * One JSON object per phase goes to stdout.
+ *
+ * Checking: every READ reply is compared with what the file must hold.
+ * Bytes this process wrote must read back as written (pattern seed
+ * LG_WSEED by absolute offset, so rewriting a block writes the same
+ * bytes); the others must match the base. The write history is kept per
+ * 1 KiB unit: wissued (a WRITE was sent) and wdone (the completion count
+ * when the first WRITE of it was answered). A READ sent after wdone must
+ * see the written bytes; a unit with a WRITE in flight when the READ was
+ * sent may read either way; an unwritten unit must read as the base.
  *
  * Exit: 0 all phases ran clean; 1 usage or setup failure; 3 some call
- * failed or some READ returned wrong bytes (the phases still all run).
+ * failed, some READ returned wrong bytes or some phase timed out (the
+ * phases still all run).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -1156,6 +1163,8 @@ int main(int argc, char **argv)
 	struct phase *ph;
 	int i, n = 0, first;
 
+	if (lg_init(&g) != 0)
+		return 1;
 	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
@@ -1188,12 +1197,6 @@ int main(int argc, char **argv)
 	for (i = first; i < argc; i++)
 		if (phase_parse(argv[i], &ph[n++]) != 0)
 			return 1;
-	{
-		const char *hook = g.hook;
-		if (lg_init(&g) != 0)
-			return 1;
-		g.hook = hook;
-	}
 	if (lg_mount(&g, url) != 0)
 		return 1;
 	for (i = 0; i < n; i++)

@@ -246,7 +246,9 @@ phases() {
 	W5)	echo "open,file=w5,base=pat:14"
 		m w5rand read ",bs=4K,pattern=rand,start=128M,count=1000,qd=$q,time=$T_W5R,timeout=$(to "$T_W5R")"
 		echo "snap,label=w5seq-0"
-		echo "read,label=w5seq4,bs=64K,pattern=seq,count=4,qd=$q,lat=1,timeout=$GRACE"
+		echo "read,label=w5seq3,bs=64K,pattern=seq,count=3,qd=$q,lat=1,timeout=$GRACE"
+		echo "snap,label=w5seq3-1"
+		echo "read,label=w5seq4,bs=64K,pattern=seq,start=192K,count=1,qd=$q,lat=1,timeout=$GRACE"
 		echo "snap,label=w5seq4-1"
 		echo "read,label=w5seq16,bs=64K,pattern=seq,start=256K,count=12,qd=$q,lat=1,timeout=$GRACE"
 		echo "snap,label=w5seq16-1"
@@ -360,9 +362,9 @@ done
 
 bg_wait
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s},"load_start":"%s","load_end":"%s"}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s},"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$GRACE" "$load_start" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$GRACE" "$STOP_WAIT" "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
