@@ -715,6 +715,10 @@ def problems(cells):
         if st not in (None, 0):
             bad.append(f"nfscached exit status {st} when stopped"
                        + (f" (killed: no exit within {stop_wait} s of SIGTERM)" if st == 137 else ""))
+        if c.rc == -1:
+            out.append(f"- `{c.id}`: its servers did not start, twice (see the logs under the cell's "
+                       "directory); not measured")
+            continue
         if c.rc != 0 or bad:
             if c.rc != 0 and not bad and c.err:
                 bad = [c.err[-1]]

@@ -137,7 +137,7 @@ EOF
 
 # ------------------------------------------------------------- one cell
 
-cell_ports=() cell_up='' cell_peer='' cell_relay='' cell_proxy='' cdir=''
+cell_ports=() cell_up='' cell_peer='' cell_relay='' cell_proxy='' cdir='' cell_url=''
 
 # Stop what the current cell started. Ganesha takes 1-2 s to exit, so its
 # instances stop in the background (they hold distinct ports).
@@ -153,7 +153,8 @@ cell_stop() {
 	fi
 	cell_relay=
 	local w
-	for w in $cell_peer $cell_up; do
+	for w in "$cell_peer" "$cell_up"; do
+		[[ -n "$w" ]] || continue
 		(nfsc_ganesha_stop "$w"; rm -rf "${w%/*}/export") &
 		bg_pids+=($!)
 	done
@@ -267,60 +268,84 @@ phase_limit() {
 	awk -v s="$scale" 'BEGIN { printf "%d", 120 + 60 * s }'
 }
 
-# Run one cell: workload $1, path $2, delay $3 ms ("none": no relay, to
-# measure what the relay itself costs), $4 in flight, page $5.
-cell_run() {
-	local w=$1 path=$2 delay=$3 qd=$4 page=$5
-	local id="$w-$path-${delay}ms-qd$qd-p$page" url pfx rc=0 ph=() t0 t1
-	[[ "$delay" == none ]] && id="$w-$path-norelay-qd$qd-p$page"
+# Start cell $cdir's servers for workload $1, path $2, delay $3 ms
+# ("none": no relay), page $4, in work directory $5; set cell_url, the
+# URL the client mounts. Returns non-zero (after saying why) on failure;
+# cell_stop cleans up whatever started.
+cell_start() {
+	local w=$1 path=$2 delay=$3 page=$4 x=$5 pfx
 	local up_nfs up_mnt r_nfs r_mnt p_nfs p_mnt metrics
-	[[ -z "$only" || "$id" =~ $only ]] || return 0
-	cdir=$res/cells/$id
-	mkdir -p "$cdir/snaps" "$cdir/up" "$cdir/export"
-	say "cell $id"
-	t0=$(date +%s.%N)
-	cell_files "$w" "$cdir/export"
+	mkdir -p "$x/up" "$x/export" || return 1
+	cell_files "$w" "$x/export" || return 1
 	read -r up_nfs up_mnt r_nfs r_mnt p_nfs p_mnt metrics < <(nfsc_free_ports 7)
+	[[ -n "$metrics" ]] || return 1
 	cell_ports=("$up_nfs" "$up_mnt" "$r_nfs" "$r_mnt" "$p_nfs" "$p_mnt" "$metrics")
 	pfx="up$RANDOM$RANDOM"
-	up_extra "$pfx" >"$cdir/up.extra"
-	nfsc_ganesha_start "$cdir/up" "$cdir/export" "$up_nfs" "$up_mnt" "$cdir/up.extra"
-	cell_up=$cdir/up
+	up_extra "$pfx" >"$x/up.extra"
+	cell_up=$x/up
+	nfsc_ganesha_start "$x/up" "$x/export" "$up_nfs" "$up_mnt" "$x/up.extra" || return 1
 	if [[ "$delay" == none ]]; then
 		r_nfs=$up_nfs r_mnt=$up_mnt
 	else
-		relay_start "$delay" "127.0.0.1:$r_nfs=127.0.0.1:$up_nfs" "127.0.0.1:$r_mnt=127.0.0.1:$up_mnt"
+		relay_start "$delay" "127.0.0.1:$r_nfs=127.0.0.1:$up_nfs" \
+			"127.0.0.1:$r_mnt=127.0.0.1:$up_mnt" || return 1
 	fi
-	export BENCH_SNAPDIR=$cdir/snaps BENCH_UP_DBUS=$pfx BENCH_METRICS='' BENCH_PIDS=''
+	BENCH_SNAPDIR=$cdir/snaps BENCH_UP_DBUS=$pfx BENCH_METRICS='' BENCH_PIDS=''
 	case $path in
 	direct)
-		url="nfs://127.0.0.1/export?version=3&nfsport=$r_nfs&mountport=$r_mnt" ;;
+		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$r_nfs&mountport=$r_mnt" ;;
 	nfscached)
-		printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$cdir/nfscached.extra"
-		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$cdir/state" \
-			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$cdir/nfscached.extra" \
-			>"$cdir/nfscached.conf"
-		mkdir -p "$cdir/state"
-		nfsc_proxy_start "$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" --config "$cdir/nfscached.conf"
+		printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$x/nfscached.extra"
+		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
+			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
+			>"$x/nfscached.conf" || return 1
+		mkdir -p "$x/state"
+		nfsc_proxy_start "$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" \
+			--config "$x/nfscached.conf" || return 1
 		cell_proxy=$NFSC_PROXY_PID
 		BENCH_METRICS=127.0.0.1:$metrics BENCH_PIDS="nfscached:$cell_proxy"
-		url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
+		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
 	peer)
-		mkdir -p "$cdir/peer" "$cdir/peer-dir"
-		peer_extra 127.0.0.1 "$r_nfs" "peer$RANDOM$RANDOM" >"$cdir/peer.extra"
-		nfsc_ganesha_start "$cdir/peer" "$cdir/peer-dir" "$p_nfs" "$p_mnt" "$cdir/peer.extra"
-		cell_peer=$cdir/peer
-		BENCH_PIDS="peer:$(nfsc_ganesha_pid "$cdir/peer")"
-		url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
+		mkdir -p "$x/peer" "$x/peer-dir"
+		peer_extra 127.0.0.1 "$r_nfs" "peer$RANDOM$RANDOM" >"$x/peer.extra"
+		cell_peer=$x/peer
+		nfsc_ganesha_start "$x/peer" "$x/peer-dir" "$p_nfs" "$p_mnt" "$x/peer.extra" || return 1
+		BENCH_PIDS="peer:$(nfsc_ganesha_pid "$x/peer")"
+		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
 	esac
-	BENCH_PIDS="$BENCH_PIDS upstream:$(nfsc_ganesha_pid "$cdir/up")"
-	export BENCH_PIDS BENCH_METRICS
-	mapfile -t ph < <(phases "$w" "$qd")
-	timeout "$(phase_limit)" "$loadgen" --url "$url" --hook "$root/bench/snap.sh" "${ph[@]}" \
-		>"$cdir/loadgen.jsonl" 2>"$cdir/loadgen.err" || rc=$?
-	"$root/bench/snap.sh" end || true
-	((rc == 0)) || say "cell $id: loadgen exited $rc: $(tail -n 3 "$cdir/loadgen.err" | tr '\n' ' ')"
-	cell_stop
+	BENCH_PIDS="$BENCH_PIDS upstream:$(nfsc_ganesha_pid "$x/up")"
+	export BENCH_SNAPDIR BENCH_UP_DBUS BENCH_PIDS BENCH_METRICS
+}
+
+# Run one cell: workload $1, path $2, delay $3 ms ("none": no relay, to
+# measure what the relay itself costs), $4 in flight, page $5. A cell
+# whose servers do not start is tried once more, then recorded as failed
+# (loadgen_rc -1) and the run goes on.
+cell_run() {
+	local w=$1 path=$2 delay=$3 qd=$4 page=$5
+	local id="$w-$path-${delay}ms-qd$qd-p$page" rc=-1 ph=() t0 t1 try
+	[[ "$delay" == none ]] && id="$w-$path-norelay-qd$qd-p$page"
+	[[ -z "$only" || "$id" =~ $only ]] || return 0
+	cdir=$res/cells/$id
+	mkdir -p "$cdir/snaps"
+	say "cell $id"
+	t0=$(date +%s.%N)
+	for try in 1 2; do
+		if cell_start "$w" "$path" "$delay" "$page" "$cdir/try$try"; then
+			rc=0
+			break
+		fi
+		say "cell $id: the servers did not start (try $try)"
+		cell_stop
+	done
+	if ((rc == 0)); then
+		mapfile -t ph < <(phases "$w" "$qd")
+		timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
+			"${ph[@]}" >"$cdir/loadgen.jsonl" 2>"$cdir/loadgen.err" || rc=$?
+		"$root/bench/snap.sh" end || true
+		((rc == 0)) || say "cell $id: loadgen exited $rc: $(tail -n 3 "$cdir/loadgen.err" | tr '\n' ' ')"
+		cell_stop
+	fi
 	t1=$(date +%s.%N)
 	[[ "$delay" == none ]] && delay='"none"'
 	printf '{"id":"%s","workload":"%s","path":"%s","delay_ms":%s,"qd":%s,"page":%s,"cache_mib":%s,"loadgen_rc":%s,"secs":%.1f}\n' \
