@@ -46,12 +46,15 @@ struct mname {
 	double learned;			/* negative: when */
 	uint16_t keylen;		/* 8 + name length */
 	uint8_t fhlen;			/* 0: negative */
+	bool stale;			/* learned under an older stamp: only
+					 * a hint (meta_name_peek) */
 	uint8_t key[];			/* dir serial, name; then the handle */
 };
 
 struct mlist {
 	struct item it;			/* first: an mlist is an item */
-	struct meta_dirent *e;		/* entries; name and fh in one block */
+	struct meta_dirent *e;		/* entries; name, NUL and fh in one
+					 * block each */
 	size_t n, cap;
 	size_t hint;			/* index after the last cookie found */
 	uint8_t verf[META_VERF_SIZE];
@@ -94,7 +97,7 @@ static size_t name_bytes(size_t keylen, size_t fhlen)
 /* Bytes accounted for one listing entry's name and handle block. */
 static size_t dirent_bytes(const struct meta_dirent *e)
 {
-	return e->namelen + e->fhlen + ALLOC_OVERHEAD;
+	return e->namelen + 1 + e->fhlen + ALLOC_OVERHEAD;
 }
 
 /* Bytes accounted for a listing's fixed part and array of cap entries. */
@@ -175,6 +178,8 @@ static void item_free(struct meta *m, struct item *it)
 		m->st.names--;
 		if (!n->fhlen)
 			m->st.negatives--;
+		if (n->stale)
+			m->st.stale--;
 		free(n);
 	} else {
 		struct mlist *l = (struct mlist *)it;
@@ -279,13 +284,23 @@ static struct mdir *dir_find(const struct meta *m, const uint8_t *fh,
 	return d;
 }
 
-/* Drop d's entries and listing, keeping the record itself. */
+/* The directory changed: drop its listing and negative entries, keep
+ * positive ones as hints only, and count the drop. */
 static void dir_clear(struct meta *m, struct mdir *d)
 {
-	while (d->names)
-		item_free(m, &d->names->it);
+	struct mname *n, *tmp;
+
+	DL_FOREACH_SAFE2(d->names, n, tmp, dnext) {
+		if (!n->fhlen) {
+			item_free(m, &n->it);
+		} else if (!n->stale) {
+			n->stale = true;
+			m->st.stale++;
+		}
+	}
 	if (d->list)
 		item_free(m, &d->list->it);
+	m->st.dir_drops++;
 }
 
 /* The record of directory fh valid for stamp cur, created if absent
@@ -298,12 +313,12 @@ static struct mdir *dir_get(struct meta *m, const uint8_t *fh, size_t len,
 	if (d) {
 		if (!stamp_eq(&d->stamp, cur)) {
 			dir_clear(m, d);
-			m->st.dir_drops++;
 			d->stamp = *cur;
 		}
 		return d;
 	}
-	if (len == 0 || len > CACHE_FH_MAX || !make_room(m, dir_bytes(), NULL, NULL))
+	if (len == 0 || len > CACHE_FH_MAX ||
+	    !make_room(m, dir_bytes(), NULL, NULL))
 		return NULL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -317,16 +332,17 @@ static struct mdir *dir_get(struct meta *m, const uint8_t *fh, size_t len,
 	return d;
 }
 
-/* The record of fh if it is valid for cur; a stale one is dropped. */
+/* The record of fh, cleared first if its stamp is not cur. */
 static struct mdir *dir_valid(struct meta *m, const uint8_t *fh, size_t len,
 			      const struct meta_stamp *cur)
 {
 	struct mdir *d = dir_find(m, fh, len);
 
 	if (d && !stamp_eq(&d->stamp, cur)) {
-		dir_free(m, d);
-		m->st.dir_drops++;
-		return NULL;
+		dir_clear(m, d);
+		d->stamp = *cur;
+		dir_gc(m, d, NULL);
+		return dir_find(m, fh, len);
 	}
 	return d;
 }
@@ -356,8 +372,10 @@ bool meta_dir_mutated(struct meta *m, const uint8_t *dir, size_t dlen,
 		dir_gc(m, d, NULL);
 		return true;
 	}
-	dir_free(m, d);
-	m->st.dir_drops++;
+	dir_clear(m, d);
+	if (post)
+		d->stamp = *post;
+	dir_gc(m, d, NULL);
 	return false;
 }
 
@@ -395,7 +413,7 @@ enum meta_found meta_name_get(struct meta *m, const uint8_t *dir,
 	struct mdir *d = dir_valid(m, dir, dlen, cur);
 	struct mname *n = d ? name_find(m, d, name, nlen) : NULL;
 
-	if (!n)
+	if (!n || n->stale)
 		return META_UNKNOWN;
 	if (!n->fhlen) {
 		if (!(now < n->learned + neg_timeout)) {
@@ -414,7 +432,7 @@ enum meta_found meta_name_get(struct meta *m, const uint8_t *dir,
 
 bool meta_name_peek(const struct meta *m, const uint8_t *dir, size_t dlen,
 		    const uint8_t *name, size_t nlen, uint8_t *fh,
-		    size_t *fhlen)
+		    size_t *fhlen, bool *current)
 {
 	struct mdir *d = dir_find(m, dir, dlen);
 	struct mname *n = d ? name_find(m, d, name, nlen) : NULL;
@@ -423,6 +441,7 @@ bool meta_name_peek(const struct meta *m, const uint8_t *dir, size_t dlen,
 		return false;
 	memcpy(fh, n->key + n->keylen, n->fhlen);
 	*fhlen = n->fhlen;
+	*current = !n->stale;
 	return true;
 }
 
@@ -544,15 +563,16 @@ static int list_append(struct meta *m, struct mlist *l,
 	if (src->namelen == 0 || src->namelen > META_NAME_MAX ||
 	    src->fhlen > CACHE_FH_MAX || list_reserve(m, l, l->n + 1) != 0 ||
 	    !make_room(m, dirent_bytes(src), &l->it, l->it.dir) ||
-	    !(blk = malloc(src->namelen + src->fhlen)))
+	    !(blk = malloc(src->namelen + 1 + src->fhlen)))
 		return -1;
 	memcpy(blk, src->name, src->namelen);
+	blk[src->namelen] = '\0';
 	if (src->fhlen)
-		memcpy(blk + src->namelen, src->fh, src->fhlen);
+		memcpy(blk + src->namelen + 1, src->fh, src->fhlen);
 	e = &l->e[l->n++];
 	*e = *src;
 	e->name = blk;
-	e->fh = src->fhlen ? blk + src->namelen : NULL;
+	e->fh = src->fhlen ? blk + src->namelen + 1 : NULL;
 	list_grow_bytes(m, l, dirent_bytes(src));
 	m->st.listing_entries++;
 	return 0;
@@ -652,7 +672,8 @@ void meta_stats_get(const struct meta *m, struct meta_stats *st)
 
 /* Check one directory record; adds its bytes and items to the sums. */
 static bool dir_check(const struct meta *m, const struct mdir *d,
-		      uint64_t *bytes, uint64_t *items, uint64_t *entries)
+		      uint64_t *bytes, uint64_t *items, uint64_t *entries,
+		      uint64_t *stale)
 {
 	const struct mname *n;
 	size_t count = 0;
@@ -665,6 +686,8 @@ static bool dir_check(const struct meta *m, const struct mdir *d,
 		HASH_FIND(hh, m->names, n->key, n->keylen, found);
 		ok &= found == n && n->it.dir == d && n->it.kind == ITEM_NAME &&
 		      n->it.bytes == name_bytes(n->keylen, n->fhlen);
+		ok &= !n->stale || n->fhlen;
+		*stale += n->stale;
 		*bytes += n->it.bytes;
 		count++;
 	}
@@ -689,18 +712,18 @@ static bool dir_check(const struct meta *m, const struct mdir *d,
 
 bool meta_check(const struct meta *m)
 {
-	uint64_t bytes = 0, items = 0, entries = 0, lru = 0;
+	uint64_t bytes = 0, items = 0, entries = 0, lru = 0, stale = 0;
 	const struct mdir *d;
 	const struct item *it;
 	bool ok = true;
 
 	for (d = m->dirs; d; d = d->hh.next)
-		ok &= dir_check(m, d, &bytes, &items, &entries);
+		ok &= dir_check(m, d, &bytes, &items, &entries, &stale);
 	DL_FOREACH(m->lru, it)
 		lru++;
 	ok &= bytes == m->st.bytes && bytes <= m->budget;
 	ok &= lru == items && items == m->st.names + m->st.listings;
-	ok &= entries == m->st.listing_entries;
+	ok &= entries == m->st.listing_entries && stale == m->st.stale;
 	ok &= HASH_COUNT(m->names) == m->st.names;
 	ok &= HASH_COUNT(m->dirs) == m->st.dirs;
 	return ok;

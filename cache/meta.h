@@ -9,9 +9,12 @@
  * cfile generation (cfile_gen) and its change evidence (size, mtime,
  * ctime). Callers pass the directory's current stamp on every look-up;
  * when it differs from the recorded one the directory changed (another
- * writer, or a change of the proxy's own meta was not told about) and all
- * of its entries and its listing are dropped. The proxy's own changes are
- * told through meta_dir_mutated() with the reply's wcc_data: when the
+ * writer, or a change of the proxy's own meta was not told about): its
+ * listing and negative entries are dropped and its positive entries
+ * become hints, never answered again but still telling meta_name_peek
+ * which file a name last named (so that the proxy's own REMOVE can
+ * expire that file's attributes). The proxy's own changes are told
+ * through meta_dir_mutated() with the reply's wcc_data: when the
  * pre-operation state is the recorded one, only the proxy changed the
  * directory and its names stay (the caller then updates the changed ones).
  *
@@ -57,7 +60,9 @@ enum meta_found {
 struct meta_dirent {
 	uint64_t fileid;
 	uint64_t cookie;
-	const uint8_t *name;	/* namelen bytes, no NUL */
+	const uint8_t *name;	/* namelen bytes; in a listing (not in
+				 * what meta_list_put is given) a NUL
+				 * follows them */
 	const uint8_t *fh;	/* upstream handle, fhlen bytes; NULL if none */
 	uint32_t namelen;	/* 1..META_NAME_MAX */
 	uint32_t fhlen;		/* 0..CACHE_FH_MAX */
@@ -76,6 +81,7 @@ struct meta_stats {
 	uint64_t dirs;			/* gauge: directory records */
 	uint64_t names;			/* gauge: name entries */
 	uint64_t negatives;		/* gauge: of those, negative */
+	uint64_t stale;			/* gauge: of those, hints only */
 	uint64_t listings;		/* gauge: listings */
 	uint64_t listing_entries;	/* gauge: entries in listings */
 	uint64_t bytes;			/* gauge: memory held, bytes */
@@ -105,7 +111,8 @@ void meta_set_budget(struct meta *m, uint64_t budget);
 /*
  * Look up name[0..nlen) in directory dir[0..dlen) whose current state is
  * cur (its attributes fresh: the caller checks). If the recorded stamp
- * differs, the directory's entries are dropped first. A negative entry
+ * differs, the directory's entries are dropped (or made hints) first,
+ * and cur becomes the stamp. A negative entry
  * counts only while now < learned + neg_timeout (expired ones are
  * dropped). On META_POSITIVE the child handle is copied to fh
  * (CACHE_FH_MAX bytes, the caller's) and *fhlen. A hit is a use (LRU).
@@ -116,13 +123,15 @@ enum meta_found meta_name_get(struct meta *m, const uint8_t *dir,
 			      double neg_timeout, uint8_t *fh, size_t *fhlen);
 
 /*
- * The handle cached for name under dir whatever the stamp (for the
- * proxy's own RENAME, before meta_dir_mutated judges the directory).
- * Returns true and fills fh/fhlen when a positive entry exists.
+ * The handle cached for name under dir whatever the stamp, hints
+ * included (for the proxy's own REMOVE and RENAME, before
+ * meta_dir_mutated judges the directory). Returns true and fills
+ * fh/fhlen when a positive entry exists; *current tells whether it was
+ * valid under the recorded stamp (false: a hint).
  */
 bool meta_name_peek(const struct meta *m, const uint8_t *dir, size_t dlen,
 		    const uint8_t *name, size_t nlen, uint8_t *fh,
-		    size_t *fhlen);
+		    size_t *fhlen, bool *current);
 
 /*
  * Record that name exists in dir as handle fh[0..fhlen) (fhlen 1..
@@ -149,8 +158,9 @@ void meta_name_forget(struct meta *m, const uint8_t *dir, size_t dlen,
  * pre is the recorded state, only the proxy changed the directory: its
  * names stay and post becomes the stamp (the caller updates the names
  * the call changed); the listing goes unless post shows no change. In
- * every other case the directory's entries and listing are dropped.
- * Returns true when the names were kept.
+ * every other case the directory is treated as changed (its entries
+ * dropped or made hints, as for a changed stamp) and post, if given,
+ * becomes the stamp. Returns true when the names were kept.
  */
 bool meta_dir_mutated(struct meta *m, const uint8_t *dir, size_t dlen,
 		      const struct cwcc *pre, const struct meta_stamp *post);

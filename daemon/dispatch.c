@@ -9,6 +9,7 @@
 
 #include "dispatch.h"
 #include "mount3_prot.h"
+#include "nfs3_meta.h"
 #include "nfs3_prot.h"
 #include "ops.h"
 
@@ -27,10 +28,10 @@ typedef char void_t;
 
 static const struct dispatch_entry table[] = {
 	NFS(NFSPROC3_NULL, "null", void_t, void_t, nfs3_op_null, 0),
-	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args, GETATTR3res, nfs3_op_forward, 0),
+	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args, GETATTR3res, nfs3_op_getattr, 0),
 	NFS(NFSPROC3_SETATTR, "setattr", SETATTR3args, SETATTR3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_LOOKUP, "lookup", LOOKUP3args, LOOKUP3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_ACCESS, "access", ACCESS3args, ACCESS3res, nfs3_op_forward, 0),
+	NFS(NFSPROC3_LOOKUP, "lookup", LOOKUP3args, LOOKUP3res, nfs3_op_lookup, 0),
+	NFS(NFSPROC3_ACCESS, "access", ACCESS3args, ACCESS3res, nfs3_op_access, 0),
 	NFS(NFSPROC3_READLINK, "readlink", READLINK3args, READLINK3res, nfs3_op_forward, 0),
 	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0),
 	NFS(NFSPROC3_WRITE, "write", WRITE3args, WRITE3res, nfs3_op_write, MUT),
@@ -42,8 +43,8 @@ static const struct dispatch_entry table[] = {
 	NFS(NFSPROC3_RMDIR, "rmdir", RMDIR3args, RMDIR3res, nfs3_op_forward, NONIDEM),
 	NFS(NFSPROC3_RENAME, "rename", RENAME3args, RENAME3res, nfs3_op_forward, NONIDEM),
 	NFS(NFSPROC3_LINK, "link", LINK3args, LINK3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_READDIR, "readdir", READDIR3args, READDIR3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_READDIRPLUS, "readdirplus", READDIRPLUS3args, READDIRPLUS3res, nfs3_op_forward, 0),
+	NFS(NFSPROC3_READDIR, "readdir", READDIR3args, READDIR3res, nfs3_op_readdir, 0),
+	NFS(NFSPROC3_READDIRPLUS, "readdirplus", READDIRPLUS3args, READDIRPLUS3res, nfs3_op_readdirplus, 0),
 	NFS(NFSPROC3_FSSTAT, "fsstat", FSSTAT3args, FSSTAT3res, nfs3_op_forward, 0),
 	NFS(NFSPROC3_FSINFO, "fsinfo", FSINFO3args, FSINFO3res, nfs3_op_forward, 0),
 	NFS(NFSPROC3_PATHCONF, "pathconf", PATHCONF3args, PATHCONF3res, nfs3_op_forward, 0),

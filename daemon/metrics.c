@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "dispatch.h"
 #include "metrics.h"
+#include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "server.h"
 #include "service.h"
@@ -417,6 +418,50 @@ static void render_config(struct evbuffer *o, const struct conf *c)
 	}
 }
 
+/* Write the metadata cache's hits and misses, entries and memory. */
+static void render_meta(struct evbuffer *o)
+{
+	struct nfs3_meta_stats ms;
+
+	nfs3_meta_stats_get(&ms);
+	head(o, "nfscached_meta_requests_total", "counter",
+	     "Metadata calls answered from the cache (hit) or forwarded "
+	     "upstream (miss), by procedure.");
+	for (int p = 0; p < NFS3_META_NPROCS; p++)
+		evbuffer_add_printf(o,
+			"nfscached_meta_requests_total{procedure=\"%s\",result=\"hit\"} %llu\n"
+			"nfscached_meta_requests_total{procedure=\"%s\",result=\"miss\"} %llu\n",
+			nfs3_meta_proc_name((enum nfs3_meta_proc)p),
+			(unsigned long long)ms.hits[p],
+			nfs3_meta_proc_name((enum nfs3_meta_proc)p),
+			(unsigned long long)ms.misses[p]);
+	scalar(o, "nfscached_meta_negative_hits_total", "counter",
+	       "LOOKUPs answered NFS3ERR_NOENT from a cached negative entry "
+	       "(also counted as lookup hits).", ms.negative_hits);
+	scalar(o, "nfscached_meta_revalidations_total", "counter",
+	       "GETATTRs sent to revalidate a directory before serving its "
+	       "cached listing.", ms.revalidations);
+	scalar(o, "nfscached_meta_entries", "gauge",
+	       "Cached name entries plus entries of cached listings.",
+	       ms.cache.names + ms.cache.listing_entries);
+	scalar(o, "nfscached_meta_negative_entries", "gauge",
+	       "Cached negative name entries (no such name).",
+	       ms.cache.negatives);
+	scalar(o, "nfscached_meta_listings", "gauge",
+	       "Cached directory listings.", ms.cache.listings);
+	scalar(o, "nfscached_meta_bytes", "gauge",
+	       "Memory held by cached names and listings.", ms.cache.bytes);
+	scalar(o, "nfscached_meta_budget_bytes", "gauge",
+	       "Configured budget for names and listings (meta_cache_size).",
+	       ms.cache.budget);
+	scalar(o, "nfscached_meta_evictions_total", "counter",
+	       "Names and listings evicted to stay within the budget.",
+	       ms.cache.evictions);
+	scalar(o, "nfscached_meta_invalidations_total", "counter",
+	       "Directories whose cached names and listing were dropped "
+	       "because they changed.", ms.cache.dir_drops);
+}
+
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
@@ -441,6 +486,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	       ns.badhandle);
 	scalar(o, "nfscached_drc_entries", "gauge",
 	       "Entries in the duplicate request cache.", st.drc_entries);
+	render_meta(o);
 }
 
 /* GET /metrics. */

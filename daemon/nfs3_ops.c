@@ -23,6 +23,7 @@
 #include "attr.h"
 #include "fstate.h"
 #include "writeback.h"
+#include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "ops.h"
@@ -713,6 +714,8 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 	default:
 		break;
 	}
+	/* Names and listings: the metadata cache learns (nfs3_meta.c). */
+	nfs3_meta_learn(r, w->ex, &w->uc, w->f, w->gen, res);
 }
 
 /* Close what fwd_begin opened when no usable reply came. */

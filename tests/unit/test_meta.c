@@ -134,11 +134,15 @@ static void test_changed_stamp_drops_the_directory(void)
 	meta_name_put(m, DIR_B, sizeof(DIR_B), &st, S("a"), FH_Y, sizeof(FH_Y), 0);
 	/* A new generation (the cache saw another writer, or own change). */
 	CU_ASSERT_EQUAL(get_a(m, &gen2, "a", 1, 3, NULL, NULL), META_UNKNOWN);
+	CU_ASSERT_EQUAL(get_a(m, &gen2, "b", 1, 3, NULL, NULL), META_UNKNOWN);
+	/* The old stamp does not bring them back either. */
 	CU_ASSERT_EQUAL(get_a(m, &st, "a", 1, 3, NULL, NULL), META_UNKNOWN);
-	CU_ASSERT_EQUAL(get_a(m, &st, "b", 1, 3, NULL, NULL), META_UNKNOWN);
 	meta_stats_get(m, &s);
-	CU_ASSERT_EQUAL(s.names, 1);	/* directory B's entry stays */
-	CU_ASSERT_EQUAL(s.dir_drops, 1);
+	/* B's entry, and A's positive one as a hint; the negative is gone. */
+	CU_ASSERT_EQUAL(s.names, 2);
+	CU_ASSERT_EQUAL(s.stale, 1);
+	CU_ASSERT_EQUAL(s.negatives, 0);
+	CU_ASSERT_EQUAL(s.dir_drops, 2);
 	CHECK(m);
 	/* Changed attributes with the same generation also drop. */
 	CU_ASSERT_EQUAL(meta_name_get(m, DIR_B, sizeof(DIR_B), &mtime, S("a"),
@@ -150,8 +154,52 @@ static void test_changed_stamp_drops_the_directory(void)
 	CU_ASSERT_EQUAL(get_a(m, &gen2, "a", 1, 3, NULL, NULL), META_UNKNOWN);
 	CU_ASSERT_EQUAL(get_a(m, &gen2, "c", 1, 3, NULL, NULL), META_POSITIVE);
 	meta_stats_get(m, &s);
+	CU_ASSERT_EQUAL(s.names, 3);	/* B's hint, A's a (hint) and c */
+	CU_ASSERT_EQUAL(s.stale, 2);
+	CU_ASSERT_EQUAL(s.dir_drops, 4);
+	CHECK(m);
+	/* An explicit drop frees everything of the directory. */
+	meta_dir_drop(m, DIR_A, sizeof(DIR_A));
+	meta_stats_get(m, &s);
 	CU_ASSERT_EQUAL(s.names, 1);
-	CU_ASSERT_EQUAL(s.dir_drops, 3);
+	CU_ASSERT_EQUAL(s.dirs, 1);
+	CHECK(m);
+	meta_free(&m);
+}
+
+static void test_hints_name_files_but_are_never_answered(void)
+{
+	struct meta *m = meta_new(1 << 20);
+	struct meta_stamp st = stamp(1, 4096, 100);
+	struct meta_stamp st2 = stamp(2, 4096, 101);
+	uint8_t fh[CACHE_FH_MAX];
+	size_t fhlen = 0;
+	bool current = true;
+
+	meta_name_put(m, DIR_A, sizeof(DIR_A), &st, S("f"), FH_X, sizeof(FH_X), 0);
+	CU_ASSERT_TRUE(meta_name_peek(m, DIR_A, sizeof(DIR_A), S("f"), fh,
+				      &fhlen, &current));
+	CU_ASSERT_TRUE(current);
+	/* An own change without pre-op attributes: the names become hints. */
+	CU_ASSERT_FALSE(meta_dir_mutated(m, DIR_A, sizeof(DIR_A), NULL, &st2));
+	CU_ASSERT_EQUAL(get_a(m, &st2, "f", 1, 3, NULL, NULL), META_UNKNOWN);
+	memset(fh, 0, sizeof(fh));
+	CU_ASSERT_TRUE(meta_name_peek(m, DIR_A, sizeof(DIR_A), S("f"), fh,
+				      &fhlen, &current));
+	CU_ASSERT_FALSE(current);
+	CU_ASSERT_EQUAL(fhlen, sizeof(FH_X));
+	CU_ASSERT_EQUAL(memcmp(fh, FH_X, sizeof(FH_X)), 0);
+	/* post became the stamp: the next own change keeps new names. */
+	meta_name_put(m, DIR_A, sizeof(DIR_A), &st2, S("g"), FH_Y, sizeof(FH_Y), 0);
+	CU_ASSERT_EQUAL(get_a(m, &st2, "g", 1, 3, NULL, NULL), META_POSITIVE);
+	CU_ASSERT_EQUAL(get_a(m, &st2, "f", 1, 3, NULL, NULL), META_UNKNOWN);
+	/* Learning the name again makes it current. */
+	meta_name_put(m, DIR_A, sizeof(DIR_A), &st2, S("f"), FH_Y, sizeof(FH_Y), 0);
+	CU_ASSERT_EQUAL(get_a(m, &st2, "f", 1, 3, fh, &fhlen), META_POSITIVE);
+	CU_ASSERT_EQUAL(memcmp(fh, FH_Y, sizeof(FH_Y)), 0);
+	CU_ASSERT_TRUE(meta_name_peek(m, DIR_A, sizeof(DIR_A), S("f"), fh,
+				      &fhlen, &current));
+	CU_ASSERT_TRUE(current);
 	CHECK(m);
 	meta_free(&m);
 }
@@ -191,7 +239,8 @@ static void test_own_change_with_matching_pre_keeps_names(void)
 	meta_name_put(m, DIR_A, sizeof(DIR_A), &st, S("old"), FH_X, sizeof(FH_X), 0);
 	meta_name_put(m, DIR_A, sizeof(DIR_A), &st, S("new"), NULL, 0, 0);
 	/* RENAME old -> new by the proxy: wcc pre is the recorded state. */
-	CU_ASSERT_TRUE(meta_name_peek(m, DIR_A, sizeof(DIR_A), S("old"), fh, &fhlen));
+	CU_ASSERT_TRUE(meta_name_peek(m, DIR_A, sizeof(DIR_A), S("old"), fh,
+				      &fhlen, &(bool){ false }));
 	CU_ASSERT_TRUE(meta_dir_mutated(m, DIR_A, sizeof(DIR_A), &st.wcc, &post));
 	meta_name_put(m, DIR_A, sizeof(DIR_A), &post, S("old"), NULL, 0, 1);
 	meta_name_put(m, DIR_A, sizeof(DIR_A), &post, S("new"), fh, fhlen, 1);
@@ -215,7 +264,7 @@ static void test_own_change_with_other_pre_drops_names(void)
 	CU_ASSERT_FALSE(meta_dir_mutated(m, DIR_A, sizeof(DIR_A), &other, &post));
 	CU_ASSERT_EQUAL(get_a(m, &post, "a", 1, 3, NULL, NULL), META_UNKNOWN);
 	meta_stats_get(m, &s);
-	CU_ASSERT_EQUAL(s.dirs, 0);
+	CU_ASSERT_EQUAL(s.stale, 1);
 	CU_ASSERT_EQUAL(s.dir_drops, 1);
 	/* No pre-operation attributes: the proxy cannot tell. */
 	meta_name_put(m, DIR_A, sizeof(DIR_A), &st, S("a"), FH_X, sizeof(FH_X), 0);
@@ -296,6 +345,7 @@ static void test_listing_pages_append_in_cookie_order(void)
 		CU_ASSERT_EQUAL(v.e[i].fileid, 100 + i);
 		CU_ASSERT_EQUAL(v.e[i].namelen, strlen(want));
 		CU_ASSERT_EQUAL(memcmp(v.e[i].name, want, strlen(want)), 0);
+		CU_ASSERT_EQUAL(v.e[i].name[v.e[i].namelen], '\0');
 		CU_ASSERT_EQUAL(v.e[i].fhlen, sizeof(FH_X));
 		CU_ASSERT_EQUAL(memcmp(v.e[i].fh, FH_X, sizeof(FH_X)), 0);
 	}
@@ -501,6 +551,7 @@ static const struct tcase name_tests[] = {
 	T(test_negative_entry_expires_after_its_timeout),
 	T(test_changed_stamp_drops_the_directory),
 	T(test_names_too_long_or_empty_are_not_stored),
+	T(test_hints_name_files_but_are_never_answered),
 	T(test_own_change_with_matching_pre_keeps_names),
 	T(test_own_change_with_other_pre_drops_names),
 };
