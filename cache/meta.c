@@ -525,6 +525,14 @@ static struct mlist *list_new(struct meta *m, struct mdir *d, bool plus,
 	return l;
 }
 
+/* Whether listing l may grow by delta bytes: no listing takes more than
+ * half the budget, so one huge directory cannot flush every name. */
+static bool list_may_grow(const struct meta *m, const struct mlist *l,
+			  size_t delta)
+{
+	return l->it.bytes + delta <= m->budget / 2;
+}
+
 /* Account delta more bytes to listing l (room already made). */
 static void list_grow_bytes(struct meta *m, struct mlist *l, size_t delta)
 {
@@ -544,7 +552,8 @@ static int list_reserve(struct meta *m, struct mlist *l, size_t want)
 	while (cap < want)
 		cap *= 2;
 	delta = list_base_bytes(cap) - list_base_bytes(l->cap);
-	if (!make_room(m, delta, &l->it, l->it.dir) ||
+	if (!list_may_grow(m, l, delta) ||
+	    !make_room(m, delta, &l->it, l->it.dir) ||
 	    !(e = realloc(l->e, cap * sizeof(*e))))
 		return -1;
 	l->e = e;
@@ -562,6 +571,7 @@ static int list_append(struct meta *m, struct mlist *l,
 
 	if (src->namelen == 0 || src->namelen > META_NAME_MAX ||
 	    src->fhlen > CACHE_FH_MAX || list_reserve(m, l, l->n + 1) != 0 ||
+	    !list_may_grow(m, l, dirent_bytes(src)) ||
 	    !make_room(m, dirent_bytes(src), &l->it, l->it.dir) ||
 	    !(blk = malloc(src->namelen + 1 + src->fhlen)))
 		return -1;
@@ -613,8 +623,8 @@ void meta_list_put(struct meta *m, const uint8_t *dir, size_t dlen,
 	item_touch(m, &l->it);
 	for (size_t i = 0; i < n; i++) {
 		if (list_append(m, l, &e[i]) != 0) {
-			/* Too big for the budget: a partial listing is of no
-			 * use past its end, so keep none. */
+			/* Over half the budget: keep none of it rather than
+			 * a head that every later page would miss past. */
 			m->st.refused++;
 			item_free(m, &l->it);
 			dir_gc(m, d, NULL);

@@ -27,7 +27,8 @@
  * Memory: one byte budget over every name entry, listing and directory
  * record (including an estimate of allocator overhead), with LRU eviction
  * of name entries and whole listings; a directory record goes with its
- * last entry. A fill that cannot fit is not stored.
+ * last entry. A fill that cannot fit is not stored; one listing never
+ * takes more than half the budget.
  */
 #ifndef NFSCACHED_CACHE_META_H
 #define NFSCACHED_CACHE_META_H
@@ -178,8 +179,8 @@ void meta_dir_drop(struct meta *m, const uint8_t *dir, size_t dlen);
  * starts a new listing (a READDIR page does not replace a READDIRPLUS
  * listing); a later page is appended only when cookie is the listing's
  * last cookie, the verifier and kind match, and it has no eof yet. Other
- * pages are ignored. Entry bytes are copied. A listing that cannot fit
- * in the budget is dropped (counted as refused).
+ * pages are ignored. Entry bytes are copied. A listing that would take
+ * more than half the budget is dropped (counted as refused).
  */
 void meta_list_put(struct meta *m, const uint8_t *dir, size_t dlen,
 		   const struct meta_stamp *cur, bool plus, uint64_t cookie,

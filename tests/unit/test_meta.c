@@ -498,9 +498,14 @@ static void test_listing_larger_than_budget_is_not_kept(void)
 			 first, 64, first + 64 == 640);
 	CU_ASSERT_FALSE(meta_list_get(m, DIR_A, sizeof(DIR_A), &st, true, 0, ZERO_VERF, &v));
 	meta_stats_get(m, &s);
-	CU_ASSERT_TRUE(s.refused >= 1);
+	CU_ASSERT_EQUAL(s.refused, 1);
 	CU_ASSERT_EQUAL(s.listings, 0);
 	CU_ASSERT_TRUE(s.bytes <= 8 * 1024);
+	/* It took at most half the budget: the name was never evicted. */
+	CU_ASSERT_EQUAL(s.evictions, 0);
+	CU_ASSERT_EQUAL(meta_name_get(m, DIR_B, sizeof(DIR_B), &st, S("keep"), 0,
+				      3, (uint8_t[CACHE_FH_MAX]){ 0 },
+				      &(size_t){ 0 }), META_POSITIVE);
 	CHECK(m);
 	/* A small listing fits beside a name. */
 	put_page(m, &st, true, 0, VERF1, 0, 10, true);
