@@ -26,6 +26,8 @@
 #define CFILE_MAGIC 0x4346494cu
 #define OWN_STATES 16		/* own states remembered per file */
 #define SUSPECTS 8		/* unexplained pre-states awaiting an own post */
+#define RA_IDLE 64		/* queue entries without a use of its file
+				 * after which a prefetch counts abandoned */
 
 enum queue { Q_NONE = 0, Q_A1IN, Q_AM, Q_RA };
 
@@ -53,6 +55,7 @@ struct cpage {
 	struct wbext *wb;		/* sorted, disjoint; wb ⊆ valid */
 	uint16_t nwb, capwb;		/* nwb > 0: pinned, on no queue */
 	uint32_t ra_bytes;		/* prefetched bytes not yet read */
+	uint64_t stamp;			/* cache clock when it joined its queue */
 	uint8_t queue;
 	UT_hash_handle hh;		/* in file->pages, key index */
 	struct cpage *prev, *next;	/* on A1in or Am, head = newest */
@@ -84,6 +87,7 @@ struct cfile {
 	uint64_t gen;			/* see cfile_gen */
 	void *owner;			/* cfile_owner_slot */
 	struct ra_state *ra;		/* readahead, cfile_ra */
+	uint64_t last_use;		/* cache clock at its last page use */
 	struct cwcc own[OWN_STATES];	/* recent own post-states */
 	unsigned nown;
 	struct cwcc suspect[SUSPECTS];	/* pre-states not yet explained */
@@ -121,6 +125,7 @@ struct cache {
 	uint64_t hole_granularity;	/* bytes; 0: no zero detection */
 	struct cfile *files;
 	struct cpage *a1in, *am, *ra;	/* ra: prefetched, never read */
+	uint64_t clock;			/* queue-entry stamps */
 	uint64_t n_a1in, n_am, n_ra;
 	struct ra_stats ra_gone;	/* readahead counters of freed files */
 	struct ra_params ra_params;	/* the last given to cfile_ra */
@@ -197,6 +202,7 @@ static void queue_del(struct cache *c, struct cpage *p)
 static void queue_add(struct cache *c, struct cpage *p, enum queue q)
 {
 	p->queue = (uint8_t)q;
+	p->stamp = ++c->clock;
 	if (q == Q_A1IN) {
 		DL_PREPEND(c->a1in, p);
 		c->n_a1in++;
@@ -281,15 +287,25 @@ static bool ghost_take(struct cache *c, uint64_t id, uint64_t index)
 static bool evict_one(struct cache *c)
 {
 	struct cpage *victim;
+	bool a1 = c->a1in && (c->n_a1in > c->kin || !c->am);
 
-	if (c->ra) {
-		/* Prefetched pages never read go first. */
+	/*
+	 * Prefetched pages never read go first once their reader has gone
+	 * (its file unused for RA_IDLE queue entries): an abandoned stream's
+	 * prefetch goes before any page that was read. A stream still being
+	 * read keeps what lies just ahead of its reader: pages it has passed
+	 * (A1in) go before, so a stream larger than the cache drops what is
+	 * behind it, not what it is about to read.
+	 */
+	if (c->ra && c->clock - c->ra->prev->file->last_use > RA_IDLE) {
 		victim = c->ra->prev;
-	} else if (c->a1in && (c->n_a1in > c->kin || !c->am)) {
+	} else if (a1) {
 		victim = c->a1in->prev;
 		ghost_add(c, victim->file->id, victim->index);
 	} else if (c->am) {
 		victim = c->am->prev;
+	} else if (c->ra) {
+		victim = c->ra->prev;
 	} else {
 		return false;
 	}
@@ -343,6 +359,7 @@ static struct cpage *page_get(struct cache *c, struct cfile *f,
  * prefetched pages read for the first time join A1in. */
 static void page_touch(struct cache *c, struct cpage *p)
 {
+	p->file->last_use = c->clock;
 	if (p->ra_bytes) {
 		c->st.ra_used_bytes += p->ra_bytes;
 		p->ra_bytes = 0;
@@ -916,6 +933,20 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 		return CACHE_HIT;
 	*nfetch = fl.n;
 	return covered ? CACHE_PARTIAL : CACHE_MISS;
+}
+
+void cache_touch(struct cache *c, struct cfile *f, uint64_t off, uint64_t len)
+{
+	uint64_t e = off + len;
+
+	if (!len)
+		return;
+	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		struct cpage *p = page_find(f, idx);
+
+		if (p)
+			page_touch(c, p);
+	}
 }
 
 uint64_t cache_copy(struct cache *c, struct cfile *f, uint64_t off,
@@ -1712,6 +1743,13 @@ void cache_wb_done(struct cache *c, struct cfile *f, uint32_t seq,
 		if (!f->wb_error)
 			f->wb_error = error;
 		f->gen++;
+		if (!wb_total(f)) {
+			/* Nothing of the proxy's own is left: show the
+			 * upstream's file again, revalidated. */
+			f->local = false;
+			f->timeo = 0;
+			shown_update(f);
+		}
 	}
 	c->st.wb_resend_bytes += a.resent;
 	if (f->wbbytes[WB_DIRTY] > dirty_before)

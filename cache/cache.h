@@ -323,6 +323,10 @@ struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 bool cfile_range_cached(struct cache *c, struct cfile *f, uint64_t start,
 			uint64_t end);
 
+/* Count a client's use of the pages of [off, off + len) (as cache_copy
+ * does): a READ served straight from a fetch's reply used them. */
+void cache_touch(struct cache *c, struct cfile *f, uint64_t off, uint64_t len);
+
 /* cache_copy, also telling how many of the copied bytes were holes. */
 uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
 		       uint64_t len, uint8_t *out, uint64_t *hole_bytes);

@@ -318,6 +318,7 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("signal %d: stopping", (int)sig);
 	service_stopping();
 	server_stop_accepting(d->server);
+	server_drain(d->server);
 	if (d->conf->register_rpcbind)
 		registrar_unregister(d->conf);
 	stop_deadline = daemon_now() + (d->conf->shutdown_flush_timeout >

@@ -296,6 +296,12 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 			    (unsigned long long)cs.wb_bytes[WB_DIRTY],
 			    (unsigned long long)cs.wb_bytes[WB_WRITING],
 			    (unsigned long long)cs.wb_bytes[WB_UNSTABLE]);
+	scalar(o, "nfscached_cache_hole_bytes", "gauge",
+	       "Bytes recorded as known zeros (holes), held without page memory.",
+	       cs.hole_bytes);
+	scalar(o, "nfscached_cache_zero_blocks_total", "counter",
+	       "All-zero blocks of fetched data recorded as holes instead of stored.",
+	       cs.zero_blocks);
 	scalar(o, "nfscached_cache_pinned_pages", "gauge",
 	       "Pages that hold bytes not yet committed upstream (not evictable).",
 	       cs.wb_pinned_pages);

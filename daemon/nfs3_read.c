@@ -298,10 +298,19 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 		eof_learn(fe->ex, fe->start, (uint32_t)(fe->end - fe->start), ok);
 		fetch_learn(fe, ok);
 		for (size_t i = 0; i < fe->nwaiters; i++) {
-			deliver(fe->waiters[i], fe->start,
-				(const uint8_t *)ok->data.data_val, ok->count);
+			struct read_op *w = fe->waiters[i];
+			uint64_t s = fe->start > w->off ? fe->start : w->off;
+			uint64_t e = fe->start + ok->count < w->end
+					     ? fe->start + ok->count : w->end;
+
+			deliver(w, fe->start, (const uint8_t *)ok->data.data_val,
+				ok->count);
+			/* The waiting READ used these pages (prefetched or
+			 * not): count it as the page's first use. */
+			if (s < e && cfile_gen(fe->f) == fe->gen)
+				cache_touch(fe->d->cache, fe->f, s, e - s);
 			if (ok->eof)
-				trim_at_eof(fe->waiters[i], fe->start + ok->count);
+				trim_at_eof(w, fe->start + ok->count);
 		}
 	}
 	for (size_t i = 0; i < fe->nwaiters; i++) {

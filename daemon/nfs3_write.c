@@ -6,9 +6,12 @@
  * WRITE UNSTABLE: the bytes go into the cache, valid and dirty, and the
  * reply goes at once with the proxy's own write verifier (random at every
  * start). WRITE FILE_SYNC or DATA_SYNC: the same, then the reply waits
- * until these bytes are on the upstream's stable storage (written FILE_SYNC
- * by the write-back driver); earlier dirty data of the file elsewhere is
- * not flushed first. COMMIT: the reply waits until every byte of the file
+ * until these bytes are on the upstream's stable storage (the file's
+ * write-back runs FILE_SYNC meanwhile, in offset order, so earlier dirty
+ * bytes may go first; nothing promises them). A WRITE is absorbed only for
+ * a credential with a positive ACCESS result for MODIFY (EXTEND when it
+ * grows the file), asked once; otherwise it goes through and the upstream
+ * decides. COMMIT: the reply waits until every byte of the file
  * the proxy holds in write-back state is written and committed upstream.
  * Either reports a write-back failure kept for the file, once. When the
  * cache has no room for the bytes the WRITE goes through to the upstream as
@@ -40,6 +43,9 @@ struct write_op {
 	struct cfile *f;		/* reference, may be NULL */
 	struct cattr pre;		/* shown attributes before */
 	bool has_pre;
+	bool asked_access;		/* an ACCESS was sent for this WRITE */
+	bool revalidated;		/* a GETATTR was sent for this WRITE */
+	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
 };
 
@@ -130,6 +136,10 @@ static void write_through_done(enum upstream_status status, const uint8_t *xdr,
 	}
 	if (st == NFS3_OK && res->WRITE3res_u.resok.count < op->count)
 		op->count = res->WRITE3res_u.resok.count;
+	/* The upstream let this credential write the file. */
+	if (st == NFS3_OK && op->f)
+		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
+				    ACCESS3_MODIFY | ACCESS3_EXTEND);
 	nfs3_res_free(ent, res);
 	write_reply(op, st, FILE_SYNC);
 }
@@ -165,12 +175,84 @@ static struct ctime3 wall_now(void)
 	return t;
 }
 
+static void write_continue(struct write_op *op);
+static void write_revalidate(struct write_op *op);
+
+/* ACCESS reply for a WRITE's permission check. */
+static void write_access_done(enum upstream_status status, const uint8_t *xdr,
+			      size_t len, void *arg)
+{
+	struct write_op *op = arg;
+	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_ACCESS];
+	ACCESS3res *res = NULL;
+
+	if (status == UPSTREAM_OK)
+		res = nfs3_res_decode(ent, xdr, len);
+	if (res && res->status == NFS3_OK)
+		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
+				    res->ACCESS3res_u.resok.access);
+	nfs3_res_free(ent, res);
+	if (status != UPSTREAM_OK) {
+		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+		return;
+	}
+	write_continue(op);
+}
+
+/*
+ * Whether op's caller may have its write absorbed: a positive cached
+ * ACCESS result for MODIFY (and EXTEND when the write grows the file). If
+ * none is cached, ask ACCESS upstream once (returns false; the reply
+ * continues the WRITE). Without a grant the WRITE goes through to the
+ * upstream, which decides (an owner may write a file its mode denies).
+ */
+static bool write_allowed(struct write_op *op, bool *asked)
+{
+	WRITE3args *a = op->r->args;
+	uint32_t need = ACCESS3_MODIFY;
+	ACCESS3args aa;
+
+	*asked = false;
+	if (a->offset + op->count > cfile_attr(op->f)->size)
+		need |= ACCESS3_EXTEND;
+	if (cfile_access_allows(op->f, &op->cc, need) || op->asked_access)
+		return cfile_access_allows(op->f, &op->cc, need);
+	op->asked_access = true;
+	aa.object = a->file;
+	aa.access = ACCESS3_MODIFY | ACCESS3_EXTEND;
+	nfs3_count_access_check();
+	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
+		      &op->uc, write_access_done, op) != 0)
+		return false;
+	*asked = true;
+	return false;
+}
+
 /* Attributes known: absorb the write. */
 static void write_continue(struct write_op *op)
 {
 	struct daemon *d = op->r->d;
 	WRITE3args *a = op->r->args;
-	int err = cfile_wb_error_take(op->f);
+	bool asked;
+	int err;
+
+	if (cfile_attr(op->f)->type != NF3REG) {
+		write_through(op);
+		return;
+	}
+	/* A write past the end leaves a gap the cache will call a hole:
+	 * take the size from the upstream now, so bytes another writer put
+	 * there are seen (WRITE replies carry no pre-op size to check). */
+	if (a->offset > cfile_attr(op->f)->size && !op->revalidated) {
+		write_revalidate(op);
+		return;
+	}
+	if (!write_allowed(op, &asked)) {
+		if (!asked)
+			write_through(op);
+		return;
+	}
+	err = cfile_wb_error_take(op->f);
 
 	op->pre = *cfile_attr(op->f);
 	op->has_pre = true;
@@ -178,8 +260,7 @@ static void write_continue(struct write_op *op)
 		write_reply(op, (nfsstat3)err, UNSTABLE);
 		return;
 	}
-	if (cfile_attr(op->f)->type != NF3REG ||
-	    cache_write_dirty(d->cache, op->f, a->offset,
+	if (cache_write_dirty(d->cache, op->f, a->offset,
 			      (const uint8_t *)a->data.data_val, op->count,
 			      &op->cc, daemon_now(), wall_now()) != 0) {
 		writeback_kick(d, op->f, op->ex, true);
@@ -219,8 +300,9 @@ static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 		return;
 	}
 	attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
-	cfile_attr_observe(op->r->d->cache, op->f, &at, daemon_now(),
-			   daemon_ac(op->ex, at.type));
+	if (cfile_gen(op->f) == op->gen)
+		cfile_attr_observe(op->r->d->cache, op->f, &at, daemon_now(),
+				   daemon_ac(op->ex, at.type));
 	nfs3_res_free(ent, res);
 	write_continue(op);
 }
@@ -229,7 +311,6 @@ enum op_status nfs3_op_write(struct req *r)
 {
 	struct write_op *op = calloc(1, sizeof(*op));
 	WRITE3args *a = r->args;
-	GETATTR3args ga;
 	nfsstat3 st;
 
 	if (!op)
@@ -249,15 +330,25 @@ enum op_status nfs3_op_write(struct req *r)
 		write_through(op);
 		return OP_PENDING;
 	}
-	if (cfile_has_attr(op->f)) {
+	/* Fresh attributes first: another writer's change must be seen. */
+	if (cfile_attr_fresh(op->f, daemon_now()))
 		write_continue(op);
-		return OP_PENDING;
-	}
-	ga.object = a->file;
+	else
+		write_revalidate(op);
+	return OP_PENDING;
+}
+
+/* GETATTR the WRITE's file, then continue. */
+static void write_revalidate(struct write_op *op)
+{
+	GETATTR3args ga;
+
+	op->revalidated = true;
+	ga.object = ((WRITE3args *)op->r->args)->file;
+	op->gen = cfile_gen(op->f);
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
 		      &op->uc, write_getattr_done, op) != 0)
 		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
-	return OP_PENDING;
 }
 
 /* Reply a COMMIT and release op. */

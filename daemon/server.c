@@ -31,6 +31,7 @@
 #include "server.h"
 
 #define CONN_MAGIC 0x434f4e4eu
+#define CONN_IO_CHUNK (1024 * 1024)	/* bytes per socket read or write */
 #define REQ_MAGIC 0x52455121u
 
 struct conn {
@@ -59,6 +60,7 @@ struct server {
 	struct listener *listeners;
 	struct conn *conns;
 	struct conn *lingering;		/* closed, still flushing replies */
+	bool draining;			/* stopping: read no more calls */
 	unsigned inflight;
 	struct drc *drc;
 	struct server_stats st;
@@ -157,7 +159,8 @@ static bool conn_should_pause(const struct conn *c)
 {
 	const struct conf *cf = c->srv->d->conf;
 
-	return c->inflight >= cf->max_requests_per_conn ||
+	return c->srv->draining ||
+	       c->inflight >= cf->max_requests_per_conn ||
 	       evbuffer_get_length(bufferevent_get_output(c->bev)) >=
 		       cf->max_reply_buffer;
 }
@@ -582,6 +585,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	conn_name(c, (socklen_t)salen);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	/* libevent's default of 16 KiB per read and write would split a
+	 * 1 MiB READ reply into 64 writes with a loop turn between each. */
+	bufferevent_set_max_single_write(c->bev, CONN_IO_CHUNK);
+	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	DL_APPEND(s->conns, c);
@@ -651,6 +658,19 @@ void server_stop_accepting(struct server *s)
 		evconnlistener_free(li->l);
 		LL_DELETE(s->listeners, li);
 		free(li);
+	}
+}
+
+void server_drain(struct server *s)
+{
+	struct conn *c;
+
+	s->draining = true;
+	DL_FOREACH(s->conns, c) {
+		if (!c->paused) {
+			c->paused = true;
+			bufferevent_disable(c->bev, EV_READ);
+		}
 	}
 }
 

@@ -115,6 +115,10 @@ int server_listen(struct server *s, const char *addr, int port, char *err,
 /* Stop accepting new connections (shutdown); open ones keep working. */
 void server_stop_accepting(struct server *s);
 
+/* Stop reading calls from every connection (shutdown): calls already read
+ * are answered, no new work is accepted. */
+void server_drain(struct server *s);
+
 /* Calls in flight across all connections. */
 unsigned server_inflight(const struct server *s);
 

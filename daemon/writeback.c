@@ -28,6 +28,7 @@
 
 #define WB_INFLIGHT 8		/* upstream WRITEs in flight per file */
 #define WB_TICK_US 100000
+#define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
 
 struct wb_wait {
 	enum wb_wait_kind kind;
@@ -328,6 +329,17 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	stats.commits++;
 }
 
+/* UNSTABLE bytes of one file past which it is COMMITted even while more
+ * is being written (a writer that never stops would otherwise pin its
+ * data for good): half of dirty_limit, at least WB_COMMIT_EARLY wtmax. */
+static uint64_t commit_early(const struct daemon *d, uint32_t wtmax)
+{
+	uint64_t half = ((uint64_t)d->conf->dirty_limit << 20) / 2;
+	uint64_t floor = WB_COMMIT_EARLY * (uint64_t)wtmax;
+
+	return half > floor ? half : floor;
+}
+
 /* Push f's write-back as far as it can go now. */
 static void wb_pump(struct daemon *d, struct cfile *f)
 {
@@ -350,8 +362,13 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 		if (!wb_send_run(d, f, fs, buf, &run))
 			break;
 	free(buf);
-	if (fs->want_commit && !fs->wb_inflight && !fs->commit_tag &&
-	    !cfile_wb_bytes(f, WB_DIRTY) && cfile_wb_bytes(f, WB_UNSTABLE) &&
+	/* COMMIT once the file's writing is done, or, for a file that keeps
+	 * getting new data, once enough is written but uncommitted (only
+	 * the UNSTABLE bytes at send time are settled by it). */
+	if (fs->want_commit && !fs->commit_tag &&
+	    cfile_wb_bytes(f, WB_UNSTABLE) &&
+	    ((!fs->wb_inflight && !cfile_wb_bytes(f, WB_DIRTY)) ||
+	     cfile_wb_bytes(f, WB_UNSTABLE) >= commit_early(d, wtmax)) &&
 	    (d->stopping || daemon_now() - fs->last_write >=
 				    d->conf->writeback_commit_delay))
 		wb_send_commit(d, f, fs);

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backpressure: a client that sends thousands of 1 MiB READs and never
+ * reads its replies cannot grow the proxy's memory without bound. The
+ * proxy stops reading that connection at max_requests_per_conn calls in
+ * flight or max_reply_buffer bytes of unsent replies, keeps serving other
+ * clients meanwhile, and lets go of everything when the greedy client
+ * leaves. Runs under harness.sh (raw RPC over TCP, libtirpc XDR).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <CUnit/CUnit.h>
+
+#include "cunit_main.h"
+#include "nfs3_prot.h"
+#include "rawrpc.h"
+
+#define FILE_SIZE (1u << 20)
+#define CALLS 4000
+
+static uint8_t root[64], fh[64];
+static size_t root_len, fh_len;
+
+/* The proxy's resident memory, KiB. */
+static long proxy_rss_kib(void)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", getenv("NFSC_PROXY_PID"));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* Make the test file on disk and get its handle through the proxy. */
+static int setup(int fd)
+{
+	char path[4096];
+	uint8_t *data = malloc(FILE_SIZE);
+	char name[] = "bp.bin";
+	LOOKUP3args la;
+	LOOKUP3res lr;
+	struct rawrpc_reply r;
+	struct rawrpc_cred cr = rawrpc_cred_sys(0, 0);
+	FILE *f;
+	int rc = -1;
+
+	for (unsigned i = 0; i < FILE_SIZE; i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	snprintf(path, sizeof(path), "%s/bp.bin", getenv("NFSC_EXPORT_DIR"));
+	f = fopen(path, "w");
+	if (!f || fwrite(data, 1, FILE_SIZE, f) != FILE_SIZE)
+		goto out;
+	fclose(f);
+	f = NULL;
+	if (rawrpc_mnt(fd, rawrpc_xid(), "/export", root, &root_len) != 0)
+		goto out;
+	memset(&la, 0, sizeof(la));
+	la.what.dir.data.data_len = (u_int)root_len;
+	la.what.dir.data.data_val = (char *)root;
+	la.what.name = name;
+	memset(&lr, 0, sizeof(lr));
+	if (rawrpc_call(fd, rawrpc_xid(), NFS_PROGRAM, NFS_V3, NFSPROC3_LOOKUP, &cr,
+			(xdrproc_t)xdr_LOOKUP3args, &la, (xdrproc_t)xdr_LOOKUP3res,
+			&lr, &r) != RAWRPC_OK || lr.status != NFS3_OK)
+		goto out;
+	fh_len = lr.LOOKUP3res_u.resok.object.data.data_len;
+	memcpy(fh, lr.LOOKUP3res_u.resok.object.data.data_val, fh_len);
+	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&lr);
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	free(data);
+	return rc;
+}
+
+/* One READ call record of the whole file. */
+static void put_read(struct rawrpc_buf *b, uint32_t xid)
+{
+	struct rawrpc_cred cr = rawrpc_cred_sys(0, 0);
+	READ3args a;
+
+	memset(&a, 0, sizeof(a));
+	a.file.data.data_len = (u_int)fh_len;
+	a.file.data.data_val = (char *)fh;
+	a.offset = 0;
+	a.count = FILE_SIZE;
+	rawrpc_buf_init(b);
+	rawrpc_put_u32(b, 0);	/* record mark, set below */
+	rawrpc_put_call(b, xid, NFS_PROGRAM, NFS_V3, NFSPROC3_READ, &cr);
+	rawrpc_put_xdr(b, (xdrproc_t)xdr_READ3args, &a);
+	b->data[0] = 0x80 | (uint8_t)((b->len - 4) >> 24);
+	b->data[1] = (uint8_t)((b->len - 4) >> 16);
+	b->data[2] = (uint8_t)((b->len - 4) >> 8);
+	b->data[3] = (uint8_t)(b->len - 4);
+}
+
+/* A GETATTR of the root on fd answers NFS3_OK. */
+static int getattr_ok(int fd)
+{
+	struct rawrpc_cred cr = rawrpc_cred_sys(0, 0);
+	GETATTR3args a;
+	GETATTR3res res;
+	struct rawrpc_reply r;
+	int ok;
+
+	a.object.data.data_len = (u_int)root_len;
+	a.object.data.data_val = (char *)root;
+	memset(&res, 0, sizeof(res));
+	ok = rawrpc_call(fd, rawrpc_xid(), NFS_PROGRAM, NFS_V3, NFSPROC3_GETATTR,
+			 &cr, (xdrproc_t)xdr_GETATTR3args, &a,
+			 (xdrproc_t)xdr_GETATTR3res, &res, &r) == RAWRPC_OK &&
+	     res.status == NFS3_OK;
+	xdr_free((xdrproc_t)xdr_GETATTR3res, (char *)&res);
+	return ok;
+}
+
+static void test_greedy_client_cannot_grow_memory(void)
+{
+	uint16_t port = rawrpc_env_port("NFSC_PROXY_NFS_PORT");
+	int fd = rawrpc_connect(port), greedy, small = 4096;
+	double pauses0, pauses1;
+	long rss0, rss_max = 0;
+	size_t sent_calls = 0;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(setup(fd) == 0);
+	/* Warm the cache so the READs are served at full speed. */
+	{
+		struct rawrpc_buf b;
+		struct rawrpc_reply r;
+		uint8_t *rec = NULL;
+		size_t len;
+		uint32_t xid = rawrpc_xid();
+
+		put_read(&b, xid);
+		CU_ASSERT(rawrpc_send_bytes(fd, b.data, b.len) == 0);
+		CU_ASSERT(rawrpc_recv_record(fd, RAWRPC_TIMEOUT_MS, &rec, &len) == RAWRPC_OK);
+		CU_ASSERT(rec && rawrpc_parse_reply(rec, len, &r) == 0 && r.xid == xid);
+		free(rec);
+		rawrpc_buf_free(&b);
+	}
+	rss0 = proxy_rss_kib();
+	pauses0 = rawrpc_metric_now("nfscached_backpressure_pauses_total");
+	greedy = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(greedy, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	close(greedy);
+	greedy = rawrpc_connect(port);
+	CU_ASSERT_FATAL(greedy >= 0);
+	setsockopt(greedy, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	fcntl(greedy, F_SETFL, O_NONBLOCK);
+	/* Send CALLS READs of 1 MiB (4000 MiB of replies) and read nothing,
+	 * for at most 5 s: once the proxy stops reading, sends block. */
+	for (int t = 0; t < 50 && sent_calls < CALLS; t++) {
+		while (sent_calls < CALLS) {
+			struct rawrpc_buf b;
+			ssize_t n;
+
+			put_read(&b, rawrpc_xid());
+			n = send(greedy, b.data, b.len, MSG_NOSIGNAL);
+			rawrpc_buf_free(&b);
+			if (n < 0)
+				break;	/* EAGAIN: the proxy stopped reading */
+			sent_calls++;
+		}
+		poll(NULL, 0, 100);
+		if (proxy_rss_kib() > rss_max)
+			rss_max = proxy_rss_kib();
+	}
+	/* Another client is served meanwhile. */
+	CU_ASSERT(getattr_ok(fd));
+	for (int i = 0; i < 10; i++) {
+		poll(NULL, 0, 100);
+		if (proxy_rss_kib() > rss_max)
+			rss_max = proxy_rss_kib();
+	}
+	pauses1 = rawrpc_metric_now("nfscached_backpressure_pauses_total");
+	printf("\nbackpressure: %zu READs of 1 MiB sent unread; proxy RSS %ld KiB "
+	       "-> max %ld KiB; pauses +%.0f\n", sent_calls, rss0, rss_max,
+	       pauses1 - pauses0);
+	CU_ASSERT(pauses1 - pauses0 >= 1);
+	/* Bounded: max_reply_buffer (8 MiB) + 64 calls in flight of 1 MiB
+	 * each + slack, far below the 4 GiB the calls asked for. */
+	CU_ASSERT(rss_max - rss0 < 160 * 1024);
+	close(greedy);
+	poll(NULL, 0, 500);
+	CU_ASSERT(getattr_ok(fd));
+	close(fd);
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite("backpressure", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "greedy_client_cannot_grow_memory",
+			       test_greedy_client_cannot_grow_memory))
+		return -1;
+	return 0;
+}
