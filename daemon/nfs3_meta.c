@@ -9,8 +9,10 @@
  * comes back through nfs3_meta_learn() to fill the caches. The rules:
  *
  *   GETATTR      the file's attributes while cfile_attr_fresh() holds
- *                (acregmin..acregmax, acdirmin..acdirmax); never under
- *                the export's `strict`.
+ *                (acregmin..acregmax, acdirmin..acdirmax) and their
+ *                timeout is within the export's current maximum (a reload
+ *                lowering it takes effect at once); never under the
+ *                export's `strict`.
  *   ACCESS       the per-credential results of the page cache, when every
  *                bit asked for is known to be granted and the attributes
  *                are fresh.
@@ -133,10 +135,13 @@ static bool post_stamp(const struct cfile *f, const struct cattr *post,
 	return true;
 }
 
-/* True if f's attributes may be used now without asking upstream. */
-static bool fresh(const struct cfile *f)
+/* True if f's attributes may be used now without asking upstream: within
+ * their timeout, and that timeout within the export's current maximum (a
+ * reload may have lowered acregmax or acdirmax since it was set). */
+static bool fresh(const struct export_rt *ex, const struct cfile *f)
 {
-	return f && cfile_attr_fresh(f, daemon_now());
+	return f && cfile_attr_fresh(f, daemon_now()) &&
+	       cfile_attr_timeout(f) <= daemon_ac(ex, cfile_attr(f)->type)->max;
 }
 
 /* Fill p with f's shown attributes (none if it has none). */
@@ -189,7 +194,7 @@ enum op_status nfs3_op_getattr(struct req *r)
 	if (ex->conf->strict)
 		return miss(r, ex, &uc, NFS3_META_GETATTR);
 	f = fh_find(r->d, &a->object);
-	if (!fresh(f)) {
+	if (!fresh(ex, f)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_GETATTR);
 	}
@@ -219,7 +224,7 @@ enum op_status nfs3_op_access(struct req *r)
 	f = fh_find(r->d, &a->object);
 	/* Denied bits are not answered locally: the cache keeps only
 	 * whether every bit asked for was granted (cfile_access_allows). */
-	if (!fresh(f) || !cfile_access_allows(f, &cc, a->access)) {
+	if (!fresh(ex, f) || !cfile_access_allows(f, &cc, a->access)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
@@ -280,7 +285,7 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	struct meta *m = meta_cache(d);
 
 	attr_cred(uc, &cc);
-	if (!m || !name_cacheable(a->what.name, &nlen) || !fresh(dir) ||
+	if (!m || !name_cacheable(a->what.name, &nlen) || !fresh(ex, dir) ||
 	    cfile_attr(dir)->type != NF3DIR ||
 	    !cfile_access_allows(dir, &cc, ACCESS3_LOOKUP) ||
 	    !dir_stamp(dir, &st))
@@ -294,7 +299,7 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	if (found != META_POSITIVE)
 		return OP_PENDING;
 	child = cache_find(d->cache, fh, fhlen);
-	if (fresh(child))
+	if (fresh(ex, child))
 		os = lookup_reply(r, ex, dir, child, fh, fhlen);
 	cfile_put(d->cache, &child);	/* r may be gone: it replied */
 	return os;
@@ -441,7 +446,7 @@ static bool plus_entry(struct dir_op *op, struct page *pg,
 
 	if (e->fhlen) {
 		c = cache_find(op->d->cache, e->fh, e->fhlen);
-		if (!fresh(c) ||
+		if (!fresh(op->ex, c) ||
 		    !wrap(op->d, op->ex, e->fh, e->fhlen, pg->fh[pg->n], &n)) {
 			cfile_put(op->d->cache, &c);
 			return false;
@@ -576,7 +581,7 @@ static enum op_status dir_continue(struct dir_op *op)
 {
 	enum op_status os;
 
-	if (fresh(op->dir) && dir_serve(op, &os))
+	if (fresh(op->ex, op->dir) && dir_serve(op, &os))
 		return os;
 	return dir_forward(op);
 }
@@ -646,7 +651,7 @@ static enum op_status op_readdir(struct req *r, bool plus)
 	    !cfile_access_allows(op->dir, &cc, ACCESS3_READ) ||
 	    !meta_cache(r->d))
 		return dir_forward(op);
-	if (!fresh(op->dir) || (ex->conf->strict && da.cookie == 0))
+	if (!fresh(op->ex, op->dir) || (ex->conf->strict && da.cookie == 0))
 		return dir_revalidate(op);
 	return dir_continue(op);
 }
