@@ -103,10 +103,12 @@ struct ct_pipe;
 struct ct_op {
 	int done;		/* set when the callback ran */
 	int st;			/* nfsstat3, or an nfsc_rc (< 0) */
+	/* The rest is filled from an NFS3_OK reply only. */
 	uint32_t count;		/* READ/WRITE: count in the reply */
 	int eof;		/* READ: eof in the reply */
 	int committed;		/* WRITE: stable_how in the reply */
-	int has_attr;		/* the reply carried post-op attributes */
+	int has_attr;		/* post-op attributes came (READ, WRITE,
+				 * COMMIT) */
 	fattr3 attr;		/* those attributes */
 	uint8_t *buf;		/* READ: receives min(count, len) bytes */
 	uint32_t len;		/* READ: bytes asked for / WRITE: sent */

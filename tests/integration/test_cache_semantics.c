@@ -8,8 +8,11 @@
  *   - no read-modify-write: a small write into an empty page reads nothing;
  *   - valid ranges survive COMMIT;
  *   - concurrent misses on one range wait on one upstream READ;
+ *   - a READ of written bytes stays a hit while the proxy's own write-back
+ *     of the file completes;
  *   - cached bytes go only to credentials the upstream lets read the file,
- *     and an owner reading its own write-only file gets what Ganesha says.
+ *     an owner reading its own write-only file gets what Ganesha says, and
+ *     reads back what it wrote even when the upstream decides the READ.
  *
  * Files are created in the export directory on disk (NFSC_EXPORT_DIR) with
  * known content, then used through the proxy (NFSC_PROXY_URL, page_size
