@@ -109,6 +109,7 @@ struct cfile {
 	uint64_t local_size;		/* size as the proxy's writes made it */
 	struct ctime3 local_mtime, local_ctime;
 	struct cattr shown;		/* what clients are told */
+	uint64_t wb_cursor;		/* page where the next run search starts */
 	struct wbrun *runs;		/* upstream WRITEs in flight */
 	unsigned nruns, capruns;
 	struct cfile *dprev, *dnext;	/* on cache.dirty_files */
@@ -733,11 +734,13 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		/* No reply: the change may or may not have happened. */
 		f->timeo = 0;
 	} else if (!pre) {
-		/* No pre-op attributes (pre_op_attr is optional; Ganesha
-		 * often omits it): the proxy cannot tell its own change from
-		 * another's, so it revalidates rather than trusts: the
-		 * attributes expire and the next use asks GETATTR. */
-		f->timeo = 0;
+		/* No pre-op attributes (pre_op_attr is optional; Ganesha's
+		 * WRITE replies never carry it): the reply is of the proxy's
+		 * own call, its post-state becomes an own state. A GETATTR
+		 * now would only return that state, so nothing is gained by
+		 * expiring the attributes: they are revalidated at their
+		 * timeout as usual, where another writer's later change shows
+		 * as a state the proxy did not produce. */
 	} else {
 		cur = wcc_of(&f->attr);
 		if (!(f->has_attr && wcc_eq(pre, &cur)) && !own_state(f, pre))
@@ -753,7 +756,7 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 	}
 	if (post) {
 		own_push(f, &w);
-		if (!dropped && pre && f->timeo < ac->min)
+		if (!dropped && f->timeo < ac->min)
 			f->timeo = ac->min;
 		if (f->has_attr && (post->mode != f->attr.mode ||
 				    post->uid != f->attr.uid ||
@@ -1501,25 +1504,86 @@ static bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e)
 	return false;
 }
 
-/* Find the first eligible DIRTY extent: *pidx, *ei. */
-static bool wb_first_dirty(struct cache *c, struct cfile *f, uint64_t *pidx,
-			   unsigned *ei)
+/* The extent of p holding page offset po, or NULL. */
+static struct wbext *ext_at(struct cpage *p, uint64_t po)
+{
+	for (unsigned i = 0; i < p->nwb; i++)
+		if (p->wb[i].start <= po && po < p->wb[i].end)
+			return &p->wb[i];
+	return NULL;
+}
+
+/* Bytes of touching DIRTY extents of writer cred from off, at most max,
+ * stopping at a gap, another writer or a WRITE in flight. */
+static uint64_t run_measure(struct cache *c, struct cfile *f, uint64_t off,
+			    uint16_t cred, uint64_t max)
+{
+	uint64_t at = off;
+	struct cpage *p;
+
+	while (at - off < max && (p = page_find(f, at >> c->shift))) {
+		uint64_t ps = (at >> c->shift) << c->shift;
+		struct wbext *x = ext_at(p, at - ps);
+
+		if (!x || x->state != WB_DIRTY || x->cred != cred ||
+		    run_overlaps(f, at, ps + x->end))
+			break;
+		at = ps + x->end;
+		if (at - ps < c->page_size)
+			break;	/* the extent ends inside the page: a gap */
+	}
+	return at - off < max ? at - off : max;
+}
+
+/* True if the DIRTY extent x of page p continues one of the same writer
+ * ending at the previous page's end (so a run would not start there). */
+static bool run_continues(struct cache *c, struct cfile *f, struct cpage *p,
+			  const struct wbext *x)
+{
+	struct cpage *q;
+	struct wbext *y;
+
+	if (x->start != 0 || p->index == 0 ||
+	    !(q = page_find(f, p->index - 1)) || !q->nwb)
+		return false;
+	y = &q->wb[q->nwb - 1];
+	return y->end == c->page_size && y->state == WB_DIRTY &&
+	       y->cred == x->cred &&
+	       !run_overlaps(f, (q->index << c->shift) + y->start,
+			     (q->index << c->shift) + y->end);
+}
+
+/* The first run head in pages [lo, hi): *off and *cred. With keep_tail,
+ * a run shorter than wtmax that ends at the end of file is passed over. */
+static bool wb_find(struct cache *c, struct cfile *f, uint64_t lo, uint64_t hi,
+		    bool keep_tail, uint32_t wtmax, uint64_t *off,
+		    uint16_t *cred)
 {
 	size_t n;
 	const struct range *r = rangeset_ranges(&f->wbpages, &n);
 
 	for (size_t k = 0; k < n; k++) {
-		for (uint64_t idx = r[k].start; idx < r[k].end; idx++) {
+		uint64_t a = r[k].start > lo ? r[k].start : lo;
+		uint64_t b = r[k].end < hi ? r[k].end : hi;
+
+		for (uint64_t idx = a; idx < b; idx++) {
 			struct cpage *p = page_find(f, idx);
-			uint64_t ps = idx << c->shift;
+			uint64_t ps = idx << c->shift, len;
 
 			for (unsigned i = 0; p && i < p->nwb; i++) {
-				if (p->wb[i].state != WB_DIRTY ||
-				    run_overlaps(f, ps + p->wb[i].start,
-						 ps + p->wb[i].end))
+				struct wbext *x = &p->wb[i];
+
+				if (x->state != WB_DIRTY ||
+				    run_overlaps(f, ps + x->start, ps + x->end) ||
+				    run_continues(c, f, p, x))
 					continue;
-				*pidx = idx;
-				*ei = i;
+				len = run_measure(c, f, ps + x->start, x->cred,
+						  wtmax);
+				if (keep_tail && len < wtmax &&
+				    ps + x->start + len >= f->shown.size)
+					continue;
+				*off = ps + x->start;
+				*cred = x->cred;
 				return true;
 			}
 		}
@@ -1549,18 +1613,26 @@ static int run_add(struct cfile *f, uint64_t off, uint64_t end, uint32_t seq)
 bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
 		   uint8_t *buf, struct cache_wb_run *run)
 {
-	uint64_t idx, off, at;
-	unsigned ei;
+	return cache_wb_next_ex(c, f, wtmax, false, buf, run);
+}
+
+bool cache_wb_next_ex(struct cache *c, struct cfile *f, uint32_t wtmax,
+		      bool keep_tail, uint8_t *buf, struct cache_wb_run *run)
+{
+	uint64_t off, at, limit;
 	uint16_t cred;
 	struct cpage *p;
 	struct wbext w;
 	uint32_t len = 0;
 
-	if (!wtmax || !wb_first_dirty(c, f, &idx, &ei))
+	/* Search from where the last run ended, then from the start, so a
+	 * file with many runs is not rescanned from its head each time. */
+	if (!wtmax || (!wb_find(c, f, f->wb_cursor, UINT64_MAX, keep_tail,
+				wtmax, &off, &cred) &&
+		       !wb_find(c, f, 0, f->wb_cursor, keep_tail, wtmax, &off,
+				&cred)))
 		return false;
-	p = page_find(f, idx);
-	cred = p->wb[ei].cred;
-	off = (idx << c->shift) + p->wb[ei].start;
+	limit = run_measure(c, f, off, cred, wtmax);
 	at = off;
 	memset(&w, 0, sizeof(w));
 	w.state = WB_WRITING;
@@ -1568,21 +1640,17 @@ bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
 	w.seq = ++c->next_seq ? c->next_seq : ++c->next_seq;
 	if (run_add(f, off, off, w.seq) != 0)
 		return false;
-	/* Walk touching DIRTY bytes of the same writer, across pages. */
-	while (len < wtmax && (p = page_find(f, at >> c->shift))) {
+	/* Mark the measured run WRITING and copy it out, across pages. */
+	while (len < limit && (p = page_find(f, at >> c->shift))) {
 		uint64_t ps = (at >> c->shift) << c->shift;
-		struct wbext *x = NULL;
+		struct wbext *x = ext_at(p, at - ps);
 		uint32_t take;
 
-		for (unsigned i = 0; i < p->nwb; i++)
-			if (p->wb[i].start <= at - ps && at - ps < p->wb[i].end)
-				x = &p->wb[i];
-		if (!x || x->state != WB_DIRTY || x->cred != cred ||
-		    (len && run_overlaps(f, at, ps + x->end)))
+		if (!x)
 			break;
 		take = (uint32_t)(ps + x->end - at);
-		if (take > wtmax - len)
-			take = wtmax - len;
+		if (take > limit - len)
+			take = (uint32_t)(limit - len);
 		memcpy(buf + len, p->data + (at - ps), take);
 		w.start = (uint32_t)(at - ps);
 		w.end = w.start + take;
@@ -1590,14 +1658,13 @@ bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
 			break;
 		len += take;
 		at += take;
-		if (at - ps < c->page_size)
-			break;	/* the extent ended inside the page: a gap */
 	}
 	f->runs[f->nruns - 1].end = at;
 	if (!len) {
 		f->nruns--;
 		return false;
 	}
+	f->wb_cursor = at >> c->shift;
 	run->off = off;
 	run->len = len;
 	run->seq = w.seq;

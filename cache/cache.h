@@ -254,8 +254,9 @@ void cfile_mutation_begin(struct cfile *f);
  * a pre that matches nothing is another writer's change (judged once no
  * own mutation of f is in flight, since a later own reply may explain it),
  * and the file's clean data is dropped. When pre is absent (pre_op_attr is
- * optional) the proxy cannot tell: it keeps the data but expires the
- * attributes, so the next use revalidates with GETATTR. post (may be NULL)
+ * optional) the proxy cannot tell: it keeps the data and takes post as
+ * its own state (a GETATTR would only return that state); the attributes
+ * are revalidated at their timeout as usual. post (may be NULL)
  * becomes the cached attributes unless a newer ctime is already cached,
  * and is remembered as an own state; a change of mode, uid or gid drops
  * the ACCESS results. Returns true if cached data was dropped.
@@ -401,6 +402,15 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
  */
 bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
 		   uint8_t *buf, struct cache_wb_run *run);
+
+/*
+ * cache_wb_next; with keep_tail, a run shorter than wtmax that ends at
+ * the end of file is left for later (background write-back does not cut
+ * the growing tail of a stream of appends, so its upstream WRITEs stay
+ * wtmax-sized).
+ */
+bool cache_wb_next_ex(struct cache *c, struct cfile *f, uint32_t wtmax,
+		      bool keep_tail, uint8_t *buf, struct cache_wb_run *run);
 
 /*
  * The upstream WRITE of run seq ended with res (verf: the reply's

@@ -69,6 +69,16 @@ const struct cwcc *attr_from_pre_op(const pre_op_attr *p, struct cwcc *tmp)
 	return tmp;
 }
 
+bool attr_same_perm(const struct cfile *f, const struct cattr *a)
+{
+	const struct cattr *c;
+
+	if (!a || !f || !cfile_has_attr(f))
+		return false;
+	c = cfile_attr(f);
+	return c->mode == a->mode && c->uid == a->uid && c->gid == a->gid;
+}
+
 void attr_cred(const struct upstream_cred *uc, struct ccred *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -24,6 +24,10 @@ const struct cattr *attr_from_post_op(const post_op_attr *p,
 /* The pre-op attributes in p, or NULL when it carries none. */
 const struct cwcc *attr_from_pre_op(const pre_op_attr *p, struct cwcc *tmp);
 
+/* True if a (may be NULL: false) has the same mode, uid and gid as f's
+ * cached attributes: an ACCESS answer for a is still an answer for f. */
+bool attr_same_perm(const struct cfile *f, const struct cattr *a);
+
 /* An upstream credential as the cache's ACCESS key. */
 void attr_cred(const struct upstream_cred *uc, struct ccred *out);
 

@@ -29,6 +29,7 @@ struct fstate {
 	bool stable;			/* a FILE_SYNC caller waits: runs go
 					 * FILE_SYNC */
 	bool want_commit;		/* COMMIT upstream once written */
+	double last_absorb;		/* when a client WRITE was last absorbed */
 	double last_write;		/* when the last write-back WRITE came
 					 * back (daemon_now) */
 	unsigned hold;			/* > 0: start no write-back (a

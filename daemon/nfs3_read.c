@@ -71,6 +71,7 @@ struct read_op {
 	uint64_t cache_bytes;		/* bytes of the reply from pages */
 	uint64_t gen;			/* file generation when checked */
 	bool asked_access;		/* an ACCESS was sent for this READ */
+	bool bypassed_local;		/* forwarded once despite local data */
 };
 
 static void read_continue(struct read_op *op);
@@ -564,12 +565,16 @@ static void read_access_done(enum upstream_status status, const uint8_t *xdr,
 		return;
 	}
 	res = nfs3_res_decode(ent, xdr, len);
-	if (res && res->status == NFS3_OK && cfile_gen(op->f) == op->gen) {
-		if ((a = attr_from_post_op(&res->ACCESS3res_u.resok.obj_attributes, &tmp)))
+	if (res && res->status == NFS3_OK) {
+		a = attr_from_post_op(&res->ACCESS3res_u.resok.obj_attributes, &tmp);
+		if (a && cfile_gen(op->f) == op->gen)
 			cfile_attr_observe(op->r->d->cache, op->f, a, daemon_now(),
 					   daemon_ac(op->ex, a->type));
-		cfile_access_record(op->f, &op->cc, ACCESS3_READ,
-				    res->ACCESS3res_u.resok.access);
+		/* The proxy's own writes meanwhile do not make the answer
+		 * stale; a change of owner or mode does. */
+		if (cfile_gen(op->f) == op->gen || attr_same_perm(op->f, a))
+			cfile_access_record(op->f, &op->cc, ACCESS3_READ,
+					    res->ACCESS3res_u.resok.access);
 	}
 	nfs3_res_free(ent, res);
 	read_continue(op);
@@ -617,16 +622,29 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 						    : NFS3ERR_JUKEBOX);
 		return;
 	}
+	if (res->status == NFS3_OK && op->f && cfile_is_local(op->f) &&
+	    !op->bypassed_local) {
+		/* The upstream let this credential read, but the proxy holds
+		 * writes of the file it has not written back: its bytes are
+		 * newer than the upstream's. Serve the READ from the cache. */
+		op->bypassed_local = true;
+		cfile_access_record(op->f, &op->cc, ACCESS3_READ, ACCESS3_READ);
+		nfs3_res_free(ent, res);
+		read_plan(op);
+		return;
+	}
 	nfs3_count_read(CACHE_BYPASS, 0, res->status == NFS3_OK ?
 			res->READ3res_u.resok.count : 0, 0);
 	if (res->status == NFS3_OK && op->f) {
 		READ3resok *ok = &res->READ3res_u.resok;
+		struct cattr tmp;
 
 		if (ok->count > ok->data.data_len)
 			ok->count = ok->data.data_len;
 		eof_learn(op->ex, op_args(op)->offset, op_args(op)->count, ok);
 		/* The upstream let this credential read the file. */
-		if (cfile_gen(op->f) == op->gen)
+		if (cfile_gen(op->f) == op->gen ||
+		    attr_same_perm(op->f, attr_from_post_op(&ok->file_attributes, &tmp)))
 			cfile_access_record(op->f, &op->cc, ACCESS3_READ,
 					    ACCESS3_READ);
 		memset(&fe, 0, sizeof(fe));

@@ -233,6 +233,7 @@ static void write_continue(struct write_op *op)
 {
 	struct daemon *d = op->r->d;
 	WRITE3args *a = op->r->args;
+	struct fstate *fs;
 	bool asked;
 	int err;
 
@@ -269,10 +270,11 @@ static void write_continue(struct write_op *op)
 	}
 	stats.absorbed++;
 	stats.absorbed_bytes += op->count;
-	if (!fstate_get(d, op->f, op->ex)) {
+	if (!(fs = fstate_get(d, op->f, op->ex))) {
 		write_reply(op, NFS3ERR_SERVERFAULT, UNSTABLE);
 		return;
 	}
+	fs->last_absorb = daemon_now();
 	if (a->stable == UNSTABLE) {
 		write_reply(op, NFS3_OK, UNSTABLE);
 		return;

@@ -26,7 +26,7 @@
 #include "server.h"
 #include "writeback.h"
 
-#define WB_INFLIGHT 8		/* upstream WRITEs in flight per file */
+#define WB_INFLIGHT 16		/* upstream WRITEs in flight per file */
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
 
@@ -347,6 +347,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	uint32_t wtmax;
 	uint8_t *buf;
 	struct cache_wb_run run;
+	bool keep_tail;
 
 	if (!fs || !fs->ex || fs->hold ||
 	    upstream_get_state(fs->ex->up) != UPSTREAM_UP)
@@ -357,8 +358,13 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	buf = malloc(wtmax);
 	if (!buf)
 		return;
+	/* In the background, the growing tail of a file being appended to
+	 * waits for more, so upstream WRITEs stay wtmax-sized; a waiting
+	 * client, the stop, or a quiet file take everything. */
+	keep_tail = !fs->waits && !d->stopping &&
+		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
 	while (fs->wb_inflight < WB_INFLIGHT &&
-	       cache_wb_next(d->cache, f, wtmax, buf, &run))
+	       cache_wb_next_ex(d->cache, f, wtmax, keep_tail, buf, &run))
 		if (!wb_send_run(d, f, fs, buf, &run))
 			break;
 	free(buf);

@@ -20,6 +20,8 @@ packages=(
 	iproute2 procps util-linux diffutils
 	# the service tests: systemd-analyze verify/security, systemd-sysusers
 	systemd
+	# tests that count upstream calls on the wire too (dumpcap, tshark)
+	tshark
 )
 
 missing=()

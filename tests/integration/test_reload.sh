@@ -130,12 +130,13 @@ want_metric 'nfscached_config_reloads_total{result="ok"}' 2
 
 # 3b. Attribute timeouts take effect: with acregmin = acregmax = 0 every
 # READ revalidates the file's attributes (one GETATTR upstream beyond the
-# client's own GETATTRs, which are always forwarded); with 60 s none does.
+# client's own GETATTRs, all forwarded with strict = true); with 60 s none
+# does.
 head -c 3000000 /dev/urandom >"$NFSC_EXPORT_DIR/reload-ac.bin"
 ac_url=$(nfsc_url_join "$NFSC_PROXY_URL" reload-ac.bin)
 nfs-cat "$ac_url" >/dev/null
 for ac in 0 60; do
-	sed -e "s|secure = false|secure = false\n\tacregmin = $ac\n\tacregmax = $ac|" "$good" >"$conf"
+	sed -e "s|secure = false|secure = false\n\tstrict = true\n\tacregmin = $ac\n\tacregmax = $ac|" "$good" >"$conf"
 	hup_and_wait "reloaded $conf" || fail "acregmin = acregmax = $ac: not reloaded"
 	for s in 0 1; do
 		snap[s]=$(for x in 'nfscached_upstream_rpcs_total{procedure="getattr"}' \
