@@ -49,6 +49,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +382,16 @@ conn_setup_side(struct conn *c, struct bufferevent *bev)
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
+/* Turn off Nagle's algorithm on fd. */
+static void
+set_nodelay(evutil_socket_t fd)
+{
+	int one = 1;
+
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* Accept a client on pair p: connect to the target and start relaying. */
 static void
 pair_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
@@ -413,6 +425,10 @@ pair_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 				       (struct sockaddr *)&p->target,
 				       p->target_len) != 0)
 		goto fail;
+	/* No Nagle: a relay must not hold back a small segment waiting for
+	 * an ACK the far side delays (a 40 ms stall per round trip). */
+	set_nodelay(fd);
+	set_nodelay(bufferevent_getfd(c->side[1]));
 	return;
 fail:
 	fprintf(stderr, "delayrelay: cannot set up a connection\n");
