@@ -1674,18 +1674,28 @@ bool cache_wb_next_ex(struct cache *c, struct cfile *f, uint32_t wtmax,
 	return true;
 }
 
+/* A copy of f's page index ranges (the caller frees it): walking pages
+ * while their extents change changes the index. NULL with *n > 0 on
+ * ENOMEM. */
+static struct range *wbpages_copy(const struct cfile *f, size_t *n)
+{
+	const struct range *r = rangeset_ranges(&f->wbpages, n);
+	struct range *copy = *n ? malloc(*n * sizeof(*copy)) : NULL;
+
+	if (copy)
+		memcpy(copy, r, *n * sizeof(*copy));
+	return copy;
+}
+
 /* Apply fn to every extent of f (fn returns the new state, 0 = clean). */
 static void wb_each(struct cache *c, struct cfile *f,
 		    unsigned (*fn)(struct wbext *x, void *arg), void *arg)
 {
 	size_t n;
-	const struct range *r = rangeset_ranges(&f->wbpages, &n);
-	struct range *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+	struct range *copy = wbpages_copy(f, &n);
 
 	if (n && !copy)
 		return;
-	if (n)
-		memcpy(copy, r, n * sizeof(*copy));
 	for (size_t k = 0; k < n; k++) {
 		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
 			struct cpage *p = page_find(f, idx);
@@ -1755,13 +1765,10 @@ static unsigned wb_done_fn(struct wbext *x, void *arg)
 static void wb_drop_failed(struct cache *c, struct cfile *f)
 {
 	size_t n;
-	const struct range *r = rangeset_ranges(&f->wbpages, &n);
-	struct range *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+	struct range *copy = wbpages_copy(f, &n);
 
 	if (n && !copy)
 		return;
-	if (n)
-		memcpy(copy, r, n * sizeof(*copy));
 	for (size_t k = 0; k < n; k++) {
 		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
 			struct cpage *p = page_find(f, idx);

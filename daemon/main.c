@@ -39,6 +39,7 @@
 #include "log.h"
 #include "fstate.h"
 #include "metrics.h"
+#include "nfs3_meta.h"
 #include "nfs3_prot.h"
 #include "ops.h"
 #include "registrar.h"
@@ -386,6 +387,7 @@ static void daemon_free(struct daemon *d)
 	free(d->exports);
 	mount_list_clear();
 	writeback_stop(d);
+	nfs3_meta_shutdown();
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	if (stop_timer)

@@ -5,14 +5,18 @@
  *
  *   applied at once   per export (matched by id): clients, root_squash,
  *                     anonuid, anongid, secure, acregmin, acregmax,
- *                     acdirmin, acdirmax; globally: log_level and
- *                     max_requests_per_conn
+ *                     acdirmin, acdirmax, negative_timeout, strict;
+ *                     globally: log_level, max_requests_per_conn,
+ *                     meta_cache_size, writeback_delay, dirty_limit,
+ *                     writeback_commit_delay, shutdown_flush_timeout
  *   kept, with a      listen, nfs_port, mount_port, metrics_listen,
  *   warning           state_dir, register_rpcbind, upstream_timeout,
  *                     start_without_upstream, max_record_size,
  *                     max_reply_buffer, max_transfer, drc_entries,
- *                     drc_timeout, page_size, cache_size: fixed at start,
- *                     the running value stays until a restart
+ *                     drc_timeout, page_size, cache_size,
+ *                     hole_granularity, readahead_max, readahead_streams:
+ *                     fixed at start, the running value stays until a
+ *                     restart
  *   refused           an export added or removed, or one whose path or
  *                     upstream changed: nothing is applied, the old
  *                     configuration stays whole, a restart is needed
