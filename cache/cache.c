@@ -110,6 +110,8 @@ struct cfile {
 	struct ctime3 local_mtime, local_ctime;
 	struct cattr shown;		/* what clients are told */
 	uint64_t wb_cursor;		/* page where the next run search starts */
+	uint64_t last_verf;		/* upstream verifier of the last WRITE */
+	bool verf_known;
 	struct wbrun *runs;		/* upstream WRITEs in flight */
 	unsigned nruns, capruns;
 	struct cfile *dprev, *dnext;	/* on cache.dirty_files */
@@ -1687,9 +1689,11 @@ static struct range *wbpages_copy(const struct cfile *f, size_t *n)
 	return copy;
 }
 
-/* Apply fn to every extent of f (fn returns the new state, 0 = clean). */
-static void wb_each(struct cache *c, struct cfile *f,
-		    unsigned (*fn)(struct wbext *x, void *arg), void *arg)
+/* Apply fn to every extent of f's pages [lo, hi) (fn returns the new
+ * state, 0 = clean). */
+static void wb_each_pages(struct cache *c, struct cfile *f, uint64_t lo,
+			  uint64_t hi, unsigned (*fn)(struct wbext *x, void *arg),
+			  void *arg)
 {
 	size_t n;
 	struct range *copy = wbpages_copy(f, &n);
@@ -1697,7 +1701,10 @@ static void wb_each(struct cache *c, struct cfile *f,
 	if (n && !copy)
 		return;
 	for (size_t k = 0; k < n; k++) {
-		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
+		uint64_t a = copy[k].start > lo ? copy[k].start : lo;
+		uint64_t b = copy[k].end < hi ? copy[k].end : hi;
+
+		for (uint64_t idx = a; idx < b; idx++) {
 			struct cpage *p = page_find(f, idx);
 			unsigned out = 0;
 
@@ -1721,6 +1728,13 @@ static void wb_each(struct cache *c, struct cfile *f,
 	free(copy);
 }
 
+/* Apply fn to every extent of f. */
+static void wb_each(struct cache *c, struct cfile *f,
+		    unsigned (*fn)(struct wbext *x, void *arg), void *arg)
+{
+	wb_each_pages(c, f, 0, UINT64_MAX, fn, arg);
+}
+
 struct wb_done_arg {
 	uint32_t seq;
 	enum cache_wb_result res;
@@ -1736,12 +1750,6 @@ static unsigned wb_done_fn(struct wbext *x, void *arg)
 {
 	struct wb_done_arg *a = arg;
 
-	if (x->state == WB_UNSTABLE && a->res == CACHE_WB_UNSTABLE &&
-	    x->verf != a->verf) {
-		a->resent += x->end - x->start;
-		x->seq = 0;
-		return WB_DIRTY;
-	}
 	if (x->state != WB_WRITING || x->seq != a->seq)
 		return x->state;
 	switch (a->res) {
@@ -1756,6 +1764,19 @@ static unsigned wb_done_fn(struct wbext *x, void *arg)
 		return WB_DIRTY;
 	case CACHE_WB_FAILED:
 		x->seq = UINT32_MAX;	/* marks bytes to drop, see below */
+		return WB_DIRTY;
+	}
+	return x->state;
+}
+
+/* UNSTABLE bytes written under another verifier than verf go DIRTY. */
+static unsigned wb_reverf_fn(struct wbext *x, void *arg)
+{
+	struct wb_done_arg *a = arg;
+
+	if (x->state == WB_UNSTABLE && x->verf != a->verf) {
+		a->resent += x->end - x->start;
+		x->seq = 0;
 		return WB_DIRTY;
 	}
 	return x->state;
@@ -1793,11 +1814,15 @@ static void wb_drop_failed(struct cache *c, struct cfile *f)
 	free(copy);
 }
 
-/* Forget run seq of f. */
-static void run_del(struct cfile *f, uint32_t seq)
+/* Forget run seq of f; *off and *end receive its span (0, 0 if none). */
+static void run_del(struct cfile *f, uint32_t seq, uint64_t *off,
+		    uint64_t *end)
 {
+	*off = *end = 0;
 	for (unsigned i = 0; i < f->nruns; i++) {
 		if (f->runs[i].seq == seq) {
+			*off = f->runs[i].off;
+			*end = f->runs[i].end;
 			f->runs[i] = f->runs[--f->nruns];
 			return;
 		}
@@ -1808,10 +1833,22 @@ void cache_wb_done(struct cache *c, struct cfile *f, uint32_t seq,
 		   enum cache_wb_result res, uint64_t verf, int error)
 {
 	struct wb_done_arg a = { seq, res, verf, 0, c, f, 0 };
-	uint64_t dirty_before = f->wbbytes[WB_DIRTY];
+	uint64_t dirty_before = f->wbbytes[WB_DIRTY], off, end;
 
-	run_del(f, seq);
-	wb_each(c, f, wb_done_fn, &a);
+	/* Only the run's own pages change: a file with thousands of dirty
+	 * pages must not be walked whole at every reply. */
+	run_del(f, seq, &off, &end);
+	if (end > off)
+		wb_each_pages(c, f, off >> c->shift, ((end - 1) >> c->shift) + 1,
+			      wb_done_fn, &a);
+	/* A new upstream verifier: bytes written under an older one may be
+	 * lost (RFC 1813 section 3.3.7) and are written again. */
+	if (res == CACHE_WB_UNSTABLE && f->verf_known && verf != f->last_verf)
+		wb_each(c, f, wb_reverf_fn, &a);
+	if (res == CACHE_WB_UNSTABLE) {
+		f->last_verf = verf;
+		f->verf_known = true;
+	}
 	if (res == CACHE_WB_FAILED) {
 		wb_drop_failed(c, f);
 		if (!f->wb_error)
@@ -1882,6 +1919,10 @@ uint64_t cache_commit_done(struct cache *c, struct cfile *f, uint32_t tag,
 	struct commit_arg a = { tag, ok, verf, 0, false, false };
 
 	wb_each(c, f, commit_fn, &a);
+	if (ok) {
+		f->last_verf = verf;
+		f->verf_known = true;
+	}
 	c->st.wb_resend_bytes += a.redirtied;
 	if (a.redirtied)
 		f->dirty_since = 0;
