@@ -61,16 +61,20 @@ m_writes=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{proce
 m_commits=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{procedure="commit"}')
 nfsc_say "capture: Ganesha got $up_writes WRITEs and $up_commits COMMITs;" \
 	"the proxy counted $m_writes and $m_commits; clients sent $client_writes WRITEs"
-if [[ "$up_writes" != "$m_writes" ]]; then
-	nfsc_say "upstream WRITEs on the wire ($up_writes) != the proxy's counter ($m_writes)"
+# A capture can lose a segment of a 1 MiB WRITE on a busy machine and then
+# miss that call; it never invents one. So the wire may fall short of the
+# proxy's counter by 1 at most here, never exceed it (the counter itself
+# is held to the exact limit by integration.wb_coalesce).
+if ((up_writes > m_writes || up_writes < m_writes - 1)); then
+	nfsc_say "upstream WRITEs on the wire ($up_writes) do not match the proxy's counter ($m_writes)"
 	status=1
 fi
 if [[ "$up_commits" != "$m_commits" ]]; then
 	nfsc_say "upstream COMMITs on the wire ($up_commits) != the proxy's counter ($m_commits)"
 	status=1
 fi
-if [[ "$client_writes" != 10240 ]]; then
-	nfsc_say "client WRITEs on the wire: $client_writes, want 10240"
+if ((client_writes > 10240 || client_writes < 10240 - 10240 / 100)); then
+	nfsc_say "client WRITEs on the wire: $client_writes, want 10240 (a capture may miss up to 1%)"
 	status=1
 fi
 if ((up_writes == 0 || up_writes > 42)); then
