@@ -83,6 +83,7 @@ struct cfile {
 	struct cattr attr;
 	double attr_time;		/* when attr was last confirmed */
 	double timeo;			/* current attribute timeout, s */
+	double timeo_stamp;		/* when timeo last changed */
 	unsigned mut_inflight;		/* own mutations in flight */
 	uint64_t gen;			/* see cfile_gen */
 	void *owner;			/* cfile_owner_slot */
@@ -621,6 +622,7 @@ static void other_writer(struct cache *c, struct cfile *f,
 	cfile_invalidate(c, f);
 	c->st.invalidations++;
 	f->timeo = ac->min;
+	f->timeo_stamp = f->attr_time;
 }
 
 /* Set the attributes, confirmed at now. */
@@ -649,13 +651,24 @@ bool cfile_attr_observe(struct cache *c, struct cfile *f,
 
 	if (!f->has_attr) {
 		f->timeo = ac->min;
+		f->timeo_stamp = now;
 		attr_set(f, a, now);
 		return false;
 	}
 	cur = wcc_of(&f->attr);
 	if (wcc_eq(&w, &cur)) {
-		/* Unchanged: trust it longer (attrtimeo doubling). */
-		f->timeo = f->timeo < ac->min ? ac->min : f->timeo * 2;
+		/* Unchanged: trust it longer, doubling the timeout only once
+		 * a whole timeout has passed since it last changed (the Linux
+		 * client's attrtimeo and attrtimeo_timestamp), not at every
+		 * reply: the several replies of one client read must not
+		 * take acregmin to acregmax. */
+		if (f->timeo < ac->min) {
+			f->timeo = ac->min;
+			f->timeo_stamp = now;
+		} else if (now >= f->timeo_stamp + f->timeo) {
+			f->timeo *= 2;
+			f->timeo_stamp = now;
+		}
 		if (f->timeo > ac->max)
 			f->timeo = ac->max;
 		attr_set(f, a, now);

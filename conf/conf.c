@@ -1012,24 +1012,33 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 			 "of two (or 0)", c->hole_granularity);
 		return -1;
 	}
-	if (c->page_size && c->readahead_max % c->page_size) {
-		*line = gline_of(gline, "readahead_max");
-		snprintf(why, len, "readahead_max %" PRIu32 " is not a multiple "
-			 "of page_size %" PRIu32, c->readahead_max, c->page_size);
-		return -1;
-	}
 	if (c->page_size & (c->page_size - 1)) {
 		*line = gline_of(gline, "page_size");
 		snprintf(why, len, "page_size %" PRIu32 " is not a power of two",
 			 c->page_size);
 		return -1;
 	}
+	if (c->page_size && c->readahead_max % c->page_size) {
+		*line = gline_of(gline, "readahead_max");
+		if (!*line)
+			*line = gline_of(gline, "page_size");
+		snprintf(why, len, "readahead_max %" PRIu32 " is not a multiple "
+			 "of page_size %" PRIu32, c->readahead_max, c->page_size);
+		return -1;
+	}
 	for (size_t i = 0; i < c->nexports; i++) {
 		const struct conf_export *e = &c->exports[i];
 
-		if (e->acregmin > e->acregmax || e->acdirmin > e->acdirmax) {
-			snprintf(why, len, "export \"%s\": acregmin/acdirmin "
-				 "must not exceed acregmax/acdirmax", e->path);
+		if (e->acregmin > e->acregmax) {
+			snprintf(why, len, "export \"%s\": acregmin %g must not "
+				 "exceed acregmax %g", e->path, e->acregmin,
+				 e->acregmax);
+			return -1;
+		}
+		if (e->acdirmin > e->acdirmax) {
+			snprintf(why, len, "export \"%s\": acdirmin %g must not "
+				 "exceed acdirmax %g", e->path, e->acdirmin,
+				 e->acdirmax);
 			return -1;
 		}
 	}

@@ -83,7 +83,7 @@ static void usage(FILE *f)
 		"                 [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached --check-config FILE\n"
 		"       nfscached --dump-config [--config FILE]\n"
-		"       nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch [SECS]]\n"
+		"       nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch [--interval SECS]]\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --version  --help\n");
 }

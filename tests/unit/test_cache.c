@@ -1061,13 +1061,24 @@ static void test_attr_timeout_doubles_to_max(void)
 	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &a, 10.0, &AC));
 	CU_ASSERT_TRUE(attr_is(f, &a));
 	CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), 3.0, 1e-9);
-	for (size_t i = 0; i < NR(want); i++) {
-		a.atime.sec++;	/* atime is not change evidence */
-		a.nlink = 2;
-		CU_ASSERT_FALSE(cfile_attr_observe(c, f, &a, 11.0 + (double)i, &AC));
-		CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), want[i], 1e-9);
-		CU_ASSERT_TRUE(attr_is(f, &a));
-		CHECK(c);
+	/* Replies within the timeout refresh the attributes but do not
+	 * grow it (several replies of one read must not reach acregmax). */
+	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &a, 11.0, &AC));
+	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &a, 12.0, &AC));
+	CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), 3.0, 1e-9);
+	{
+		double t = 10.0;
+
+		for (size_t i = 0; i < NR(want); i++) {
+			/* Revalidated once the current timeout has run out. */
+			t += cfile_attr_timeout(f);
+			a.atime.sec++;	/* atime is not change evidence */
+			a.nlink = 2;
+			CU_ASSERT_FALSE(cfile_attr_observe(c, f, &a, t, &AC));
+			CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), want[i], 1e-9);
+			CU_ASSERT_TRUE(attr_is(f, &a));
+			CHECK(c);
+		}
 	}
 	CU_ASSERT_EQUAL(cfile_gen(f), gen);
 	CU_ASSERT_EQUAL(stats(c).invalidations, 0);
@@ -1111,8 +1122,10 @@ static void test_attr_change_drops_data(void)
 	uint64_t gen;
 
 	cfile_attr_observe(c, f, &a, 0.0, &AC);
-	for (int i = 1; i <= 3; i++)
-		cfile_attr_observe(c, f, &a, (double)i, &AC);
+	/* Revalidated as each timeout runs out: 3 -> 6 -> 12 -> 24. */
+	cfile_attr_observe(c, f, &a, 3.0, &AC);
+	cfile_attr_observe(c, f, &a, 9.0, &AC);
+	cfile_attr_observe(c, f, &a, 21.0, &AC);
 	CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), 24.0, 1e-9);
 
 	/* mtime alone. */
