@@ -235,7 +235,7 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	scalar(o, "nfscached_writeback_failed_bytes_total", "counter",
 	       "Bytes dropped because their write-back failed.", cs->wb_failed_bytes);
 	scalar(o, "nfscached_writeback_errors_reported_total", "counter",
-	       "WRITE and COMMIT replies that carried a write-back error.",
+	       "WRITE and COMMIT replies with an error status (a kept write-back failure, NFS3ERR_JUKEBOX, ...).",
 	       ws.errors_reported);
 }
 
