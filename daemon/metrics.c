@@ -217,6 +217,9 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	scalar(o, "nfscached_writes_through_total", "counter",
 	       "Client WRITEs sent straight upstream FILE_SYNC (no room in the cache).",
 	       ws.write_through);
+	scalar(o, "nfscached_writes_waited_for_room_total", "counter",
+	       "Client WRITEs that waited for write-back to free cache room.",
+	       ws.waited_for_room);
 	scalar(o, "nfscached_upstream_write_calls_total", "counter",
 	       "Upstream WRITEs sent by write-back.", wb.writes);
 	scalar(o, "nfscached_upstream_write_bytes_total", "counter",

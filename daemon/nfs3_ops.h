@@ -40,6 +40,8 @@ struct nfs3_write_stats {
 	uint64_t absorbed;		/* WRITEs taken into the cache */
 	uint64_t absorbed_bytes;
 	uint64_t write_through;		/* WRITEs passed through (no room) */
+	uint64_t waited_for_room;	/* WRITEs that waited for write-back
+					 * to free cache room */
 	uint64_t errors_reported;	/* WRITE/COMMIT replies with an error */
 };
 

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <event2/event.h>
 
 #include "attr.h"
 #include "daemon.h"
@@ -34,6 +35,8 @@
 #include "ops.h"
 #include "server.h"
 #include "writeback.h"
+
+#define WRITE_ROOM_WAIT 2.0	/* seconds a WRITE waits for cache room */
 
 struct write_op {
 	struct req *r;
@@ -45,6 +48,9 @@ struct write_op {
 	bool has_pre;
 	bool asked_access;		/* an ACCESS was sent for this WRITE */
 	bool revalidated;		/* a GETATTR was sent for this WRITE */
+	bool waited;			/* waited for room at least once */
+	double room_deadline;		/* when waiting for room ends */
+	struct event *timer;		/* the wait for room */
 	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
 };
@@ -177,6 +183,7 @@ static struct ctime3 wall_now(void)
 
 static void write_continue(struct write_op *op);
 static void write_revalidate(struct write_op *op);
+static void write_no_room(struct write_op *op);
 
 /* ACCESS reply for a WRITE's permission check. */
 static void write_access_done(enum upstream_status status, const uint8_t *xdr,
@@ -228,6 +235,44 @@ static bool write_allowed(struct write_op *op, bool *asked)
 	return false;
 }
 
+/* Retry a WRITE that waited for room in the cache. */
+static void write_room_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct write_op *op = arg;
+
+	(void)fd;
+	(void)what;
+	event_free(op->timer);
+	op->timer = NULL;
+	write_continue(op);
+}
+
+/*
+ * The cache has no room for the bytes (every page holds data not yet
+ * committed upstream). Like the kernel's balance_dirty_pages, the writer
+ * waits while write-back frees pages (for at most WRITE_ROOM_WAIT); after
+ * that, or when nothing is being written back, the WRITE goes through.
+ */
+static void write_no_room(struct write_op *op)
+{
+	struct daemon *d = op->r->d;
+	struct timeval tv = { 0, 10000 };
+	double now = daemon_now();
+
+	writeback_flush_all(d);
+	if (!op->room_deadline)
+		op->room_deadline = now + WRITE_ROOM_WAIT;
+	if (now < op->room_deadline && !writeback_clean(d) &&
+	    (op->timer = evtimer_new(d->base, write_room_cb, op))) {
+		if (!op->waited)
+			stats.waited_for_room++;
+		op->waited = true;
+		evtimer_add(op->timer, &tv);
+		return;
+	}
+	write_through(op);
+}
+
 /* Attributes known: absorb the write. */
 static void write_continue(struct write_op *op)
 {
@@ -264,8 +309,7 @@ static void write_continue(struct write_op *op)
 	if (cache_write_dirty(d->cache, op->f, a->offset,
 			      (const uint8_t *)a->data.data_val, op->count,
 			      &op->cc, daemon_now(), wall_now()) != 0) {
-		writeback_kick(d, op->f, op->ex, true);
-		write_through(op);
+		write_no_room(op);
 		return;
 	}
 	stats.absorbed++;
