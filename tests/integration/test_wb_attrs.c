@@ -270,6 +270,7 @@ static void test_remove_dirty(void)
 	WB_STAT(wb_write(&px, &fc, 0, data, len, UNSTABLE, NULL), NFS3_OK);
 	WB_EQ(wb_metric(WB_M_DIRTY), len);
 	WB_STAT(wb_remove(&px, &px.root, c), NFS3_OK);
+	wb_snap_free(&s1);
 	WB_CHECK(wb_snap_take(&s1) == 0, "metrics");
 	WB_EQ(wb_snap_get(&s1, WB_M_DIRTY), 0);
 	WB_EQ(wb_snap_get(&s1, WB_M_DIRTY_FILES), 0);

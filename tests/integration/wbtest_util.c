@@ -435,7 +435,8 @@ int wb_read(struct wb_conn *c, const struct wb_fh *fh, uint64_t off,
 		READ3resok *ok = &res.READ3res_u.resok;
 		uint32_t n = ok->data.data_len < len ? ok->data.data_len : len;
 
-		memcpy(buf, ok->data.data_val, n);
+		if (n)
+			memcpy(buf, ok->data.data_val, n);
 		if (count)
 			*count = ok->count;
 		if (eof)
