@@ -593,7 +593,7 @@ static void ow_check(struct nfsc *c, const nfs_fh3 *fh, const char *who,
 		  "%zu, 1", who, count, eof, size);
 	d = ct_first_diff(buf, want, count < size ? count : size);
 	CHECK_MSG(d == (count < size ? count : size), "%s: byte %zu is 0x%02x, "
-		  "want 0x%02x", who, d, buf[d], want[d]);
+		  "want 0x%02x", who, d, buf[d], d < size ? want[d] : 0);
 	free(buf);
 }
 
