@@ -118,22 +118,38 @@ nfsc_release_ports() {
 
 # --------------------------------------------------------------- rpcbind
 
+# Run $@ with every file descriptor above 2 closed, in place of this
+# (sub)shell. For daemons that outlive their caller: an inherited lock
+# file or ctest output pipe would otherwise stay open as long as they live
+# (an rpcbind holding the rpcbind lock below blocked every later caller).
+nfsc_exec_closed() {
+	local fd
+	for fd in $(ls "/proc/$BASHPID/fd"); do
+		((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+	done
+	exec "$@"
+}
+
 # Ensure an rpcbind answers on 127.0.0.1. If no rpcbind process exists,
-# start `rpcbind -f` in its own session (never with -h: that crashes on
-# Debian 12) and set NFSC_RPCBIND_PID, so the caller can stop what it
-# started with nfsc_stop_rpcbind. Concurrent callers are serialized.
+# start `rpcbind -f` in its own session with no inherited descriptors
+# (never with -h: that crashes on Debian 12) and set NFSC_RPCBIND_PID, so
+# the caller can stop what it started with nfsc_stop_rpcbind. Concurrent
+# callers are serialized by a lock; one that waits 60 s for it fails.
 nfsc_ensure_rpcbind() {
 	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i
 	NFSC_RPCBIND_PID=
 	command -v rpcbind >/dev/null || { nfsc_say "rpcbind is not installed"; return 1; }
 	pidf=$(mktemp "${TMPDIR:-/tmp}/nfscached-rpcbind.XXXXXX") || return 1
-	(
-		flock 9
+	if ! (
+		flock -w 60 9 || { nfsc_say "$lockf is still locked after 60 s"; exit 1; }
 		if ! pgrep -x rpcbind >/dev/null; then
-			setsid rpcbind -f </dev/null >/dev/null 2>&1 &
+			(nfsc_exec_closed setsid rpcbind -f) </dev/null >/dev/null 2>&1 &
 			echo $! >"$pidf"
 		fi
-	) 9>>"$lockf"
+	) 9>>"$lockf"; then
+		rm -f "$pidf"
+		return 1
+	fi
 	NFSC_RPCBIND_PID=$(cat "$pidf")
 	rm -f "$pidf"
 	for ((i = 0; i < 100; i++)); do
