@@ -130,30 +130,35 @@ nfsc_exec_closed() {
 	exec "$@"
 }
 
-# Ensure an rpcbind answers on 127.0.0.1. If no rpcbind process exists,
+# Ensure an rpcbind answers on 127.0.0.1. If none answers and no rpcbind
+# process exists (one that is on its way out counts once it is gone),
 # start `rpcbind -f` in its own session with no inherited descriptors
 # (never with -h: that crashes on Debian 12) and set NFSC_RPCBIND_PID, so
 # the caller can stop what it started with nfsc_stop_rpcbind. Concurrent
 # callers are serialized by a lock; one that waits 60 s for it fails.
+# Gives up after about 10 s without an answer.
 nfsc_ensure_rpcbind() {
-	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i
+	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i pid
 	NFSC_RPCBIND_PID=
 	command -v rpcbind >/dev/null || { nfsc_say "rpcbind is not installed"; return 1; }
-	pidf=$(mktemp "${TMPDIR:-/tmp}/nfscached-rpcbind.XXXXXX") || return 1
-	if ! (
-		flock -w 60 9 || { nfsc_say "$lockf is still locked after 60 s"; exit 1; }
-		if ! pgrep -x rpcbind >/dev/null; then
-			(nfsc_exec_closed setsid rpcbind -f) </dev/null >/dev/null 2>&1 &
-			echo $! >"$pidf"
-		fi
-	) 9>>"$lockf"; then
-		rm -f "$pidf"
-		return 1
-	fi
-	NFSC_RPCBIND_PID=$(cat "$pidf")
-	rm -f "$pidf"
 	for ((i = 0; i < 100; i++)); do
 		timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && return 0
+		if [[ -z "$NFSC_RPCBIND_PID" ]]; then
+			pidf=$(mktemp "${TMPDIR:-/tmp}/nfscached-rpcbind.XXXXXX") || return 1
+			if ! (
+				flock -w 60 9 || { nfsc_say "$lockf is still locked after 60 s"; exit 1; }
+				if ! pgrep -x rpcbind >/dev/null; then
+					(nfsc_exec_closed setsid rpcbind -f) </dev/null >/dev/null 2>&1 &
+					echo $! >"$pidf"
+				fi
+			) 9>>"$lockf"; then
+				rm -f "$pidf"
+				return 1
+			fi
+			pid=$(cat "$pidf")
+			rm -f "$pidf"
+			NFSC_RPCBIND_PID=$pid
+		fi
 		sleep 0.1
 	done
 	nfsc_say "rpcbind does not answer on 127.0.0.1"
