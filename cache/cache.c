@@ -117,6 +117,7 @@ struct cfile {
 	unsigned nruns, capruns;
 	struct cfile *dprev, *dnext;	/* on cache.dirty_files */
 	bool on_dirty;
+	struct cfile *lprev, *lnext;	/* on cache.lru */
 	UT_hash_handle hh;		/* in cache->files, key fh */
 };
 
@@ -128,6 +129,9 @@ struct cache {
 	uint64_t kout;			/* A1out ghosts kept */
 	uint64_t hole_granularity;	/* bytes; 0: no zero detection */
 	struct cfile *files;
+	struct cfile *lru;		/* every cfile, newest first (utlist:
+					 * lru->lprev is the oldest) */
+	uint64_t max_files;		/* 0: no limit */
 	struct cpage *a1in, *am, *ra;	/* ra: prefetched, never read */
 	uint64_t clock;			/* queue-entry stamps */
 	uint64_t n_a1in, n_am, n_ra;
@@ -176,6 +180,7 @@ struct cache *cache_new(const struct cache_params *p)
 	c->kout = c->max_pages / 2 ? c->max_pages / 2 : 1;
 	c->st.budget = p->budget;
 	c->hole_granularity = p->hole_granularity;
+	c->max_files = p->max_files;
 	return c;
 }
 
@@ -388,6 +393,42 @@ static void fh_key(uint8_t *key, const uint8_t *fh, size_t len)
 	memcpy(key + 1, fh, len);
 }
 
+static void file_free(struct cache *c, struct cfile *f);
+static uint64_t wb_total(const struct cfile *f);
+
+/*
+ * True if forgetting f loses nothing but cached knowledge: nobody holds
+ * it, it has no pages, nothing of its write-back is pending or in flight,
+ * no write-back error waits to be reported, no own mutation is in flight.
+ */
+static bool file_forgettable(const struct cfile *f)
+{
+	return f->refs == 0 && f->npages == 0 && !f->owner &&
+	       !f->mut_inflight && !f->on_dirty && f->nruns == 0 &&
+	       !f->wb_error && wb_total(f) == 0;
+}
+
+/*
+ * While there are more than max_files files, forget forgettable ones from
+ * the least recently used end, looking at FILE_TRIM_LOOK at most per call
+ * (files with pages lose them to page eviction first and are forgotten on
+ * a later call).
+ */
+#define FILE_TRIM_LOOK 32
+static void files_trim(struct cache *c)
+{
+	struct cfile *f = c->lru ? c->lru->lprev : NULL, *prev;
+
+	for (unsigned look = 0; f && look < FILE_TRIM_LOOK &&
+	     c->max_files && c->st.files > c->max_files; look++, f = prev) {
+		prev = f == c->lru ? NULL : f->lprev;
+		if (file_forgettable(f)) {
+			file_free(c, f);
+			c->st.files_forgotten++;
+		}
+	}
+}
+
 struct cfile *cache_find(struct cache *c, const uint8_t *fh, size_t len)
 {
 	struct cfile *f;
@@ -397,8 +438,13 @@ struct cfile *cache_find(struct cache *c, const uint8_t *fh, size_t len)
 		return NULL;
 	fh_key(key, fh, len);
 	HASH_FIND(hh, c->files, key, sizeof(key), f);
-	if (f)
+	if (f) {
 		f->refs++;
+		if (c->lru != f) {
+			DL_DELETE2(c->lru, f, lprev, lnext);
+			DL_PREPEND2(c->lru, f, lprev, lnext);
+		}
+	}
 	return f;
 }
 
@@ -417,7 +463,9 @@ struct cfile *cache_get(struct cache *c, const uint8_t *fh, size_t len)
 	fh_key(f->key, fh, len);
 	rangeset_init(&f->holes);
 	HASH_ADD(hh, c->files, key, sizeof(f->key), f);
+	DL_PREPEND2(c->lru, f, lprev, lnext);
 	c->st.files++;
+	files_trim(c);
 	return f;
 }
 
@@ -434,6 +482,7 @@ static void file_drop_pages(struct cache *c, struct cfile *f)
 static void file_free(struct cache *c, struct cfile *f)
 {
 	HASH_DEL(c->files, f);
+	DL_DELETE2(c->lru, f, lprev, lnext);
 	if (f->ra) {
 		struct ra_stats rs;
 
@@ -2118,7 +2167,7 @@ bool cache_check(const struct cache *c)
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
 	uint64_t n_a1in = 0, n_am = 0, n_ra = 0, pages = 0, valid = 0;
-	uint64_t pinned = 0;
+	uint64_t pinned = 0, nfiles = 0;
 
 	DL_FOREACH(c->a1in, p) {
 		if (p->queue != Q_A1IN)
@@ -2137,6 +2186,13 @@ bool cache_check(const struct cache *c)
 	}
 	if (n_a1in != c->n_a1in || n_am != c->n_am || n_ra != c->n_ra ||
 	    c->st.pages > c->max_pages)
+		return false;
+	DL_FOREACH2(c->lru, f, lnext) {
+		if (f->magic != CFILE_MAGIC)
+			return false;
+		nfiles++;
+	}
+	if (nfiles != c->st.files || nfiles != HASH_COUNT(c->files))
 		return false;
 	HASH_ITER(hh, c->files, f, ftmp) {
 		uint64_t fv = 0, fp = 0;

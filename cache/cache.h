@@ -133,11 +133,16 @@ struct cache_params {
 	uint32_t hole_granularity;	/* power of two, bytes: aligned
 					 * all-zero blocks of fetched data
 					 * become holes; 0 turns it off */
+	uint64_t max_files;	/* file records kept: past it, the least
+				 * recently used file that has no pages,
+				 * no write-back state, no error to report
+				 * and no user is forgotten; 0: no limit */
 };
 
 /* Counters and gauges this module owns (cache_stats_get). */
 struct cache_stats {
 	uint64_t files;			/* gauge: cfiles held */
+	uint64_t files_forgotten;	/* cfiles freed for max_files */
 	uint64_t pages;			/* gauge: cpages held */
 	uint64_t page_bytes;		/* gauge: page data allocated */
 	uint64_t valid_bytes;		/* gauge: bytes valid in pages */

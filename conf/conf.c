@@ -157,6 +157,11 @@ static const struct directive directives[] = {
 	    "byte ranges."),
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
 	    "Budget for cached file data; 0 caches no data."),
+	NUM("max_files", GLOBAL(max_files), K_U32, "65536", 16, 16777216,
+	    "files",
+	    "File records (attributes, holes, readahead state) kept; past it "
+	    "the least recently used file with no cached data, nothing to "
+	    "write back and no error to report is forgotten."),
 	NUM("hole_granularity", GLOBAL(hole_granularity), K_U32, "4096", 0,
 	    1048576, "bytes",
 	    "Aligned blocks of this size that an upstream READ returns all "

@@ -428,6 +428,7 @@ int main(int argc, char **argv)
 			.page_size = d.conf->page_size,
 			.budget = (uint64_t)d.conf->cache_size << 20,
 			.hole_granularity = d.conf->hole_granularity,
+			.max_files = d.conf->max_files,
 		};
 
 		d.cache = cache_new(&cp);

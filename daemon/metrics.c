@@ -318,6 +318,9 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	       "Configured budget for page buffers (cache_size).", cs.budget);
 	scalar(o, "nfscached_cache_pages", "gauge", "Pages held.", cs.pages);
 	scalar(o, "nfscached_cache_files", "gauge", "Files the cache knows.", cs.files);
+	scalar(o, "nfscached_cache_files_forgotten_total", "counter",
+	       "Idle file records freed to stay within max_files.",
+	       cs.files_forgotten);
 	scalar(o, "nfscached_cache_metadata_bytes", "gauge",
 	       "Memory held by cache metadata (files, pages, range sets).",
 	       cs.meta_bytes);

@@ -60,7 +60,7 @@ static const struct ccred WRITER = { 1000, 1000, 0, { 0 } };
 /* Make a cache of budget_pages pages of ps bytes. */
 static struct cache *new_cache(uint32_t ps, uint64_t budget_pages)
 {
-	struct cache_params p = { ps, budget_pages * ps, 0 };
+	struct cache_params p = { ps, budget_pages * ps, 0, 0 };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -310,12 +310,12 @@ static void test_new_rejects_bad_page_sizes(void)
 	static const uint32_t good[] = { 4096, 8192, 64 * KiB, MiB };
 
 	for (size_t i = 0; i < NR(bad); i++) {
-		struct cache_params p = { bad[i], 1 * MiB, 0 };
+		struct cache_params p = { bad[i], 1 * MiB, 0, 0 };
 
 		CU_ASSERT_PTR_NULL(cache_new(&p));
 	}
 	for (size_t i = 0; i < NR(good); i++) {
-		struct cache_params p = { good[i], 3 * MiB + 5, 0 };
+		struct cache_params p = { good[i], 3 * MiB + 5, 0, 0 };
 		struct cache *c = cache_new(&p);
 		struct cache_stats st;
 
@@ -523,7 +523,7 @@ PAGE_VARIANTS(plan_rules)
 static int plan_in_child(uint64_t off, uint32_t count, enum cache_outcome want,
 			 uint64_t want_end, size_t want_n)
 {
-	struct cache_params p = { 4096, 16 * 4096, 0 };
+	struct cache_params p = { 4096, 16 * 4096, 0, 0 };
 	struct cache *c = cache_new(&p);
 	uint8_t fh[8];
 	struct cfile *f;
@@ -909,7 +909,7 @@ PAGE_VARIANTS(budget_evicts)
 
 static void test_budget_edges(void)
 {
-	struct cache_params p = { 4096, 0, 0 };
+	struct cache_params p = { 4096, 0, 0, 0 };
 	struct cache *c = cache_new(&p);
 	struct cfile *f;
 	struct cache_stats st;

@@ -26,7 +26,7 @@ static const struct ctime3 WALL = { 2000000000u, 0 };
 /* A cache of budget pages of ps bytes with zero detection at g. */
 static struct cache *mk(uint32_t ps, uint64_t pages, uint32_t g)
 {
-	struct cache_params p = { ps, pages * ps, g };
+	struct cache_params p = { ps, pages * ps, g, 0 };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
