@@ -36,7 +36,10 @@
 #include "server.h"
 #include "writeback.h"
 
-#define WRITE_ROOM_WAIT 2.0	/* seconds a WRITE waits for cache room */
+#define WRITE_ROOM_WAIT 10.0	/* seconds a WRITE waits for cache room:
+				 * long enough for a COMMIT of a quarter
+				 * of the cache behind a slow link, well
+				 * inside a client's RPC timeout (60 s) */
 
 struct write_op {
 	struct req *r;

@@ -330,14 +330,22 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 }
 
 /* UNSTABLE bytes of one file past which it is COMMITted even while more
- * is being written (a writer that never stops would otherwise pin its
- * data for good): half of dirty_limit, at least WB_COMMIT_EARLY wtmax. */
+ * is being written: a writer that never stops would otherwise pin its
+ * data for good, and pinned pages are room new writes cannot have. A
+ * quarter of the smaller of dirty_limit and cache_size, at least
+ * WB_COMMIT_EARLY wtmax (fewer, larger COMMITs) unless that is more than
+ * half the cache, so the COMMIT returns while the writer still finds
+ * room. */
 static uint64_t commit_early(const struct daemon *d, uint32_t wtmax)
 {
-	uint64_t half = ((uint64_t)d->conf->dirty_limit << 20) / 2;
+	uint64_t dirty = (uint64_t)d->conf->dirty_limit << 20;
+	uint64_t cache = (uint64_t)d->conf->cache_size << 20;
+	uint64_t quarter = (dirty < cache ? dirty : cache) / 4;
 	uint64_t floor = WB_COMMIT_EARLY * (uint64_t)wtmax;
 
-	return half > floor ? half : floor;
+	if (floor > cache / 2)
+		floor = cache / 2;
+	return quarter > floor ? quarter : floor;
 }
 
 /* Push f's write-back as far as it can go now. */
