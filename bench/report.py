@@ -686,7 +686,10 @@ def machine(root):
     mem = sh("awk '/MemTotal/ { printf \"%.1f GiB\", $2 / 1048576 }' /proc/meminfo")
     osr = sh(". /etc/os-release && echo \"$PRETTY_NAME\"")
     commit = sh("git rev-parse HEAD", root)
-    dirty = sh("git status --porcelain --untracked-files=no", root)
+    # The report and its plots are this run's own output: a rerun over a
+    # committed report changes them, which is not a change to what ran.
+    dirty = sh("git status --porcelain --untracked-files=no -- . "
+               "':(exclude)docs/benchmarks.md' ':(exclude)docs/bench-*.png'", root)
     return {
         "cpu": f"{cpu} ({os.cpu_count()} CPUs)",
         "mem": mem,
