@@ -108,7 +108,7 @@ static const char *const up_phase_names[] = {
 	[UP_PH_MNT] = "MOUNT MNT",
 	[UP_PH_PMAP_NFS] = "portmapper lookup of NFS v3",
 	[UP_PH_FSINFO] = "NFS FSINFO",
-	[UP_PH_UP] = "up",
+	[UP_PH_UP] = "NFS service",
 };
 
 /* Progress of the current connection phase, set by libnfs callbacks and
