@@ -26,7 +26,9 @@
 #include "server.h"
 #include "writeback.h"
 
-#define WB_INFLIGHT 16		/* upstream WRITEs in flight per file */
+#define WB_INFLIGHT 8		/* upstream WRITEs in flight per file: 8 MiB
+				 * at wtmax 1 MiB keeps a 2 ms link full;
+				 * each is a copy outside cache_size */
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
 
