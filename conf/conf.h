@@ -124,6 +124,16 @@ int conf_parse_upstream_url(const char *url, struct conf_upstream_url *u,
 void conf_upstream_url_clear(struct conf_upstream_url *u);
 
 /*
+ * Parse an IPv4 or IPv6 literal (inet_pton) into addr (4 or 16 bytes
+ * used). Returns AF_INET or AF_INET6, or -1 if s is neither.
+ */
+int conf_parse_ip(const char *s, uint8_t addr[16]);
+
+/* Write n into buf[0..len) as "ADDR", or "ADDR/PREFIX" when the prefix is
+ * shorter than the address (truncated to len, always terminated). */
+void conf_format_net(const struct conf_net *n, char *buf, size_t len);
+
+/*
  * Parse "ADDR/PREFIX" or a bare address (full-length prefix), IPv4 or IPv6.
  * Returns 0, or -1 with a reason in err.
  */
