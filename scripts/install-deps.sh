@@ -17,6 +17,9 @@ packages=(
 	# clients, the metrics fetch, and the tools the scripts call
 	# (ss, pgrep, flock/setsid, cmp)
 	nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils curl
+	# /etc/services and /etc/rpc: rpcbind cannot bind "sunrpc" without
+	# them (a minimal Debian has no netbase)
+	netbase
 	iproute2 procps util-linux diffutils
 	# the service tests: systemd-analyze verify/security, systemd-sysusers
 	systemd

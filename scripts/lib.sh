@@ -139,6 +139,7 @@ nfsc_exec_closed() {
 # Gives up after about 10 s without an answer.
 nfsc_ensure_rpcbind() {
 	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i pid
+	local rblog="${TMPDIR:-/tmp}/nfscached-rpcbind.log"
 	NFSC_RPCBIND_PID=
 	command -v rpcbind >/dev/null || { nfsc_say "rpcbind is not installed"; return 1; }
 	for ((i = 0; i < 100; i++)); do
@@ -148,7 +149,7 @@ nfsc_ensure_rpcbind() {
 			if ! (
 				flock -w 60 9 || { nfsc_say "$lockf is still locked after 60 s"; exit 1; }
 				if ! pgrep -x rpcbind >/dev/null; then
-					(nfsc_exec_closed setsid rpcbind -f) </dev/null >/dev/null 2>&1 &
+					(nfsc_exec_closed setsid rpcbind -f) </dev/null >"$rblog" 2>&1 &
 					echo $! >"$pidf"
 				fi
 			) 9>>"$lockf"; then
@@ -162,6 +163,13 @@ nfsc_ensure_rpcbind() {
 		sleep 0.1
 	done
 	nfsc_say "rpcbind does not answer on 127.0.0.1"
+	if [[ -n "$NFSC_RPCBIND_PID" ]]; then
+		nfsc_pid_alive "$NFSC_RPCBIND_PID" ||
+			nfsc_say "the rpcbind started here (pid $NFSC_RPCBIND_PID) has exited"
+		[[ -s "$rblog" ]] && nfsc_say "its output: $(cat "$rblog")"
+	else
+		nfsc_say "an rpcbind process exists but does not answer: $(pgrep -a -x rpcbind | head -3)"
+	fi
 	return 1
 }
 
