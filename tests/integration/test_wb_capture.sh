@@ -10,10 +10,11 @@
 # proxy's while `test_wb_coalesce random_4k` runs (10,240 random 4 KiB
 # UNSTABLE WRITEs over 40 MiB, then COMMIT); tshark then counts the NFSv3
 # WRITE and COMMIT calls on each port. The WRITE and COMMIT calls that
-# reached Ganesha must equal the proxy's own counters
+# reached Ganesha must match the proxy's own counters
 # (nfscached_upstream_rpcs_total{procedure="write"|"commit"}, the proxy
-# being fresh), and the client WRITEs seen on the proxy's port must be
-# exactly the 10,240 the test sent.
+# being fresh): never more, and fewer only by what a loaded machine's
+# capture loses (see below); the client WRITEs seen on the proxy's port
+# must be the 10,240 the test sent, less at most 1% lost.
 set -euo pipefail
 
 prog=${1:?usage: $0 TEST_WB_COALESCE}
@@ -62,10 +63,12 @@ m_commits=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{proc
 nfsc_say "capture: Ganesha got $up_writes WRITEs and $up_commits COMMITs;" \
 	"the proxy counted $m_writes and $m_commits; clients sent $client_writes WRITEs"
 # A capture can lose a segment of a 1 MiB WRITE on a busy machine and then
-# miss that call; it never invents one. So the wire may fall short of the
-# proxy's counter by 1 at most here, never exceed it (the counter itself
-# is held to the exact limit by integration.wb_coalesce).
-if ((up_writes > m_writes || up_writes < m_writes - 1)); then
+# miss that call (3 of 40 were missed once with three test runs sharing
+# 2 CPUs); it never invents one. So the wire may fall short of the
+# proxy's counter by a tenth at most here, never exceed it (the counter
+# itself is held to the exact limit by integration.wb_coalesce).
+short=$((m_writes / 10 > 1 ? m_writes / 10 : 1))
+if ((up_writes > m_writes || up_writes < m_writes - short)); then
 	nfsc_say "upstream WRITEs on the wire ($up_writes) do not match the proxy's counter ($m_writes)"
 	status=1
 fi
