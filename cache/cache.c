@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache: files, pages, valid byte ranges, attributes, ACCESS results and
- * 2Q eviction (see cache.h for the model and the policy's reason).
+ * 2Q eviction (see cache.h for the model and the policy's reason). The
+ * write-back extents of pages are in cache_wb.c; the structures both files
+ * use are in cache_impl.h.
  *
  * Ownership: the cache owns every cfile (hash by upstream handle) and every
  * cpage (hash per file by page index, and on exactly one of the queues A1in
@@ -21,134 +23,11 @@
 #include <utlist.h>
 
 #include "cache.h"
+#include "cache_impl.h"
 #include "readahead.h"
 
-#define CFILE_MAGIC 0x4346494cu
-#define OWN_STATES 16		/* own states remembered per file */
-#define SUSPECTS 8		/* unexplained pre-states awaiting an own post */
 #define RA_IDLE 64		/* queue entries without a use of its file
 				 * after which a prefetch counts abandoned */
-
-enum queue { Q_NONE = 0, Q_A1IN, Q_AM, Q_RA };
-
-/* Write-back state of a byte extent inside a page (page-relative). */
-struct wbext {
-	uint32_t start, end;
-	uint32_t seq;			/* WRITING: the write-back run;
-					 * UNSTABLE: the COMMIT tag, or 0 */
-	uint16_t cred;			/* index into cache.creds */
-	uint8_t state;			/* WB_DIRTY, WB_WRITING, WB_UNSTABLE */
-	uint64_t verf;			/* UNSTABLE: upstream writeverf3 */
-};
-
-/* An upstream WRITE in flight over [off, end). */
-struct wbrun {
-	uint64_t off, end;
-	uint32_t seq;
-};
-
-struct cpage {
-	uint64_t index;			/* page number: offset / page_size */
-	struct cfile *file;
-	uint8_t *data;			/* page_size bytes */
-	struct rangeset valid;		/* page-relative byte ranges */
-	struct wbext *wb;		/* sorted, disjoint; wb ⊆ valid */
-	uint16_t nwb, capwb;		/* nwb > 0: pinned, on no queue */
-	uint32_t ra_bytes;		/* prefetched bytes not yet read */
-	uint64_t stamp;			/* cache clock when it joined its queue */
-	uint8_t queue;
-	UT_hash_handle hh;		/* in file->pages, key index */
-	struct cpage *prev, *next;	/* on A1in or Am, head = newest */
-};
-
-/* A remembered A1in eviction (2Q's A1out). */
-struct ghost {
-	uint64_t key[2];		/* file id, page index */
-	UT_hash_handle hh;
-	struct ghost *prev, *next;
-};
-
-struct access_slot {
-	struct ccred cr;
-	uint32_t known;			/* bits asked so far */
-	uint32_t granted;		/* of those, bits granted */
-};
-
-struct cfile {
-	uint32_t magic;
-	unsigned refs;
-	uint64_t id;			/* serial, for ghosts */
-	uint8_t key[CACHE_FH_MAX + 1];	/* handle length, handle, zeros */
-	bool has_attr;
-	struct cattr attr;
-	double attr_time;		/* when attr was last confirmed */
-	double timeo;			/* current attribute timeout, s */
-	double timeo_stamp;		/* when timeo last changed */
-	unsigned mut_inflight;		/* own mutations in flight */
-	uint64_t gen;			/* see cfile_gen */
-	void *owner;			/* cfile_owner_slot */
-	struct ra_state *ra;		/* readahead, cfile_ra */
-	uint64_t last_use;		/* cache clock at its last page use */
-	struct cwcc own[OWN_STATES];	/* recent own post-states */
-	unsigned nown;
-	struct cwcc suspect[SUSPECTS];	/* pre-states not yet explained */
-	unsigned nsuspect;
-	bool suspect_overflow;
-	struct access_slot *access;	/* CACHE_ACCESS_SLOTS at most */
-	unsigned naccess;
-	unsigned access_next;		/* round-robin replacement */
-	struct cpage *pages;		/* hash by index */
-	uint64_t npages;
-	uint64_t valid_bytes;
-	struct rangeset holes;		/* bytes known to read as zeros */
-	struct rangeset wbpages;	/* indexes of pages with wb extents */
-	uint64_t wbbytes[WB_NSTATES];	/* bytes by write-back state */
-	double dirty_since;		/* when DIRTY bytes last went 0 -> >0 */
-	int wb_error;			/* first write-back failure, or 0 */
-	bool local;			/* shown times are the proxy's own */
-	bool adopt_times;		/* take the next upstream times */
-	uint64_t local_size;		/* size as the proxy's writes made it */
-	struct ctime3 local_mtime, local_ctime;
-	struct cattr shown;		/* what clients are told */
-	uint64_t wb_cursor;		/* page where the next run search starts */
-	uint64_t last_verf;		/* upstream verifier of the last WRITE */
-	bool verf_known;
-	struct wbrun *runs;		/* upstream WRITEs in flight */
-	unsigned nruns, capruns;
-	struct cfile *dprev, *dnext;	/* on cache.dirty_files */
-	bool on_dirty;
-	struct cfile *lprev, *lnext;	/* on cache.lru */
-	UT_hash_handle hh;		/* in cache->files, key fh */
-};
-
-struct cache {
-	uint32_t page_size;
-	unsigned shift;
-	uint64_t max_pages;
-	uint64_t kin;			/* A1in target, pages */
-	uint64_t kout;			/* A1out ghosts kept */
-	uint64_t hole_granularity;	/* bytes; 0: no zero detection */
-	struct cfile *files;
-	struct cfile *lru;		/* every cfile, newest first (utlist:
-					 * lru->lprev is the oldest) */
-	uint64_t max_files;		/* 0: no limit */
-	struct cpage *a1in, *am, *ra;	/* ra: prefetched, never read */
-	uint64_t clock;			/* queue-entry stamps */
-	uint64_t n_a1in, n_am, n_ra;
-	struct ra_stats ra_gone;	/* readahead counters of freed files */
-	struct ra_params ra_params;	/* the last given to cfile_ra */
-	bool ra_params_set;
-	struct ghost *ghosts;		/* hash */
-	struct ghost *ghost_list;	/* head = newest */
-	uint64_t nghosts;
-	uint64_t next_id;
-	struct ccred *creds;		/* interned write-back credentials */
-	unsigned ncreds;
-	uint32_t next_seq;
-	uint64_t wbbytes[WB_NSTATES];
-	struct cfile *dirty_files;	/* files with wb extents */
-	struct cache_stats st;
-};
 
 static const char *const outcome_names[] = {
 #define X(e, s) s,
@@ -191,8 +70,7 @@ uint32_t cache_page_size(const struct cache *c)
 
 /* ---- pages and queues ---- */
 
-/* Take p off its queue. */
-static void queue_del(struct cache *c, struct cpage *p)
+void page_queue_del(struct cache *c, struct cpage *p)
 {
 	if (p->queue == Q_A1IN) {
 		DL_DELETE(c->a1in, p);
@@ -207,8 +85,7 @@ static void queue_del(struct cache *c, struct cpage *p)
 	p->queue = Q_NONE;
 }
 
-/* Put p at the head (newest end) of queue q. */
-static void queue_add(struct cache *c, struct cpage *p, enum queue q)
+void page_queue_add(struct cache *c, struct cpage *p, enum queue q)
 {
 	p->queue = (uint8_t)q;
 	p->stamp = ++c->clock;
@@ -224,13 +101,6 @@ static void queue_add(struct cache *c, struct cpage *p, enum queue q)
 	}
 }
 
-static void wb_account(struct cache *c, struct cpage *p, int sign);
-static void wb_pages_update(struct cache *c, struct cpage *p);
-static int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
-		      uint32_t e, const struct wbext *ne);
-static bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e);
-static int cred_intern(struct cache *c, const struct ccred *cr);
-
 /* Free one page: off its queue and its file, data released. */
 static void page_free(struct cache *c, struct cpage *p)
 {
@@ -243,7 +113,7 @@ static void page_free(struct cache *c, struct cpage *p)
 	}
 	free(p->wb);
 	c->st.ra_wasted_bytes += p->ra_bytes;
-	queue_del(c, p);
+	page_queue_del(c, p);
 	HASH_DEL(f->pages, p);
 	f->npages--;
 	f->valid_bytes -= rangeset_bytes(&p->valid);
@@ -323,8 +193,7 @@ static bool evict_one(struct cache *c)
 	return true;
 }
 
-/* The page index of f, or NULL. */
-static struct cpage *page_find(const struct cfile *f, uint64_t index)
+struct cpage *page_find(const struct cfile *f, uint64_t index)
 {
 	struct cpage *p;
 
@@ -332,9 +201,8 @@ static struct cpage *page_find(const struct cfile *f, uint64_t index)
 	return p;
 }
 
-/* The page index of f, allocated (and admitted by 2Q) if absent. */
-static struct cpage *page_get(struct cache *c, struct cfile *f,
-			      uint64_t index, bool ra)
+struct cpage *page_get(struct cache *c, struct cfile *f,
+		       uint64_t index, bool ra)
 {
 	struct cpage *p = page_find(f, index);
 
@@ -356,10 +224,10 @@ static struct cpage *page_get(struct cache *c, struct cfile *f,
 	c->st.pages++;
 	c->st.page_bytes += c->page_size;
 	if (ghost_take(c, f->id, index)) {
-		queue_add(c, p, Q_AM);
+		page_queue_add(c, p, Q_AM);
 		c->st.promotions++;
 	} else {
-		queue_add(c, p, ra ? Q_RA : Q_A1IN);
+		page_queue_add(c, p, ra ? Q_RA : Q_A1IN);
 	}
 	return p;
 }
@@ -373,8 +241,8 @@ static void page_touch(struct cache *c, struct cpage *p)
 		c->st.ra_used_bytes += p->ra_bytes;
 		p->ra_bytes = 0;
 		if (p->queue == Q_RA) {
-			queue_del(c, p);
-			queue_add(c, p, Q_A1IN);
+			page_queue_del(c, p);
+			page_queue_add(c, p, Q_A1IN);
 		}
 	}
 	if (p->queue == Q_AM && c->am != p) {
@@ -394,7 +262,6 @@ static void fh_key(uint8_t *key, const uint8_t *fh, size_t len)
 }
 
 static void file_free(struct cache *c, struct cfile *f);
-static uint64_t wb_total(const struct cfile *f);
 
 /*
  * True if forgetting f loses nothing but cached knowledge: nobody holds
@@ -565,10 +432,7 @@ const struct cattr *cfile_attr(const struct cfile *f)
 	return &f->shown;
 }
 
-/* Recompute what clients are shown from the upstream's attributes and
- * the proxy's own writes: the size never goes below bytes still to be
- * written, and the proxy's own times hide its write-back from clients. */
-static void shown_update(struct cfile *f)
+void file_shown_update(struct cfile *f)
 {
 	f->shown = f->attr;
 	if (f->local) {
@@ -675,8 +539,6 @@ static void other_writer(struct cache *c, struct cfile *f,
 }
 
 /* Set the attributes, confirmed at now. */
-static void shown_update(struct cfile *f);
-
 static void attr_set(struct cfile *f, const struct cattr *a, double now)
 {
 	if (f->adopt_times) {
@@ -689,7 +551,7 @@ static void attr_set(struct cfile *f, const struct cattr *a, double now)
 	f->attr = *a;
 	f->attr_time = now;
 	f->has_attr = true;
-	shown_update(f);
+	file_shown_update(f);
 }
 
 bool cfile_attr_observe(struct cache *c, struct cfile *f,
@@ -843,8 +705,7 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 
 /* ---- access ---- */
 
-/* Compare credentials. */
-static bool cred_eq(const struct ccred *a, const struct ccred *b)
+bool cred_eq(const struct ccred *a, const struct ccred *b)
 {
 	return a->uid == b->uid && a->gid == b->gid && a->ngids == b->ngids &&
 	       !memcmp(a->gids, b->gids, a->ngids * sizeof(a->gids[0]));
@@ -1069,10 +930,9 @@ uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
 	return copied;
 }
 
-/* Copy data[s - off, t - off) into page p at page offset s - ps; valid. */
-static void page_store(struct cache *c, struct cfile *f, struct cpage *p,
-		       uint64_t ps, uint64_t s, uint64_t t, uint64_t off,
-		       const uint8_t *data)
+void page_store(struct cache *c, struct cfile *f, struct cpage *p,
+		uint64_t ps, uint64_t s, uint64_t t, uint64_t off,
+		const uint8_t *data)
 {
 	uint64_t before = rangeset_bytes(&p->valid), after;
 
@@ -1240,7 +1100,7 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
 		page_store(c, f, p, ps, s, t, off, data);
 		if (f->local && t > f->local_size) {
 			f->local_size = t;
-			shown_update(f);
+			file_shown_update(f);
 		}
 		if (!p->nwb && !run_overlaps(f, s, t))
 			continue;
@@ -1283,805 +1143,7 @@ void cfile_truncate(struct cache *c, struct cfile *f, uint64_t size)
 	}
 	rangeset_truncate(&f->holes, size);
 	f->local_size = size;
-	shown_update(f);
-}
-
-/* ---- write-back ---- */
-
-/* Add (sign 1) or remove (sign -1) p's extents from the byte counters. */
-static void wb_account(struct cache *c, struct cpage *p, int sign)
-{
-	struct cfile *f = p->file;
-
-	for (unsigned i = 0; i < p->nwb; i++) {
-		uint64_t n = p->wb[i].end - p->wb[i].start;
-		unsigned st = p->wb[i].state;
-
-		if (sign > 0) {
-			f->wbbytes[st] += n;
-			c->wbbytes[st] += n;
-		} else {
-			f->wbbytes[st] -= n;
-			c->wbbytes[st] -= n;
-		}
-	}
-}
-
-/* Total write-back bytes of f. */
-static uint64_t wb_total(const struct cfile *f)
-{
-	return f->wbbytes[WB_DIRTY] + f->wbbytes[WB_WRITING] +
-	       f->wbbytes[WB_UNSTABLE];
-}
-
-/* After p's extents changed: pin or unpin it, keep f's page index and the
- * dirty-file list in step. */
-static void wb_pages_update(struct cache *c, struct cpage *p)
-{
-	struct cfile *f = p->file;
-
-	if (p->nwb) {
-		if (p->queue != Q_NONE) {
-			queue_del(c, p);
-			c->st.wb_pinned_pages++;
-		}
-		rangeset_add(&f->wbpages, p->index, p->index + 1);
-	} else {
-		if (p->queue == Q_NONE) {
-			queue_add(c, p, Q_A1IN);
-			c->st.wb_pinned_pages--;
-		}
-		rangeset_remove(&f->wbpages, p->index, p->index + 1);
-	}
-	if (wb_total(f) && !f->on_dirty) {
-		DL_APPEND2(c->dirty_files, f, dprev, dnext);
-		f->on_dirty = true;
-		c->st.dirty_files++;
-	} else if (!wb_total(f) && f->on_dirty) {
-		DL_DELETE2(c->dirty_files, f, dprev, dnext);
-		f->dprev = f->dnext = NULL;
-		f->on_dirty = false;
-		c->st.dirty_files--;
-	}
-}
-
-/* Make room for n more extents in p. */
-static int wb_reserve(struct cpage *p, unsigned n)
-{
-	struct wbext *w;
-	unsigned cap;
-
-	if (p->nwb + n <= p->capwb)
-		return 0;
-	cap = p->capwb ? p->capwb * 2 : 4;
-	while (cap < p->nwb + n)
-		cap *= 2;
-	if (cap > UINT16_MAX)
-		return -1;
-	w = realloc(p->wb, cap * sizeof(*w));
-	if (!w)
-		return -1;
-	p->wb = w;
-	p->capwb = (uint16_t)cap;
-	return 0;
-}
-
-/* Two extents that may merge when they touch. */
-static bool wb_same(const struct wbext *a, const struct wbext *b)
-{
-	return a->state == b->state && a->cred == b->cred && a->seq == b->seq &&
-	       a->verf == b->verf;
-}
-
-/* Merge touching identical neighbours (extents are sorted, disjoint). */
-static void wb_normalize(struct cpage *p)
-{
-	unsigned out = 0;
-
-	for (unsigned i = 0; i < p->nwb; i++) {
-		if (out && p->wb[out - 1].end == p->wb[i].start &&
-		    wb_same(&p->wb[out - 1], &p->wb[i]))
-			p->wb[out - 1].end = p->wb[i].end;
-		else
-			p->wb[out++] = p->wb[i];
-	}
-	p->nwb = (uint16_t)out;
-}
-
-/*
- * Replace whatever extents cover [s, e) of p (page-relative) by ne (or by
- * nothing: clean), keeping counters, pinning and indexes right.
- * Returns 0, or -1 on ENOMEM (p unchanged).
- */
-static int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
-		      uint32_t e, const struct wbext *ne)
-{
-	unsigned out = 0, at = 0;
-	struct wbext *w;
-
-	if (wb_reserve(p, 2) != 0)
-		return -1;
-	w = malloc((p->nwb + 2) * sizeof(*w));
-	if (!w)
-		return -1;
-	wb_account(c, p, -1);
-	for (unsigned i = 0; i < p->nwb; i++) {
-		struct wbext x = p->wb[i];
-
-		if (x.end <= s || x.start >= e) {
-			if (x.start >= e && ne && at == 0) {
-				w[out++] = *ne;
-				at = 1;
-			}
-			w[out++] = x;
-			continue;
-		}
-		if (x.start < s) {
-			w[out] = x;
-			w[out++].end = s;
-		}
-		if (ne && at == 0) {
-			w[out++] = *ne;
-			at = 1;
-		}
-		if (x.end > e) {
-			w[out] = x;
-			w[out++].start = e;
-		}
-	}
-	if (ne && at == 0)
-		w[out++] = *ne;
-	memcpy(p->wb, w, out * sizeof(*w));
-	free(w);
-	p->nwb = (uint16_t)out;
-	wb_normalize(p);
-	wb_account(c, p, 1);
-	wb_pages_update(c, p);
-	return 0;
-}
-
-/* The index of credential cr in the cache's table, interned. */
-static int cred_intern(struct cache *c, const struct ccred *cr)
-{
-	struct ccred *t;
-
-	for (unsigned i = 0; i < c->ncreds; i++)
-		if (cred_eq(&c->creds[i], cr))
-			return (int)i;
-	if (c->ncreds >= UINT16_MAX)
-		return -1;
-	t = realloc(c->creds, (c->ncreds + 1) * sizeof(*t));
-	if (!t)
-		return -1;
-	c->creds = t;
-	c->creds[c->ncreds] = *cr;
-	if (c->creds[c->ncreds].ngids > CACHE_MAX_GIDS)
-		c->creds[c->ncreds].ngids = CACHE_MAX_GIDS;
-	return (int)c->ncreds++;
-}
-
-/* Note that f got DIRTY bytes at now (0: due at once). */
-static void dirty_mark(struct cfile *f, uint64_t dirty_before, double now)
-{
-	if (!dirty_before && f->wbbytes[WB_DIRTY])
-		f->dirty_since = now;
-	else if (now == 0)
-		f->dirty_since = 0;
-}
-
-/* A strictly later time than t. */
-static struct ctime3 time_after(struct ctime3 wall, struct ctime3 t)
-{
-	if (wall.sec > t.sec || (wall.sec == t.sec && wall.nsec > t.nsec))
-		return wall;
-	if (++t.nsec >= 1000000000u) {
-		t.nsec = 0;
-		t.sec++;
-	}
-	return t;
-}
-
-/* Put back on a queue the pages [from, to) pinned early with no extent. */
-static void wb_unpin_range(struct cache *c, struct cfile *f, uint64_t from,
-			   uint64_t to)
-{
-	for (uint64_t idx = from; idx < to; idx++) {
-		struct cpage *p = page_find(f, idx);
-
-		if (p && !p->nwb && p->queue == Q_NONE) {
-			queue_add(c, p, Q_A1IN);
-			c->st.wb_pinned_pages--;
-		}
-	}
-}
-
-int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
-		      const uint8_t *data, uint64_t len, const struct ccred *cr,
-		      double now, struct ctime3 wall)
-{
-	uint64_t e = off + len, dirty_before = f->wbbytes[WB_DIRTY];
-	struct wbext ne;
-	int id = cred_intern(c, cr);
-
-	if (!len)
-		return 0;
-	if (id < 0)
-		return -1;
-	/* The gap between the old end of file and the write reads as
-	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole).
-	 * Before pages are taken: it may free empty pages. */
-	if (f->has_attr && off > f->shown.size)
-		cfile_hole_add(c, f, f->shown.size, off);
-	/* Get every page first so a failure changes nothing. */
-	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
-		struct cpage *p = page_get(c, f, idx, false);
-
-		if (!p || wb_reserve(p, 2) != 0) {
-			c->st.fill_skipped++;
-			wb_unpin_range(c, f, off >> c->shift, idx);
-			return -1;
-		}
-		if (!p->nwb) {	/* pin it now so later pages cannot evict it */
-			queue_del(c, p);
-			c->st.wb_pinned_pages++;
-		}
-	}
-	rangeset_remove(&f->holes, off, e);
-	memset(&ne, 0, sizeof(ne));
-	ne.state = WB_DIRTY;
-	ne.cred = (uint16_t)id;
-	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
-		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
-		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
-		struct cpage *p = page_find(f, idx);
-
-		page_store(c, f, p, ps, s, t, off, data);
-		ne.start = (uint32_t)(s - ps);
-		ne.end = (uint32_t)(t - ps);
-		if (!p->nwb) {	/* undo the early pin; wb_replace re-pins */
-			queue_add(c, p, Q_A1IN);
-			c->st.wb_pinned_pages--;
-		}
-		wb_replace(c, p, ne.start, ne.end, &ne);
-	}
-	dirty_mark(f, dirty_before, now);
-	if (!f->local) {
-		f->local = true;
-		f->local_size = f->attr.size;
-		f->local_mtime = f->attr.mtime;
-		f->local_ctime = f->attr.ctime;
-	}
-	if (e > f->local_size)
-		f->local_size = e;
-	f->local_mtime = time_after(wall, f->local_mtime);
-	f->local_ctime = f->local_mtime;
-	shown_update(f);
-	return 0;
-}
-
-/* True if [s, e) overlaps an upstream WRITE of f in flight. */
-static bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e)
-{
-	for (unsigned i = 0; i < f->nruns; i++)
-		if (f->runs[i].off < e && s < f->runs[i].end)
-			return true;
-	return false;
-}
-
-/* The extent of p holding page offset po, or NULL. */
-static struct wbext *ext_at(struct cpage *p, uint64_t po)
-{
-	for (unsigned i = 0; i < p->nwb; i++)
-		if (p->wb[i].start <= po && po < p->wb[i].end)
-			return &p->wb[i];
-	return NULL;
-}
-
-/* Bytes of touching DIRTY extents of writer cred from off, at most max,
- * stopping at a gap, another writer or a WRITE in flight. */
-static uint64_t run_measure(struct cache *c, struct cfile *f, uint64_t off,
-			    uint16_t cred, uint64_t max)
-{
-	uint64_t at = off;
-	struct cpage *p;
-
-	while (at - off < max && (p = page_find(f, at >> c->shift))) {
-		uint64_t ps = (at >> c->shift) << c->shift;
-		struct wbext *x = ext_at(p, at - ps);
-
-		if (!x || x->state != WB_DIRTY || x->cred != cred ||
-		    run_overlaps(f, at, ps + x->end))
-			break;
-		at = ps + x->end;
-		if (at - ps < c->page_size)
-			break;	/* the extent ends inside the page: a gap */
-	}
-	return at - off < max ? at - off : max;
-}
-
-/* True if the DIRTY extent x of page p continues one of the same writer
- * ending at the previous page's end (so a run would not start there). */
-static bool run_continues(struct cache *c, struct cfile *f, struct cpage *p,
-			  const struct wbext *x)
-{
-	struct cpage *q;
-	struct wbext *y;
-
-	if (x->start != 0 || p->index == 0 ||
-	    !(q = page_find(f, p->index - 1)) || !q->nwb)
-		return false;
-	y = &q->wb[q->nwb - 1];
-	return y->end == c->page_size && y->state == WB_DIRTY &&
-	       y->cred == x->cred &&
-	       !run_overlaps(f, (q->index << c->shift) + y->start,
-			     (q->index << c->shift) + y->end);
-}
-
-/* The first run head in pages [lo, hi): *off and *cred. With keep_tail,
- * a run shorter than wtmax that ends at the end of file is passed over. */
-static bool wb_find(struct cache *c, struct cfile *f, uint64_t lo, uint64_t hi,
-		    bool keep_tail, uint32_t wtmax, uint64_t *off,
-		    uint16_t *cred)
-{
-	size_t n;
-	const struct range *r = rangeset_ranges(&f->wbpages, &n);
-
-	for (size_t k = 0; k < n; k++) {
-		uint64_t a = r[k].start > lo ? r[k].start : lo;
-		uint64_t b = r[k].end < hi ? r[k].end : hi;
-
-		for (uint64_t idx = a; idx < b; idx++) {
-			struct cpage *p = page_find(f, idx);
-			uint64_t ps = idx << c->shift, len;
-
-			for (unsigned i = 0; p && i < p->nwb; i++) {
-				struct wbext *x = &p->wb[i];
-
-				if (x->state != WB_DIRTY ||
-				    run_overlaps(f, ps + x->start, ps + x->end) ||
-				    run_continues(c, f, p, x))
-					continue;
-				len = run_measure(c, f, ps + x->start, x->cred,
-						  wtmax);
-				if (keep_tail && len < wtmax &&
-				    ps + x->start + len >= f->shown.size)
-					continue;
-				*off = ps + x->start;
-				*cred = x->cred;
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
-/* Remember a run in flight. */
-static int run_add(struct cfile *f, uint64_t off, uint64_t end, uint32_t seq)
-{
-	if (f->nruns == f->capruns) {
-		unsigned cap = f->capruns ? f->capruns * 2 : 4;
-		struct wbrun *r = realloc(f->runs, cap * sizeof(*r));
-
-		if (!r)
-			return -1;
-		f->runs = r;
-		f->capruns = cap;
-	}
-	f->runs[f->nruns].off = off;
-	f->runs[f->nruns].end = end;
-	f->runs[f->nruns].seq = seq;
-	f->nruns++;
-	return 0;
-}
-
-bool cache_wb_next(struct cache *c, struct cfile *f, uint32_t wtmax,
-		   uint8_t *buf, struct cache_wb_run *run)
-{
-	return cache_wb_next_ex(c, f, wtmax, false, buf, run);
-}
-
-bool cache_wb_next_ex(struct cache *c, struct cfile *f, uint32_t wtmax,
-		      bool keep_tail, uint8_t *buf, struct cache_wb_run *run)
-{
-	uint64_t off, at, limit;
-	uint16_t cred;
-	struct cpage *p;
-	struct wbext w;
-	uint32_t len = 0;
-
-	/* Search from where the last run ended, then from the start, so a
-	 * file with many runs is not rescanned from its head each time. */
-	if (!wtmax || (!wb_find(c, f, f->wb_cursor, UINT64_MAX, keep_tail,
-				wtmax, &off, &cred) &&
-		       !wb_find(c, f, 0, f->wb_cursor, keep_tail, wtmax, &off,
-				&cred)))
-		return false;
-	limit = run_measure(c, f, off, cred, wtmax);
-	at = off;
-	memset(&w, 0, sizeof(w));
-	w.state = WB_WRITING;
-	w.cred = cred;
-	w.seq = ++c->next_seq ? c->next_seq : ++c->next_seq;
-	if (run_add(f, off, off, w.seq) != 0)
-		return false;
-	/* Mark the measured run WRITING and copy it out, across pages. */
-	while (len < limit && (p = page_find(f, at >> c->shift))) {
-		uint64_t ps = (at >> c->shift) << c->shift;
-		struct wbext *x = ext_at(p, at - ps);
-		uint32_t take;
-
-		if (!x)
-			break;
-		take = (uint32_t)(ps + x->end - at);
-		if (take > limit - len)
-			take = (uint32_t)(limit - len);
-		memcpy(buf + len, p->data + (at - ps), take);
-		w.start = (uint32_t)(at - ps);
-		w.end = w.start + take;
-		if (wb_replace(c, p, w.start, w.end, &w) != 0)
-			break;
-		len += take;
-		at += take;
-	}
-	f->runs[f->nruns - 1].end = at;
-	if (!len) {
-		f->nruns--;
-		return false;
-	}
-	f->wb_cursor = at >> c->shift;
-	run->off = off;
-	run->len = len;
-	run->seq = w.seq;
-	run->cred = c->creds[cred];
-	c->st.wb_runs++;
-	c->st.wb_run_bytes += len;
-	return true;
-}
-
-/* A copy of f's page index ranges (the caller frees it): walking pages
- * while their extents change changes the index. NULL with *n > 0 on
- * ENOMEM. */
-static struct range *wbpages_copy(const struct cfile *f, size_t *n)
-{
-	const struct range *r = rangeset_ranges(&f->wbpages, n);
-	struct range *copy = *n ? malloc(*n * sizeof(*copy)) : NULL;
-
-	if (copy)
-		memcpy(copy, r, *n * sizeof(*copy));
-	return copy;
-}
-
-/* Apply fn to every extent of f's pages [lo, hi) (fn returns the new
- * state, 0 = clean). */
-static void wb_each_pages(struct cache *c, struct cfile *f, uint64_t lo,
-			  uint64_t hi, unsigned (*fn)(struct wbext *x, void *arg),
-			  void *arg)
-{
-	size_t n;
-	struct range *copy = wbpages_copy(f, &n);
-
-	if (n && !copy)
-		return;
-	for (size_t k = 0; k < n; k++) {
-		uint64_t a = copy[k].start > lo ? copy[k].start : lo;
-		uint64_t b = copy[k].end < hi ? copy[k].end : hi;
-
-		for (uint64_t idx = a; idx < b; idx++) {
-			struct cpage *p = page_find(f, idx);
-			unsigned out = 0;
-
-			if (!p)
-				continue;
-			wb_account(c, p, -1);
-			for (unsigned i = 0; i < p->nwb; i++) {
-				unsigned st = fn(&p->wb[i], arg);
-
-				if (st == WB_CLEAN)
-					continue;
-				p->wb[i].state = (uint8_t)st;
-				p->wb[out++] = p->wb[i];
-			}
-			p->nwb = (uint16_t)out;
-			wb_normalize(p);
-			wb_account(c, p, 1);
-			wb_pages_update(c, p);
-		}
-	}
-	free(copy);
-}
-
-/* Apply fn to every extent of f. */
-static void wb_each(struct cache *c, struct cfile *f,
-		    unsigned (*fn)(struct wbext *x, void *arg), void *arg)
-{
-	wb_each_pages(c, f, 0, UINT64_MAX, fn, arg);
-}
-
-struct wb_done_arg {
-	uint32_t seq;
-	enum cache_wb_result res;
-	uint64_t verf;
-	uint64_t resent;
-	struct cache *c;
-	struct cfile *f;
-	uint64_t page;		/* set per page by wb_each callers */
-};
-
-/* Transition for a finished run. */
-static unsigned wb_done_fn(struct wbext *x, void *arg)
-{
-	struct wb_done_arg *a = arg;
-
-	if (x->state != WB_WRITING || x->seq != a->seq)
-		return x->state;
-	switch (a->res) {
-	case CACHE_WB_UNSTABLE:
-		x->verf = a->verf;
-		x->seq = 0;
-		return WB_UNSTABLE;
-	case CACHE_WB_STABLE:
-		return WB_CLEAN;
-	case CACHE_WB_RETRY:
-		x->seq = 0;
-		return WB_DIRTY;
-	case CACHE_WB_FAILED:
-		x->seq = UINT32_MAX;	/* marks bytes to drop, see below */
-		return WB_DIRTY;
-	}
-	return x->state;
-}
-
-/* UNSTABLE bytes written under another verifier than verf go DIRTY. */
-static unsigned wb_reverf_fn(struct wbext *x, void *arg)
-{
-	struct wb_done_arg *a = arg;
-
-	if (x->state == WB_UNSTABLE && x->verf != a->verf) {
-		a->resent += x->end - x->start;
-		x->seq = 0;
-		return WB_DIRTY;
-	}
-	return x->state;
-}
-
-/* Drop the extents marked failed and their bytes' validity. */
-static void wb_drop_failed(struct cache *c, struct cfile *f)
-{
-	size_t n;
-	struct range *copy = wbpages_copy(f, &n);
-
-	if (n && !copy)
-		return;
-	for (size_t k = 0; k < n; k++) {
-		for (uint64_t idx = copy[k].start; idx < copy[k].end; idx++) {
-			struct cpage *p = page_find(f, idx);
-
-			for (unsigned i = 0; p && i < p->nwb;) {
-				struct wbext x = p->wb[i];
-				uint64_t before = rangeset_bytes(&p->valid);
-
-				if (x.state != WB_DIRTY || x.seq != UINT32_MAX) {
-					i++;
-					continue;
-				}
-				c->st.wb_failed_bytes += x.end - x.start;
-				wb_replace(c, p, x.start, x.end, NULL);
-				rangeset_remove(&p->valid, x.start, x.end);
-				f->valid_bytes -= before - rangeset_bytes(&p->valid);
-				c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
-				i = 0;
-			}
-		}
-	}
-	free(copy);
-}
-
-/* Forget run seq of f; *off and *end receive its span (0, 0 if none). */
-static void run_del(struct cfile *f, uint32_t seq, uint64_t *off,
-		    uint64_t *end)
-{
-	*off = *end = 0;
-	for (unsigned i = 0; i < f->nruns; i++) {
-		if (f->runs[i].seq == seq) {
-			*off = f->runs[i].off;
-			*end = f->runs[i].end;
-			f->runs[i] = f->runs[--f->nruns];
-			return;
-		}
-	}
-}
-
-void cache_wb_done(struct cache *c, struct cfile *f, uint32_t seq,
-		   enum cache_wb_result res, uint64_t verf, int error)
-{
-	struct wb_done_arg a = { seq, res, verf, 0, c, f, 0 };
-	uint64_t dirty_before = f->wbbytes[WB_DIRTY], off, end;
-
-	/* Only the run's own pages change: a file with thousands of dirty
-	 * pages must not be walked whole at every reply. */
-	run_del(f, seq, &off, &end);
-	if (end > off)
-		wb_each_pages(c, f, off >> c->shift, ((end - 1) >> c->shift) + 1,
-			      wb_done_fn, &a);
-	/* A new upstream verifier: bytes written under an older one may be
-	 * lost (RFC 1813 section 3.3.7) and are written again. */
-	if (res == CACHE_WB_UNSTABLE && f->verf_known && verf != f->last_verf)
-		wb_each(c, f, wb_reverf_fn, &a);
-	if (res == CACHE_WB_UNSTABLE) {
-		f->last_verf = verf;
-		f->verf_known = true;
-	}
-	if (res == CACHE_WB_FAILED) {
-		wb_drop_failed(c, f);
-		if (!f->wb_error)
-			f->wb_error = error;
-		f->gen++;
-		if (!wb_total(f)) {
-			/* Nothing of the proxy's own is left: show the
-			 * upstream's file again, revalidated. */
-			f->local = false;
-			f->timeo = 0;
-			shown_update(f);
-		}
-	}
-	c->st.wb_resend_bytes += a.resent;
-	if (f->wbbytes[WB_DIRTY] > dirty_before)
-		f->dirty_since = 0;
-}
-
-struct commit_arg {
-	uint32_t tag;
-	bool ok;
-	uint64_t verf;
-	uint64_t redirtied;
-	bool tagging;
-	bool any;
-};
-
-/* Tag UNSTABLE bytes, or settle them when the COMMIT came back. */
-static unsigned commit_fn(struct wbext *x, void *arg)
-{
-	struct commit_arg *a = arg;
-
-	if (x->state != WB_UNSTABLE)
-		return x->state;
-	if (a->tagging) {
-		x->seq = a->tag;
-		a->any = true;
-		return WB_UNSTABLE;
-	}
-	if (a->ok && x->verf != a->verf) {
-		a->redirtied += x->end - x->start;
-		x->seq = 0;
-		return WB_DIRTY;
-	}
-	if (x->seq != a->tag)
-		return WB_UNSTABLE;
-	if (!a->ok) {
-		x->seq = 0;
-		return WB_UNSTABLE;
-	}
-	return WB_CLEAN;
-}
-
-uint32_t cache_commit_begin(struct cache *c, struct cfile *f)
-{
-	struct commit_arg a = { 0, false, 0, 0, true, false };
-
-	if (!f->wbbytes[WB_UNSTABLE])
-		return 0;
-	a.tag = ++c->next_seq ? c->next_seq : ++c->next_seq;
-	wb_each(c, f, commit_fn, &a);
-	return a.any ? a.tag : 0;
-}
-
-uint64_t cache_commit_done(struct cache *c, struct cfile *f, uint32_t tag,
-			   bool ok, uint64_t verf)
-{
-	struct commit_arg a = { tag, ok, verf, 0, false, false };
-
-	wb_each(c, f, commit_fn, &a);
-	if (ok) {
-		f->last_verf = verf;
-		f->verf_known = true;
-	}
-	c->st.wb_resend_bytes += a.redirtied;
-	if (a.redirtied)
-		f->dirty_since = 0;
-	return a.redirtied;
-}
-
-/* Mark every extent for dropping. */
-static unsigned discard_fn(struct wbext *x, void *arg)
-{
-	(void)arg;
-	x->seq = UINT32_MAX;
-	return WB_DIRTY;
-}
-
-void cfile_discard_dirty(struct cache *c, struct cfile *f)
-{
-	uint64_t failed = c->st.wb_failed_bytes;
-
-	wb_each(c, f, discard_fn, NULL);
-	wb_drop_failed(c, f);
-	c->st.wb_failed_bytes = failed;
-	f->nruns = 0;
-	f->gen++;
-}
-
-int cfile_wb_error_take(struct cfile *f)
-{
-	int e = f->wb_error;
-
-	f->wb_error = 0;
-	return e;
-}
-
-int cfile_wb_error_peek(const struct cfile *f)
-{
-	return f->wb_error;
-}
-
-uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st)
-{
-	return st < WB_NSTATES ? f->wbbytes[st] : 0;
-}
-
-bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
-		       uint32_t page_size)
-{
-	uint64_t e = off + len;
-	unsigned shift = 0;
-
-	if (!len || !wb_total(f))
-		return true;
-	while ((1u << shift) < page_size)
-		shift++;
-	for (uint64_t idx = off >> shift; idx <= (e - 1) >> shift; idx++) {
-		const struct cpage *p = page_find(f, idx);
-		uint64_t ps = idx << shift;
-
-		for (unsigned i = 0; p && i < p->nwb; i++)
-			if (ps + p->wb[i].start < e && off < ps + p->wb[i].end)
-				return false;
-	}
-	return true;
-}
-
-double cfile_dirty_since(const struct cfile *f)
-{
-	return f->dirty_since;
-}
-
-uint64_t cache_wb_bytes(const struct cache *c, enum cache_wb_state st)
-{
-	return st < WB_NSTATES ? c->wbbytes[st] : 0;
-}
-
-struct cfile *cache_wb_file_first(struct cache *c)
-{
-	return c->dirty_files;
-}
-
-struct cfile *cache_wb_file_next(struct cache *c, struct cfile *f)
-{
-	(void)c;
-	return f->dnext;
-}
-
-bool cfile_is_local(const struct cfile *f)
-{
-	return f->local;
-}
-
-void cfile_adopt_times(struct cfile *f)
-{
-	if (!f->local)
-		return;
-	f->local_mtime = f->attr.mtime;
-	f->local_ctime = f->attr.ctime;
-	shown_update(f);
+	file_shown_update(f);
 }
 
 const uint8_t *cfile_fh(const struct cfile *f, size_t *len)
