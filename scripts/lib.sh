@@ -14,6 +14,9 @@
 #   nfscached    nfsc_proxy_config / nfsc_proxy_start / nfsc_proxy_stop
 #                (runs in the foreground as our child, so its exit status
 #                can be collected with `wait`)
+#   dumpcap      nfsc_capture_start / nfsc_capture_stop
+#                (a packet capture on lo, for tests that count calls on
+#                the wire; tshark reads the file afterwards)
 # and how to pick TCP ports nobody else is using (nfsc_free_ports).
 
 # Print a message on stderr with a prefix.
@@ -531,4 +534,49 @@ nfsc_metrics() {
 # nfscached at $1; fails if there is no such sample.
 nfsc_metric() {
 	nfsc_metrics "$1" | awk -v s="$2" '$1 == s { print $2; found = 1 } END { exit !found }'
+}
+
+# -------------------------------------------------------------- captures
+
+# Capture the packets on lo that match BPF filter $1 into pcapng file $2,
+# with dumpcap in the background of this shell (a 512 MiB buffer, so a
+# busy machine loses fewer packets) and its stderr in log $3. Waits until
+# the file has its header (up to 10 s), then 0.5 s more so the capture is
+# surely running. Sets NFSC_CAPTURE_PID and an EXIT trap that stops
+# dumpcap if the caller exits first (it replaces any EXIT trap). Fails if
+# dumpcap or tshark is not installed, or, printing the log, if the
+# capture does not start. Stop it with nfsc_capture_stop.
+nfsc_capture_start() {
+	local filter=$1 file=$2 log=$3 tool i
+	NFSC_CAPTURE_PID=
+	for tool in dumpcap tshark; do
+		command -v "$tool" >/dev/null || { nfsc_say "$tool is not installed"; return 1; }
+	done
+	dumpcap -q -B 512 -i lo -f "$filter" -w "$file" 2>"$log" &
+	NFSC_CAPTURE_PID=$!
+	trap 'kill -TERM $NFSC_CAPTURE_PID 2>/dev/null || true' EXIT
+	# dumpcap writes the file header once it captures.
+	for ((i = 0; i < 100; i++)); do
+		[[ -s "$file" ]] && break
+		sleep 0.1
+	done
+	[[ -s "$file" ]] || { nfsc_say "dumpcap did not start"; cat "$log" >&2; return 1; }
+	sleep 0.5
+}
+
+# Stop the capture nfsc_capture_start started: wait 0.5 s for the last
+# packets, SIGINT (dumpcap then finishes the file), wait for it to exit,
+# and drop the EXIT trap. Fails if dumpcap had already exited.
+nfsc_capture_stop() {
+	local pid=${NFSC_CAPTURE_PID:-} st=0
+	[[ -n "$pid" ]] || return 0
+	sleep 0.5
+	if ! kill -INT "$pid" 2>/dev/null; then
+		nfsc_say "dumpcap (pid $pid) exited before the capture ended"
+		st=1
+	fi
+	wait "$pid" || true
+	trap - EXIT
+	NFSC_CAPTURE_PID=
+	return "$st"
 }

@@ -23,30 +23,14 @@ prog=${1:?usage: $0 TEST_RA_PROXY}
 : "${NFSC_RELAY_URL:?run under ratest_proxy.sh}"
 # shellcheck source=../../scripts/lib.sh
 . "$NFSC_LIB"
-for tool in dumpcap tshark; do
-	command -v "$tool" >/dev/null || { nfsc_say "$tool is not installed"; exit 1; }
-done
 
 cap=$NFSC_TMP/ra-capture.pcapng
 up=$NFSC_DIRECT_NFS_PORT
-dumpcap -q -B 512 -i lo -f "tcp dst port $up" -w "$cap" \
-	2>"$NFSC_TMP/dumpcap.log" &
-cap_pid=$!
-trap 'kill -TERM $cap_pid 2>/dev/null || true' EXIT
-# dumpcap writes the file header once it captures.
-for ((i = 0; i < 100; i++)); do
-	[[ -s "$cap" ]] && break
-	sleep 0.1
-done
-[[ -s "$cap" ]] || { nfsc_say "dumpcap did not start"; cat "$NFSC_TMP/dumpcap.log" >&2; exit 1; }
-sleep 0.5
+nfsc_capture_start "tcp dst port $up" "$cap" "$NFSC_TMP/dumpcap.log" || exit 1
 
 status=0
 RA_SEQ_MIB=256 RA_DIRECT_MIB=0 "$prog" ra_sequential || status=1
-sleep 0.5
-kill -INT "$cap_pid"
-wait "$cap_pid" || true
-trap - EXIT
+nfsc_capture_stop
 
 # The count of every READ call to Ganesha, one a line, in capture order.
 tshark -r "$cap" -d "tcp.port==$up,rpc" -o tcp.desegment_tcp_streams:TRUE \

@@ -21,31 +21,15 @@ prog=${1:?usage: $0 TEST_WB_COALESCE}
 : "${NFSC_LIB:?run under harness.sh}"
 # shellcheck source=../../scripts/lib.sh
 . "$NFSC_LIB"
-for tool in dumpcap tshark; do
-	command -v "$tool" >/dev/null || { nfsc_say "$tool is not installed"; exit 1; }
-done
 
 cap=$NFSC_TMP/wb-capture.pcapng
 up=$NFSC_DIRECT_NFS_PORT
 px=$NFSC_PROXY_NFS_PORT
-dumpcap -q -B 512 -i lo -f "tcp port $up or tcp port $px" -w "$cap" \
-	2>"$NFSC_TMP/dumpcap.log" &
-cap_pid=$!
-trap 'kill -TERM $cap_pid 2>/dev/null || true' EXIT
-# dumpcap writes the file header once it captures.
-for ((i = 0; i < 100; i++)); do
-	[[ -s "$cap" ]] && break
-	sleep 0.1
-done
-[[ -s "$cap" ]] || { nfsc_say "dumpcap did not start"; cat "$NFSC_TMP/dumpcap.log" >&2; exit 1; }
-sleep 0.5
+nfsc_capture_start "tcp port $up or tcp port $px" "$cap" "$NFSC_TMP/dumpcap.log" || exit 1
 
 status=0
 "$prog" random_4k || status=1
-sleep 0.5
-kill -INT "$cap_pid"
-wait "$cap_pid" || true
-trap - EXIT
+nfsc_capture_stop
 
 # Print how many NFSv3 calls of procedure $2 went to TCP port $1.
 calls() {
