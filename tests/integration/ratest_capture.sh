@@ -34,6 +34,7 @@ nfsc_capture_stop
 
 # The count of every READ call to Ganesha, one a line, in capture order.
 tshark -r "$cap" -d "tcp.port==$up,rpc" -o tcp.desegment_tcp_streams:TRUE \
+	-o tcp.reassemble_out_of_order:TRUE \
 	-Y "rpc.msgtyp == 0 && nfs.procedure_v3 == 6 && tcp.dstport == $up" \
 	-T fields -E occurrence=a -E separator=, -e nfs.count3 2>/dev/null |
 	tr ',' '\n' | grep . >"$NFSC_TMP/read-counts" || true

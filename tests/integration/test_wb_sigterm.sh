@@ -47,10 +47,10 @@ status=0
 term_and_check() {
 	local t0 t1 stream_status=0
 	touch "$WB_STREAM_MARK"
-	t0=$(date +%s.%N)
+	t0=$(date +%s%N)
 	wbp_kill TERM
-	t1=$(date +%s.%N)
-	nfsc_say "$1: nfscached took $(echo "$t1 - $t0" | bc) s to exit after SIGTERM"
+	t1=$(date +%s%N)
+	nfsc_say "$1: nfscached took $(((t1 - t0) / 1000000)) ms to exit after SIGTERM"
 	wait "$stream_pid" || stream_status=$?
 	stream_pid=
 	grep -E 'stopping|not committed' "$NFSC_PROXY_LOG" >&2 || true
