@@ -25,6 +25,7 @@ struct fstate {
 	struct fetch *fetches;		/* nfs3_read.c */
 	struct wb_wait *waits;		/* writeback.c */
 	unsigned wb_inflight;		/* upstream WRITEs in flight */
+	uint64_t wb_inflight_bytes;	/* their data, bytes */
 	uint32_t commit_tag;		/* upstream COMMIT in flight, or 0 */
 	bool stable;			/* a FILE_SYNC caller waits: runs go
 					 * FILE_SYNC */

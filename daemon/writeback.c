@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writeback: see writeback.h. Per file, the driver keeps at most
- * WB_INFLIGHT upstream WRITEs in flight; a COMMIT goes only when the file
- * has no DIRTY or WRITING bytes, so it covers every UNSTABLE byte tagged
- * for it. Waiters hang on the file's fstate and are checked after every
+ * WB_INFLIGHT upstream WRITEs (WB_INFLIGHT_WTMAX wtmax of data) in flight;
+ * a COMMIT goes only when the file has no DIRTY or WRITING bytes, so it
+ * covers every UNSTABLE byte tagged for it. Waiters hang on the file's fstate and are checked after every
  * completion and on the background tick (every 100 ms), which also times
  * them out and starts write-behind.
  *
@@ -26,8 +26,10 @@
 #include "server.h"
 #include "writeback.h"
 
-#define WB_INFLIGHT 8		/* upstream WRITEs in flight per file: 8 MiB
-				 * at wtmax 1 MiB keeps a 2 ms link full;
+#define WB_INFLIGHT 32		/* upstream WRITEs in flight per file, */
+#define WB_INFLIGHT_WTMAX 8	/* and at most this many wtmax of data:
+				 * scattered small runs need many calls to
+				 * hide a link's latency, large ones few;
 				 * each is a copy outside cache_size */
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
@@ -177,6 +179,7 @@ static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
 	fs->wb_inflight--;
+	fs->wb_inflight_bytes -= call->len;
 	fs->last_write = daemon_now();
 	wb_mutated(d, f, fs, res);
 	if (!res || res->status == NFS3ERR_JUKEBOX) {
@@ -284,6 +287,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 		return false;
 	}
 	fs->wb_inflight++;
+	fs->wb_inflight_bytes += run->len;
 	fs->commit_cred = uc;
 	fs->commit_ccred = run->cred;
 	fs->has_commit_cred = true;
@@ -374,6 +378,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	keep_tail = !fs->waits && !d->stopping &&
 		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
 	while (fs->wb_inflight < WB_INFLIGHT &&
+	       fs->wb_inflight_bytes + wtmax <= WB_INFLIGHT_WTMAX * (uint64_t)wtmax &&
 	       cache_wb_next_ex(d->cache, f, wtmax, keep_tail, buf, &run))
 		if (!wb_send_run(d, f, fs, buf, &run))
 			break;
