@@ -46,6 +46,7 @@ void fstate_release(struct daemon *d, struct cfile *f)
 
 	(void)d;
 	if (!fs || fs->fetches || fs->waits || fs->wb_inflight || fs->hold ||
+	    fs->reval_inflight ||
 	    fs->commit_tag || cfile_wb_bytes(f, WB_DIRTY) ||
 	    cfile_wb_bytes(f, WB_WRITING) || cfile_wb_bytes(f, WB_UNSTABLE))
 		return;

@@ -19,6 +19,7 @@ struct daemon;
 struct export_rt;
 struct fetch;
 struct wb_wait;
+struct write_op;
 
 struct fstate {
 	struct export_rt *ex;		/* borrowed from the daemon */
@@ -38,6 +39,9 @@ struct fstate {
 	struct upstream_cred commit_cred;	/* a recent writer's */
 	struct ccred commit_ccred;
 	bool has_commit_cred;
+	bool reval_inflight;		/* a WRITE's revalidating GETATTR is
+					 * upstream (nfs3_write.c) */
+	struct write_op *reval_waiters;	/* WRITEs that wait for its reply */
 };
 
 /*

@@ -220,6 +220,12 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	scalar(o, "nfscached_writes_waited_for_room_total", "counter",
 	       "Client WRITEs that waited for write-back to free cache room.",
 	       ws.waited_for_room);
+	scalar(o, "nfscached_writes_revalidated_total", "counter",
+	       "Client WRITEs that sent a GETATTR upstream first.",
+	       ws.revalidations);
+	scalar(o, "nfscached_writes_revalidation_shared_total", "counter",
+	       "Client WRITEs that took another WRITE's GETATTR of the file instead of sending one.",
+	       ws.revalidations_shared);
 	scalar(o, "nfscached_upstream_write_calls_total", "counter",
 	       "Upstream WRITEs sent by write-back.", wb.writes);
 	scalar(o, "nfscached_upstream_write_bytes_total", "counter",

@@ -42,6 +42,9 @@ struct nfs3_write_stats {
 	uint64_t write_through;		/* WRITEs passed through (no room) */
 	uint64_t waited_for_room;	/* WRITEs that waited for write-back
 					 * to free cache room */
+	uint64_t revalidations;		/* GETATTRs sent before a WRITE */
+	uint64_t revalidations_shared;	/* WRITEs that took another WRITE's
+					 * GETATTR instead of their own */
 	uint64_t errors_reported;	/* WRITE/COMMIT replies with an error */
 };
 

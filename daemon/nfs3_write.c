@@ -56,6 +56,7 @@ struct write_op {
 	struct event *timer;		/* the wait for room */
 	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
+	struct write_op *reval_next;	/* on fstate.reval_waiters */
 };
 
 static struct nfs3_write_stats stats;
@@ -332,6 +333,16 @@ static void write_continue(struct write_op *op)
 }
 
 /* GETATTR reply giving a WRITE's file its first attributes. */
+/* A revalidation answered: go on with the WRITE, or (ok false) let the
+ * upstream's WRITE tell what is wrong. */
+static void write_resume(struct write_op *op, bool ok)
+{
+	if (ok)
+		write_continue(op);
+	else
+		write_through(op);
+}
+
 static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 			       size_t len, void *arg)
 {
@@ -342,18 +353,32 @@ static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
-	if (!res || res->status != NFS3_OK) {
-		nfs3_res_free(ent, res);
-		/* Let the upstream's WRITE tell what is wrong. */
-		write_through(op);
-		return;
+	struct fstate *fs = fstate_find(op->f);
+	struct write_op *w, *next;
+	bool ok = res && res->status == NFS3_OK;
+
+	if (ok) {
+		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
+		if (cfile_gen(op->f) == op->gen)
+			cfile_attr_observe(op->r->d->cache, op->f, &at,
+					   daemon_now(),
+					   daemon_ac(op->ex, at.type));
 	}
-	attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
-	if (cfile_gen(op->f) == op->gen)
-		cfile_attr_observe(op->r->d->cache, op->f, &at, daemon_now(),
-				   daemon_ac(op->ex, at.type));
 	nfs3_res_free(ent, res);
-	write_continue(op);
+	/* The WRITEs that arrived while it was upstream take this answer
+	 * too: it is no older than one of their own would have been when
+	 * they arrived. */
+	w = fs ? fs->reval_waiters : NULL;
+	if (fs) {
+		fs->reval_waiters = NULL;
+		fs->reval_inflight = false;
+	}
+	for (; w; w = next) {
+		next = w->reval_next;
+		w->reval_next = NULL;
+		write_resume(w, ok);
+	}
+	write_resume(op, ok);
 }
 
 enum op_status nfs3_op_write(struct req *r)
@@ -387,17 +412,34 @@ enum op_status nfs3_op_write(struct req *r)
 	return OP_PENDING;
 }
 
-/* GETATTR the WRITE's file, then continue. */
+/*
+ * GETATTR the WRITE's file, then continue. While one WRITE's GETATTR is
+ * upstream, other WRITEs of the file wait for its answer instead of
+ * sending their own (many writers in flight past the end of file would
+ * otherwise send one each).
+ */
 static void write_revalidate(struct write_op *op)
 {
+	struct fstate *fs = fstate_get(op->r->d, op->f, op->ex);
 	GETATTR3args ga;
 
 	op->revalidated = true;
+	if (fs && fs->reval_inflight) {
+		op->reval_next = fs->reval_waiters;
+		fs->reval_waiters = op;
+		stats.revalidations_shared++;
+		return;
+	}
+	stats.revalidations++;
 	ga.object = ((WRITE3args *)op->r->args)->file;
 	op->gen = cfile_gen(op->f);
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
-		      &op->uc, write_getattr_done, op) != 0)
+		      &op->uc, write_getattr_done, op) != 0) {
 		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+		return;
+	}
+	if (fs)
+		fs->reval_inflight = true;
 }
 
 /* Reply a COMMIT and release op. */

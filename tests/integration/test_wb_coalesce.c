@@ -191,6 +191,13 @@ static void test_random_4k(void)
 	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_THROUGH), 0);
 	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_UP_WRITE), 0);
 	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_DIRTY), size);
+	/* The first WRITEs of the empty file all start past its end, 32 at
+	 * once: one GETATTR upstream answers the WRITEs that arrive while it
+	 * is out, and every GETATTR sent is one a WRITE counted. */
+	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_UP_GETATTR),
+	      wb_snap_delta(&s0, &s1, WB_M_REVAL));
+	WB_CHECK(wb_snap_delta(&s0, &s1, WB_M_REVAL_SHARED) >= 1,
+		 "WRITEs past the end of file share one GETATTR");
 
 	WB_STAT(wb_commit_retry(&T.px, &fh, cverf, COMMIT_MS, &jb), NFS3_OK);
 	WB_CHECK(memcmp(cverf, verf, NFS3_WRITEVERFSIZE) == 0,

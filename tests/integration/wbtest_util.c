@@ -670,7 +670,8 @@ void wb_snap_print(const char *tag, const struct wb_snap *before,
 		WB_M_UP_WRITE, WB_M_UP_COMMIT, WB_M_WB_WRITES, WB_M_WB_BYTES,
 		WB_M_WB_COMMITS, WB_M_RESENT, WB_M_RETRIES, WB_M_ERRORS,
 		WB_M_REPORTED, WB_M_DIRTY, WB_M_WRITING, WB_M_UNSTABLE,
-		WB_M_DIRTY_FILES, WB_M_PINNED,
+		WB_M_DIRTY_FILES, WB_M_PINNED, WB_M_UP_GETATTR, WB_M_REVAL,
+		WB_M_REVAL_SHARED,
 	};
 
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {

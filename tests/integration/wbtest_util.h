@@ -182,6 +182,9 @@ const char *wb_stat_name(int st);
 
 #define WB_M_UP_WRITE	"nfscached_upstream_rpcs_total{procedure=\"write\"}"
 #define WB_M_UP_COMMIT	"nfscached_upstream_rpcs_total{procedure=\"commit\"}"
+#define WB_M_UP_GETATTR	"nfscached_upstream_rpcs_total{procedure=\"getattr\"}"
+#define WB_M_REVAL	"nfscached_writes_revalidated_total"
+#define WB_M_REVAL_SHARED "nfscached_writes_revalidation_shared_total"
 #define WB_M_CL_WRITES	"nfscached_client_write_calls_total"
 #define WB_M_CL_COMMITS	"nfscached_client_commit_calls_total"
 #define WB_M_ABSORBED	"nfscached_writes_absorbed_total"
