@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@
 #include "stats_cmd.h"
 #include "upstream.h"
 #include "writeback.h"
+
+#define NFSCACHED_MMAP_THRESHOLD (256 * 1024)	/* bytes, see main() */
 
 static struct event *stop_timer;
 static double stop_deadline;
@@ -405,6 +408,15 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "stats") == 0)
 		return stats_main(argc - 1, argv + 1);
+	/*
+	 * Transfer buffers (up to 1 MiB: upstream replies, write-back runs)
+	 * come and go while page buffers stay. glibc's dynamic threshold
+	 * would move the large ones from mmap into the heap after the first
+	 * free, where they fragment it between pages and hold RSS past
+	 * cache_size; a fixed threshold keeps them mmap'd and returned at
+	 * once (mallopt(3)).
+	 */
+	mallopt(M_MMAP_THRESHOLD, NFSCACHED_MMAP_THRESHOLD);
 	memset(&d, 0, sizeof(d));
 	parse_flags(argc, argv, o);
 	d.conf = load_conf(o);
