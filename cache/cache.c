@@ -26,8 +26,10 @@
 #include "cache_impl.h"
 #include "readahead.h"
 
-#define RA_IDLE 64		/* queue entries without a use of its file
-				 * after which a prefetch counts abandoned */
+#define RA_IDLE_SLACK 16	/* other files' queue entries past one
+				 * window without a use of a file after
+				 * which its prefetch counts abandoned
+				 * (ra_idle) */
 
 static const char *const outcome_names[] = {
 #define X(e, s) s,
@@ -89,6 +91,7 @@ void page_queue_add(struct cache *c, struct cpage *p, enum queue q)
 {
 	p->queue = (uint8_t)q;
 	p->stamp = ++c->clock;
+	p->file->own_entries++;
 	if (q == Q_A1IN) {
 		DL_PREPEND(c->a1in, p);
 		c->n_a1in++;
@@ -162,6 +165,28 @@ static bool ghost_take(struct cache *c, uint64_t id, uint64_t index)
 	return true;
 }
 
+/*
+ * Queue entries after which a file's prefetched pages count as abandoned:
+ * entries of other files' pages since the file's last use (its own
+ * prefetch landing never makes a reader look gone, however many windows
+ * land while it waits, as on a busy machine). Another stream's whole
+ * window can land between two reads of a live one, so a window never
+ * counts; RA_IDLE_SLACK entries more must pass.
+ */
+static uint64_t ra_idle(const struct cache *c)
+{
+	uint64_t window = c->ra_params_set ?
+			  c->ra_params.max_window >> c->shift : 0;
+
+	return window + RA_IDLE_SLACK;
+}
+
+/* Queue entries of other files' pages since f's last use. */
+static uint64_t others_since_use(const struct cache *c, const struct cfile *f)
+{
+	return (c->clock - f->last_use) - (f->own_entries - f->own_at_use);
+}
+
 /* Evict one page by 2Q. False if nothing can be evicted. */
 static bool evict_one(struct cache *c)
 {
@@ -170,13 +195,13 @@ static bool evict_one(struct cache *c)
 
 	/*
 	 * Prefetched pages never read go first once their reader has gone
-	 * (its file unused for RA_IDLE queue entries): an abandoned stream's
-	 * prefetch goes before any page that was read. A stream still being
+	 * (other files made ra_idle() queue entries since its last use):
+	 * an abandoned stream's prefetch goes before any page that was read. A stream still being
 	 * read keeps what lies just ahead of its reader: pages it has passed
 	 * (A1in) go before, so a stream larger than the cache drops what is
 	 * behind it, not what it is about to read.
 	 */
-	if (c->ra && c->clock - c->ra->prev->file->last_use > RA_IDLE) {
+	if (c->ra && others_since_use(c, c->ra->prev->file) > ra_idle(c)) {
 		victim = c->ra->prev;
 	} else if (a1) {
 		victim = c->a1in->prev;
@@ -237,6 +262,7 @@ struct cpage *page_get(struct cache *c, struct cfile *f,
 static void page_touch(struct cache *c, struct cpage *p)
 {
 	p->file->last_use = c->clock;
+	p->file->own_at_use = p->file->own_entries;
 	if (p->ra_bytes) {
 		c->st.ra_used_bytes += p->ra_bytes;
 		p->ra_bytes = 0;

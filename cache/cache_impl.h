@@ -87,6 +87,8 @@ struct cfile {
 	void *owner;			/* cfile_owner_slot */
 	struct ra_state *ra;		/* readahead, cfile_ra */
 	uint64_t last_use;		/* cache clock at its last page use */
+	uint64_t own_entries;		/* queue entries of its own pages */
+	uint64_t own_at_use;		/* own_entries at last_use */
 	struct cwcc own[OWN_STATES];	/* recent own post-states */
 	unsigned nown;
 	struct cwcc suspect[SUSPECTS];	/* pre-states not yet explained */
