@@ -196,10 +196,11 @@ static bool evict_one(struct cache *c)
 	/*
 	 * Prefetched pages never read go first once their reader has gone
 	 * (other files made ra_idle() queue entries since its last use):
-	 * an abandoned stream's prefetch goes before any page that was read. A stream still being
-	 * read keeps what lies just ahead of its reader: pages it has passed
-	 * (A1in) go before, so a stream larger than the cache drops what is
-	 * behind it, not what it is about to read.
+	 * an abandoned stream's prefetch goes before any page that was
+	 * read. A stream still being read keeps what lies just ahead of its
+	 * reader: pages it has passed (A1in) go before, so a stream larger
+	 * than the cache drops what is behind it, not what it is about to
+	 * read.
 	 */
 	if (c->ra && others_since_use(c, c->ra->prev->file) > ra_idle(c)) {
 		victim = c->ra->prev;
