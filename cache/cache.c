@@ -1061,45 +1061,82 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 	}
 }
 
+/*
+ * The pages of f that hold bytes of [start, end) (end > start), in a new
+ * array the caller frees (*n of them; NULL with *n 0 if none or on
+ * ENOMEM). Walks whichever is smaller: the page indexes of the range or
+ * the file's pages, so a range of terabytes (a SETATTR or a WRITE far
+ * past the end of file) costs what the file holds, not what it spans.
+ */
+static struct cpage **pages_in(const struct cache *c, const struct cfile *f,
+			       uint64_t start, uint64_t end, size_t *n)
+{
+	uint64_t lo = start >> c->shift, hi = (end - 1) >> c->shift;
+	struct cpage **v, *p, *tmp;
+
+	*n = 0;
+	if (!f->npages ||
+	    !(v = malloc((size_t)(f->npages < hi - lo + 1 ? f->npages
+							   : hi - lo + 1) *
+			 sizeof(*v))))
+		return NULL;
+	if (hi - lo + 1 <= f->npages) {
+		for (uint64_t idx = lo; idx <= hi; idx++)
+			if ((p = page_find(f, idx)))
+				v[(*n)++] = p;
+	} else {
+		HASH_ITER(hh, f->pages, p, tmp)
+			if (p->index >= lo && p->index <= hi)
+				v[(*n)++] = p;
+	}
+	return v;
+}
+
 void cfile_hole_add(struct cache *c, struct cfile *f, uint64_t start,
 		    uint64_t end)
 {
 	struct rangeset z = RANGESET_INIT;
+	struct cpage **pages;
 	const struct range *r;
-	size_t n;
+	size_t n, np;
 
 	if (start >= end || rangeset_add(&z, start, end) != 0)
 		return;
+	pages = pages_in(c, f, start, end, &np);
+	if (f->npages && !pages) {
+		rangeset_clear(&z);	/* ENOMEM: record no hole */
+		return;
+	}
 	/* Bytes still to be written upstream are data, never holes. */
-	for (uint64_t idx = start >> c->shift; idx <= (end - 1) >> c->shift; idx++) {
-		struct cpage *p = page_find(f, idx);
-		uint64_t ps = idx << c->shift;
+	for (size_t j = 0; j < np; j++) {
+		struct cpage *p = pages[j];
+		uint64_t ps = p->index << c->shift;
 
-		for (unsigned i = 0; p && i < p->nwb; i++)
+		for (unsigned i = 0; i < p->nwb; i++)
 			rangeset_remove(&z, ps + p->wb[i].start, ps + p->wb[i].end);
 	}
 	r = rangeset_ranges(&z, &n);
-	for (size_t k = 0; k < n; k++) {
-		/* Clean bytes there are stale: zeros replace them. */
-		for (uint64_t idx = r[k].start >> c->shift;
-		     idx <= (r[k].end - 1) >> c->shift; idx++) {
-			struct cpage *p = page_find(f, idx);
-			uint64_t ps = idx << c->shift, before;
+	/* Clean bytes there are stale: zeros replace them. */
+	for (size_t j = 0; j < np; j++) {
+		struct cpage *p = pages[j];
+		uint64_t ps = p->index << c->shift, pe = ps + c->page_size;
+		uint64_t before = rangeset_bytes(&p->valid);
 
-			if (!p)
+		for (size_t k = 0; k < n; k++) {
+			if (r[k].end <= ps || r[k].start >= pe)
 				continue;
-			before = rangeset_bytes(&p->valid);
 			rangeset_remove(&p->valid,
 					r[k].start > ps ? r[k].start - ps : 0,
-					r[k].end - ps < c->page_size ? r[k].end - ps
-								     : c->page_size);
-			f->valid_bytes -= before - rangeset_bytes(&p->valid);
-			c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
-			if (!rangeset_bytes(&p->valid) && !p->nwb)
-				page_free(c, p);
+					r[k].end < pe ? r[k].end - ps : c->page_size);
 		}
-		rangeset_add(&f->holes, r[k].start, r[k].end);
+		f->valid_bytes -= before - rangeset_bytes(&p->valid);
+		c->st.valid_bytes -= before - rangeset_bytes(&p->valid);
+		if (!rangeset_bytes(&p->valid) && !p->nwb)
+			page_free(c, p);
 	}
+	for (size_t k = 0; k < n; k++)
+		rangeset_add(&f->holes, r[k].start, r[k].end);
+	free(pages);
 	rangeset_clear(&z);
 }
 

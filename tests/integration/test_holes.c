@@ -11,6 +11,8 @@
  *   holes_write_5g         one UNSTABLE byte at 5 GiB in a new file, then
  *                          READ [0, 5 GiB) in 1 MiB READs: no upstream
  *                          READ; READs over the end return the byte, eof.
+ *                          Then four bytes at 2^62: answered, read back,
+ *                          the gap zeros with no upstream READ.
  *   holes_truncate_extend  a file of 'X' written on disk and cached through
  *                          the proxy is truncated and extended again with
  *                          SETATTR through the proxy: the bytes past the
@@ -677,6 +679,50 @@ out:
 	free(want);
 }
 
+/* ---- four bytes at 2^62 ---- */
+
+/*
+ * A WRITE near the largest offset: absorbing it records a gap of 4 EiB
+ * as a hole, which must cost what the file holds, not what the gap spans
+ * (the proxy of 392bb98 walked every page index of the gap and never
+ * answered, nor anyone else). The bytes read back, the gap reads as zeros
+ * with no upstream READ, and a SETATTR to size 0 drops the dirty bytes
+ * (Ganesha's ext4 export could not take them).
+ */
+static void test_write_at_2_62_is_answered(void)
+{
+	const uint64_t at = 1ull << 62;
+	const uint8_t four[4] = { 'e', 'd', 'g', 'e' };
+	struct ct_metrics m0, m1;
+	nfs_fh3 fh = { 0 };
+	uint8_t got[4096];
+	uint32_t count = 0;
+	int eof = 0, committed = -1;
+
+	if (create_px("write2p62.dat", &fh) != 0 || ct_metrics_read(&m0) != 0)
+		goto out;
+	CHECK_STAT(nfsc_write(T.px, &fh, at, four, 4, UNSTABLE, &count,
+			      &committed, NULL), NFS3_OK);
+	CHECK_EQ(count, 4);
+	CHECK_EQ(size_of(T.px, &fh), at + 4);
+	CHECK_STAT(nfsc_read(T.px, &fh, at, 4, got, &count, &eof), NFS3_OK);
+	CHECK_EQ(count, 4);
+	CHECK(memcmp(got, four, 4) == 0);
+	CHECK_STAT(nfsc_read(T.px, &fh, at - sizeof(got), sizeof(got), got,
+			     &count, &eof), NFS3_OK);
+	CHECK_EQ(count, sizeof(got));
+	CHECK(got[0] == 0 && memcmp(got, got + 1, sizeof(got) - 1) == 0);
+	if (ct_metrics_read(&m1) == 0) {
+		CHECK_EQ(ct_metric(&m1, CT_UP_READ) - ct_metric(&m0, CT_UP_READ), 0);
+		ct_metrics_free(&m1);
+	}
+	ct_metrics_free(&m0);
+	CHECK_STAT(ct_set_size(T.px, &fh, 0), NFS3_OK);
+	CHECK_EQ(size_of(T.px, &fh), 0);
+out:
+	nfsc_fh_free(&fh);
+}
+
 /* ---- suites ---- */
 
 /* Connect both clients and the pipe; read the page size. */
@@ -725,7 +771,8 @@ int test_register(void)
 	if (add("holes_setattr_1g", "setattr_grow_reads_as_hole",
 		test_setattr_grow_reads_as_hole, NULL, NULL) ||
 	    add("holes_write_5g", "write_past_eof_gap_reads_as_hole",
-		test_write_past_eof_gap_reads_as_hole, NULL, NULL) ||
+		test_write_past_eof_gap_reads_as_hole, "write_at_2_62_is_answered",
+		test_write_at_2_62_is_answered) ||
 	    add("holes_truncate_extend", "truncate_then_extend_reads_zeros",
 		test_truncate_then_extend_reads_zeros,
 		"truncate_then_extend_across_pages",
