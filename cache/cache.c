@@ -1037,7 +1037,7 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 			continue;
 		}
 		if (!p && !(p = page_get(c, f, idx, readahead))) {
-			c->st.fill_skipped++;
+			c->st.fill_skipped += t - s;
 			rangeset_clear(&have);
 			continue;
 		}
@@ -1158,7 +1158,7 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
 		int id;
 
 		if (!p) {
-			c->st.fill_skipped++;
+			c->st.fill_skipped += t - s;
 			continue;
 		}
 		page_store(c, f, p, ps, s, t, off, data);
@@ -1219,7 +1219,9 @@ const uint8_t *cfile_fh(const struct cfile *f, size_t *len)
 struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 			  const struct ra_params *p)
 {
-	if (!f->ra && ra_params_valid(p) && p->max_window)
+	/* Without a page budget prefetched data could not be kept: fetching
+	 * it would only double what goes upstream. */
+	if (!f->ra && ra_params_valid(p) && p->max_window && c->max_pages)
 		f->ra = ra_state_new(p);
 	c->ra_params = *p;
 	c->ra_params_set = true;

@@ -151,7 +151,7 @@ struct cache_stats {
 	uint64_t budget;		/* configured budget, bytes */
 	uint64_t evictions;		/* pages evicted for room */
 	uint64_t invalidations;		/* files dropped: another writer */
-	uint64_t fill_skipped;		/* fills not stored: no room */
+	uint64_t fill_skipped;		/* bytes not stored: no room */
 	uint64_t promotions;		/* pages admitted to Am */
 	uint64_t zero_blocks;		/* fetched blocks kept as holes */
 	uint64_t ra_filled_bytes;	/* bytes stored by readahead fills */
@@ -319,7 +319,8 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 		   const uint8_t *data, uint64_t len, bool readahead);
 
 /* The readahead state of f, created on first use with p (NULL when p is
- * invalid or disables readahead, or on ENOMEM). Owned by the cache, freed
+ * invalid or disables readahead, when the cache has no page budget, or on
+ * ENOMEM). Owned by the cache, freed
  * with the file; another writer's change resets it. */
 struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 			  const struct ra_params *p);
