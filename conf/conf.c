@@ -1111,18 +1111,23 @@ static size_t blank_comment(char *buf, size_t i, size_t len, bool block)
  * end of the line, and at the start of a token '//' to the end of the line
  * or a block comment. Newlines stay, so lines keep their numbers:
  * libconfuse 3.3 counts a comment line as three lines, which would put
- * every later error on the wrong line.
+ * every later error on the wrong line. Returns the line where a block
+ * comment that is never closed opens (it would swallow the rest of the
+ * file), or 0.
  */
-static void strip_comments(char *buf, size_t len)
+static int strip_comments(char *buf, size_t len)
 {
 	char quote = 0;
+	int n = 1;
 
 	for (size_t i = 0; i < len; i++) {
 		char c = buf[i], next = i + 1 < len ? buf[i + 1] : '\0';
 
+		if (c == '\n')
+			n++;
 		if (quote) {
-			if (c == '\\')
-				i++;
+			if (c == '\\' && ++i < len && buf[i] == '\n')
+				n++;
 			else if (c == quote)
 				quote = 0;
 		} else if (c == '"' || c == '\'') {
@@ -1131,10 +1136,17 @@ static void strip_comments(char *buf, size_t len)
 			   (c == '/' && next == '/' && token_start(buf, i))) {
 			i = blank_comment(buf, i, len, false);
 		} else if (c == '/' && next == '*' && token_start(buf, i)) {
+			size_t from = i + 2;
+
 			buf[i] = buf[i + 1] = ' ';
-			i = blank_comment(buf, i + 2, len, true);
+			i = blank_comment(buf, from, len, true);
+			if (i >= len)
+				return n;
+			for (size_t k = from; k < i; k++)
+				n += buf[k] == '\n';
 		}
 	}
+	return 0;
 }
 
 /*
@@ -1218,7 +1230,10 @@ static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 	char why[WHY_MAX];
 	int line;
 
-	strip_comments(buf, len);
+	if ((line = strip_comments(buf, len))) {
+		report(line, "'/*' is never closed");
+		goto out;
+	}
 	if ((unclosed = find_unclosed(buf, len, &line))) {
 		report(line, "%s", unclosed);
 		goto out;

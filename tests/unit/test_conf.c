@@ -527,6 +527,13 @@ static void test_syntax_errors_carry_a_line(void)
 	expect_error("nfs_port = 1\n}\n", 2, "unexpected closing brace");
 	expect_error("nfs_port = 1\nstate_dir = \"/x\n\n", 2,
 		     "string is never closed");
+	/* An open block comment would swallow the rest: "/b" and the bad
+	 * value after it must not pass unseen. */
+	expect_error(EXPORT_A "# a\n/* open\nexport \"/b\" {\n id = 2\n}\n"
+		     "cache_size = -5\n", 6, "'/*' is never closed");
+	/* A closed one keeps the lines after it right. */
+	expect_error(EXPORT_A "/* two\nlines */\ncache_size = -5\n", 7,
+		     "cache_size -5 out of range 0..1048576");
 	expect_error("nfs_port =\n", 2, "premature end of file");
 	expect_error("export {\n}\n", 1,
 		     "missing title for section 'export'");
