@@ -884,6 +884,18 @@ static int export_validate(cfg_t *cfg, cfg_opt_t *opt)
 			return report(line, "export \"%s\": missing required "
 				      "directive '%s'", sec->title, d->name);
 	}
+	/* Here, not only in check_rules, so the error has the section's
+	 * line. */
+	for (size_t i = 0; i < 2; i++) {
+		const char *lo = i ? "acdirmin" : "acregmin";
+		const char *hi = i ? "acdirmax" : "acregmax";
+
+		if (cfg_getfloat(sec, lo) > cfg_getfloat(sec, hi))
+			return report(line, "export \"%s\": %s %g must not "
+				      "exceed %s %g", sec->title, lo,
+				      cfg_getfloat(sec, lo), hi,
+				      cfg_getfloat(sec, hi));
+	}
 	return 0;
 }
 

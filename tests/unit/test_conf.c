@@ -518,6 +518,19 @@ static void test_mount_port_equal_to_nfs_port_is_refused(void)
 		     "serve MOUNT on nfs_port only");
 }
 
+static void test_attribute_timeouts_in_order(void)
+{
+	/* Reported at the export section's line, as the rules of a section
+	 * are checked when it closes. */
+	expect_error("nfs_port = 1\nexport \"/a\" {\n id = 1\n"
+		     " upstream = \"nfs://u/a\"\n acregmin = 100\n"
+		     " acregmax = 10\n}\n", 2,
+		     "export \"/a\": acregmin 100 must not exceed acregmax 10");
+	expect_error(EXPORT_A "export \"/b\" {\n id = 2\n"
+		     " upstream = \"nfs://u/b\"\n acdirmin = 61\n}\n", 5,
+		     "export \"/b\": acdirmin 61 must not exceed acdirmax 60");
+}
+
 static void test_syntax_errors_carry_a_line(void)
 {
 	expect_error("nfs_port = 1\nexport \"/a\" {\n id = 1\n", 2,
@@ -1085,6 +1098,7 @@ int test_register(void)
 		T(test_reply_buffer_below_record_size_is_refused),
 		T(test_mount_port_equal_to_nfs_port_is_refused),
 		T(test_syntax_errors_carry_a_line),
+		T(test_attribute_timeouts_in_order),
 		T(test_unreadable_file_is_refused),
 		CU_TEST_INFO_NULL,
 	};
