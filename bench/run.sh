@@ -24,7 +24,7 @@
 # The load generator (bench/loadgen.c) runs the workload's phases and calls
 # bench/snap.sh around each measured phase to record the counters; raw
 # results stay in $BENCH_BUILD_DIR/bench-results, bench/report.py turns
-# them into the report. Budget: 15 minutes on 2 cores (about 11 seen).
+# them into the report. Budget: 15 minutes on 2 cores (6 to 11 seen).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
