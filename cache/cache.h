@@ -320,8 +320,8 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 
 /* The readahead state of f, created on first use with p (NULL when p is
  * invalid or disables readahead, when the cache has no page budget, or on
- * ENOMEM). Owned by the cache, freed
- * with the file; another writer's change resets it. */
+ * ENOMEM). Owned by the cache, freed with the file; another writer's
+ * change resets it. */
 struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 			  const struct ra_params *p);
 

@@ -332,7 +332,6 @@ static void write_continue(struct write_op *op)
 		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
 }
 
-/* GETATTR reply giving a WRITE's file its first attributes. */
 /* A revalidation answered: go on with the WRITE, or (ok false) let the
  * upstream's WRITE tell what is wrong. */
 static void write_resume(struct write_op *op, bool ok)
@@ -343,20 +342,22 @@ static void write_resume(struct write_op *op, bool ok)
 		write_through(op);
 }
 
+/* The revalidating GETATTR of write_revalidate came back: answers op and
+ * every WRITE that waited for it. */
 static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 			       size_t len, void *arg)
 {
 	struct write_op *op = arg;
 	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_GETATTR];
+	struct fstate *fs = fstate_find(op->f);
 	GETATTR3res *res = NULL;
+	struct write_op *w, *next;
 	struct cattr at;
+	bool ok;
 
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
-	struct fstate *fs = fstate_find(op->f);
-	struct write_op *w, *next;
-	bool ok = res && res->status == NFS3_OK;
-
+	ok = res && res->status == NFS3_OK;
 	if (ok) {
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
 		if (cfile_gen(op->f) == op->gen)

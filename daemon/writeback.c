@@ -3,9 +3,9 @@
  * writeback: see writeback.h. Per file, the driver keeps at most
  * WB_INFLIGHT upstream WRITEs (WB_INFLIGHT_WTMAX wtmax of data) in flight;
  * a COMMIT goes only when the file has no DIRTY or WRITING bytes, so it
- * covers every UNSTABLE byte tagged for it. Waiters hang on the file's fstate and are checked after every
- * completion and on the background tick (every 100 ms), which also times
- * them out and starts write-behind.
+ * covers every UNSTABLE byte tagged for it. Waiters hang on the file's
+ * fstate and are checked after every completion and on the background
+ * tick (every 100 ms), which also times them out and starts write-behind.
  *
  * Every upstream WRITE of a run is one of the proxy's own mutations of the
  * file (cfile_mutation_begin/end), so its wcc data never looks like

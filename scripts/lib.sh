@@ -141,7 +141,7 @@ nfsc_exec_closed() {
 # callers are serialized by a lock; one that waits 60 s for it fails.
 # Gives up after about 10 s without an answer.
 nfsc_ensure_rpcbind() {
-	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i pid
+	local lockf="${TMPDIR:-/tmp}/nfscached-rpcbind.lock" pidf i
 	local rblog="${TMPDIR:-/tmp}/nfscached-rpcbind.log"
 	NFSC_RPCBIND_PID=
 	command -v rpcbind >/dev/null || { nfsc_say "rpcbind is not installed"; return 1; }
@@ -159,9 +159,8 @@ nfsc_ensure_rpcbind() {
 				rm -f "$pidf"
 				return 1
 			fi
-			pid=$(cat "$pidf")
+			NFSC_RPCBIND_PID=$(cat "$pidf")
 			rm -f "$pidf"
-			NFSC_RPCBIND_PID=$pid
 		fi
 		sleep 0.1
 	done
