@@ -314,14 +314,41 @@ nfsc_ganesha_config() {
 # until it serves NFS port $2 and MOUNT port $3: the log (from this start
 # on) says NFS SERVER INITIALIZED and RPC NULL calls to both ports are
 # answered. Fails, printing the log, on `CONFIG :CRIT` or after 20 s.
+#
+# Starts are serialized by a lock (held until the instance is up, waited
+# for at most 120 s) because Ganesha clears 100003/100005 from rpcbind and
+# then sets them: two instances starting at once interleave those calls,
+# rpcbind refuses the second SET, and that instance logs "Cannot register
+# NFS V3 on TCP" and exits. An instance that still fails that way (one
+# started by something else at the same moment) is started again, three
+# tries in all.
 nfsc_ganesha_launch() {
-	local w=$1 nfs_port=$2 mnt_port=$3 log="$1/ganesha.log" off i new pid
+	local w=$1 nfs_port=$2 mnt_port=$3 try rc
+	local lockf="${TMPDIR:-/tmp}/nfscached-ganesha-start.lock"
 	w=$(cd "$w" && pwd) || return 1
-	log="$w/ganesha.log"
+	for ((try = 1; try <= 3; try++)); do
+		(
+			flock -w 120 9 || { nfsc_say "$lockf is still locked after 120 s"; exit 1; }
+			nfsc_ganesha_launch_once "$w" "$nfs_port" "$mnt_port"
+		) 9>>"$lockf"
+		rc=$?
+		((rc == 3)) || return "$rc"
+		nfsc_say "Ganesha ($w) could not register with rpcbind (try $try of 3)"
+		sleep 0.5
+	done
+	return 1
+}
+
+# One start of nfsc_ganesha_launch, under its lock; ganesha.nfsd gets no
+# descriptor above 2, so the daemon it leaves behind does not hold the
+# lock. Returns 3 if Ganesha failed to register with rpcbind.
+nfsc_ganesha_launch_once() {
+	local w=$1 nfs_port=$2 mnt_port=$3 log="$1/ganesha.log" off i new pid
 	touch "$log"
 	off=$(stat -c %s "$log")
 	rm -f "$w/ganesha.pid"
-	if ! ganesha.nfsd -f "$w/ganesha.conf" -L "$log" -p "$w/ganesha.pid" -N NIV_EVENT; then
+	if ! (nfsc_exec_closed ganesha.nfsd -f "$w/ganesha.conf" -L "$log" \
+		-p "$w/ganesha.pid" -N NIV_EVENT); then
 		nfsc_say "ganesha.nfsd failed to start; its log:"
 		cat "$log" >&2
 		return 1
@@ -333,6 +360,10 @@ nfsc_ganesha_launch() {
 			printf '%s\n' "$new" >&2
 			nfsc_ganesha_stop "$w"
 			return 1
+		fi
+		if grep -q 'Cannot register NFS' <<<"$new"; then
+			nfsc_ganesha_stop "$w"
+			return 3
 		fi
 		if grep -q 'NFS SERVER INITIALIZED' <<<"$new" &&
 			nfsc_rpc_ping "$nfs_port" 100003 3 &&
