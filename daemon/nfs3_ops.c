@@ -81,6 +81,12 @@ static nfs_fh3 *fh_at(void *obj, size_t off)
 	return (nfs_fh3 *)((char *)obj + off);
 }
 
+void nfs3_note_status(nfsstat3 status)
+{
+	if (status == NFS3ERR_JUKEBOX)
+		stats.jukebox++;
+}
+
 /* Reply with status only (resfail with no attributes). */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
 {
@@ -91,8 +97,7 @@ enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
 		return req_reply_accept_error(r, SYSTEM_ERR);
 	/* Every RFC 1813 result union starts with its nfsstat3 status. */
 	*(nfsstat3 *)res = status;
-	if (status == NFS3ERR_JUKEBOX)
-		stats.jukebox++;
+	nfs3_note_status(status);
 	st = req_reply(r, r->ent->xdr_res, res);
 	free(res);
 	return st;

@@ -71,6 +71,13 @@ enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);
 
 /*
+ * Count a reply the proxy itself composes with status (for replies that do
+ * not go through nfs3_reply_status, such as WRITE's and COMMIT's wcc_data
+ * replies): NFS3ERR_JUKEBOX adds to nfscached_nfs3_jukebox_replies_total.
+ */
+void nfs3_note_status(nfsstat3 status);
+
+/*
  * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
  * upstream through ex as uc. The async contract of upstream_call holds:
  * -1 (nothing sent, no callback) or 0 and exactly one callback.

@@ -103,6 +103,7 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 		       NFS3_WRITEVERFSIZE);
 	} else {
 		stats.errors_reported++;
+		nfs3_note_status(st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_WRITE3res, &res);
@@ -459,8 +460,10 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 	if (st == NFS3_OK)
 		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(r->d),
 		       NFS3_WRITEVERFSIZE);
-	else
+	else {
 		stats.errors_reported++;
+		nfs3_note_status(st);
+	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_COMMIT3res, &res);
 }

@@ -7,13 +7,19 @@
  * bytes, FILE_SYNC, and reads back earlier blocks, with raw calls so that
  * NFS3ERR_JUKEBOX is seen as a status. A call that fails with JUKEBOX, an
  * RPC error or a timeout is retried every 100 ms for at most 60 s. A child
- * process runs `$NFSC_UPSTREAMCTL restart` twice meanwhile. Every FILE_SYNC
+ * process runs `$NFSC_UPSTREAMCTL restart` twice meanwhile (or, with
+ * NFSC_RESTART_DOWN_MS, stops it for that long twice). Every FILE_SYNC
  * write the proxy acknowledged is recorded. At the end:
  *   - the proxy (NFSC_PROXY_PID) is the same, still running process and
  *     served at least 100 writes after the last restart;
  *   - reads through the proxy never returned wrong bytes;
  *   - every acknowledged block is in the file read directly from Ganesha
- *     and in the file on disk under NFSC_EXPORT_DIR.
+ *     and in the file on disk under NFSC_EXPORT_DIR;
+ *   - the proxy counted (nfscached_nfs3_jukebox_replies_total) at least
+ *     the JUKEBOX replies this client received, exactly as many when no
+ *     call timed out (this client is the proxy's only one); with
+ *     NFSC_RESTART_DOWN_MS above the proxy's upstream_timeout, the client
+ *     did receive some.
  * Blocks never overlap and no block is written twice with other bytes, so a
  * late retransmission cannot hide a lost write.
  */
@@ -27,6 +33,7 @@
 #include <CUnit/CUnit.h>
 #include "cunit_main.h"
 #include "nfsclient.h"
+#include "cachetest_util.h"
 
 enum {
 	BLK = 4096,
@@ -76,6 +83,14 @@ static void block_bytes(unsigned char *buf, unsigned i)
 static void sleep_ms(unsigned ms)
 {
 	usleep(ms * 1000u);
+}
+
+/* NFSC_RESTART_DOWN_MS, or 0 when unset. */
+static unsigned down_ms_env(void)
+{
+	const char *v = getenv("NFSC_RESTART_DOWN_MS");
+
+	return v ? (unsigned)strtoul(v, NULL, 10) : 0;
 }
 
 /* Make sure there is a client; returns 0 when there is one. */
@@ -193,25 +208,42 @@ static int read_block(unsigned i, const unsigned char *want)
 	}
 }
 
-/* Fork a child that restarts the upstream twice; returns its pid. */
+/*
+ * Fork a child that restarts the upstream twice; returns its pid. With
+ * NFSC_RESTART_DOWN_MS set, each restart is a stop, that many milliseconds
+ * with no upstream, and a start.
+ */
 static pid_t start_restarter(void)
 {
 	const char *ctl = getenv("NFSC_UPSTREAMCTL");
-	char cmd[1024];
+	char restart[1024], stop[1024], start[1024];
+	unsigned down_ms = down_ms_env();
 	pid_t pid;
+	int k;
 
 	if (!ctl)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "'%s' restart", ctl);
+	snprintf(restart, sizeof(restart), "'%s' restart", ctl);
+	snprintf(stop, sizeof(stop), "'%s' stop", ctl);
+	snprintf(start, sizeof(start), "'%s' start", ctl);
 	pid = fork();
 	if (pid != 0)
 		return pid;
 	sleep_ms(700);
-	if (system(cmd) != 0)
-		_exit(1);
-	sleep_ms(2000);
-	if (system(cmd) != 0)
-		_exit(2);
+	for (k = 1; k <= 2; k++) {
+		if (down_ms == 0) {
+			if (system(restart) != 0)
+				_exit(k);
+		} else {
+			if (system(stop) != 0)
+				_exit(k);
+			sleep_ms(down_ms);
+			if (system(start) != 0)
+				_exit(k);
+		}
+		if (k == 1)
+			sleep_ms(2000);
+	}
 	_exit(0);
 }
 
@@ -348,6 +380,35 @@ static void verify_disk(unsigned nblocks)
 		  "disk", bad, checked);
 }
 
+/*
+ * The proxy's count of NFS3ERR_JUKEBOX replies against this client's: a
+ * reply to a call the client had given up on (a timeout) is counted by the
+ * proxy only, so the two are equal when there was no timeout.
+ */
+static void check_jukebox_metric(void)
+{
+	uint64_t m = ct_metric_now("nfscached_nfs3_jukebox_replies_total");
+
+	if (down_ms_env() > 0)
+		CHECK_MSG(tally.jukebox > 0, "the upstream was down for %u ms "
+			  "twice and no call got NFS3ERR_JUKEBOX", down_ms_env());
+
+	printf("  restart: the proxy counted %llu JUKEBOX replies, the client "
+	       "saw %u\n", (unsigned long long)m, tally.jukebox);
+	CHECK_MSG(m != CT_ABSENT, "no nfscached_nfs3_jukebox_replies_total "
+		  "in the proxy's /metrics");
+	if (m == CT_ABSENT)
+		return;
+	if (tally.timeouts == 0)
+		CHECK_MSG(m == tally.jukebox, "the proxy counted %llu JUKEBOX "
+			  "replies, the client saw %u", (unsigned long long)m,
+			  tally.jukebox);
+	else
+		CHECK_MSG(m >= tally.jukebox, "the proxy counted %llu JUKEBOX "
+			  "replies, the client saw %u", (unsigned long long)m,
+			  tally.jukebox);
+}
+
 /* Reads and FILE_SYNC writes through the proxy across two restarts. */
 static void test_upstream_restart(void)
 {
@@ -384,6 +445,7 @@ static void test_upstream_restart(void)
 		/* DESIGN.md: an unavailable upstream is JUKEBOX, not a drop. */
 		CHECK_MSG(tally.broken == 0, "the proxy closed the client's "
 			  "connection %u times", tally.broken);
+		check_jukebox_metric();
 	}
 	CHECK_MSG(ensure_client() == 0 && nfsc_null(pc) == 0,
 		  "NULL through the proxy after the restarts");
