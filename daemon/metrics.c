@@ -507,7 +507,26 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_meta(o);
 }
 
-/* GET /metrics. */
+/*
+ * Send body as req's reply with code and reason. A HEAD request gets the
+ * headers a GET would (Content-Length included) and no body, as RFC 9110
+ * s9.3.2 asks; evhttp itself would send the body.
+ */
+static void http_reply(struct evhttp_request *req, int code, const char *reason,
+		       struct evbuffer *body)
+{
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		char len[32];
+
+		snprintf(len, sizeof(len), "%zu", evbuffer_get_length(body));
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+				  "Content-Length", len);
+		evbuffer_drain(body, evbuffer_get_length(body));
+	}
+	evhttp_send_reply(req, code, reason, body);
+}
+
+/* GET or HEAD /metrics. */
 static void metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
@@ -520,22 +539,26 @@ static void metrics_cb(struct evhttp_request *req, void *arg)
 	metrics_render(m->d, out);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", out);
+	http_reply(req, HTTP_OK, "OK", out);
 	evbuffer_free(out);
 }
 
-/* GET /healthz: 200 when every upstream is up, else 503. */
+/* GET or HEAD /healthz: 200 when every upstream is up, else 503. */
 static void healthz_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
 	struct evbuffer *out = evbuffer_new();
 	int up = 1;
 
+	if (!out) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
 	for (size_t i = 0; i < m->d->nexports; i++)
 		if (upstream_get_state(m->d->exports[i].up) != UPSTREAM_UP)
 			up = 0;
 	evbuffer_add_printf(out, up ? "ok\n" : "upstream down\n");
-	evhttp_send_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
+	http_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
 	evbuffer_free(out);
 }
 

@@ -3,7 +3,8 @@
 #
 # Every metric family nfscached exports is documented in docs/metrics.md:
 # scrape /metrics from the harness's proxy and look each "# TYPE" name up.
-# Runs under harness.sh.
+# Also: HEAD /metrics and HEAD /healthz answer 200 with a Content-Length and
+# no body (RFC 9110 s9.3.2), and POST gets 501. Runs under harness.sh.
 set -euo pipefail
 : "${NFSC_METRICS_ADDR:?run under harness.sh}"
 doc="$(dirname "${BASH_SOURCE[0]}")/../../docs/metrics.md"
@@ -17,4 +18,32 @@ for name in $names; do
 	fi
 done
 echo "$n metric families exported, $missing undocumented"
-[ "$n" -gt 50 ] && [ "$missing" -eq 0 ]
+[ "$n" -gt 50 ] && [ "$missing" -eq 0 ] || exit 1
+
+# Send "HEAD $1 HTTP/1.0" over a raw socket (curl would not read a body
+# after a HEAD) and print the whole response, which ends when the server
+# closes the connection.
+head_raw() {
+	local host=${NFSC_METRICS_ADDR%:*} port=${NFSC_METRICS_ADDR##*:}
+	exec 3<>"/dev/tcp/$host/$port"
+	printf 'HEAD %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" "$NFSC_METRICS_ADDR" >&3
+	timeout 10 cat <&3
+	exec 3<&-
+}
+for path in /metrics /healthz; do
+	resp=$(head_raw "$path" | od -An -v -tx1 | tr -d ' \n')
+	# Headers end at the first CR LF CR LF; nothing may follow it.
+	hdr=${resp%%0d0a0d0a*}
+	[[ "$hdr" != "$resp" ]] || { echo "HEAD $path: no end of headers"; exit 1; }
+	body_hex=${resp#"$hdr"0d0a0d0a}
+	text=$(printf '%s' "$hdr" | sed 's/../\\x&/g')
+	text=$(printf '%b' "$text" | tr -d '\r')
+	echo "HEAD $path: $(head -1 <<<"$text"), $((${#body_hex} / 2)) body bytes"
+	grep -q '^HTTP/1\.[01] 200 ' <<<"$text" || { echo "HEAD $path: not 200"; exit 1; }
+	grep -qi '^Content-Length: [1-9][0-9]*$' <<<"$text" ||
+		{ echo "HEAD $path: no Content-Length of the GET body"; exit 1; }
+	[[ -z "$body_hex" ]] || { echo "HEAD $path: a body of $((${#body_hex} / 2)) bytes"; exit 1; }
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 "http://$NFSC_METRICS_ADDR/metrics") || true
+echo "POST /metrics: $code"
+[[ "$code" == 501 ]] || { echo "POST /metrics: $code, not 501"; exit 1; }
