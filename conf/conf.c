@@ -732,28 +732,41 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 
 /* ---- libconfuse callbacks ---- */
 
-/* Record the first error of this load as "FILE:LINE: msg". */
+/*
+ * Record the first error of this load as "FILE:LINE: msg" ("FILE: msg" for
+ * line 0). The reason is what matters: when the whole does not fit in the
+ * caller's buffer, FILE loses its leading part ("...", then its tail) first.
+ */
 static int report(int line, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static int report(int line, const char *fmt, ...)
 {
+	char why[WHY_MAX + EXPORT_PATH_MAX], at[24];
+	const char *path, *cut = "";
+	size_t plen, need;
 	va_list ap;
-	int n;
 
 	if (!pctx || pctx->failed || !pctx->err || pctx->errlen == 0)
 		return -1;
 	pctx->failed = true;
-	if (line > 0)
-		n = snprintf(pctx->err, pctx->errlen, "%s:%d: ", pctx->path,
-			     line);
-	else
-		n = snprintf(pctx->err, pctx->errlen, "%s: ", pctx->path);
-	if (n < 0 || (size_t)n >= pctx->errlen)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(pctx->err + n, pctx->errlen - (size_t)n, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	if (line > 0)
+		snprintf(at, sizeof(at), ":%d: ", line);
+	else
+		snprintf(at, sizeof(at), ": ");
+	path = pctx->path;
+	plen = strlen(path);
+	need = strlen(at) + strlen(why) + 1;
+	if (plen + need > pctx->errlen) {
+		size_t keep = pctx->errlen > need + 3 ? pctx->errlen - need - 3 : 0;
+
+		cut = "...";
+		path += plen - (keep < plen ? keep : plen);
+	}
+	snprintf(pctx->err, pctx->errlen, "%s%s%s%s", cut, path, at, why);
 	return -1;
 }
 
@@ -1085,9 +1098,12 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 		cfg_t *sec = cfg_getnsec(cfg, "export", i);
 		struct conf_export *e = &c->exports[i];
 
+		const struct export_rec *r = export_rec_find(sec);
+
 		e->path = strdup(cfg_title(sec));
 		if (!e->path || store_scope(e, sec, S_EXPORT) != 0)
 			goto fail;
+		e->line = r ? r->line : 0;
 	}
 	return c;
 fail:

@@ -58,6 +58,8 @@ struct conf_export {
 	double negative_timeout;	/* seconds NOENT is cached; 0 off */
 	bool strict;			/* forward every GETATTR, revalidate
 					 * directories before listings */
+	int line;			/* line of the section in
+					 * conf.source; 0 if none */
 };
 
 struct conf {
@@ -92,6 +94,13 @@ struct conf {
 	struct conf_export *exports;	/* owned array */
 	size_t nexports;
 };
+
+/*
+ * A size for the err buffers of the functions below that holds any of
+ * their messages whole, whatever the file's path (up to PATH_MAX bytes).
+ * With a smaller buffer, conf_load_file shortens the path, not the reason.
+ */
+#define CONF_ERR_MAX 6144
 
 /*
  * Load and validate the file at path. On success returns 0 and *out (owned

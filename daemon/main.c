@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -172,7 +173,7 @@ static void apply_overrides(struct conf *c, const struct opts *o)
 static struct conf *load_conf(const struct opts *o)
 {
 	struct conf *c = NULL;
-	char err[512];
+	char err[CONF_ERR_MAX];
 
 	if (o->check) {
 		if (conf_load_file(o->check, &c, err, sizeof(err)) != 0) {
@@ -210,7 +211,7 @@ static struct conf *load_conf(const struct opts *o)
 /* Create the state directory if needed and load the handle key. */
 static void load_key(struct daemon *d)
 {
-	char path[4096], err[512];
+	char path[PATH_MAX], err[PATH_MAX + 512];
 
 	if (mkdir(d->conf->state_dir, 0700) != 0 && errno != EEXIST)
 		fatal("cannot create state_dir %s: %s", d->conf->state_dir,
@@ -338,7 +339,7 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 static void reload(struct daemon *d, const struct opts *o)
 {
 	struct conf *next = NULL;
-	char err[600];
+	char err[CONF_ERR_MAX];
 	unsigned kept;
 
 	if (!o->config) {
@@ -353,7 +354,7 @@ static void reload(struct daemon *d, const struct opts *o)
 	}
 	apply_overrides(next, o);
 	if (reload_check(d->conf, next, err, sizeof(err)) != 0) {
-		log_error("reload refused: %s: %s", o->config, err);
+		log_error("reload refused: %s", err);
 		conf_free(&next);
 		service_reload_done(false, err);
 		return;

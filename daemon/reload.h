@@ -32,8 +32,10 @@ struct daemon;
 /*
  * Tell whether next can replace cur without a restart: the same exports
  * (by id) with the same client paths and upstream URLs. Returns 0, or -1
- * with one line saying what differs and that a restart is needed in
- * err[0..errlen).
+ * with one line "FILE:LINE: reason" (next's file and the line of the export
+ * that differs; "FILE: reason" for an export that is gone) saying what
+ * differs and that a restart is needed in err[0..errlen) (CONF_ERR_MAX
+ * holds it whole).
  */
 int reload_check(const struct conf *cur, const struct conf *next, char *err,
 		 size_t errlen);

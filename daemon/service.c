@@ -251,7 +251,7 @@ void service_reload_begin(void)
 
 void service_reload_done(bool ok, const char *why)
 {
-	char msg[400];
+	char msg[CONF_ERR_MAX + 128];
 
 	if (ok) {
 		svc.st.reloads_ok++;

@@ -15,8 +15,8 @@
 #   3. the client list back: nfs-ls works again; then acregmin = acregmax
 #      = 0 makes every READ revalidate attributes upstream, and 60 makes
 #      none do (counted on /metrics);
-#   4. the export's upstream changed: refused, saying a restart is needed,
-#      and the daemon keeps serving the old upstream;
+#   4. the export's upstream changed: refused at the export's line, saying
+#      a restart is needed, and the daemon keeps serving the old upstream;
 #   5. nfs_port changed (fixed at start): the reload goes through, the
 #      change is logged as waiting for a restart and the old port serves.
 # The same daemon process serves throughout.
@@ -163,7 +163,8 @@ hup_and_wait "reloaded $conf" || fail "restoring the attribute timeouts: not rel
 sed -e "s|nfsport=$NFSC_DIRECT_NFS_PORT|nfsport=$((NFSC_DIRECT_NFS_PORT + 1))|" "$good" >"$conf"
 if hup_and_wait "upstream changed from"; then
 	msg=$(grep -F "upstream changed from" "$NFSC_PROXY_LOG" | tail -n 1)
-	[[ "$msg" == *"reload refused: $conf: "*"needs a restart"* ]] &&
+	xline=$(grep -n '^export "/export"' "$conf" | head -n 1 | cut -d: -f1)
+	[[ "$msg" == *"reload refused: $conf:$xline: "*"needs a restart"* ]] &&
 		pass "changed upstream: $msg" || fail "changed upstream logged as '$msg'"
 else
 	fail "changed upstream: no refusal in the log"

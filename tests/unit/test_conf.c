@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -568,6 +569,50 @@ static void test_unreadable_file_is_refused(void)
 	CU_ASSERT_PTR_NULL(c);
 }
 
+/*
+ * A file whose path takes most of the caller's buffer: the reason stays
+ * whole and the path loses its head; a CONF_ERR_MAX buffer holds it all.
+ */
+static void test_long_path_keeps_the_reason(void)
+{
+	static const char reason[] = ":1: nfs_port 70000 out of range 1..65535";
+	char dir[1024], path[1100], small[160], whole[CONF_ERR_MAX];
+	char *sub[3];
+	struct conf *c = NULL;
+	size_t n = 0, len;
+
+	n = (size_t)snprintf(dir, sizeof(dir), "%s", tmpdir);
+	for (int i = 0; i < 3; i++) {
+		dir[n++] = '/';
+		memset(dir + n, 'a' + i, 200);
+		n += 200;
+		dir[n] = '\0';
+		sub[i] = strdup(dir);
+		CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	}
+	snprintf(path, sizeof(path), "%s/t.conf", dir);
+	write_file(path, "nfs_port = 70000\n" EXPORT_A);
+
+	CU_ASSERT_EQUAL(conf_load_file(path, &c, small, sizeof(small)), -1);
+	len = strlen(small);
+	CU_ASSERT_EQUAL(len, sizeof(small) - 1);
+	CU_ASSERT_NSTRING_EQUAL(small, "...", 3);
+	CU_ASSERT(len > sizeof(reason) &&
+		  strcmp(small + len - (sizeof(reason) - 1), reason) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(small, "ccc/t.conf:1: "));
+
+	CU_ASSERT_EQUAL(conf_load_file(path, &c, whole, sizeof(whole)), -1);
+	CU_ASSERT_EQUAL(strncmp(whole, path, strlen(path)), 0);
+	CU_ASSERT_STRING_EQUAL(whole + strlen(path), reason);
+	CU_ASSERT_PTR_NULL(c);
+
+	unlink(path);
+	for (int i = 2; i >= 0; i--) {
+		CU_ASSERT(rmdir(sub[i]) == 0);
+		free(sub[i]);
+	}
+}
+
 /* ---- upstream URLs ---- */
 
 /* Assert url is refused with exactly reason. */
@@ -1100,6 +1145,7 @@ int test_register(void)
 		T(test_syntax_errors_carry_a_line),
 		T(test_attribute_timeouts_in_order),
 		T(test_unreadable_file_is_refused),
+		T(test_long_path_keeps_the_reason),
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo parsers[] = {
