@@ -349,15 +349,24 @@ static void gauge_f(struct evbuffer *o, const char *name, const char *help,
 	evbuffer_add_printf(o, "%s %.9g\n", name, v);
 }
 
+/* Write a gauge holding seconds since the Unix epoch, to the millisecond
+ * (%g's 9 digits would round today's times to 10 s). */
+static void gauge_time(struct evbuffer *o, const char *name, const char *help,
+		       double v)
+{
+	head(o, name, "gauge", help);
+	evbuffer_add_printf(o, "%s %.3f\n", name, v);
+}
+
 /* Write the process's start, readiness and reload counters. */
 static void render_service(struct evbuffer *o)
 {
 	struct service_stats sv;
 
 	service_stats_get(&sv);
-	head(o, "nfscached_start_time_seconds", "gauge",
-	     "When the daemon started, in seconds since the Unix epoch.");
-	evbuffer_add_printf(o, "nfscached_start_time_seconds %.3f\n", sv.start_time);
+	gauge_time(o, "nfscached_start_time_seconds",
+		   "When the daemon started, in seconds since the Unix epoch.",
+		   sv.start_time);
 	scalar(o, "nfscached_ready", "gauge",
 	       "1 once the daemon told its service manager it is ready.", sv.ready);
 	head(o, "nfscached_config_reloads_total", "counter",
@@ -369,9 +378,9 @@ static void render_service(struct evbuffer *o)
 	scalar(o, "nfscached_config_last_reload_successful", "gauge",
 	       "0 when the last reload was refused (the daemon runs on the "
 	       "previous configuration), else 1.", sv.last_reload_ok);
-	gauge_f(o, "nfscached_config_last_reload_success_timestamp_seconds",
-		"When a reload last succeeded, in seconds since the Unix epoch; "
-		"0 if none.", sv.last_reload_time);
+	gauge_time(o, "nfscached_config_last_reload_success_timestamp_seconds",
+		   "When a reload last succeeded, in seconds since the Unix "
+		   "epoch; 0 if none.", sv.last_reload_time);
 }
 
 /* Write one per-export configuration value with an extra label. */

@@ -11,7 +11,9 @@
 #      serving on the old configuration;
 #   2. a good file with another client list and acregmax = 7: the proxy's
 #      own address is no longer allowed (nfs-ls fails, MNT refused), the
-#      acregmax gauge says 7, reloads_total{result="ok"} 1;
+#      acregmax gauge says 7, reloads_total{result="ok"} 1, and the last
+#      success timestamp (to the millisecond) falls between the SIGHUP and
+#      the log line;
 #   3. the client list back: nfs-ls works again; then acregmin = acregmax
 #      = 0 makes every READ revalidate attributes upstream, and 60 makes
 #      none do (counted on /metrics);
@@ -106,12 +108,22 @@ sed -e 's|clients = {"127.0.0.1/32"}|clients = {"10.9.8.0/24"}|' \
 	-e 's|secure = false|secure = false\n\tacregmax = 7|' "$good" >"$conf"
 grep -q '"10.9.8.0/24"' "$conf" && grep -q 'acregmax = 7' "$conf" ||
 	{ echo "test_reload: cannot edit $conf" >&2; exit 1; }
+t_hup=$(date +%s.%N)
 if hup_and_wait "reloaded $conf"; then
 	pass "new client list and acregmax: reloaded"
 else
 	fail "new client list: no 'reloaded $conf' in the log"
 fi
+t_done=$(date +%s.%N)
 want_metric 'nfscached_config_reloads_total{result="ok"}' 1
+# The reload's time, to the millisecond: between the SIGHUP and the log line.
+ts=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_config_last_reload_success_timestamp_seconds) || ts=
+if [[ "$ts" =~ ^[0-9]+\.[0-9]{3}$ ]] &&
+	awk -v a="$t_hup" -v t="$ts" -v b="$t_done" 'BEGIN { exit !(t >= a - 0.001 && t <= b + 0.001) }'; then
+	pass "last reload success timestamp $ts, between $t_hup and $t_done"
+else
+	fail "last reload success timestamp '$ts', want a time with milliseconds between $t_hup and $t_done"
+fi
 want_metric 'nfscached_config_last_reload_successful' 1
 want_metric 'nfscached_config_attr_cache_seconds{export="/export",setting="acregmax"}' 7
 want_served no "clients = 10.9.8.0/24"
