@@ -33,11 +33,7 @@ RA_SEQ_MIB=256 RA_DIRECT_MIB=0 "$prog" ra_sequential || status=1
 nfsc_capture_stop
 
 # The count of every READ call to Ganesha, one a line, in capture order.
-tshark -r "$cap" -d "tcp.port==$up,rpc" -o tcp.desegment_tcp_streams:TRUE \
-	-o tcp.reassemble_out_of_order:TRUE \
-	-Y "rpc.msgtyp == 0 && nfs.procedure_v3 == 6 && tcp.dstport == $up" \
-	-T fields -E occurrence=a -E separator=, -e nfs.count3 2>/dev/null |
-	tr ',' '\n' | grep . >"$NFSC_TMP/read-counts" || true
+nfsc_capture_calls "$cap" "$up" 6 nfs.count3 >"$NFSC_TMP/read-counts"
 reads=$(wc -l <"$NFSC_TMP/read-counts")
 full=$(grep -cx 1048576 "$NFSC_TMP/read-counts" || true)
 bytes=$(awk '{ s += $1 } END { print s + 0 }' "$NFSC_TMP/read-counts")

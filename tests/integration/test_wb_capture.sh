@@ -32,11 +32,7 @@ nfsc_capture_stop
 
 # Print how many NFSv3 calls of procedure $2 went to TCP port $1.
 calls() {
-	tshark -r "$cap" -d "tcp.port==$1,rpc" -o tcp.desegment_tcp_streams:TRUE \
-		-o tcp.reassemble_out_of_order:TRUE \
-		-Y "rpc.msgtyp == 0 && nfs.procedure_v3 == $2 && tcp.dstport == $1" \
-		-T fields -E occurrence=a -E separator=, -e rpc.xid 2>/dev/null |
-		tr ',' '\n' | grep -c . || true
+	nfsc_capture_calls "$cap" "$1" "$2" rpc.xid | wc -l
 }
 
 up_writes=$(calls "$up" 7)
@@ -46,10 +42,8 @@ m_writes=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{proce
 m_commits=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_rpcs_total{procedure="commit"}')
 nfsc_say "capture: Ganesha got $up_writes WRITEs and $up_commits COMMITs;" \
 	"the proxy counted $m_writes and $m_commits; clients sent $client_writes WRITEs"
-# With two CPUs capturing, loopback segments can reach the file out of
-# order; tshark reassembles them only with reassemble_out_of_order (without
-# it, it dropped 3 to 13 of 40 WRITE calls of a capture with no packet
-# lost). So the wire must match the proxy's counter exactly.
+# nfsc_capture_calls reassembles out-of-order segments, so the wire must
+# match the proxy's counter exactly.
 if ((up_writes != m_writes)); then
 	nfsc_say "upstream WRITEs on the wire ($up_writes) != the proxy's counter ($m_writes)"
 	status=1
