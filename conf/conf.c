@@ -10,7 +10,9 @@
  * conversion into struct conf, conf_from_flags' defaults, conf_set_global,
  * conf_dump, conf_write_example, conf_equal and conf_free.
  *
- * Loading runs in three steps, each reporting "FILE:LINE: reason":
+ * Loading runs in four steps, each reporting "FILE:LINE: reason":
+ *  0. (conf_text.c) the file is read whole and its comments blanked, and a
+ *     string or section left open is refused at the line that opens it.
  *  1. libconfuse parses the file. Our parse callbacks (numbers, booleans)
  *     and validate callbacks (ranges, addresses, URLs, unique ids) run per
  *     value at the value's line; the export callback runs as each export
@@ -36,6 +38,7 @@
  * mount_port differs from nfs_port unless it is 0.
  */
 #include "conf.h"
+#include "conf_text.h"
 
 #include <arpa/inet.h>
 #include <confuse.h>
@@ -48,7 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #define EXPORT_PATH_MAX 1024	/* MNTPATHLEN, RFC 1813 section 5.1 */
 #define WHY_MAX 512
@@ -1111,143 +1113,6 @@ fail:
 	return NULL;
 }
 
-/* True if a token may start at buf[i]: after a blank or a symbol. */
-static bool token_start(const char *buf, size_t i)
-{
-	return i == 0 || strchr(" \t\r\n{}(),=+", buf[i - 1]);
-}
-
-/* Blank buf[i..) with spaces up to the end of a comment, keeping
- * newlines; return the index of its last character. */
-static size_t blank_comment(char *buf, size_t i, size_t len, bool block)
-{
-	for (; i < len; i++) {
-		if (!block && buf[i] == '\n')
-			return i - 1;
-		if (block && buf[i] == '*' && i + 1 < len && buf[i + 1] == '/') {
-			buf[i] = buf[i + 1] = ' ';
-			return i + 1;
-		}
-		if (buf[i] != '\n')
-			buf[i] = ' ';
-	}
-	return len;
-}
-
-/*
- * Blank out the comments of buf[0..len) outside quoted strings: '#' to the
- * end of the line, and at the start of a token '//' to the end of the line
- * or a block comment. Newlines stay, so lines keep their numbers:
- * libconfuse 3.3 counts a comment line as three lines, which would put
- * every later error on the wrong line. Returns the line where a block
- * comment that is never closed opens (it would swallow the rest of the
- * file), or 0.
- */
-static int strip_comments(char *buf, size_t len)
-{
-	char quote = 0;
-	int n = 1;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = buf[i], next = i + 1 < len ? buf[i + 1] : '\0';
-
-		if (c == '\n')
-			n++;
-		if (quote) {
-			if (c == '\\' && ++i < len && buf[i] == '\n')
-				n++;
-			else if (c == quote)
-				quote = 0;
-		} else if (c == '"' || c == '\'') {
-			quote = c;
-		} else if (c == '#' ||
-			   (c == '/' && next == '/' && token_start(buf, i))) {
-			i = blank_comment(buf, i, len, false);
-		} else if (c == '/' && next == '*' && token_start(buf, i)) {
-			size_t from = i + 2;
-
-			buf[i] = buf[i + 1] = ' ';
-			i = blank_comment(buf, from, len, true);
-			if (i >= len)
-				return n;
-			for (size_t k = from; k < i; k++)
-				n += buf[k] == '\n';
-		}
-	}
-	return 0;
-}
-
-/*
- * Find a string or '{' still open at the end of buf (comments already
- * blanked): libconfuse takes the end of the file as the end of an open
- * section, and names the last line for an open string. Returns the reason
- * and sets *line to where the open one began, or returns NULL.
- */
-static const char *find_unclosed(const char *buf, size_t len, int *line)
-{
-	int n = 1, depth = 0, brace = 0, string = 0;
-	char quote = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = buf[i];
-
-		if (c == '\n')
-			n++;
-		if (quote) {
-			if (c == '\\' && i + 1 < len && buf[++i] == '\n')
-				n++;
-			else if (c == quote)
-				quote = 0;
-		} else if (c == '"' || c == '\'') {
-			quote = c;
-			string = n;
-		} else if (c == '{' && depth++ == 0) {
-			brace = n;
-		} else if (c == '}' && depth > 0) {
-			depth--;
-		}
-	}
-	*line = quote ? string : brace;
-	if (quote)
-		return "string is never closed";
-	return depth ? "'{' is never closed" : NULL;
-}
-
-/* Read the regular file at path into a malloc'd, NUL-terminated buffer;
- * sets errno on failure. */
-static char *read_config(const char *path, size_t *lenp)
-{
-	enum { MAX_CONFIG = 4 << 20 };
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *fp = fopen(path, "r");
-
-	if (!fp)
-		return NULL;
-	if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > MAX_CONFIG) {
-		errno = S_ISDIR(st.st_mode) ? EISDIR :
-			S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf) {
-		len = fread(buf, 1, (size_t)st.st_size + 1, fp);
-		if (ferror(fp) || len > (size_t)st.st_size) {
-			free(buf);
-			buf = NULL;
-			errno = ferror(fp) ? EIO : EAGAIN;	/* it grew */
-			goto out;
-		}
-		buf[len] = '\0';
-		*lenp = len;
-	}
-out:
-	fclose(fp);
-	return buf;
-}
-
 /* Parse the file text buf into a checked struct conf; errors via pctx. */
 static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 {
@@ -1258,11 +1123,11 @@ static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 	char why[WHY_MAX];
 	int line;
 
-	if ((line = strip_comments(buf, len))) {
+	if ((line = conf_strip_comments(buf, len))) {
 		report(line, "'/*' is never closed");
 		goto out;
 	}
-	if ((unclosed = find_unclosed(buf, len, &line))) {
+	if ((unclosed = conf_find_unclosed(buf, len, &line))) {
 		report(line, "%s", unclosed);
 		goto out;
 	}
@@ -1306,7 +1171,7 @@ int conf_load_file(const char *path, struct conf **out, char *err,
 	char *buf;
 
 	pctx = &ctx;
-	buf = read_config(path, &len);
+	buf = conf_read_text(path, &len);
 	if (!buf)
 		report(0, "cannot read: %s", strerror(errno));
 	else
