@@ -9,7 +9,6 @@
  * the record; libnfs runs every outstanding callback (status CANCEL) when
  * the context is destroyed, so no record outlives the pipe.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -18,13 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "cachetest_util.h"
+#include "httpget.h"
 
-#define HTTP_TIMEOUT_MS 10000
 
 struct ct_pipe {
 	struct nfs_context *nfs;
@@ -70,113 +67,15 @@ uint64_t ct_env_u64(const char *name, uint64_t dflt)
 
 /* ---- metrics ---- */
 
-/* Connect a TCP socket to "A.B.C.D:PORT"; an fd or -1. */
-static int connect_addr(const char *addr)
-{
-	struct sockaddr_in sin;
-	char host[64];
-	const char *colon = strrchr(addr, ':');
-	size_t hl;
-	int fd;
-
-	if (!colon || (hl = (size_t)(colon - addr)) >= sizeof(host))
-		return -1;
-	memcpy(host, addr, hl);
-	host[hl] = '\0';
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
-		return -1;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Send all of buf; 0 or -1. */
-static int send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Read fd to EOF into a malloc'd NUL-terminated string, or NULL. */
-static char *recv_all(int fd)
-{
-	uint64_t deadline = nfsc_now_ms() + HTTP_TIMEOUT_MS;
-	size_t have = 0, cap = 65536;
-	char *buf = malloc(cap), *nb;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	while (buf) {
-		uint64_t now = nfsc_now_ms();
-		ssize_t n;
-
-		if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
-			goto fail;
-		if (have + 1 >= cap) {
-			if (!(nb = realloc(buf, cap * 2)))
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		n = recv(fd, buf + have, cap - have - 1, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			break;
-		have += (size_t)n;
-	}
-	if (buf)
-		buf[have] = '\0';
-	return buf;
-fail:
-	free(buf);
-	return NULL;
-}
-
 int ct_metrics_read(struct ct_metrics *m)
 {
 	const char *addr = ct_env("NFSC_METRICS_ADDR");
-	char req[256], *resp = NULL, *sep;
-	int fd, n;
 
-	m->text = NULL;
-	if (!addr)
-		return -1;
-	if ((fd = connect_addr(addr)) < 0)
-		goto fail;
-	n = snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s\r\n"
-		     "Connection: close\r\n\r\n", addr);
-	if (n > 0 && (size_t)n < sizeof(req) && send_all(fd, req, (size_t)n) == 0)
-		resp = recv_all(fd);
-	close(fd);
-	if (!resp || strncmp(resp, "HTTP/1.", 7) != 0 ||
-	    strncmp(resp + 8, " 200", 4) != 0 ||
-	    !(sep = strstr(resp, "\r\n\r\n")))
-		goto fail;
-	m->text = strdup(sep + 4);
-	free(resp);
-	return m->text ? 0 : -1;
-fail:
-	free(resp);
-	fprintf(stderr, "cachetest: GET http://%s/metrics failed\n", addr);
+	m->text = addr ? http_get(addr, "/metrics", HTTP_GET_TIMEOUT_MS) : NULL;
+	if (m->text)
+		return 0;
+	fprintf(stderr, "cachetest: GET http://%s/metrics failed\n",
+		addr ? addr : "(NFSC_METRICS_ADDR unset)");
 	return -1;
 }
 
@@ -188,22 +87,11 @@ void ct_metrics_free(struct ct_metrics *m)
 
 uint64_t ct_metric(const struct ct_metrics *m, const char *series)
 {
-	size_t sl = strlen(series);
-	const char *line = m->text;
+	double v;
 
-	while (line && *line) {
-		if (strncmp(line, series, sl) == 0 && line[sl] == ' ') {
-			char *end;
-			double v = strtod(line + sl + 1, &end);
-
-			if (end != line + sl + 1 && v >= 0)
-				return (uint64_t)(v + 0.5);
-		}
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
-	return CT_ABSENT;
+	if (!m->text || prom_sample(m->text, series, &v) != 0 || v < 0)
+		return CT_ABSENT;
+	return (uint64_t)(v + 0.5);
 }
 
 uint64_t ct_delta(const struct ct_metrics *before,

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "httpget.h"
 #include "mount3_prot.h"
 
 #define LAST_FRAG	0x80000000u
@@ -523,118 +524,6 @@ uint16_t rawrpc_env_port(const char *var)
 	return (uint16_t)p;
 }
 
-/* Connect to "A.B.C.D:PORT". Returns an fd or -1. */
-static int connect_hostport(const char *hostport)
-{
-	struct sockaddr_in sin;
-	char host[64];
-	const char *colon = strrchr(hostport, ':');
-	size_t hl;
-	int fd;
-
-	if (colon == NULL || (hl = (size_t)(colon - hostport)) >= sizeof(host))
-		return -1;
-	memcpy(host, hostport, hl);
-	host[hl] = '\0';
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
-		return -1;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Read until EOF (HTTP/1.0) into a malloc'd NUL-terminated string. */
-static char *read_all(int fd, int timeout_ms)
-{
-	int64_t deadline = now_ms() + timeout_ms;
-	size_t have = 0, cap = 65536;
-	char *buf = malloc(cap), *nb;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	ssize_t n;
-	int64_t left;
-
-	while (buf != NULL) {
-		left = deadline - now_ms();
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-			goto fail;
-		if (have + 1 >= cap) {
-			nb = realloc(buf, cap * 2);
-			if (nb == NULL)
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		n = recv(fd, buf + have, cap - have - 1, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			break;
-		have += (size_t)n;
-	}
-	if (buf != NULL)
-		buf[have] = '\0';
-	return buf;
-fail:
-	free(buf);
-	return NULL;
-}
-
-char *rawrpc_http_get(const char *hostport, const char *path, int timeout_ms)
-{
-	char req[512], *resp, *body = NULL, *sep;
-	int fd, n;
-
-	fd = connect_hostport(hostport);
-	if (fd < 0)
-		return NULL;
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n"
-		     "Connection: close\r\n\r\n", path, hostport);
-	if (n < 0 || (size_t)n >= sizeof(req) ||
-	    rawrpc_send_bytes(fd, req, (size_t)n) < 0) {
-		close(fd);
-		return NULL;
-	}
-	resp = read_all(fd, timeout_ms);
-	close(fd);
-	if (resp == NULL)
-		return NULL;
-	sep = strstr(resp, "\r\n\r\n");
-	if (strncmp(resp, "HTTP/1.", 7) == 0 && strncmp(resp + 8, " 200", 4) == 0 &&
-	    sep != NULL)
-		body = strdup(sep + 4);
-	free(resp);
-	return body;
-}
-
-int rawrpc_metric(const char *text, const char *series, double *value)
-{
-	size_t sl = strlen(series);
-	const char *line = text;
-	char *end;
-
-	while (line != NULL && *line != '\0') {
-		if (strncmp(line, series, sl) == 0 && line[sl] == ' ') {
-			*value = strtod(line + sl + 1, &end);
-			if (end != line + sl + 1)
-				return 0;
-		}
-		line = strchr(line, '\n');
-		if (line != NULL)
-			line++;
-	}
-	return -1;
-}
-
 double rawrpc_metric_now(const char *series)
 {
 	const char *addr = getenv("NFSC_METRICS_ADDR");
@@ -643,10 +532,10 @@ double rawrpc_metric_now(const char *series)
 
 	if (addr == NULL)
 		return -1;
-	text = rawrpc_http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
+	text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
 	if (text == NULL)
 		return -1;
-	if (rawrpc_metric(text, series, &v) < 0)
+	if (prom_sample(text, series, &v) < 0)
 		v = 0;
 	free(text);
 	return v;

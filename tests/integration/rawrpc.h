@@ -193,20 +193,6 @@ uint32_t rawrpc_xid(void);
 /* The port in environment variable var, or 0 if unset or invalid. */
 uint16_t rawrpc_env_port(const char *var);
 
-/*
- * GET http://hostport/path (hostport "127.0.0.1:PORT") with HTTP/1.0 and
- * return the body as a malloc'd NUL-terminated string, or NULL on any
- * failure or a status other than 200.
- */
-char *rawrpc_http_get(const char *hostport, const char *path, int timeout_ms);
-
-/*
- * Find series (a metric name with its labels exactly as rendered, e.g.
- * nfscached_upstream_rpcs_total{procedure="create"}) in Prometheus text and
- * store its value. Returns 0, or -1 if the series is absent.
- */
-int rawrpc_metric(const char *text, const char *series, double *value);
-
 /* Fetch NFSC_METRICS_ADDR's /metrics and return series' value; an absent
  * series reads 0 (a counter never incremented); -1 if the fetch failed. */
 double rawrpc_metric_now(const char *series);

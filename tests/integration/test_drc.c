@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
+#include "httpget.h"
 #include "nfs3_prot.h"
 #include "rawrpc.h"
 
@@ -73,12 +74,12 @@ static int counts_get(struct counts *c)
 
 	memset(c, 0, sizeof(*c));
 	if (addr == NULL ||
-	    (text = rawrpc_http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS)) == NULL)
+	    (text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS)) == NULL)
 		return -1;
 	/* Absent series are counters never incremented: 0. */
-	(void)rawrpc_metric(text, M_CREATE, &c->create);
-	(void)rawrpc_metric(text, M_REMOVE, &c->remove);
-	(void)rawrpc_metric(text, M_HITS, &c->hits);
+	(void)prom_sample(text, M_CREATE, &c->create);
+	(void)prom_sample(text, M_REMOVE, &c->remove);
+	(void)prom_sample(text, M_HITS, &c->hits);
 	free(text);
 	return 0;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
+#include "httpget.h"
 #include "mount3_prot.h"
 #include "nfs3_prot.h"
 #include "rawrpc.h"
@@ -293,7 +294,7 @@ static char *metrics_snapshot(void)
 {
 	const char *addr = getenv("NFSC_METRICS_ADDR");
 
-	return addr ? rawrpc_http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS) :
+	return addr ? http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS) :
 		      NULL;
 }
 
@@ -1205,8 +1206,8 @@ static void expect_delta(const char *before, const char *after,
 	double b = 0, a = 0;
 	int hb, ha;
 
-	hb = rawrpc_metric(before, series, &b);
-	ha = rawrpc_metric(after, series, &a);
+	hb = prom_sample(before, series, &b);
+	ha = prom_sample(after, series, &a);
 	fprintf(stderr, "hostile: %s %g -> %g (want +%u)\n", series, b, a,
 		want);
 	EXPECT(ha == 0 || want == 0, "%s: absent from /metrics", series);

@@ -24,16 +24,14 @@
  * `--watch --interval 0.2 --count 3` prints three summaries with rates;
  * GET /healthz answers 200 "ok".
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <CUnit/CUnit.h>
 #include "cunit_main.h"
+#include "httpget.h"
 #include "nfsclient.h"
 
 enum {
@@ -45,73 +43,25 @@ enum {
 
 /* GET path from NFSC_METRICS_ADDR; a malloc'd NUL-terminated reply
  * (status line, headers and body), or NULL. */
-static char *http_get(const char *path)
+static char *get(const char *path)
 {
 	const char *addr = getenv("NFSC_METRICS_ADDR");
-	char host[64], req[128], *buf = NULL, *colon;
-	size_t len = 0, cap = 0;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int fd;
-	ssize_t n;
 
-	if (!addr || strlen(addr) >= sizeof(host))
-		return NULL;
-	strcpy(host, addr);
-	colon = strrchr(host, ':');
-	if (!colon)
-		return NULL;
-	*colon = 0;
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		return NULL;
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-		goto fail;
-	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-		goto fail;
-	do {
-		if (len + 65536 + 1 > cap) {
-			char *nb = realloc(buf, cap = cap * 2 + 65536 + 1);
-
-			if (!nb)
-				goto fail;
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n > 0)
-			len += (size_t)n;
-	} while (n > 0 || (n < 0 && errno == EINTR));
-	close(fd);
-	if (!buf)
-		return NULL;
-	buf[len] = 0;
-	return buf;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
+	return addr ? http_get_raw(addr, path, HTTP_GET_TIMEOUT_MS) : NULL;
 }
 
 /* The value of sample series (exact name with labels) in page, or -1. */
 static double sample(const char *page, const char *series)
 {
-	size_t n = strlen(series);
-	const char *p = page;
+	double v;
 
-	while ((p = strstr(p, series)) != NULL) {
-		if ((p == page || p[-1] == '\n') && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-		p += n;
-	}
-	return -1;
+	return prom_sample(page, series, &v) == 0 ? v : -1;
 }
 
 /* Fetch /metrics, or fail the test. */
 static char *scrape(void)
 {
-	char *page = http_get("/metrics");
+	char *page = get("/metrics");
 
 	CHECK_MSG(page != NULL, "GET /metrics from %s failed",
 		  getenv("NFSC_METRICS_ADDR"));
@@ -308,7 +258,7 @@ static void test_stats_summary(void)
 /* GET /healthz with the upstream up. */
 static void test_healthz_up(void)
 {
-	char *r = http_get("/healthz");
+	char *r = get("/healthz");
 
 	CU_ASSERT_FATAL(r != NULL);
 	CHECK_MSG(strncmp(r, "HTTP/1.1 200", 12) == 0 || strncmp(r, "HTTP/1.0 200", 12) == 0,

@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <CUnit/CUnit.h>
 
+#include "httpget.h"
+
 /* ---- connections ---- */
 
 /* The NFS and MOUNT ports of which ("proxy" or "direct"). */
@@ -619,7 +621,7 @@ int wb_snap_take(struct wb_snap *s)
 		fprintf(stderr, "wbtest: NFSC_METRICS_ADDR unset\n");
 		return -1;
 	}
-	s->text = rawrpc_http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
+	s->text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
 	if (!s->text) {
 		fprintf(stderr, "wbtest: GET http://%s/metrics failed\n", addr);
 		return -1;
@@ -639,7 +641,7 @@ double wb_snap_get(const struct wb_snap *s, const char *series)
 
 	if (!s->text)
 		return -1;
-	if (rawrpc_metric(s->text, series, &v) < 0)
+	if (prom_sample(s->text, series, &v) < 0)
 		return 0;
 	return v;
 }

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* httpget: see httpget.h. */
+#include "httpget.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Monotonic milliseconds. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connect a TCP socket to "A.B.C.D:PORT"; an fd or -1. */
+static int connect_hostport(const char *hostport)
+{
+	struct sockaddr_in sin;
+	char host[64];
+	const char *colon = strrchr(hostport, ':');
+	size_t hl;
+	int fd;
+
+	if (!colon || (hl = (size_t)(colon - hostport)) >= sizeof(host))
+		return -1;
+	memcpy(host, hostport, hl);
+	host[hl] = '\0';
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send all of buf; 0 or -1. */
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read fd to EOF within timeout_ms into a malloc'd NUL-terminated string,
+ * or NULL. */
+static char *recv_all(int fd, int timeout_ms)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	size_t have = 0, cap = 65536;
+	char *buf = malloc(cap), *nb;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	while (buf) {
+		int64_t left = deadline - mono_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			goto fail;
+		if (have + 1 >= cap) {
+			if (!(nb = realloc(buf, cap * 2)))
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+		n = recv(fd, buf + have, cap - have - 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		have += (size_t)n;
+	}
+	if (buf)
+		buf[have] = '\0';
+	return buf;
+fail:
+	free(buf);
+	return NULL;
+}
+
+char *http_get_raw(const char *hostport, const char *path, int timeout_ms)
+{
+	char req[512], *resp = NULL;
+	int fd, n;
+
+	fd = connect_hostport(hostport);
+	if (fd < 0)
+		return NULL;
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n"
+		     "Connection: close\r\n\r\n", path, hostport);
+	if (n > 0 && (size_t)n < sizeof(req) &&
+	    send_all(fd, req, (size_t)n) == 0)
+		resp = recv_all(fd, timeout_ms);
+	close(fd);
+	return resp;
+}
+
+char *http_get(const char *hostport, const char *path, int timeout_ms)
+{
+	char *resp = http_get_raw(hostport, path, timeout_ms), *body = NULL;
+	const char *sep;
+
+	if (!resp)
+		return NULL;
+	sep = strstr(resp, "\r\n\r\n");
+	if (strncmp(resp, "HTTP/1.", 7) == 0 && strncmp(resp + 8, " 200", 4) == 0 &&
+	    sep)
+		body = strdup(sep + 4);
+	free(resp);
+	return body;
+}
+
+int prom_sample(const char *text, const char *series, double *value)
+{
+	size_t sl = strlen(series);
+	const char *line = text;
+	char *end;
+
+	while (line && *line) {
+		if (strncmp(line, series, sl) == 0 && line[sl] == ' ') {
+			*value = strtod(line + sl + 1, &end);
+			if (end != line + sl + 1)
+				return 0;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -1;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * httpget: the tests' HTTP/1.0 client for nfscached's metrics listener and
+ * a lookup of one sample in the Prometheus text it serves. Plain sockets
+ * and libc only, so any test program can use it (rawrpc.h's libtirpc and
+ * nfsclient.h's libnfs headers do not mix).
+ */
+#ifndef NFSCACHED_TESTS_HTTPGET_H
+#define NFSCACHED_TESTS_HTTPGET_H
+
+/* Milliseconds the tests give one GET. */
+#define HTTP_GET_TIMEOUT_MS 10000
+
+/*
+ * GET http://hostport/path (hostport "A.B.C.D:PORT") with HTTP/1.0 and
+ * return the whole response (status line, headers, body) as a malloc'd
+ * NUL-terminated string the caller frees, read until the server closes.
+ * NULL if hostport does not parse, the connection fails, or the response
+ * is not complete within timeout_ms milliseconds.
+ */
+char *http_get_raw(const char *hostport, const char *path, int timeout_ms);
+
+/* As http_get_raw, but the body alone (malloc'd), and NULL as well when
+ * the status is not 200. */
+char *http_get(const char *hostport, const char *path, int timeout_ms);
+
+/*
+ * Find series (a metric name with its labels exactly as rendered, e.g.
+ * nfscached_upstream_rpcs_total{procedure="create"}) at the start of a line
+ * of Prometheus text and store its value. Returns 0, or -1 if the series
+ * is absent.
+ */
+int prom_sample(const char *text, const char *series, double *value);
+
+#endif
