@@ -511,6 +511,9 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
 	       "Client file handles that failed to decode or authenticate.",
 	       ns.badhandle);
+	scalar(o, "nfscached_nfs3_bad_names_total", "counter",
+	       "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a "
+	       "file name was empty or held a '/'.", ns.bad_names);
 	scalar(o, "nfscached_drc_entries", "gauge",
 	       "Entries in the duplicate request cache.", st.drc_entries);
 	render_meta(o);

@@ -73,6 +73,22 @@ static const struct fh_slots fh_map[UPSTREAM_NPROCS] = {
 	[NFSPROC3_COMMIT] = { A1(COMMIT3args, file), RES_NONE, 0 },
 };
 
+/* Where each procedure's filename3 arguments are (in its diropargs3). */
+static const struct {
+	unsigned n;
+	size_t off[2];
+} name_map[UPSTREAM_NPROCS] = {
+	[NFSPROC3_LOOKUP] = { A1(LOOKUP3args, what.name) },
+	[NFSPROC3_CREATE] = { A1(CREATE3args, where.name) },
+	[NFSPROC3_MKDIR] = { A1(MKDIR3args, where.name) },
+	[NFSPROC3_SYMLINK] = { A1(SYMLINK3args, where.name) },
+	[NFSPROC3_MKNOD] = { A1(MKNOD3args, where.name) },
+	[NFSPROC3_REMOVE] = { A1(REMOVE3args, object.name) },
+	[NFSPROC3_RMDIR] = { A1(RMDIR3args, object.name) },
+	[NFSPROC3_RENAME] = { A2(RENAME3args, from.name, to.name) },
+	[NFSPROC3_LINK] = { A1(LINK3args, link.name) },
+};
+
 static struct nfs3_ops_stats stats;
 
 /* The nfs_fh3 at offset off inside obj. */
@@ -159,6 +175,32 @@ static nfsstat3 check_client(struct req *r, const struct conf_export *e)
 		return NFS3ERR_ACCES;
 	if (e->secure && !req_peer_privileged(r))
 		return NFS3ERR_PERM;
+	return NFS3_OK;
+}
+
+/*
+ * Refuse a call whose file name (filename3, RFC 1813 s2.6) is empty or
+ * holds a '/': a name is one path component. Forwarding a '/' would hand
+ * the upstream a path, and NFS-Ganesha 4.3's FSAL_VFS resolves one: a
+ * CREATE of "../../x" in the export's root makes x two directories above
+ * the export. Linux's knfsd refuses both with NFS3ERR_ACCES (the -EACCES
+ * of lookup_one_len), and so does the proxy, without asking upstream.
+ */
+static nfsstat3 check_names(const struct req *r)
+{
+	uint32_t proc = r->call.proc;
+
+	if (proc >= UPSTREAM_NPROCS)
+		return NFS3_OK;
+	for (unsigned i = 0; i < name_map[proc].n; i++) {
+		const char *name = *(char *const *)((const char *)r->args +
+						     name_map[proc].off[i]);
+
+		if (!name || !name[0] || strchr(name, '/')) {
+			stats.bad_names++;
+			return NFS3ERR_ACCES;
+		}
+	}
 	return NFS3_OK;
 }
 
@@ -316,7 +358,8 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 
 	*ex = NULL;
 	if ((st = unwrap_args(r, ex)) != NFS3_OK ||
-	    (st = check_client(r, (*ex)->conf)) != NFS3_OK)
+	    (st = check_client(r, (*ex)->conf)) != NFS3_OK ||
+	    (st = check_names(r)) != NFS3_OK)
 		return st;
 	clamp_args(r, *ex);
 	cred_map(r, (*ex)->conf, uc);

@@ -12,6 +12,9 @@
  * nfscached_rpc_records_oversize_total must equal those counts exactly.
  * Every CHECK_EVERY cases a well-behaved client on its own long-lived
  * connection must still get a NULL and a GETATTR of the export root.
+ * File names that are not one path component ("../x", "a/b", "") get
+ * NFS3ERR_ACCES from every procedure that takes a name, none of them
+ * reaches the upstream, and nfscached_nfs3_bad_names_total counts them.
  *
  * Random cases use a fixed seed (HOSTILE_SEED, or the environment variable
  * of that name) so failures reproduce.
@@ -81,6 +84,8 @@ static struct {
 	char *metrics_before;
 	unsigned expected[K_COUNT];
 	unsigned expected_oversize;
+	unsigned bad_names;		/* calls with a name that is not one
+					 * component */
 	unsigned cases;
 	uint64_t rng;
 } T = { .ok_fd = -1 };
@@ -790,21 +795,21 @@ static void test_huge_lengths(void)
 
 /* --- random records --- */
 
-/* Send call; expect an accepted reply whose nfsstat3 is BADHANDLE or
- * STALE (RFC 1813 section 2.6: a handle the server cannot use). */
-static void expect_badfh(const struct rawrpc_buf *call, uint32_t xid,
-			 const char *what)
+/* Send call (xid) on a fresh connection and return the nfsstat3 of its
+ * NFS reply, or -1 (counted as a failure) if no NFS reply came. */
+static int call_status(const struct rawrpc_buf *call, uint32_t xid,
+		       const char *what)
 {
 	struct rawrpc_reply r;
 	enum rawrpc_io io;
 	uint8_t *rec = NULL;
 	size_t len = 0;
 	nfsstat3 st = NFS3_OK;
-	int fd;
+	int fd, ret = -1;
 
 	fd = connect_or_fail(T.nfs_port, what);
 	if (fd < 0)
-		goto out;
+		return -1;
 	io = rawrpc_roundtrip(fd, call, xid, RAWRPC_TIMEOUT_MS, &r, &rec, &len);
 	EXPECT(io == RAWRPC_OK && r.stat == MSG_ACCEPTED && r.accept == SUCCESS,
 	       "%s: expected an NFS reply, got io %d stat %u accept %u", what,
@@ -812,13 +817,23 @@ static void expect_badfh(const struct rawrpc_buf *call, uint32_t xid,
 	if (io == RAWRPC_OK && r.stat == MSG_ACCEPTED && r.accept == SUCCESS) {
 		EXPECT(rawrpc_decode(rec, len, r.res_off, (xdrproc_t)xdr_nfsstat3,
 				     &st) == 0, "%s: no nfsstat3", what);
-		EXPECT(st == NFS3ERR_BADHANDLE || st == NFS3ERR_STALE,
-		       "%s: status %d, expected BADHANDLE or STALE", what,
-		       (int)st);
+		ret = (int)st;
 	}
 	close(fd);
-out:
 	free(rec);
+	return ret;
+}
+
+/* Send call; expect an accepted reply whose nfsstat3 is BADHANDLE or
+ * STALE (RFC 1813 section 2.6: a handle the server cannot use). */
+static void expect_badfh(const struct rawrpc_buf *call, uint32_t xid,
+			 const char *what)
+{
+	int st = call_status(call, xid, what);
+
+	if (st >= 0)
+		EXPECT(st == NFS3ERR_BADHANDLE || st == NFS3ERR_STALE,
+		       "%s: status %d, expected BADHANDLE or STALE", what, st);
 	case_done(what);
 }
 
@@ -1197,6 +1212,102 @@ static void test_flipped_handles(void)
 		    "root handle with its last 8 bytes zeroed");
 }
 
+/* --- file names --- */
+
+/* The diropargs3 (the export root, nm); nm is borrowed. */
+static diropargs3 root_dirop(char *nm)
+{
+	diropargs3 d;
+
+	d.dir.data.data_len = (u_int)T.root_len;
+	d.dir.data.data_val = (char *)T.root;
+	d.name = nm;
+	return d;
+}
+
+/* Send proc with args (encoded by xargs) and expect NFS3ERR_ACCES, and
+ * nothing named hostile-escape next to the export directory. */
+static void expect_acces(uint32_t proc, xdrproc_t xargs, const void *args,
+			 const char *what)
+{
+	const char *exp_dir = getenv("NFSC_EXPORT_DIR");
+	struct rawrpc_buf b;
+	uint32_t xid = rawrpc_xid();
+	char esc[4096];
+	int st;
+
+	rawrpc_buf_init(&b);
+	put_hdr(&b, xid, NFS_PROGRAM, NFS_V3, proc);
+	rawrpc_put_xdr(&b, xargs, args);
+	st = call_status(&b, xid, what);
+	if (st >= 0)
+		EXPECT(st == NFS3ERR_ACCES, "%s: status %d, expected ACCES",
+		       what, st);
+	rawrpc_buf_free(&b);
+	EXPECT(exp_dir != NULL, "NFSC_EXPORT_DIR is not set");
+	if (exp_dir) {
+		snprintf(esc, sizeof(esc), "%s/../hostile-escape", exp_dir);
+		EXPECT(access(esc, F_OK) != 0 && errno == ENOENT,
+		       "%s: %s exists: the name escaped the export", what, esc);
+	}
+	T.bad_names++;
+	case_done(what);
+}
+
+/*
+ * Names that are not one path component (with a '/', or empty) are refused
+ * NFS3ERR_ACCES by every procedure that takes a name, as knfsd does,
+ * without reaching the upstream: Ganesha 4.3 would resolve "../x" and
+ * create x outside its export. Nothing appears above the export directory.
+ */
+static void test_path_names_are_acces(void)
+{
+	static const char *const bad[] = { "../hostile-escape", "a/b", "/", "" };
+	char what[96], n[32], ok[] = "ok", target[] = "target";
+	size_t i;
+
+	if (T.direct) {
+		/* Ganesha itself takes these names; nothing to compare. */
+		fprintf(stderr, "hostile: file names: proxy only\n");
+		return;
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(n, sizeof(n), "%s", bad[i]);
+		LOOKUP3args lk = { .what = root_dirop(n) };
+		CREATE3args cr = { .where = root_dirop(n) };
+		MKDIR3args mk = { .where = root_dirop(n) };
+		SYMLINK3args sl = { .where = root_dirop(n) };
+		MKNOD3args mn = { .where = root_dirop(n) };
+		REMOVE3args rm = { .object = root_dirop(n) };
+		RMDIR3args rd = { .object = root_dirop(n) };
+		RENAME3args rn1 = { .from = root_dirop(n), .to = root_dirop(ok) };
+		RENAME3args rn2 = { .from = root_dirop(ok), .to = root_dirop(n) };
+		LINK3args ln = { .link = root_dirop(n) };
+
+		cr.how.mode = UNCHECKED;
+		sl.symlink.symlink_data = target;
+		mn.what.type = NF3FIFO;
+		ln.file.data.data_len = (u_int)T.root_len;
+		ln.file.data.data_val = (char *)T.root;
+#define NAME_CASE(proc, xdr, args, label)                                   \
+	do {                                                                \
+		snprintf(what, sizeof(what), label " of \"%s\"", n);      \
+		expect_acces(proc, (xdrproc_t)xdr, &args, what);            \
+	} while (0)
+		NAME_CASE(NFSPROC3_LOOKUP, xdr_LOOKUP3args, lk, "LOOKUP");
+		NAME_CASE(NFSPROC3_CREATE, xdr_CREATE3args, cr, "CREATE");
+		NAME_CASE(NFSPROC3_MKDIR, xdr_MKDIR3args, mk, "MKDIR");
+		NAME_CASE(NFSPROC3_SYMLINK, xdr_SYMLINK3args, sl, "SYMLINK");
+		NAME_CASE(NFSPROC3_MKNOD, xdr_MKNOD3args, mn, "MKNOD");
+		NAME_CASE(NFSPROC3_REMOVE, xdr_REMOVE3args, rm, "REMOVE");
+		NAME_CASE(NFSPROC3_RMDIR, xdr_RMDIR3args, rd, "RMDIR");
+		NAME_CASE(NFSPROC3_RENAME, xdr_RENAME3args, rn1, "RENAME from");
+		NAME_CASE(NFSPROC3_RENAME, xdr_RENAME3args, rn2, "RENAME to");
+		NAME_CASE(NFSPROC3_LINK, xdr_LINK3args, ln, "LINK");
+#undef NAME_CASE
+	}
+}
+
 /* --- the end --- */
 
 /* Print and assert delta == want for series between two snapshots. */
@@ -1215,6 +1326,13 @@ static void expect_delta(const char *before, const char *after,
 	EXPECT(a - b == (double)want, "%s moved by %g, expected %u", series,
 	       a - b, want);
 }
+
+/* Upstream procedures that take a name; this test never sends one that
+ * the proxy should forward. */
+static const char *const name_procs[] = {
+	"lookup", "create", "mkdir", "symlink", "mknod", "remove", "rmdir",
+	"rename", "link",
+};
 
 /* The proxy is alive, still serves, and counted exactly what we caused. */
 static void test_proxy_survived(void)
@@ -1243,6 +1361,14 @@ static void test_proxy_survived(void)
 	expect_delta(T.metrics_before, after,
 		     "nfscached_rpc_records_oversize_total",
 		     T.expected_oversize);
+	expect_delta(T.metrics_before, after, "nfscached_nfs3_bad_names_total",
+		     T.bad_names);
+	for (k = 0; k < (int)(sizeof(name_procs) / sizeof(name_procs[0])); k++) {
+		snprintf(series, sizeof(series),
+			 "nfscached_upstream_rpcs_total{procedure=\"%s\"}",
+			 name_procs[k]);
+		expect_delta(T.metrics_before, after, series, 0);
+	}
 	free(after);
 }
 
@@ -1270,6 +1396,7 @@ int test_register(void)
 		{ "records_of_max_size_are_served", test_record_boundary },
 		{ "short_records_then_eof_close", test_short_records },
 		{ "flipped_handles_are_badhandle", test_flipped_handles },
+		{ "path_names_are_acces", test_path_names_are_acces },
 		{ "proxy_survived_and_counted", test_proxy_survived },
 	};
 	CU_pSuite s;
