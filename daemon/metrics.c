@@ -289,6 +289,10 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	       "Upstream READs sent to fill cache pages.", ns->fetches);
 	scalar(o, "nfscached_cache_fetch_bytes_total", "counter",
 	       "Bytes the page-filling upstream READs returned.", ns->fetch_bytes);
+	scalar(o, "nfscached_upstream_read_bytes_total", "counter",
+	       "Bytes every upstream READ returned (cache fills, readahead "
+	       "and bypassed READs): the read traffic on the upstream link.",
+	       ns->upstream_read_bytes);
 	scalar(o, "nfscached_access_checks_total", "counter",
 	       "ACCESS calls sent upstream to authorize serving a READ from cache.",
 	       ns->access_checks);

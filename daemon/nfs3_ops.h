@@ -27,6 +27,9 @@ struct nfs3_ops_stats {
 	uint64_t read_bytes_hole;	/* READ bytes served from holes */
 	uint64_t fetches;		/* upstream READs sent to fill pages */
 	uint64_t fetch_bytes;		/* bytes those READs returned */
+	uint64_t upstream_read_bytes;	/* bytes of every upstream READ reply:
+					 * fetches (readahead included) and
+					 * bypassed READs */
 	uint64_t access_checks;		/* ACCESS sent to authorize a hit */
 };
 

@@ -49,6 +49,7 @@ static const struct stats_field fields[] = {
 	F("nfscached_read_bytes_total{source=\"cache\"}", bytes_cache),
 	F("nfscached_read_bytes_total{source=\"upstream\"}", bytes_upstream),
 	F("nfscached_read_bytes_total{source=\"hole\"}", bytes_hole),
+	F("nfscached_upstream_read_bytes_total", upstream_read_bytes),
 	F("nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"write\"}", client_writes),
 	F("nfscached_client_rpcs_total{", client_calls),
 	F("nfscached_upstream_rpcs_total{procedure=\"write\"}", upstream_writes),
@@ -251,13 +252,17 @@ static void print_reads(FILE *f, const struct stats_snap *s)
 {
 	double reads = total_reads(s);
 	double hits = s->reads[CACHE_HIT] + s->reads[CACHE_HOLE];
-	double saved = s->bytes_cache + s->bytes_hole;
-	double bytes = saved + s->bytes_upstream;
+	double local = s->bytes_cache + s->bytes_hole;
+	double bytes = local + s->bytes_upstream;
+	/* Bytes clients read beyond what crossed the upstream link: bytes a
+	 * READ got from the cache after readahead fetched them did cross it. */
+	double saved = bytes > s->upstream_read_bytes ?
+		       bytes - s->upstream_read_bytes : 0;
 	double other = s->reads[CACHE_COALESCED] + s->reads[CACHE_BYPASS];
 	char b1[32], b2[32];
 
 	fprintf(f, "hit ratio  %5.1f%% of %.0f READs, %.1f%% of %s read\n",
-		pct(hits, reads), reads, pct(saved, bytes),
+		pct(hits, reads), reads, pct(local, bytes),
 		human_bytes(bytes, b1, sizeof(b1)));
 	fprintf(f, "  hits     %5.1f%% of READs all from cache\n",
 		pct(s->reads[CACHE_HIT], reads));
@@ -271,7 +276,7 @@ static void print_reads(FILE *f, const struct stats_snap *s)
 			pct(other, reads));
 	fprintf(f, "\nsaved      %s of reads not fetched from upstream (%s fetched)\n",
 		human_bytes(saved, b1, sizeof(b1)),
-		human_bytes(s->bytes_upstream, b2, sizeof(b2)));
+		human_bytes(s->upstream_read_bytes, b2, sizeof(b2)));
 }
 
 /* Print the writes, upstream and cache lines. */

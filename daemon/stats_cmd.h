@@ -26,6 +26,7 @@ struct stats_snap {
 	double bytes_cache;		/* nfscached_read_bytes_total{source} */
 	double bytes_upstream;
 	double bytes_hole;
+	double upstream_read_bytes;	/* nfscached_upstream_read_bytes_total */
 	double client_writes;		/* client_rpcs_total{procedure=write} */
 	double client_calls;		/* all client calls */
 	double upstream_writes;		/* upstream_rpcs_total{procedure=write} */

@@ -55,6 +55,7 @@ static const char page[] =
 	"nfscached_cache_budget_bytes 1073741824\n"
 	"nfscached_cache_evictions_total 7\n"
 	"nfscached_nfs3_jukebox_replies_total 5\n"
+	"nfscached_upstream_read_bytes_total 1572864\n"
 	"some_other_metric{x=\"y\"} 12\n"
 	"nfscached_cache_pages 16";
 
@@ -93,6 +94,7 @@ static void test_parse_fields(void)
 	CU_ASSERT_EQUAL(s.budget_bytes, 1073741824);
 	CU_ASSERT_EQUAL(s.evictions, 7);
 	CU_ASSERT_EQUAL(s.jukebox, 5);
+	CU_ASSERT_EQUAL(s.upstream_read_bytes, 1572864);
 }
 
 /* A page with no nfscached sample is refused. */
@@ -119,13 +121,14 @@ static void test_print_summary(void)
 	prev.reads[CACHE_MISS] -= 10;
 	stats_print(f, &s, &prev, 2, "127.0.0.1:9655", 1000.5 + 3725);
 	fclose(f);
-	/* 93 of 100 READs hit or hole; 3.25 MiB of 4 MiB without upstream. */
+	/* 93 of 100 READs hit or hole; 3.25 MiB of 4 MiB from the cache, but
+	 * readahead fetched 1.5 MiB upstream for them: 2.5 MiB saved. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "nfscached 9.8.7 at 127.0.0.1:9655, up 1h02m; upstream DOWN (1 of 2 exports up)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "hit ratio   93.0% of 100 READs, 81.2% of 4.0 MiB read\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  holes      3.0% of READs, 6.2% of bytes"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  partial    4.0% of READs"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  misses     2.0% of READs; 1.0% waited on another fetch"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "saved      3.2 MiB of reads not fetched from upstream (768.0 KiB fetched)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "saved      2.5 MiB of reads not fetched from upstream (1.5 MiB fetched)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes     40 client WRITEs -> 10 upstream WRITEs (coalescing 4.00x); 2.0 KiB dirty\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "upstream   20 calls, mean 1.50 ms, 99% within 2.50 ms; 3 errors (1 timeouts), 5 JUKEBOX replies\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "last 2s  10.0 READs/s (50.0% hits)"));
