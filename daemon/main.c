@@ -55,7 +55,8 @@
 #define NFSCACHED_MMAP_THRESHOLD (256 * 1024)	/* bytes, see main() */
 
 static struct event *stop_timer;
-static double stop_deadline;
+static double flush_deadline;	/* no new write-back after this */
+static double stop_deadline;	/* nor waiting for calls in flight */
 
 double daemon_now(void)
 {
@@ -283,17 +284,36 @@ static void start_listeners(struct daemon *d)
 		 c->metrics_listen[0] ? c->metrics_listen : "(off)");
 }
 
-/* Finish the stop once no call is in flight or the deadline passed. */
+/* True while a call sent to some export's upstream awaits its answer. */
+static bool upstream_calls_out(const struct daemon *d)
+{
+	for (size_t i = 0; i < d->nexports; i++)
+		if (upstream_busy(d->exports[i].up))
+			return true;
+	return false;
+}
+
+/*
+ * Finish the stop: write back and commit until everything is clean or
+ * shutdown_flush_timeout has passed; then wait only for calls already in
+ * flight (client calls being served, upstream calls sent) to answer or
+ * time out, at most upstream_timeout more.
+ */
 static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
 	struct timeval tv = { 0, 50000 };
+	double now = daemon_now();
 
 	(void)fd;
 	(void)what;
-	if ((server_inflight(d->server) > 0 || !writeback_clean(d)) &&
-	    daemon_now() < stop_deadline) {
+	if (!writeback_clean(d) && now < flush_deadline) {
 		writeback_flush_all(d);
+		evtimer_add(stop_timer, &tv);
+		return;
+	}
+	if ((server_inflight(d->server) > 0 || upstream_calls_out(d)) &&
+	    now < stop_deadline) {
 		evtimer_add(stop_timer, &tv);
 		return;
 	}
@@ -326,11 +346,8 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	server_drain(d->server);
 	if (d->conf->register_rpcbind)
 		registrar_unregister(d->conf);
-	stop_deadline = daemon_now() + (d->conf->shutdown_flush_timeout >
-					 d->conf->upstream_timeout
-					 ? d->conf->shutdown_flush_timeout
-					 : d->conf->upstream_timeout);
-	writeback_flush_all(d);
+	flush_deadline = daemon_now() + d->conf->shutdown_flush_timeout;
+	stop_deadline = flush_deadline + d->conf->upstream_timeout;
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
 	stop_poll_cb(-1, 0, d);
 }

@@ -1343,6 +1343,11 @@ fail:
 	return -1;
 }
 
+bool upstream_busy(const struct upstream *u)
+{
+	return u && (!TAILQ_EMPTY(&u->calls) || !TAILQ_EMPTY(&u->failed));
+}
+
 void upstream_stats_get(const struct upstream *u, struct upstream_stats *st)
 {
 	if (st == NULL)

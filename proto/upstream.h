@@ -15,6 +15,7 @@
 #ifndef NFSCACHED_PROTO_UPSTREAM_H
 #define NFSCACHED_PROTO_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -157,6 +158,10 @@ const char *upstream_last_error(const struct upstream *u);
 
 /* Copy the counters into *st. */
 void upstream_stats_get(const struct upstream *u, struct upstream_stats *st);
+
+/* True while a call sent on u waits for its reply or its timeout (a call
+ * upstream_call refused never counts). NULL is idle. */
+bool upstream_busy(const struct upstream *u);
 
 /*
  * Disconnect, complete every call in flight with UPSTREAM_EDOWN (before it

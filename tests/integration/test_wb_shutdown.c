@@ -24,7 +24,9 @@
  *           the client keeps writing; nfscached must still stop taking
  *           WRITEs and flush what it acknowledged.
  *   check   after nfscached exited: in the export directory on disk, every
- *           committed byte and every acknowledged byte is the client's.
+ *           committed byte and every acknowledged byte is the client's
+ *           (with WB_CHECK_COMMITTED_ONLY set, the committed bytes only:
+ *           the upstream was down at the SIGTERM).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +260,8 @@ static void test_check(void)
 	WB_CHECK(bad == UINT64_MAX, "every COMMITted byte is on Ganesha "
 		 "(first missing or wrong at offset %llu of %llu)",
 		 (unsigned long long)bad, (unsigned long long)p.committed);
+	if (getenv("WB_CHECK_COMMITTED_ONLY"))
+		return;
 	WB_CHECK(size >= 0 && (uint64_t)size >= p.acked, "the file on disk "
 		 "(%lld bytes) holds every acknowledged byte (%llu)",
 		 (long long)size, (unsigned long long)p.acked);

@@ -7,7 +7,7 @@
 # `harness.sh --no-proxy` with its own nfscached (wbtest_proxy.sh), whose
 # exit status it collects:
 #
-#   test_wb_sigterm.sh TEST_WB_SHUTDOWN busy|tail|nocommit
+#   test_wb_sigterm.sh TEST_WB_SHUTDOWN busy|tail|nocommit|down
 #
 # With nfscached configured writeback_delay = 600 (only the client's COMMITs
 # and the shutdown write anything back), one scenario:
@@ -17,12 +17,17 @@
 #        COMMIT and falls silent; then SIGTERM;
 #  nocommit  `test_wb_shutdown nocommit` streams WRITEs and never COMMITs;
 #        after 32 MiB, SIGTERM (flush bounded at 5 s).
+#  down  as tail, but Ganesha is stopped before the SIGTERM, with
+#        shutdown_flush_timeout = 1 and upstream_timeout = 40: no call is
+#        in flight, so nfscached must exit within 20 s (the flush bound,
+#        not upstream_timeout), logging the bytes it could not commit; only
+#        the committed bytes are checked on disk.
 # nfscached must exit 0, the stream must end (its connection
 # closes), and `test_wb_shutdown check` compares the file on disk.
 set -euo pipefail
 
-prog=${1:?usage: $0 TEST_WB_SHUTDOWN busy|tail|nocommit}
-scenario=${2:?usage: $0 TEST_WB_SHUTDOWN busy|tail|nocommit}
+prog=${1:?usage: $0 TEST_WB_SHUTDOWN busy|tail|nocommit|down}
+scenario=${2:?usage: $0 TEST_WB_SHUTDOWN busy|tail|nocommit|down}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=wbtest_proxy.sh
 . "$here/wbtest_proxy.sh"
@@ -43,14 +48,19 @@ echo "writeback_delay = 600" >"$conf"
 status=0
 
 # Send SIGTERM to nfscached (marker first), collect both exit statuses,
-# run the check. Adds to status on failure.
+# run the check. With $2, nfscached must exit within $2 ms. Adds to status
+# on failure.
 term_and_check() {
-	local t0 t1 stream_status=0
+	local t0 t1 stream_status=0 max_ms=${2:-}
 	touch "$WB_STREAM_MARK"
 	t0=$(date +%s%N)
 	wbp_kill TERM
 	t1=$(date +%s%N)
 	nfsc_say "$1: nfscached took $(((t1 - t0) / 1000000)) ms to exit after SIGTERM"
+	if [[ -n "$max_ms" ]] && (((t1 - t0) / 1000000 > max_ms)); then
+		nfsc_say "$1: nfscached took over $max_ms ms to exit"
+		status=1
+	fi
 	wait "$stream_pid" || stream_status=$?
 	stream_pid=
 	grep -E 'stopping|not committed' "$NFSC_PROXY_LOG" >&2 || true
@@ -95,13 +105,11 @@ busy() {
 	term_and_check busy
 }
 
-# Scenario tail: SIGTERM while 2.5 MiB are acknowledged and not committed,
-# and the client is silent: the shutdown flush alone must write them.
-tail_() {
-	export WB_STREAM_STATE=$NFSC_TMP/wb-tail.state
-	export WB_STREAM_MARK=$NFSC_TMP/wb-tail.sigterm
+# Start `test_wb_shutdown tail` against nfscached configured by $1 and
+# wait until it has its 2.5 MiB tail acknowledged and falls silent.
+start_tail() {
 	export WB_STREAM_READY=$NFSC_TMP/wb-tail.ready
-	wbp_setup "$conf"
+	wbp_setup "$1"
 	wbp_start
 	"$prog" tail &
 	stream_pid=$!
@@ -116,7 +124,32 @@ tail_() {
 		exit 1
 	fi
 	nfsc_say "tail: before SIGTERM: $(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_cache_bytes{state="dirty"}') dirty bytes"
+}
+
+# Scenario tail: SIGTERM while 2.5 MiB are acknowledged and not committed,
+# and the client is silent: the shutdown flush alone must write them.
+tail_() {
+	export WB_STREAM_STATE=$NFSC_TMP/wb-tail.state
+	export WB_STREAM_MARK=$NFSC_TMP/wb-tail.sigterm
+	start_tail "$conf"
 	term_and_check tail
+}
+
+# Scenario down: the tail, then the upstream goes away, then SIGTERM.
+down() {
+	export WB_STREAM_STATE=$NFSC_TMP/wb-down.state
+	export WB_STREAM_MARK=$NFSC_TMP/wb-down.sigterm
+	conf_down=$NFSC_TMP/wb-sigterm-down.conf
+	printf 'writeback_delay = 600\nshutdown_flush_timeout = 1\nupstream_timeout = 40\n' >"$conf_down"
+	start_tail "$conf_down"
+	"${NFSC_UPSTREAMCTL:?run under harness.sh}" stop
+	export WB_CHECK_COMMITTED_ONLY=1
+	term_and_check down 20000
+	if ! grep -q 'bytes not committed upstream' "$NFSC_PROXY_LOG"; then
+		nfsc_say "down: nfscached did not log the bytes it could not commit"
+		status=1
+	fi
+	"$NFSC_UPSTREAMCTL" start
 }
 
 # Scenario nocommit: SIGTERM while the client streams WRITEs and never
@@ -141,6 +174,7 @@ case $scenario in
 busy) busy ;;
 tail) tail_ ;;
 nocommit) nocommit ;;
+down) down ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
 exit "$status"
