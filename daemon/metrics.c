@@ -517,7 +517,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	       ns.badhandle);
 	scalar(o, "nfscached_nfs3_bad_names_total", "counter",
 	       "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a "
-	       "file name was empty or held a '/'.", ns.bad_names);
+	       "file name held a '/'.", ns.bad_names);
 	scalar(o, "nfscached_drc_entries", "gauge",
 	       "Entries in the duplicate request cache.", st.drc_entries);
 	render_meta(o);

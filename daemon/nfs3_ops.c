@@ -179,12 +179,14 @@ static nfsstat3 check_client(struct req *r, const struct conf_export *e)
 }
 
 /*
- * Refuse a call whose file name (filename3, RFC 1813 s2.6) is empty or
- * holds a '/': a name is one path component. Forwarding a '/' would hand
- * the upstream a path, and NFS-Ganesha 4.3's FSAL_VFS resolves one: a
- * CREATE of "../../x" in the export's root makes x two directories above
- * the export. Linux's knfsd refuses both with NFS3ERR_ACCES (the -EACCES
- * of lookup_one_len), and so does the proxy, without asking upstream.
+ * Refuse a call whose file name (filename3, RFC 1813 s2.6) holds a '/': a
+ * name is one path component. Forwarding a '/' would hand the upstream a
+ * path, and NFS-Ganesha 4.3's FSAL_VFS resolves one: a CREATE of "../../x"
+ * in the export's root makes x two directories above the export. Linux's
+ * knfsd refuses such a name with NFS3ERR_ACCES (the -EACCES of
+ * lookup_one_len), and so does the proxy, without asking upstream. Other
+ * odd names (empty, ".", "..", too long) stay the upstream's to judge:
+ * they cannot leave the directory.
  */
 static nfsstat3 check_names(const struct req *r)
 {
@@ -196,7 +198,7 @@ static nfsstat3 check_names(const struct req *r)
 		const char *name = *(char *const *)((const char *)r->args +
 						     name_map[proc].off[i]);
 
-		if (!name || !name[0] || strchr(name, '/')) {
+		if (!name || strchr(name, '/')) {
 			stats.bad_names++;
 			return NFS3ERR_ACCES;
 		}

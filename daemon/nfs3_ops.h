@@ -20,7 +20,7 @@ struct nfs3_ops_stats {
 	uint64_t jukebox;	/* NFS3ERR_JUKEBOX replies (upstream unable) */
 	uint64_t badhandle;	/* handles that failed to unwrap */
 	uint64_t stale;		/* handles naming no configured export */
-	uint64_t bad_names;	/* file names refused (empty, or with '/') */
+	uint64_t bad_names;	/* file names refused (holding a '/') */
 	uint64_t reads[CACHE_NOUTCOMES];	/* client READs by outcome */
 	uint64_t read_bytes_cache;	/* READ bytes served from pages */
 	uint64_t read_bytes_upstream;	/* READ bytes that came from upstream */
@@ -58,7 +58,7 @@ void nfs3_write_stats_get(struct nfs3_write_stats *st);
 /*
  * Unwrap r's argument handles in place (they become upstream handles),
  * check the export's client rules and the file names in the arguments
- * (empty or holding a '/': NFS3ERR_ACCES, as knfsd answers) and map the
+ * (one holding a '/': NFS3ERR_ACCES, as knfsd answers) and map the
  * credential. Returns NFS3_OK with *ex and *uc set, or the nfsstat3 to
  * reply (NFS3ERR_BADHANDLE, NFS3ERR_STALE, NFS3ERR_ACCES, NFS3ERR_PERM).
  */
