@@ -42,6 +42,7 @@
 #include "fstate.h"
 #include "metrics.h"
 #include "nfs3_meta.h"
+#include "mount3_prot.h"
 #include "nfs3_prot.h"
 #include "ops.h"
 #include "registrar.h"
@@ -271,10 +272,12 @@ static void start_listeners(struct daemon *d)
 	d->server = server_new(d);
 	if (!d->server)
 		fatal("out of memory");
-	if (server_listen(d->server, c->listen, c->nfs_port, err, sizeof(err)))
+	if (server_listen(d->server, c->listen, c->nfs_port, 0, err,
+			  sizeof(err)))
 		fatal("%s", err);
 	if (c->mount_port && c->mount_port != c->nfs_port &&
-	    server_listen(d->server, c->listen, c->mount_port, err, sizeof(err)))
+	    server_listen(d->server, c->listen, c->mount_port,
+			  MOUNT_PROGRAM, err, sizeof(err)))
 		fatal("%s", err);
 	if (c->metrics_listen[0] &&
 	    !(d->metrics = metrics_start(d, c->metrics_listen, err, sizeof(err))))

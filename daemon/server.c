@@ -47,11 +47,14 @@ struct conn {
 	char peer_host[INET6_ADDRSTRLEN];
 	struct rpcrec *rec;
 	unsigned inflight;
+	uint32_t only_prog;		/* the one program served; 0: all */
 	struct conn *prev, *next;
 };
 
 struct listener {
 	struct evconnlistener *l;
+	struct server *srv;
+	uint32_t only_prog;		/* the one program served; 0: all */
 	struct listener *next;
 };
 
@@ -341,10 +344,11 @@ static const struct dispatch_entry *conn_route(struct conn *c,
 	};
 	enum dispatch_miss miss = DISPATCH_PROG_UNAVAIL;
 	uint32_t low = 0, high = 0;
-	const struct dispatch_entry *ent;
+	const struct dispatch_entry *ent = NULL;
 
-	ent = dispatch_find(call->prog, call->vers, call->proc, &miss, &low,
-			    &high);
+	if (!c->only_prog || call->prog == c->only_prog)
+		ent = dispatch_find(call->prog, call->vers, call->proc, &miss,
+				    &low, &high);
 	if (!ent)
 		conn_reject(c, call, by_miss[miss], low, high);
 	return ent;
@@ -561,7 +565,8 @@ static void conn_name(struct conn *c, socklen_t len)
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		      struct sockaddr *sa, int salen, void *arg)
 {
-	struct server *s = arg;
+	struct listener *li = arg;
+	struct server *s = li->srv;
 	const struct conf *cf = s->d->conf;
 	struct conn *c = calloc(1, sizeof(*c));
 	int one = 1;
@@ -580,6 +585,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->magic = CONN_MAGIC;
 	c->refs = 1;
 	c->srv = s;
+	c->only_prog = li->only_prog;
 	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer) ? (size_t)salen
 							       : sizeof(c->peer));
 	conn_name(c, (socklen_t)salen);
@@ -616,8 +622,8 @@ struct server *server_new(struct daemon *d)
 	return s;
 }
 
-int server_listen(struct server *s, const char *addr, int port, char *err,
-		  size_t errlen)
+int server_listen(struct server *s, const char *addr, int port,
+		  uint32_t only_prog, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
@@ -637,7 +643,9 @@ int server_listen(struct server *s, const char *addr, int port, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	li->l = evconnlistener_new_bind(s->d->base, accept_cb, s,
+	li->srv = s;
+	li->only_prog = only_prog;
+	li->l = evconnlistener_new_bind(s->d->base, accept_cb, li,
 					LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE,
 					-1, (struct sockaddr *)&ss, sslen);
 	if (!li->l) {

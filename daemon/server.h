@@ -107,10 +107,13 @@ struct req {
 struct server *server_new(struct daemon *d);
 
 /*
- * Listen on addr:port (TCP). Returns 0, or -1 with a reason in err.
+ * Listen on addr:port (TCP). only_prog 0 serves every program; otherwise
+ * calls to any other program on connections accepted there get
+ * PROG_UNAVAIL (a MOUNT-only port: only_prog = MOUNT_PROGRAM). Returns 0,
+ * or -1 with a reason in err.
  */
-int server_listen(struct server *s, const char *addr, int port, char *err,
-		  size_t errlen);
+int server_listen(struct server *s, const char *addr, int port,
+		  uint32_t only_prog, char *err, size_t errlen);
 
 /* Stop accepting new connections (shutdown); open ones keep working. */
 void server_stop_accepting(struct server *s);
