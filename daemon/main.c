@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,23 @@ struct opts {
 	int dump;
 };
 
+/* The TCP port (0..65535) in s, the value of flag; exits 2 if it is not
+ * one. */
+static int port_arg(const char *flag, const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > 65535) {
+		fprintf(stderr, "nfscached: %s: \"%s\" is not a port number "
+			"0..65535\n", flag, s);
+		exit(2);
+	}
+	return (int)v;
+}
+
 /* Parse the command line into o; exits on --help, --version, bad flags. */
 static void parse_flags(int argc, char **argv, struct opts *o)
 {
@@ -133,7 +151,7 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 		case 'C': o->check = optarg; break;
 		case 'u': o->upstream = optarg; break;
 		case 'l': o->listen = optarg; break;
-		case 'm': o->mount_port = atoi(optarg); break;
+		case 'm': o->mount_port = port_arg("--mount-port", optarg); break;
 		case 's': o->state_dir = optarg; break;
 		case 'M': o->metrics = optarg; break;
 		case 'L': o->log_level = optarg; break;
@@ -149,26 +167,36 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 	}
 }
 
-/* Replace an owned string. */
-static void set_str(char **dst, const char *src)
+/*
+ * Apply the command-line overrides of o to c, each checked as the same
+ * directive in a file would be. Returns 0, or -1 with "--FLAG: reason" in
+ * err (c may then hold the overrides before the bad one).
+ */
+static int apply_overrides(struct conf *c, const struct opts *o, char *err,
+			   size_t errlen)
 {
-	char *s = strdup(src);
+	static const struct {
+		const char *flag;
+		const char *directive;
+		size_t off;
+	} over[] = {
+		{ "--state-dir", "state_dir", offsetof(struct opts, state_dir) },
+		{ "--metrics", "metrics_listen", offsetof(struct opts, metrics) },
+		{ "--log-level", "log_level", offsetof(struct opts, log_level) },
+	};
+	char why[CONF_ERR_MAX - 64];	/* room for the flag's name */
 
-	if (!s)
-		fatal("out of memory");
-	free(*dst);
-	*dst = s;
-}
+	for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++) {
+		const char *v = *(const char *const *)((const char *)o +
+						       over[i].off);
 
-/* Apply the command-line overrides of o to c. */
-static void apply_overrides(struct conf *c, const struct opts *o)
-{
-	if (o->state_dir)
-		set_str(&c->state_dir, o->state_dir);
-	if (o->metrics)
-		set_str(&c->metrics_listen, o->metrics);
-	if (o->log_level)
-		set_str(&c->log_level, o->log_level);
+		if (v && conf_set_global(c, over[i].directive, v, why,
+					 sizeof(why)) != 0) {
+			snprintf(err, errlen, "%s: %s", over[i].flag, why);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Build the configuration from the flags; exits with the reason if bad. */
@@ -206,7 +234,8 @@ static struct conf *load_conf(const struct opts *o)
 	if (!c && o->dump && conf_from_flags("nfs://server/export", NULL, 0, &c,
 					     err, sizeof(err)) != 0)
 		fatal("%s", err);
-	apply_overrides(c, o);
+	if (apply_overrides(c, o, err, sizeof(err)) != 0)
+		fatal("%s", err);
 	return c;
 }
 
@@ -372,8 +401,8 @@ static void reload(struct daemon *d, const struct opts *o)
 		service_reload_done(false, err);
 		return;
 	}
-	apply_overrides(next, o);
-	if (reload_check(d->conf, next, err, sizeof(err)) != 0) {
+	if (apply_overrides(next, o, err, sizeof(err)) != 0 ||
+	    reload_check(d->conf, next, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
 		conf_free(&next);
 		service_reload_done(false, err);

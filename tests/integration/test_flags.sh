@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# test_flags: command-line flags are checked as the directives they set.
+# With the quick-start flags and --dump-config (nothing is served):
+#   - a bad --mount-port (negative, not a number, above 65535) exits 2
+#     naming the flag;
+#   - a bad --log-level, --metrics (not ADDR:PORT, port 0) or an empty
+#     --state-dir exits 1 with "--FLAG: directive: reason", as a bad file
+#     line would be refused;
+#   - good values land in the dumped configuration, and that dump passes
+#     --check-config (the docs promise it is a valid file).
+# Needs NFSCACHED_BIN.
+set -euo pipefail
+bin=${NFSCACHED_BIN:?set NFSCACHED_BIN}
+up='nfs://10.0.0.5/srv/data'
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# Expect exit status $1 and output containing $2 from nfscached ${@:3}.
+expect() {
+	local want=$1 text=$2 out rc=0
+	shift 2
+	out=$("$bin" --dump-config --upstream "$up" "$@" 2>&1) || rc=$?
+	if [[ "$rc" == "$want" && "$out" == *"$text"* ]]; then
+		echo "ok: $* -> $rc: $(grep -F -- "$text" <<<"$out" | head -n 1)"
+	else
+		echo "FAIL: $* -> status $rc (want $want), output:" >&2
+		printf '%s\n' "$out" | head -n 5 >&2
+		fails=$((fails + 1))
+	fi
+}
+
+expect 2 '--mount-port: "-5" is not a port number' --mount-port -5
+expect 2 '--mount-port: "abc" is not a port number' --mount-port abc
+expect 2 '--mount-port: "70000" is not a port number' --mount-port 70000
+expect 1 '--log-level: log_level: "bogus"' --log-level bogus
+expect 1 '--metrics: metrics_listen: "nonsense"' --metrics nonsense
+expect 1 '--metrics: metrics_listen: "127.0.0.1:0": port must be' --metrics 127.0.0.1:0
+expect 1 '--state-dir: state_dir: must not be empty' --state-dir ''
+expect 0 'mount_port = 0' --mount-port 0
+expect 0 'metrics_listen = ""' --metrics ''
+expect 0 'log_level = "debug"' --log-level debug
+
+"$bin" --dump-config --upstream "$up" --mount-port 20049 --metrics 127.0.0.1:9700 \
+	--log-level warn --state-dir /var/lib/x >"$tmp/dump.conf"
+for line in 'mount_port = 20049' 'metrics_listen = "127.0.0.1:9700"' \
+	'log_level = "warn"' 'state_dir = "/var/lib/x"'; do
+	if grep -qxF "$line" "$tmp/dump.conf"; then
+		echo "ok: the dump has $line"
+	else
+		echo "FAIL: the dump lacks '$line'" >&2
+		fails=$((fails + 1))
+	fi
+done
+if out=$("$bin" --check-config "$tmp/dump.conf" 2>&1); then
+	echo "ok: the dump passes --check-config: $out"
+else
+	echo "FAIL: the dump does not pass --check-config: $out" >&2
+	fails=$((fails + 1))
+fi
+echo "test_flags: $fails failure(s)"
+((fails == 0))
