@@ -90,8 +90,8 @@ static unsigned keep_num(const char *name, double cur, double next)
 {
 	if (cur == next)
 		return 0;
-	log_warn("reload: %s changed from %g to %g: keeping %g until a restart",
-		 name, cur, next, cur);
+	log_warn("reload: %s changed from %.15g to %.15g: keeping %.15g until "
+		 "a restart", name, cur, next, cur);
 	return 1;
 }
 
@@ -165,8 +165,36 @@ static void log_export_changes(const struct conf_export *o,
 	if (o->acregmin != n->acregmin || o->acregmax != n->acregmax ||
 	    o->acdirmin != n->acdirmin || o->acdirmax != n->acdirmax)
 		add_word(what, sizeof(what), "attribute timeouts");
+	if (o->negative_timeout != n->negative_timeout)
+		add_word(what, sizeof(what), "negative_timeout");
+	if (o->strict != n->strict)
+		add_word(what, sizeof(what), "strict");
 	if (what[0])
 		log_info("reload: export \"%s\": new %s", n->path, what);
+}
+
+/* Log one line naming the global settings a reload changes at once. */
+static void log_global_changes(const struct conf *o, const struct conf *n)
+{
+	char what[512] = "", one[96];
+
+#define NEW_NUM(f)                                                          \
+	do {                                                                \
+		if ((double)o->f != (double)n->f) {                         \
+			snprintf(one, sizeof(one), "%s %.15g (was %.15g)",  \
+				 #f, (double)n->f, (double)o->f);           \
+			add_word(what, sizeof(what), one);                  \
+		}                                                           \
+	} while (0)
+	NEW_NUM(max_requests_per_conn);
+	NEW_NUM(meta_cache_size);
+	NEW_NUM(writeback_delay);
+	NEW_NUM(dirty_limit);
+	NEW_NUM(writeback_commit_delay);
+	NEW_NUM(shutdown_flush_timeout);
+#undef NEW_NUM
+	if (what[0])
+		log_info("reload: new %s", what);
 }
 
 unsigned reload_apply(struct daemon *d, struct conf **nextp)
@@ -176,6 +204,7 @@ unsigned reload_apply(struct daemon *d, struct conf **nextp)
 
 	*nextp = NULL;
 	kept = keep_fixed(old, next);
+	log_global_changes(old, next);
 	for (size_t i = 0; i < d->nexports; i++) {
 		struct export_rt *ex = &d->exports[i];
 		const struct conf_export *e = conf_export_by_id(next, ex->conf->id);

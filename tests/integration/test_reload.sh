@@ -20,7 +20,9 @@
 #   4. the export's upstream changed: refused at the export's line, saying
 #      a restart is needed, and the daemon keeps serving the old upstream;
 #   5. nfs_port changed (fixed at start): the reload goes through, the
-#      change is logged as waiting for a restart and the old port serves.
+#      change is logged as waiting for a restart and the old port serves;
+#   6. strict, writeback_delay (changed at once) and max_transfer (fixed
+#      at start) in one reload: each is named in the log, numbers whole.
 # The same daemon process serves throughout.
 set -euo pipefail
 
@@ -193,6 +195,27 @@ else
 fi
 want_metric 'nfscached_config_reloads_total{result="ok"}' 6
 want_served yes "after the nfs_port change (old port)"
+cp "$good" "$conf"
+
+# 6. Settings that change at once are named in the log; a number fixed at
+# start is printed whole (not 1.04858e+06).
+{
+	sed -e 's|secure = false|secure = false\n\tstrict = true|' "$good"
+	printf 'writeback_delay = 7\nmax_transfer = 65536\n'
+} >"$conf"
+if hup_and_wait "reloaded $conf"; then
+	for want in 'reload: new writeback_delay 7 (was ' \
+		'reload: export "/export": new strict' \
+		'reload: max_transfer changed from 1048576 to 65536: keeping 1048576'; do
+		if (($(log_count "$want") == 1)); then
+			pass "logged: $want"
+		else
+			fail "no '$want' in the log"
+		fi
+	done
+else
+	fail "strict, writeback_delay and max_transfer: not reloaded"
+fi
 cp "$good" "$conf"
 
 if kill -0 "$NFSC_PROXY_PID" 2>/dev/null; then
