@@ -1535,7 +1535,7 @@ void conf_write_example(FILE *f)
 	struct conf_export *e;
 	char err[WHY_MAX];
 
-	if (conf_from_flags("nfs://files.example.com/srv/data"
+	if (conf_from_flags("nfs://192.0.2.10/srv/data"
 			    "?nfsport=2049&mountport=20048", NULL, 0, &c, err,
 			    sizeof(err)) != 0)
 		return;

@@ -90,7 +90,9 @@ static void usage(FILE *f)
 		"                 [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached --check-config FILE\n"
 		"       nfscached --dump-config [--config FILE]\n"
-		"       nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch [--interval SECS]]\n"
+		"       nfscached --dump-config --upstream URL [--listen ADDR:PORT] [--mount-port PORT]\n"
+		"       nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
+		"                       [--watch [--interval SECS] [--count N]]\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --version  --help\n");
 }

@@ -294,7 +294,8 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	       "and bypassed READs): the read traffic on the upstream link.",
 	       ns->upstream_read_bytes);
 	scalar(o, "nfscached_access_checks_total", "counter",
-	       "ACCESS calls sent upstream to authorize serving a READ from cache.",
+	       "ACCESS calls the proxy sent upstream on its own, to authorize "
+	       "serving a READ from cache or taking a WRITE into it.",
 	       ns->access_checks);
 	cache_stats_get(d->cache, &cs);
 	head(o, "nfscached_cache_bytes", "gauge",
@@ -574,6 +575,8 @@ static void healthz_cb(struct evhttp_request *req, void *arg)
 		if (upstream_get_state(m->d->exports[i].up) != UPSTREAM_UP)
 			up = 0;
 	evbuffer_add_printf(out, up ? "ok\n" : "upstream down\n");
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; charset=utf-8");
 	http_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
 	evbuffer_free(out);
 }

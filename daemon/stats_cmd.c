@@ -460,6 +460,16 @@ static void stats_usage(FILE *f)
 		   "                       [--watch] [--interval SECS] [--count N]\n");
 }
 
+/* Parse s whole as a number into *v; false if it is not one. */
+static bool whole_number(const char *s, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	return !errno && end != s && !*end;
+}
+
 /* Parse the subcommand's flags; -1 on bad usage. */
 static int stats_flags(int argc, char **argv, struct stats_opts *o)
 {
@@ -472,6 +482,7 @@ static int stats_flags(int argc, char **argv, struct stats_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	double v;
 	int ch;
 
 	memset(o, 0, sizeof(*o));
@@ -482,8 +493,17 @@ static int stats_flags(int argc, char **argv, struct stats_opts *o)
 		case 'M': o->metrics = optarg; break;
 		case 'c': o->config = optarg; break;
 		case 'w': o->watch = true; break;
-		case 'n': o->interval = strtod(optarg, NULL); break;
-		case 'k': o->count = strtol(optarg, NULL, 10); break;
+		case 'n':
+			if (!whole_number(optarg, &o->interval))
+				return -1;
+			break;
+		case 'k':
+			/* A count of SAMPLES, 1 or more. */
+			if (!whole_number(optarg, &v) || v < 1 || v > 1e9 ||
+			    v != (double)(long)v)
+				return -1;
+			o->count = (long)v;
+			break;
 		case 'h': stats_usage(stdout); exit(0);
 		default: return -1;
 		}

@@ -9,7 +9,9 @@
 #     --state-dir exits 1 with "--FLAG: directive: reason", as a bad file
 #     line would be refused;
 #   - good values land in the dumped configuration, and that dump passes
-#     --check-config (the docs promise it is a valid file).
+#     --check-config (the docs promise it is a valid file);
+#   - `nfscached stats` refuses a --count or --interval that is not a
+#     number in range with a usage error (2).
 # Needs NFSCACHED_BIN.
 set -euo pipefail
 bin=${NFSCACHED_BIN:?set NFSCACHED_BIN}
@@ -60,5 +62,19 @@ else
 	echo "FAIL: the dump does not pass --check-config: $out" >&2
 	fails=$((fails + 1))
 fi
+# `nfscached stats` takes a count of 1 or more and an interval of at least
+# 0.1 s, as numbers; anything else is a usage error (status 2).
+for args in "--count -1" "--count abc" "--count 0" "--count 2.5" \
+	"--interval x" "--interval 0.05"; do
+	rc=0
+	# shellcheck disable=SC2086 # the flag and its value, split
+	"$bin" stats --metrics 127.0.0.1:1 $args >/dev/null 2>&1 || rc=$?
+	if ((rc == 2)); then
+		echo "ok: stats $args -> 2"
+	else
+		echo "FAIL: stats $args -> status $rc, want 2" >&2
+		fails=$((fails + 1))
+	fi
+done
 echo "test_flags: $fails failure(s)"
 ((fails == 0))

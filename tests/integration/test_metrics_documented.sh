@@ -4,7 +4,8 @@
 # Every metric family nfscached exports is documented in docs/metrics.md:
 # scrape /metrics from the harness's proxy and look each "# TYPE" name up.
 # Also: HEAD /metrics and HEAD /healthz answer 200 with a Content-Length and
-# no body (RFC 9110 s9.3.2), and POST gets 501. Runs under harness.sh.
+# no body (RFC 9110 s9.3.2), both as text/plain, and POST gets 501. Runs
+# under harness.sh.
 set -euo pipefail
 : "${NFSC_METRICS_ADDR:?run under harness.sh}"
 doc="$(dirname "${BASH_SOURCE[0]}")/../../docs/metrics.md"
@@ -43,6 +44,8 @@ for path in /metrics /healthz; do
 	grep -qi '^Content-Length: [1-9][0-9]*$' <<<"$text" ||
 		{ echo "HEAD $path: no Content-Length of the GET body"; exit 1; }
 	[[ -z "$body_hex" ]] || { echo "HEAD $path: a body of $((${#body_hex} / 2)) bytes"; exit 1; }
+	grep -qi '^Content-Type: text/plain' <<<"$text" ||
+		{ echo "HEAD $path: not text/plain: $(grep -i '^Content-Type' <<<"$text")"; exit 1; }
 done
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 "http://$NFSC_METRICS_ADDR/metrics") || true
 echo "POST /metrics: $code"
