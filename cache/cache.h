@@ -37,6 +37,12 @@ struct cfile;
 #define CACHE_PAGE_MAX		(1024 * 1024)
 #define CACHE_MAX_GIDS		16
 #define CACHE_ACCESS_SLOTS	8	/* credentials remembered per file */
+/*
+ * Bytes at or past this offset (2^63 - 1, the largest off_t, which caps a
+ * file on every POSIX upstream) are never cached: callers send such READs
+ * and WRITEs through, so page and range arithmetic never nears 2^64.
+ */
+#define CACHE_MAX_OFFSET	((uint64_t)INT64_MAX)
 
 /* The named outcome of a client READ; also the metric label. */
 #define CACHE_OUTCOMES(X) \
@@ -391,8 +397,8 @@ void cfile_invalidate(struct cache *c, struct cfile *f);
  * times), so clients see their write and no later jump when the data
  * reaches the upstream. now (monotonic seconds) starts the dirty age.
  * Holes under the write shrink. No byte is read upstream. Returns 0, or -1
- * when pages could not be had within the budget (nothing changed; the
- * caller writes through instead).
+ * when pages could not be had within the budget or the write ends past
+ * CACHE_MAX_OFFSET (nothing changed; the caller writes through instead).
  */
 int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct ccred *cr,

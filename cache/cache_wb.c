@@ -236,14 +236,15 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct ccred *cr,
 		      double now, struct ctime3 wall)
 {
-	uint64_t e = off + len, dirty_before = f->wbbytes[WB_DIRTY];
+	uint64_t e, dirty_before = f->wbbytes[WB_DIRTY];
 	struct wbext ne;
 	int id = cred_intern(c, cr);
 
 	if (!len)
 		return 0;
-	if (id < 0)
+	if (id < 0 || off > CACHE_MAX_OFFSET || len > CACHE_MAX_OFFSET - off)
 		return -1;
+	e = off + len;
 	/* The gap between the old end of file and the write reads as
 	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole).
 	 * Before pages are taken: it may free empty pages. */

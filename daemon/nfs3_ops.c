@@ -73,6 +73,15 @@ static const struct fh_slots fh_map[UPSTREAM_NPROCS] = {
 	[NFSPROC3_COMMIT] = { A1(COMMIT3args, file), RES_NONE, 0 },
 };
 
+/*
+ * The longest name and symlink target passed upstream, bytes: Linux's
+ * NAME_MAX and PATH_MAX less its NUL, which every POSIX upstream enforces
+ * (NFS3ERR_NAMETOOLONG). Past them libnfs cannot even encode some calls,
+ * so they are answered here.
+ */
+#define NFS3_NAME_MAX 255
+#define NFS3_PATH_MAX 4095
+
 /* Where each procedure's filename3 arguments are (in its diropargs3). */
 static const struct {
 	unsigned n;
@@ -184,9 +193,11 @@ static nfsstat3 check_client(struct req *r, const struct conf_export *e)
  * path, and NFS-Ganesha 4.3's FSAL_VFS resolves one: a CREATE of "../../x"
  * in the export's root makes x two directories above the export. Linux's
  * knfsd refuses such a name with NFS3ERR_ACCES (the -EACCES of
- * lookup_one_len), and so does the proxy, without asking upstream. Other
- * odd names (empty, ".", "..", too long) stay the upstream's to judge:
- * they cannot leave the directory.
+ * lookup_one_len), and so does the proxy, without asking upstream. A name
+ * over NFS3_NAME_MAX bytes, or a SYMLINK target over NFS3_PATH_MAX, is
+ * NFS3ERR_NAMETOOLONG, as the upstream would answer. Other odd names
+ * (empty, ".", "..") stay the upstream's to judge: they cannot leave the
+ * directory.
  */
 static nfsstat3 check_names(const struct req *r)
 {
@@ -202,6 +213,15 @@ static nfsstat3 check_names(const struct req *r)
 			stats.bad_names++;
 			return NFS3ERR_ACCES;
 		}
+		if (strlen(name) > NFS3_NAME_MAX)
+			return NFS3ERR_NAMETOOLONG;
+	}
+	if (proc == NFSPROC3_SYMLINK) {
+		const SYMLINK3args *sa = r->args;
+		const char *t = sa->symlink.symlink_data;
+
+		if (t && strlen(t) > NFS3_PATH_MAX)
+			return NFS3ERR_NAMETOOLONG;
 	}
 	return NFS3_OK;
 }
@@ -855,16 +875,35 @@ enum op_status nfs3_op_null(struct req *r)
 	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
 }
 
-/* Send a prepared forwarded call upstream (or reply JUKEBOX). */
+/*
+ * The status for a forwarded call nfs3_send could not send. While the
+ * upstream is not up: NFS3ERR_JUKEBOX, the client retries. Otherwise the
+ * call could not be encoded: libnfs 4.0 builds every call but WRITE in
+ * about 4 KiB, which only a long name or symlink target overflows, so
+ * NFS3ERR_NAMETOOLONG for the procedures that carry one and
+ * NFS3ERR_SERVERFAULT for the rest; a retry could never succeed.
+ */
+static nfsstat3 send_failure(const struct export_rt *ex, uint32_t proc)
+{
+	if (upstream_get_state(ex->up) != UPSTREAM_UP)
+		return NFS3ERR_JUKEBOX;
+	if (proc < UPSTREAM_NPROCS && name_map[proc].n > 0)
+		return NFS3ERR_NAMETOOLONG;
+	return NFS3ERR_SERVERFAULT;
+}
+
+/* Send a prepared forwarded call upstream (or reply send_failure). */
 static enum op_status fwd_send(struct req *r)
 {
 	struct fwd *w = r->op;
 
 	if (nfs3_send(w->ex, r->call.proc, r->ent->xdr_args, r->args, &w->uc,
 		      forward_done, r) != 0) {
+		nfsstat3 st = send_failure(w->ex, r->call.proc);
+
 		fwd_failed(r, w);
 		fwd_free(r->d, w);
-		return nfs3_reply_status(r, NFS3ERR_JUKEBOX);
+		return nfs3_reply_status(r, st);
 	}
 	return OP_PENDING;
 }

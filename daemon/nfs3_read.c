@@ -430,9 +430,10 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 		join_inflight(op, miss[i].start, miss[i].end, &rest);
 		pieces = rangeset_ranges(&rest, &np);
 		for (size_t j = 0; j < np; j++)
-			for (uint64_t a = pieces[j].start; a < pieces[j].end; a += rtmax) {
-				uint64_t b = a + rtmax < pieces[j].end ? a + rtmax
-								       : pieces[j].end;
+			for (uint64_t a = pieces[j].start, b; a < pieces[j].end; a = b) {
+				/* Never past end, even next to 2^64. */
+				b = pieces[j].end - a > rtmax ? a + rtmax
+							      : pieces[j].end;
 
 				if (fetch_start(op, a, b, true) != 0)
 					lost += b - a;
@@ -507,9 +508,10 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 		join_inflight(op, fetch[i].start, fetch[i].end, &rest);
 		pieces = rangeset_ranges(&rest, &np);
 		for (size_t j = 0; j < np && op->err == NFS3_OK; j++) {
-			for (uint64_t s = pieces[j].start; s < pieces[j].end; s += rtmax) {
-				uint64_t e = s + rtmax < pieces[j].end ? s + rtmax
-								       : pieces[j].end;
+			for (uint64_t s = pieces[j].start, e; s < pieces[j].end; s = e) {
+				/* Never past end, even next to 2^64. */
+				e = pieces[j].end - s > rtmax ? s + rtmax
+							      : pieces[j].end;
 
 				if (fetch_start(op, s, e, false) != 0) {
 					op->err = NFS3ERR_JUKEBOX;
@@ -717,6 +719,12 @@ enum op_status nfs3_op_read(struct req *r)
 	}
 	attr_cred(&op->uc, &op->cc);
 	r->op = op;
+	/* Offsets no upstream file reaches are the upstream's to answer. */
+	if (a->offset >= CACHE_MAX_OFFSET ||
+	    a->count > CACHE_MAX_OFFSET - a->offset) {
+		read_bypass(op);
+		return OP_PENDING;
+	}
 	op->f = cache_get(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			  a->file.data.data_len);
 	if (!op->f) {

@@ -400,6 +400,17 @@ enum op_status nfs3_op_write(struct req *r)
 	op->count = a->count < a->data.data_len ? a->count : a->data.data_len;
 	stats.client_writes++;
 	stats.client_write_bytes += op->count;
+	/* Bytes past 2^64 exist nowhere (Ganesha answers NFS3ERR_INVAL too);
+	 * bytes past the largest off_t go through, for the upstream to
+	 * refuse (NFS3ERR_FBIG) or take. */
+	if (a->offset > UINT64_MAX - op->count) {
+		write_reply(op, NFS3ERR_INVAL, UNSTABLE);
+		return OP_PENDING;
+	}
+	if (a->offset + op->count > CACHE_MAX_OFFSET) {
+		write_through(op);
+		return OP_PENDING;
+	}
 	op->f = cache_get(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			  a->file.data.data_len);
 	if (!op->f) {

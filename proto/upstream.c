@@ -1320,10 +1320,10 @@ int upstream_call(struct upstream *u, uint32_t proc,
 	if (c->ev_timeout == NULL || up_set_cred(u, cred) != 0)
 		goto fail;
 	/* libnfs encodes args (and the credential) into its PDU here. */
-	if (p->send(u->rpc, up_call_cb, args, c) != 0) {
-		up_error(u, "%s: %s", p->name, rpc_get_error(u->rpc));
+	/* A call libnfs cannot encode (too long) says nothing about the
+	 * connection: it is the caller's to answer, not u->error's. */
+	if (p->send(u->rpc, up_call_cb, args, c) != 0)
 		goto fail;
-	}
 	c->in_libnfs = true;
 	c->sent = up_clock();
 	up_call_move(c, UP_LIST_CALLS);

@@ -132,8 +132,9 @@ uint32_t upstream_wtmax(const struct upstream *u);
  * args_xdr[0..args_len) (borrowed; copied before return) as cred (required;
  * cred->machine NULL means "nfscached"; longer than 255 bytes is cut).
  * Async contract: returns -1 when the call cannot be sent now (state not
- * UP, proc out of range, arguments that do not decode, ENOMEM) and then
- * never calls back; otherwise returns 0 and calls cb exactly once, never
+ * UP, proc out of range, arguments that do not decode, a call libnfs 4.0
+ * cannot encode, about 4 KiB for every procedure but WRITE, ENOMEM) and
+ * then never calls back; otherwise returns 0 and calls cb exactly once, never
  * from inside upstream_call itself. There is no cancel: a caller that loses
  * interest keeps arg alive until cb runs. cb may call upstream_call and
  * upstream_free, but must not run the event loop itself.
@@ -150,8 +151,8 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		  upstream_cb cb, void *arg);
 
 /*
- * Why the last connection attempt or call failed, for logs ("" if none
- * since the last successful connect). Borrowed; valid until the next call
+ * Why the last connection attempt or the connection failed, for logs (""
+ * if none since the last successful connect). Borrowed; valid until the next call
  * into this module.
  */
 const char *upstream_last_error(const struct upstream *u);

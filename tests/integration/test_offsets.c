@@ -8,6 +8,8 @@
  * from the export directory on disk (NFSC_EXPORT_DIR) after a FILE_SYNC
  * write or a COMMIT. Every read is done twice, so a caching proxy answers
  * the second from its cache and must give the same count, eof and bytes.
+ * Offsets next to 2^63 and 2^64 get the same refusals and EOF answers as
+ * Ganesha gives directly.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -253,6 +255,80 @@ static void test_short_read_sets_eof(void)
 	fh_free_both(fh);
 }
 
+/* WRITE len bytes at off on both sides; the statuses must be equal and
+ * not NFS3_OK (want, if not 0, names the one both must give). */
+static void write_refused_both(const nfs_fh3 fh[NSIDES], uint64_t off,
+			       const void *buf, uint32_t len, int stable,
+			       int want)
+{
+	int st[NSIDES];
+
+	BOTH(s) {
+		uint32_t count = 0;
+		int committed = -1;
+		char verf[8];
+
+		st[s] = nfsc_write(cl[s], &fh[s], off, buf, len, stable, &count,
+				   &committed, verf);
+	}
+	CHECK_MSG(st[P] == st[D] && st[P] != NFS3_OK &&
+			  (want == 0 || st[P] == want),
+		  "WRITE off %llu len %u stable %d: proxy %s, direct %s",
+		  (unsigned long long)off, len, stable, nfsc_stat_name(st[P]),
+		  nfsc_stat_name(st[D]));
+}
+
+/* READ len bytes at off on both sides: the same status, and when it is
+ * NFS3_OK the same count and eof. */
+static void read_same_both(const nfs_fh3 fh[NSIDES], uint64_t off,
+			   uint32_t len)
+{
+	unsigned char buf[256];
+	uint32_t count[NSIDES] = { 0, 0 };
+	int st[NSIDES], eof[NSIDES] = { -1, -1 };
+
+	BOTH(s)
+		st[s] = nfsc_read(cl[s], &fh[s], off, len < sizeof(buf) ?
+				  len : sizeof(buf), buf, &count[s], &eof[s]);
+	CHECK_MSG(st[P] == st[D] && (st[P] != NFS3_OK ||
+				     (count[P] == count[D] && eof[P] == eof[D])),
+		  "READ off %llu len %u: proxy %s count %u eof %d, direct %s "
+		  "count %u eof %d", (unsigned long long)off, len,
+		  nfsc_stat_name(st[P]), count[P], eof[P],
+		  nfsc_stat_name(st[D]), count[D], eof[D]);
+}
+
+/*
+ * Offsets next to 2^63 and 2^64, which no file reaches: WRITEs that end
+ * past 2^64 are NFS3ERR_INVAL, WRITEs and READs past the largest off_t get
+ * the upstream's own answer (Ganesha: NFS3ERR_FBIG or NFS3ERR_INVAL). The
+ * proxy caches none of it (a page at 2^64 - 4 KiB used to wrap its end to
+ * 0), and the file stays as it was.
+ */
+static void test_offsets_near_2_64(void)
+{
+	const uint64_t top = UINT64_MAX;
+	unsigned char data[100];
+	nfs_fh3 fh[NSIDES];
+
+	create_both("edge", fh);
+	pattern(data, sizeof(data), 0, 5);
+	write_both(fh, 0, data, sizeof(data), FILE_SYNC);
+	write_refused_both(fh, top - 4, data, 100, FILE_SYNC, NFS3ERR_INVAL);
+	write_refused_both(fh, top - 4, data, 100, UNSTABLE, NFS3ERR_INVAL);
+	write_refused_both(fh, top - 4095, data, 100, UNSTABLE, 0);
+	write_refused_both(fh, top - 4095, data, 100, FILE_SYNC, 0);
+	write_refused_both(fh, (uint64_t)INT64_MAX - 50, data, 100, UNSTABLE, 0);
+	read_same_both(fh, top - 300000, 100);
+	read_same_both(fh, top - 99, 100);
+	read_same_both(fh, top - 49, 100);
+	read_same_both(fh, (uint64_t)INT64_MAX - 50, 100);
+	size_both(fh, sizeof(data));
+	read_both(fh, 0, sizeof(data), data, sizeof(data), 1);
+	commit_both(fh);
+	fh_free_both(fh);
+}
+
 /* Connect both clients and make the per-side directories. */
 static int suite_init(void)
 {
@@ -304,7 +380,8 @@ int test_register(void)
 	    !CU_add_test(s, "write_at_5gib", test_write_at_5gib) ||
 	    !CU_add_test(s, "read_at_and_past_eof",
 			 test_read_at_and_past_eof) ||
-	    !CU_add_test(s, "short_read_sets_eof", test_short_read_sets_eof))
+	    !CU_add_test(s, "short_read_sets_eof", test_short_read_sets_eof) ||
+	    !CU_add_test(s, "offsets_near_2_64", test_offsets_near_2_64))
 		return -1;
 	return 0;
 }
