@@ -106,6 +106,18 @@ static nfs_fh3 *fh_at(void *obj, size_t off)
 	return (nfs_fh3 *)((char *)obj + off);
 }
 
+nfsstat3 nfs3_upstream_failure(enum upstream_status st)
+{
+	switch (st) {
+	case UPSTREAM_OK:
+		return NFS3ERR_SERVERFAULT;
+	case UPSTREAM_EPROTO:
+		return NFS3ERR_ACCES;
+	default:
+		return NFS3ERR_JUKEBOX;
+	}
+}
+
 void nfs3_note_status(nfsstat3 status)
 {
 	if (status == NFS3ERR_JUKEBOX)
@@ -838,8 +850,7 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 			log_warn("upstream %s reply does not decode", r->ent->name);
 		fwd_failed(r, w);
 		fwd_free(d, w);
-		nfs3_reply_status(r, status == UPSTREAM_OK ? NFS3ERR_SERVERFAULT
-							  : NFS3ERR_JUKEBOX);
+		nfs3_reply_status(r, nfs3_upstream_failure(status));
 		return;
 	}
 	fwd_learn(r, w, res);

@@ -73,6 +73,17 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
 				     const struct upstream_cred *uc);
 
+/*
+ * The nfsstat3 for a client call whose upstream call came back with st
+ * (not UPSTREAM_OK, or UPSTREAM_OK with a reply that did not decode):
+ * NFS3ERR_JUKEBOX while the upstream is down or slow (EDOWN, ETIMEDOUT:
+ * the client retries), NFS3ERR_ACCES when it refused the call at the RPC
+ * level with the connection alive (EPROTO: an AUTH_SYS credential it will
+ * not take, such as uid 4294967295; a retry would meet the same refusal),
+ * NFS3ERR_SERVERFAULT for a reply that does not decode.
+ */
+nfsstat3 nfs3_upstream_failure(enum upstream_status st);
+
 /* Reply r with status only (a resfail without attributes); releases r. */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);
 

@@ -284,12 +284,15 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 	struct fetch *fe = arg;
 	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_READ];
 	READ3res *res = NULL;
-	nfsstat3 err = NFS3ERR_JUKEBOX;
+	nfsstat3 err;
 
 	/* No one joins this fetch any more. */
 	DL_DELETE(*fetch_list(fe->f), fe);
 	if (status == UPSTREAM_OK && (res = nfs3_res_decode(ent, xdr, len)))
 		err = res->status;
+	else
+		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
+					    : nfs3_upstream_failure(status);
 	if (err == NFS3_OK) {
 		READ3resok *ok = &res->READ3res_u.resok;
 
@@ -563,7 +566,7 @@ static void read_access_done(enum upstream_status status, const uint8_t *xdr,
 	const struct cattr *a;
 
 	if (status != UPSTREAM_OK) {
-		read_fail(op, NFS3ERR_JUKEBOX);
+		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
 	res = nfs3_res_decode(ent, xdr, len);
@@ -592,7 +595,7 @@ static void read_getattr_done(enum upstream_status status, const uint8_t *xdr,
 	struct cattr a;
 
 	if (status != UPSTREAM_OK) {
-		read_fail(op, NFS3ERR_JUKEBOX);
+		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
 	res = nfs3_res_decode(ent, xdr, len);
@@ -620,8 +623,7 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 	struct fetch fe;
 
 	if (status != UPSTREAM_OK || !(res = nfs3_res_decode(ent, xdr, len))) {
-		read_fail(op, status == UPSTREAM_OK ? NFS3ERR_SERVERFAULT
-						    : NFS3ERR_JUKEBOX);
+		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
 	if (res->status == NFS3_OK && op->f && cfile_is_local(op->f) &&

@@ -131,8 +131,7 @@ static void write_through_done(enum upstream_status status, const uint8_t *xdr,
 
 	if (status == UPSTREAM_OK)
 		res = nfs3_res_decode(ent, xdr, len);
-	st = res ? res->status : (status == UPSTREAM_OK ? NFS3ERR_SERVERFAULT
-						      : NFS3ERR_JUKEBOX);
+	st = res ? res->status : nfs3_upstream_failure(status);
 	if (op->f) {
 		cfile_mutation_end(d->cache, op->f,
 			res ? attr_from_pre_op(&res->WRITE3res_u.resok.file_wcc.before, &pre_tmp) : NULL,
@@ -205,7 +204,7 @@ static void write_access_done(enum upstream_status status, const uint8_t *xdr,
 				    res->ACCESS3res_u.resok.access);
 	nfs3_res_free(ent, res);
 	if (status != UPSTREAM_OK) {
-		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
 		return;
 	}
 	write_continue(op);

@@ -182,7 +182,16 @@ static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
 	fs->wb_inflight_bytes -= call->len;
 	fs->last_write = daemon_now();
 	wb_mutated(d, f, fs, res);
-	if (!res || res->status == NFS3ERR_JUKEBOX) {
+	if (status == UPSTREAM_EPROTO) {
+		/* The upstream will not take the writer's credential: a
+		 * retry would meet the same refusal. Kept, and reported. */
+		stats.errors++;
+		log_warn("write-back of %u bytes refused upstream at the RPC "
+			 "level (credential); reporting NFS3ERR_ACCES",
+			 call->len);
+		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
+			      NFS3ERR_ACCES);
+	} else if (!res || res->status == NFS3ERR_JUKEBOX) {
 		stats.retries++;
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
 	} else if (res->status != NFS3_OK) {

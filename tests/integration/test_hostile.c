@@ -16,7 +16,8 @@
  * File names that are paths ("../x", "a/b", "/") get NFS3ERR_ACCES from
  * every procedure that takes a name, none of them reaches the upstream,
  * and nfscached_nfs3_bad_names_total counts them; names over 255 bytes
- * and symlink targets from 4096 bytes are NFS3ERR_NAMETOOLONG.
+ * and symlink targets from 4096 bytes are NFS3ERR_NAMETOOLONG. A
+ * credential the upstream refuses (uid 4294967295) gets NFS3ERR_ACCES.
  *
  * Random cases use a fixed seed (HOSTILE_SEED, or the environment variable
  * of that name) so failures reproduce.
@@ -88,6 +89,7 @@ static struct {
 	unsigned expected_oversize;
 	unsigned bad_names;		/* calls with a name that is not one
 					 * component */
+	unsigned lookups_sent;		/* LOOKUPs meant to go upstream */
 	unsigned cases;
 	uint64_t rng;
 } T = { .ok_fd = -1 };
@@ -1364,6 +1366,67 @@ static void test_long_names_are_nametoolong(void)
 	}
 }
 
+/* --- credentials the upstream refuses --- */
+
+/*
+ * Ganesha refuses an AUTH_SYS credential with uid, gid or a group of
+ * 4294967295 at the RPC level. The proxy takes it (RFC 5531 puts no limit
+ * on ids), so its upstream call fails with the connection alive: that is
+ * NFS3ERR_ACCES for the client, every time, not NFS3ERR_JUKEBOX, which
+ * would have it retry forever.
+ */
+static void test_refused_credentials_are_acces(void)
+{
+	static const struct {
+		uint32_t uid, gid, group;
+		const char *what;
+	} creds[] = {
+		{ 0xffffffffu, 0, 0, "uid 4294967295" },
+		{ 0, 0xffffffffu, 0, "gid 4294967295" },
+		{ 0, 0, 0xffffffffu, "group 4294967295" },
+	};
+	char what[96], hello[] = "no-such-name";
+
+	if (T.direct)
+		return;
+	for (size_t i = 0; i < sizeof(creds) / sizeof(creds[0]); i++) {
+		struct rawrpc_cred cr = rawrpc_cred_sys(creds[i].uid,
+						       creds[i].gid);
+		LOOKUP3args lk = { .what = root_dirop(hello) };
+		ACCESS3args ac;
+
+		if (creds[i].group) {
+			cr.ngids = 1;
+			cr.gids[0] = creds[i].group;
+		}
+		ac.object.data.data_len = (u_int)T.root_len;
+		ac.object.data.data_val = (char *)T.root;
+		ac.access = 0x3f;
+		for (int k = 0; k < 2; k++) {
+			struct rawrpc_buf b;
+			uint32_t xid = rawrpc_xid();
+			int st;
+
+			rawrpc_buf_init(&b);
+			rawrpc_put_call(&b, xid, NFS_PROGRAM, NFS_V3,
+					k ? NFSPROC3_LOOKUP : NFSPROC3_ACCESS, &cr);
+			if (k)
+				rawrpc_put_xdr(&b, (xdrproc_t)xdr_LOOKUP3args, &lk);
+			else
+				rawrpc_put_xdr(&b, (xdrproc_t)xdr_ACCESS3args, &ac);
+			snprintf(what, sizeof(what), "%s as %s",
+				 k ? "LOOKUP" : "ACCESS", creds[i].what);
+			st = call_status(&b, xid, what);
+			if (st >= 0)
+				EXPECT(st == NFS3ERR_ACCES, "%s: status %d, "
+				       "expected ACCES", what, st);
+			T.lookups_sent += k;
+			rawrpc_buf_free(&b);
+			case_done(what);
+		}
+	}
+}
+
 /* --- the end --- */
 
 /* Print and assert delta == want for series between two snapshots. */
@@ -1383,8 +1446,8 @@ static void expect_delta(const char *before, const char *after,
 	       a - b, want);
 }
 
-/* Upstream procedures that take a name; this test never sends one that
- * the proxy should forward. */
+/* Upstream procedures that take a name; this test forwards none but the
+ * LOOKUPs of test_refused_credentials_are_acces. */
 static const char *const name_procs[] = {
 	"lookup", "create", "mkdir", "symlink", "mknod", "remove", "rmdir",
 	"rename", "link",
@@ -1423,7 +1486,9 @@ static void test_proxy_survived(void)
 		snprintf(series, sizeof(series),
 			 "nfscached_upstream_rpcs_total{procedure=\"%s\"}",
 			 name_procs[k]);
-		expect_delta(T.metrics_before, after, series, 0);
+		expect_delta(T.metrics_before, after, series,
+			     strcmp(name_procs[k], "lookup") == 0 ?
+			     T.lookups_sent : 0);
 	}
 	free(after);
 }
@@ -1454,6 +1519,8 @@ int test_register(void)
 		{ "flipped_handles_are_badhandle", test_flipped_handles },
 		{ "path_names_are_acces", test_path_names_are_acces },
 		{ "long_names_are_nametoolong", test_long_names_are_nametoolong },
+		{ "refused_credentials_are_acces",
+		  test_refused_credentials_are_acces },
 		{ "proxy_survived_and_counted", test_proxy_survived },
 	};
 	CU_pSuite s;
