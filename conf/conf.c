@@ -734,41 +734,57 @@ static int check_rules(const struct conf *c, const int *gline, int *line,
 
 /* ---- libconfuse callbacks ---- */
 
-/*
- * Record the first error of this load as "FILE:LINE: msg" ("FILE: msg" for
- * line 0). The reason is what matters: when the whole does not fit in the
- * caller's buffer, FILE loses its leading part ("...", then its tail) first.
- */
+int conf_verror(char *err, size_t errlen, const char *file, int line,
+		const char *fmt, va_list ap)
+{
+	char why[WHY_MAX + EXPORT_PATH_MAX], at[24];
+	const char *cut = "";
+	size_t plen, need;
+
+	if (!err || !errlen)
+		return -1;
+	vsnprintf(why, sizeof(why), fmt, ap);
+	if (line > 0)
+		snprintf(at, sizeof(at), ":%d: ", line);
+	else
+		snprintf(at, sizeof(at), ": ");
+	plen = strlen(file);
+	need = strlen(at) + strlen(why) + 1;
+	if (plen + need > errlen) {
+		size_t keep = errlen > need + 3 ? errlen - need - 3 : 0;
+
+		cut = "...";
+		file += plen - (keep < plen ? keep : plen);
+	}
+	snprintf(err, errlen, "%s%s%s%s", cut, file, at, why);
+	return -1;
+}
+
+int conf_error(char *err, size_t errlen, const char *file, int line,
+	       const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	conf_verror(err, errlen, file, line, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Record the first error of this load (conf_error's form). */
 static int report(int line, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static int report(int line, const char *fmt, ...)
 {
-	char why[WHY_MAX + EXPORT_PATH_MAX], at[24];
-	const char *path, *cut = "";
-	size_t plen, need;
 	va_list ap;
 
 	if (!pctx || pctx->failed || !pctx->err || pctx->errlen == 0)
 		return -1;
 	pctx->failed = true;
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	conf_verror(pctx->err, pctx->errlen, pctx->path, line, fmt, ap);
 	va_end(ap);
-	if (line > 0)
-		snprintf(at, sizeof(at), ":%d: ", line);
-	else
-		snprintf(at, sizeof(at), ": ");
-	path = pctx->path;
-	plen = strlen(path);
-	need = strlen(at) + strlen(why) + 1;
-	if (plen + need > pctx->errlen) {
-		size_t keep = pctx->errlen > need + 3 ? pctx->errlen - need - 3 : 0;
-
-		cut = "...";
-		path += plen - (keep < plen ? keep : plen);
-	}
-	snprintf(pctx->err, pctx->errlen, "%s%s%s%s", cut, path, at, why);
 	return -1;
 }
 
@@ -1099,7 +1115,6 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 	for (unsigned i = 0; i < n; i++) {
 		cfg_t *sec = cfg_getnsec(cfg, "export", i);
 		struct conf_export *e = &c->exports[i];
-
 		const struct export_rec *r = export_rec_find(sec);
 
 		e->path = strdup(cfg_title(sec));

@@ -21,6 +21,7 @@
 #ifndef NFSCACHED_CONF_CONF_H
 #define NFSCACHED_CONF_CONF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,9 +99,24 @@ struct conf {
 /*
  * A size for the err buffers of the functions below that holds any of
  * their messages whole, whatever the file's path (up to PATH_MAX bytes).
- * With a smaller buffer, conf_load_file shortens the path, not the reason.
+ * With a smaller buffer, conf_error shortens the path, not the reason.
  */
 #define CONF_ERR_MAX 6144
+
+/*
+ * Write the configuration error "FILE:LINE: reason" ("FILE: reason" for
+ * line 0) into err[0..errlen), the reason from fmt. The reason is what
+ * matters: when the whole does not fit, FILE loses its head ("..." then
+ * its tail) first. Returns -1, for `return conf_error(...)`. Used for
+ * every such message (conf_load_file's, the reload check's).
+ */
+int conf_error(char *err, size_t errlen, const char *file, int line,
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* conf_error with a va_list. */
+int conf_verror(char *err, size_t errlen, const char *file, int line,
+		const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 
 /*
  * Load and validate the file at path. On success returns 0 and *out (owned

@@ -10,7 +10,6 @@
  * call). Directives fixed at start are copied into the new configuration,
  * so that d->conf always describes what actually runs.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,30 +17,6 @@
 #include "daemon.h"
 #include "log.h"
 #include "reload.h"
-
-/* Write "FILE:LINE: " for export e of c (just "FILE: " without a line)
- * into err, then the reason fmt; returns -1. */
-static int refuse(const struct conf *c, const struct conf_export *e,
-		  char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int refuse(const struct conf *c, const struct conf_export *e,
-		  char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (e && e->line > 0)
-		n = snprintf(err, errlen, "%s:%d: ", c->source, e->line);
-	else
-		n = snprintf(err, errlen, "%s: ", c->source);
-	if (n < 0 || (size_t)n >= errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int reload_check(const struct conf *cur, const struct conf *next, char *err,
 		 size_t errlen)
@@ -51,21 +26,30 @@ int reload_check(const struct conf *cur, const struct conf *next, char *err,
 		const struct conf_export *c = conf_export_by_id(cur, n->id);
 
 		if (!c)
-			return refuse(next, n, err, errlen, "export \"%s\" (id %u) is new: adding an export needs a restart",
-				      n->path, n->id);
+			return conf_error(err, errlen, next->source, n->line,
+					  "export \"%s\" (id %u) is new: adding "
+					  "an export needs a restart", n->path,
+					  n->id);
 		if (strcmp(c->path, n->path) != 0)
-			return refuse(next, n, err, errlen, "export id %u: path changed from \"%s\" to \"%s\": that needs a restart",
-				      n->id, c->path, n->path);
+			return conf_error(err, errlen, next->source, n->line,
+					  "export id %u: path changed from "
+					  "\"%s\" to \"%s\": that needs a restart",
+					  n->id, c->path, n->path);
 		if (strcmp(c->upstream, n->upstream) != 0)
-			return refuse(next, n, err, errlen, "export \"%s\" (id %u): upstream changed from %s to %s: that needs a restart",
-				      n->path, n->id, c->upstream, n->upstream);
+			return conf_error(err, errlen, next->source, n->line,
+					  "export \"%s\" (id %u): upstream "
+					  "changed from %s to %s: that needs a "
+					  "restart", n->path, n->id, c->upstream,
+					  n->upstream);
 	}
 	for (size_t i = 0; i < cur->nexports; i++) {
 		const struct conf_export *c = &cur->exports[i];
 
 		if (!conf_export_by_id(next, c->id))
-			return refuse(next, NULL, err, errlen, "export \"%s\" (id %u) is gone: removing an export needs a restart",
-				      c->path, c->id);
+			return conf_error(err, errlen, next->source, 0,
+					  "export \"%s\" (id %u) is gone: "
+					  "removing an export needs a restart",
+					  c->path, c->id);
 	}
 	return 0;
 }

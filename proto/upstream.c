@@ -1319,8 +1319,8 @@ int upstream_call(struct upstream *u, uint32_t proc,
 	c->ev_timeout = evtimer_new(u->base, up_call_timeout_cb, c);
 	if (c->ev_timeout == NULL || up_set_cred(u, cred) != 0)
 		goto fail;
-	/* libnfs encodes args (and the credential) into its PDU here. */
-	/* A call libnfs cannot encode (too long) says nothing about the
+	/* libnfs encodes args (and the credential) into its PDU here. A
+	 * call it cannot encode (too long) says nothing about the
 	 * connection: it is the caller's to answer, not u->error's. */
 	if (p->send(u->rpc, up_call_cb, args, c) != 0)
 		goto fail;

@@ -151,9 +151,10 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		  upstream_cb cb, void *arg);
 
 /*
- * Why the last connection attempt or the connection failed, for logs (""
- * if none since the last successful connect). Borrowed; valid until the next call
- * into this module.
+ * Why the last connection attempt, the connection or a call's RPC
+ * exchange failed, for logs ("" if none since the last successful
+ * connect; a call libnfs could not encode is not recorded). Borrowed;
+ * valid until the next call into this module.
  */
 const char *upstream_last_error(const struct upstream *u);
 
