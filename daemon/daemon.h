@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "conf.h"
 #include "fh.h"
+#include "mclock.h"
 
 struct event_base;
 struct upstream;
@@ -55,7 +56,9 @@ struct export_rt *daemon_export(struct daemon *d, unsigned id);
 /* The attribute timeouts of ex for a file of type (ftype3). */
 const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
 
-/* Monotonic time in seconds (CLOCK_MONOTONIC). */
+/* Monotonic time in seconds: mclock_now() (CLOCK_MONOTONIC; the test clock
+ * of mclock.h when enabled). Arm the daemon's one-shot timers with
+ * mclock_timer_add(), not evtimer_add(), so that the test clock moves them. */
 double daemon_now(void);
 
 #endif

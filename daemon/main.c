@@ -62,10 +62,7 @@ static double stop_deadline;	/* nor waiting for calls in flight */
 
 double daemon_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return mclock_now();
 }
 
 const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type)
@@ -343,12 +340,12 @@ static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!writeback_clean(d) && now < flush_deadline) {
 		writeback_flush_all(d);
-		evtimer_add(stop_timer, &tv);
+		mclock_timer_add(stop_timer, &tv);
 		return;
 	}
 	if ((server_inflight(d->server) > 0 || upstream_calls_out(d)) &&
 	    now < stop_deadline) {
-		evtimer_add(stop_timer, &tv);
+		mclock_timer_add(stop_timer, &tv);
 		return;
 	}
 	if (server_inflight(d->server) > 0)

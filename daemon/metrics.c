@@ -6,17 +6,21 @@
  * and drc_count at scrape time. Names follow Prometheus conventions:
  * nfscached_ prefix, _total for counters, _seconds and _bytes for units.
  */
+#include <sys/queue.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 
 #include "cache.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "log.h"
 #include "metrics.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
@@ -543,13 +547,27 @@ static void http_reply(struct evhttp_request *req, int code, const char *reason,
 	evhttp_send_reply(req, code, reason, body);
 }
 
+/* True (after answering 501, as evhttp does for a method it does not
+ * allow) unless req is a GET or a HEAD. */
+static bool refuse_method(struct evhttp_request *req)
+{
+	enum evhttp_cmd_type c = evhttp_request_get_command(req);
+
+	if (c == EVHTTP_REQ_GET || c == EVHTTP_REQ_HEAD)
+		return false;
+	evhttp_send_error(req, HTTP_NOTIMPLEMENTED, NULL);
+	return true;
+}
+
 /* GET or HEAD /metrics. */
 static void metrics_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
-	struct evbuffer *out = evbuffer_new();
+	struct evbuffer *out;
 
-	if (!out) {
+	if (refuse_method(req))
+		return;
+	if (!(out = evbuffer_new())) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
@@ -564,10 +582,12 @@ static void metrics_cb(struct evhttp_request *req, void *arg)
 static void healthz_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
-	struct evbuffer *out = evbuffer_new();
+	struct evbuffer *out;
 	int up = 1;
 
-	if (!out) {
+	if (refuse_method(req))
+		return;
+	if (!(out = evbuffer_new())) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
@@ -578,6 +598,61 @@ static void healthz_cb(struct evhttp_request *req, void *arg)
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "text/plain; charset=utf-8");
 	http_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
+	evbuffer_free(out);
+}
+
+/* True if req came from a loopback address (127.0.0.0/8 or ::1). */
+static bool from_loopback(struct evhttp_request *req)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	char *host = NULL;	/* borrowed from c */
+	ev_uint16_t port;
+
+	if (c)
+		evhttp_connection_get_peer(c, &host, &port);
+	return host && (strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0);
+}
+
+/*
+ * POST /debug/clock/advance?seconds=S, test clock only (mclock.h; the
+ * path exists only then): move the daemon's clock forward by S seconds,
+ * fire the timers due by then, answer 200 "now SECONDS\n". 403 unless
+ * from loopback, 400 for a missing or out-of-range S, 405 for another
+ * method. docs/operations.md, "Test clock".
+ */
+static void clock_advance_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evkeyvalq q;
+	const char *uri = evhttp_request_get_uri(req), *qs, *v;
+	struct evbuffer *out;
+	char *end;
+	double s = 0;
+	bool ok = false;
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+		evhttp_send_error(req, 405, NULL);
+		return;
+	}
+	if (!from_loopback(req)) {
+		evhttp_send_error(req, 403, NULL);
+		return;
+	}
+	TAILQ_INIT(&q);
+	qs = strchr(uri, '?');
+	if (qs && evhttp_parse_query_str(qs + 1, &q) == 0 &&
+	    (v = evhttp_find_header(&q, "seconds"))) {
+		s = strtod(v, &end);
+		ok = end != v && !*end;
+	}
+	evhttp_clear_headers(&q);
+	if (!ok || mclock_advance(m->d->base, s) != 0 ||
+	    !(out = evbuffer_new())) {
+		evhttp_send_error(req, HTTP_BADREQUEST, NULL);
+		return;
+	}
+	evbuffer_add_printf(out, "now %.6f\n", mclock_now());
+	evhttp_send_reply(req, HTTP_OK, "OK", out);
 	evbuffer_free(out);
 }
 
@@ -609,9 +684,15 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 		snprintf(err, errlen, "cannot listen for metrics on %s", listen);
 		goto fail;
 	}
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+				   (mclock_test_enabled() ? EVHTTP_REQ_POST : 0));
 	evhttp_set_cb(m->http, "/metrics", metrics_cb, m);
 	evhttp_set_cb(m->http, "/healthz", healthz_cb, m);
+	if (mclock_test_enabled()) {
+		evhttp_set_cb(m->http, "/debug/clock/advance", clock_advance_cb, m);
+		log_warn("NFSCACHED_TEST_CLOCK=1: test clock on; POST "
+			 "/debug/clock/advance moves time (tests only)");
+	}
 	return m;
 fail:
 	if (m->http)

@@ -2,7 +2,8 @@
 /*
  * metrics: the HTTP endpoint (libevent evhttp) serving GET /metrics in the
  * Prometheus text format (version 0.0.4) and GET /healthz. Counters are
- * pulled from each module's *_stats_get() at scrape time.
+ * pulled from each module's *_stats_get() at scrape time. With the test
+ * clock on (mclock.h) it also serves POST /debug/clock/advance.
  */
 #ifndef NFSCACHED_DAEMON_METRICS_H
 #define NFSCACHED_DAEMON_METRICS_H

@@ -144,7 +144,7 @@ static void mnt_wait_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!upstream_root_fh(w->ex->up, &(size_t){ 0 }) &&
 	    daemon_now() < w->deadline && !w->r->d->stopping) {
-		evtimer_add(w->timer, &tv);
+		mclock_timer_add(w->timer, &tv);
 		return;
 	}
 	mnt_answer(w->r, w->ex);
@@ -183,7 +183,7 @@ enum op_status mount_op_mnt(struct req *r)
 	w->r = r;
 	w->ex = ex;
 	w->deadline = daemon_now() + r->d->conf->upstream_timeout;
-	evtimer_add(w->timer, &tv);
+	mclock_timer_add(w->timer, &tv);
 	return OP_PENDING;
 }
 

@@ -271,7 +271,7 @@ static void write_no_room(struct write_op *op)
 		if (!op->waited)
 			stats.waited_for_room++;
 		op->waited = true;
-		evtimer_add(op->timer, &tv);
+		mclock_timer_add(op->timer, &tv);
 		return;
 	}
 	write_through(op);

@@ -172,7 +172,9 @@ static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	notify_send("WATCHDOG=1");
 }
 
-/* Arm the status and watchdog timers (only with notifications on). */
+/* Arm the status and watchdog timers (only with notifications on). They
+ * keep real time, the service manager's, so plain evtimer_add: not the
+ * test clock's mclock_timer_add. */
 static void arm_timers(void)
 {
 	struct timeval st = { (time_t)STATUS_INTERVAL, 0 };

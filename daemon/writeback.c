@@ -483,7 +483,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 			continue;
 		wb_settle(d, f);
 	}
-	evtimer_add(tick, &tv);
+	mclock_timer_add(tick, &tv);
 }
 
 int writeback_start(struct daemon *d)
@@ -495,7 +495,7 @@ int writeback_start(struct daemon *d)
 	tick = evtimer_new(d->base, tick_cb, d);
 	if (!tick)
 		return -1;
-	evtimer_add(tick, &tv);
+	mclock_timer_add(tick, &tv);
 	return 0;
 }
 

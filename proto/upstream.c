@@ -78,6 +78,7 @@
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-zdr.h>
 
+#include "mclock.h"
 #include "upstream.h"
 
 #define UP_MAGIC		0x75707374u	/* "upst" */
@@ -533,13 +534,10 @@ static void up_call_free(struct up_call *c)
 	free(c);
 }
 
-/* Monotonic time in seconds, for call latency. */
+/* Monotonic time in seconds, for call latency (mclock.h). */
 static double up_clock(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return mclock_now();
 }
 
 /*
@@ -677,7 +675,7 @@ static void up_schedule_retry(struct upstream *u)
 {
 	struct timeval tv = up_tv(u->backoff);
 
-	evtimer_add(u->ev_retry, &tv);
+	mclock_timer_add(u->ev_retry, &tv);
 	u->backoff *= 2;
 	if (u->backoff > UP_BACKOFF_MAX)
 		u->backoff = UP_BACKOFF_MAX;
@@ -872,7 +870,7 @@ static int up_phase_begin(struct upstream *u, enum up_phase ph, int port)
 			 rpc_get_error(u->rpc));
 		return -1;
 	}
-	evtimer_add(u->ev_phase, &tv);
+	mclock_timer_add(u->ev_phase, &tv);
 	up_io_update(u);
 	return 0;
 }
@@ -1227,7 +1225,7 @@ int upstream_start(struct upstream *u)
 		return -1;
 	if (u->started)
 		return 0;
-	if (evtimer_add(u->ev_retry, &now) != 0)
+	if (mclock_timer_add(u->ev_retry, &now) != 0)
 		return -1;
 	u->started = true;
 	return 0;
@@ -1327,7 +1325,7 @@ int upstream_call(struct upstream *u, uint32_t proc,
 	c->in_libnfs = true;
 	c->sent = up_clock();
 	up_call_move(c, UP_LIST_CALLS);
-	evtimer_add(c->ev_timeout, u->call_tv_common);
+	mclock_timer_add(c->ev_timeout, u->call_tv_common);
 	u->st.calls[proc]++;
 	u->st.bytes_sent += args_len;
 	zdr_destroy(&z);

@@ -105,7 +105,10 @@ fail:
 	return NULL;
 }
 
-char *http_get_raw(const char *hostport, const char *path, int timeout_ms)
+/* Send "METHOD path HTTP/1.0" (no body) to hostport; the whole response
+ * (malloc'd) or NULL. */
+static char *http_request_raw(const char *method, const char *hostport,
+			      const char *path, int timeout_ms)
 {
 	char req[512], *resp = NULL;
 	int fd, n;
@@ -113,8 +116,9 @@ char *http_get_raw(const char *hostport, const char *path, int timeout_ms)
 	fd = connect_hostport(hostport);
 	if (fd < 0)
 		return NULL;
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n"
-		     "Connection: close\r\n\r\n", path, hostport);
+	n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: %s\r\n"
+		     "Content-Length: 0\r\nConnection: close\r\n\r\n", method,
+		     path, hostport);
 	if (n > 0 && (size_t)n < sizeof(req) &&
 	    send_all(fd, req, (size_t)n) == 0)
 		resp = recv_all(fd, timeout_ms);
@@ -122,9 +126,10 @@ char *http_get_raw(const char *hostport, const char *path, int timeout_ms)
 	return resp;
 }
 
-char *http_get(const char *hostport, const char *path, int timeout_ms)
+/* The body of resp (malloc'd) if its status is 200, else NULL; frees resp. */
+static char *body_if_200(char *resp)
 {
-	char *resp = http_get_raw(hostport, path, timeout_ms), *body = NULL;
+	char *body = NULL;
 	const char *sep;
 
 	if (!resp)
@@ -135,6 +140,29 @@ char *http_get(const char *hostport, const char *path, int timeout_ms)
 		body = strdup(sep + 4);
 	free(resp);
 	return body;
+}
+
+char *http_get_raw(const char *hostport, const char *path, int timeout_ms)
+{
+	return http_request_raw("GET", hostport, path, timeout_ms);
+}
+
+char *http_get(const char *hostport, const char *path, int timeout_ms)
+{
+	return body_if_200(http_request_raw("GET", hostport, path, timeout_ms));
+}
+
+int http_clock_advance(const char *hostport, double seconds)
+{
+	char path[128], *body;
+
+	snprintf(path, sizeof(path), "/debug/clock/advance?seconds=%.6f", seconds);
+	body = body_if_200(http_request_raw("POST", hostport, path,
+					    HTTP_GET_TIMEOUT_MS));
+	if (!body)
+		return -1;
+	free(body);
+	return 0;
 }
 
 int prom_sample(const char *text, const char *series, double *value)

@@ -25,6 +25,16 @@ char *http_get_raw(const char *hostport, const char *path, int timeout_ms);
 char *http_get(const char *hostport, const char *path, int timeout_ms);
 
 /*
+ * Move the proxy's test clock forward by seconds and fire its timers due by
+ * then (POST /debug/clock/advance?seconds=S; the proxy must run with
+ * NFSCACHED_TEST_CLOCK=1, docs/operations.md "Test clock"). The timers have
+ * run when this returns; what they started (upstream calls) may still be in
+ * flight. 0, or -1 if the proxy did not answer 200 within
+ * HTTP_GET_TIMEOUT_MS.
+ */
+int http_clock_advance(const char *hostport, double seconds);
+
+/*
  * Find series (a metric name with its labels exactly as rendered, e.g.
  * nfscached_upstream_rpcs_total{procedure="create"}) at the start of a line
  * of Prometheus text and store its value. Returns 0, or -1 if the series

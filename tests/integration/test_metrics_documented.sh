@@ -50,3 +50,8 @@ done
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 "http://$NFSC_METRICS_ADDR/metrics") || true
 echo "POST /metrics: $code"
 [[ "$code" == 501 ]] || { echo "POST /metrics: $code, not 501"; exit 1; }
+# The test clock (docs/operations.md) is off here: advancing it is refused.
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 \
+	"http://$NFSC_METRICS_ADDR/debug/clock/advance?seconds=5") || true
+echo "POST /debug/clock/advance (test clock off): $code"
+[[ "$code" == 501 ]] || { echo "POST /debug/clock/advance: $code, not 501"; exit 1; }
