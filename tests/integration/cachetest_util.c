@@ -107,6 +107,18 @@ uint64_t ct_delta(const struct ct_metrics *before,
 	return b - a;
 }
 
+int ct_clock_advance(double secs)
+{
+	const char *addr = ct_env("NFSC_METRICS_ADDR");
+
+	if (addr && http_clock_advance(addr, secs) == 0)
+		return 0;
+	fprintf(stderr, "cachetest: advancing the clock %.3f s at %s failed "
+		"(is NFSCACHED_TEST_CLOCK=1 set?)\n", secs,
+		addr ? addr : "(NFSC_METRICS_ADDR unset)");
+	return -1;
+}
+
 uint64_t ct_metric_now(const char *series)
 {
 	struct ct_metrics m;

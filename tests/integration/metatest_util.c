@@ -114,13 +114,3 @@ int mt_has_name(const struct nfsc_listing *l, const char *name)
 			return 1;
 	return 0;
 }
-
-void mt_sleep(double secs)
-{
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)secs;
-	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}

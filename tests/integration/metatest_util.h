@@ -62,7 +62,5 @@ int mt_list(struct nfsc *c, const nfs_fh3 *dir, int plus,
 /* 1 if l has an entry called name. */
 int mt_has_name(const struct nfsc_listing *l, const char *name);
 
-/* Sleep for secs seconds (fractions allowed). */
-void mt_sleep(double secs);
 
 #endif
