@@ -145,6 +145,22 @@ static const struct directive directives[] = {
 	    65536, 1073741824, "bytes",
 	    "Reply bytes queued to one client before its reads pause; at "
 	    "least max_record_size."),
+	NUM("record_timeout", GLOBAL(record_timeout), K_DOUBLE, "30", 0.1,
+	    3600, "seconds",
+	    "Time a client may take to deliver a whole RPC record once its "
+	    "first byte arrived; then the connection is closed."),
+	NUM("idle_timeout", GLOBAL(idle_timeout), K_DOUBLE, "600", 0.1, 86400,
+	    "seconds",
+	    "Time a connection with no call in flight and nothing received "
+	    "is kept open (knfsd closes idle ones after 6 minutes)."),
+	NUM("max_connections", GLOBAL(max_connections), K_U32, "4096", 1,
+	    1048576, "connections",
+	    "Client connections open at once; a new one past it is refused "
+	    "(closed at once). Also capped by the descriptor limit."),
+	NUM("max_connections_per_client", GLOBAL(max_connections_per_client),
+	    K_U32, "256", 1, 1048576, "connections",
+	    "Connections open at once from one client address; a new one "
+	    "past it is refused."),
 	NUM("drc_entries", GLOBAL(drc_entries), K_U32, "4096", 0, 1048576,
 	    "entries",
 	    "Size of the duplicate request cache that answers retransmitted "

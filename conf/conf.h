@@ -78,6 +78,11 @@ struct conf {
 	uint32_t max_requests_per_conn;	/* in flight before reads pause */
 	uint32_t max_reply_buffer;	/* bytes queued to a client before
 					 * reads pause */
+	double record_timeout;		/* seconds to deliver a started
+					 * record */
+	double idle_timeout;		/* seconds an idle connection stays */
+	uint32_t max_connections;	/* client connections open at once */
+	uint32_t max_connections_per_client; /* per source address */
 	uint32_t drc_entries;		/* duplicate request cache size */
 	double drc_timeout;		/* seconds a DRC entry is kept */
 	char *log_level;		/* "error".."debug", owned */

@@ -31,6 +31,7 @@
 
 struct metrics {
 	struct evhttp *http;
+	struct accept_guard *guard;	/* EMFILE: pause, log once a second */
 	struct daemon *d;
 };
 
@@ -115,6 +116,12 @@ static void render_server(struct evbuffer *o, const struct server_stats *st)
 	       "Client TCP connections accepted.", st->connections_accepted);
 	scalar(o, "nfscached_connections_open", "gauge",
 	       "Client TCP connections open now.", st->connections_open);
+	scalar(o, "nfscached_connections_max", "gauge",
+	       "Client connections allowed at once (max_connections, capped by "
+	       "the descriptor limit).", st->max_connections);
+	scalar(o, "nfscached_accept_errors_total", "counter",
+	       "accept() failures on the NFS and MOUNT listeners (EMFILE...).",
+	       st->accept_errors);
 	head(o, "nfscached_connections_closed_total", "counter",
 	     "Client TCP connections closed, by reason.");
 	for (int i = 0; i < CLOSE_NREASONS; i++)
@@ -662,6 +669,7 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	struct metrics *m = calloc(1, sizeof(*m));
 	char host[256];
 	const char *colon = strrchr(listen, ':');
+	struct evhttp_bound_socket *bound;
 	size_t hl;
 
 	if (!m) {
@@ -680,8 +688,17 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	}
 	m->d = d;
 	m->http = evhttp_new(d->base);
-	if (!m->http || evhttp_bind_socket(m->http, host, (ev_uint16_t)atoi(colon + 1))) {
+	if (!m->http ||
+	    !(bound = evhttp_bind_socket_with_handle(m->http, host,
+						     (ev_uint16_t)atoi(colon + 1)))) {
 		snprintf(err, errlen, "cannot listen for metrics on %s", listen);
+		goto fail;
+	}
+	m->guard = accept_guard_new(d->base,
+				    evhttp_bound_socket_get_listener(bound),
+				    "the metrics listener", NULL);
+	if (!m->guard) {
+		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
@@ -695,6 +712,7 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	}
 	return m;
 fail:
+	accept_guard_free(&m->guard);
 	if (m->http)
 		evhttp_free(m->http);
 	free(m);
@@ -707,6 +725,7 @@ void metrics_free(struct metrics **mp)
 
 	if (!m)
 		return;
+	accept_guard_free(&m->guard);
 	evhttp_free(m->http);
 	free(m);
 	*mp = NULL;

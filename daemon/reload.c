@@ -171,6 +171,10 @@ static void log_global_changes(const struct conf *o, const struct conf *n)
 		}                                                           \
 	} while (0)
 	NEW_NUM(max_requests_per_conn);
+	NEW_NUM(record_timeout);
+	NEW_NUM(idle_timeout);
+	NEW_NUM(max_connections);
+	NEW_NUM(max_connections_per_client);
 	NEW_NUM(meta_cache_size);
 	NEW_NUM(writeback_delay);
 	NEW_NUM(dirty_limit);

@@ -9,6 +9,16 @@
  * connection; server.inflight is their sum; a paused connection has
  * EV_READ disabled and is resumed only through a deferred trigger, so a
  * synchronous reply never re-enters the record loop.
+ *
+ * Hostile and overloaded clients: a sweep timer closes connections whose
+ * current record started (first mark byte read, or bytes waiting) more than
+ * record_timeout ago while the proxy was reading (time paused by
+ * backpressure does not count), and connections idle (nothing in flight,
+ * no partial record, no bytes waiting) for idle_timeout. New connections
+ * past max_connections (capped by the descriptor budget) or past
+ * max_connections_per_client from one address are refused: accepted and
+ * closed at once. A peer_count per client address counts its open
+ * connections; it exists exactly while that count is above zero.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -17,11 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <uthash.h>
 #include <utlist.h>
 
 #include "daemon.h"
@@ -33,6 +45,16 @@
 #define CONN_MAGIC 0x434f4e4eu
 #define CONN_IO_CHUNK (1024 * 1024)	/* bytes per socket read or write */
 #define REQ_MAGIC 0x52455121u
+#define SWEEP_MAX_S 0.5		/* longest pause between timeout sweeps */
+#define LIMIT_LOG_S 10.0	/* refused connections: one line per */
+#define FD_RESERVE_PER_EXPORT 8	/* upstream sockets of one export */
+
+/* Open connections from one client address. */
+struct peer_count {
+	char host[INET6_ADDRSTRLEN];	/* numeric, the hash key */
+	unsigned n;
+	UT_hash_handle hh;
+};
 
 struct conn {
 	uint32_t magic;
@@ -48,6 +70,11 @@ struct conn {
 	struct rpcrec *rec;
 	unsigned inflight;
 	uint32_t only_prog;		/* the one program served; 0: all */
+	double rec_start;		/* when the current record began;
+					 * 0: between records */
+	double last_active;		/* last bytes received or call done */
+	uint64_t records;		/* records read so far */
+	struct peer_count *pc;		/* this address's count */
 	struct conn *prev, *next;
 };
 
@@ -55,6 +82,7 @@ struct listener {
 	struct evconnlistener *l;
 	struct server *srv;
 	uint32_t only_prog;		/* the one program served; 0: all */
+	struct accept_guard *guard;
 	struct listener *next;
 };
 
@@ -66,10 +94,27 @@ struct server {
 	bool draining;			/* stopping: read no more calls */
 	unsigned inflight;
 	struct drc *drc;
+	struct peer_count *peers;	/* uthash by host */
+	struct event *sweep;		/* timeout sweep timer */
+	uint32_t fd_cap;		/* connections the descriptors allow */
+	double limit_logged;		/* last "refusing" line, daemon_now */
+	uint64_t limit_unlogged;	/* refusals since that line */
 	struct server_stats st;
 };
 
 static void conn_pump(struct conn *c);
+
+/* Drop c's share of its address's connection count. */
+static void peer_release(struct server *s, struct conn *c)
+{
+	struct peer_count *pc = c->pc;
+
+	c->pc = NULL;
+	if (pc && --pc->n == 0) {
+		HASH_DEL(s->peers, pc);
+		free(pc);
+	}
+}
 
 /* Take a reference on c. */
 static void conn_get(struct conn *c)
@@ -143,6 +188,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	s->st.connections_open--;
 	log_debug("connection %s closed: %s", c->peer_name, names[reason]);
 	DL_DELETE(s->conns, c);
+	peer_release(s, c);
 	if (reason == CLOSE_ERROR || reason == CLOSE_SHUTDOWN ||
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_release_socket(c);
@@ -174,6 +220,8 @@ static void conn_maybe_resume(struct conn *c)
 	if (c->closed || !c->paused || conn_should_pause(c))
 		return;
 	c->paused = false;
+	if (c->rec_start > 0)
+		c->rec_start = daemon_now();	/* our pause is not theirs */
 	bufferevent_enable(c->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
 		bufferevent_trigger(c->bev, EV_READ,
@@ -196,6 +244,7 @@ static void req_release(struct req *r)
 	free(r->rec);
 	r->magic = 0;
 	free(r);
+	c->last_active = daemon_now();
 	c->inflight--;
 	s->inflight--;
 	s->st.requests_inflight = s->inflight;
@@ -449,6 +498,7 @@ static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 	const struct dispatch_entry *ent;
 	struct req *r;
 
+	c->records++;
 	if (!conn_check_header(c, rec, len, &call) ||
 	    !(ent = conn_route(c, &call))) {
 		free(rec);
@@ -507,14 +557,31 @@ static void conn_pump(struct conn *c)
 	}
 }
 
+/* Note after a read whether a record is under way, and since when. */
+static void conn_note_record(struct conn *c, uint64_t records_before)
+{
+	double now = daemon_now();
+
+	c->last_active = now;
+	if (c->closed)
+		return;
+	if (!rpcrec_in_record(c->rec) &&
+	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+		c->rec_start = 0;
+	else if (c->rec_start == 0 || c->records != records_before)
+		c->rec_start = now;	/* a record began in this read */
+}
+
 /* Bufferevent read callback. */
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
+	uint64_t records = c->records;
 
 	(void)bev;
 	conn_get(c);
 	conn_pump(c);
+	conn_note_record(c, records);
 	conn_put(&c);
 }
 
@@ -561,34 +628,65 @@ static void conn_name(struct conn *c, socklen_t len)
 		 port);
 }
 
-/* Listener callback: a new client connection. */
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+/* Refuse a new connection past a limit: close it, count it, log a line
+ * at most every LIMIT_LOG_S seconds. */
+static void conn_refuse(struct server *s, evutil_socket_t fd,
+			const char *host, const char *limit)
 {
-	struct listener *li = arg;
-	struct server *s = li->srv;
+	double now = daemon_now();
+
+	evutil_closesocket(fd);
+	s->st.connections_accepted++;
+	s->st.closed[CLOSE_LIMIT]++;
+	s->limit_unlogged++;
+	if (s->limit_logged == 0 || now - s->limit_logged >= LIMIT_LOG_S) {
+		log_warn("refused a connection from %s: %s reached (%llu "
+			 "refused since the last such line)", host, limit,
+			 (unsigned long long)s->limit_unlogged);
+		s->limit_logged = now;
+		s->limit_unlogged = 0;
+	}
+}
+
+/* The limit a new connection from host would break, or NULL; *pcp is
+ * host's count (NULL if it has none open). */
+static const char *conn_limit_hit(struct server *s, const char *host,
+				  struct peer_count **pcp)
+{
 	const struct conf *cf = s->d->conf;
-	struct conn *c = calloc(1, sizeof(*c));
+	uint32_t cap = cf->max_connections < s->fd_cap ? cf->max_connections
+						       : s->fd_cap;
+
+	HASH_FIND_STR(s->peers, host, *pcp);
+	if (s->st.connections_open >= cap)
+		return cap == cf->max_connections ? "max_connections"
+			: "the descriptor limit";
+	if (*pcp && (*pcp)->n >= cf->max_connections_per_client)
+		return "max_connections_per_client";
+	return NULL;
+}
+
+/* Count c against its address, creating the address's record. */
+static int peer_take(struct server *s, struct conn *c, struct peer_count *pc)
+{
+	if (!pc) {
+		pc = calloc(1, sizeof(*pc));
+		if (!pc)
+			return -1;
+		snprintf(pc->host, sizeof(pc->host), "%s", c->peer_host);
+		HASH_ADD_STR(s->peers, host, pc);
+	}
+	pc->n++;
+	c->pc = pc;
+	return 0;
+}
+
+/* Set up c's bufferevent callbacks, limits and socket options. */
+static void conn_setup_io(struct conn *c, evutil_socket_t fd)
+{
+	const struct conf *cf = c->srv->d->conf;
 	int one = 1;
 
-	(void)l;
-	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
-	    !(c->bev = bufferevent_socket_new(s->d->base, fd,
-					      BEV_OPT_CLOSE_ON_FREE))) {
-		log_warn("out of memory accepting a connection");
-		if (c)
-			rpcrec_free(&c->rec);
-		free(c);
-		evutil_closesocket(fd);
-		return;
-	}
-	c->magic = CONN_MAGIC;
-	c->refs = 1;
-	c->srv = s;
-	c->only_prog = li->only_prog;
-	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer) ? (size_t)salen
-							       : sizeof(c->peer));
-	conn_name(c, (socklen_t)salen);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	/* libevent's default of 16 KiB per read and write would split a
@@ -597,10 +695,136 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* Listener callback: a new client connection. */
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	struct listener *li = arg;
+	struct server *s = li->srv;
+	const struct conf *cf = s->d->conf;
+	struct peer_count *pc;
+	const char *limit;
+	struct conn *c = calloc(1, sizeof(*c));
+
+	(void)l;
+	if (c) {
+		memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer)
+			? (size_t)salen : sizeof(c->peer));
+		conn_name(c, (socklen_t)salen);
+		if ((limit = conn_limit_hit(s, c->peer_host, &pc))) {
+			conn_refuse(s, fd, c->peer_name, limit);
+			free(c);
+			return;
+		}
+	}
+	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
+	    peer_take(s, c, pc) != 0 ||
+	    !(c->bev = bufferevent_socket_new(s->d->base, fd,
+					      BEV_OPT_CLOSE_ON_FREE))) {
+		log_warn("out of memory accepting a connection");
+		if (c) {
+			peer_release(s, c);
+			rpcrec_free(&c->rec);
+		}
+		free(c);
+		evutil_closesocket(fd);
+		return;
+	}
+	c->magic = CONN_MAGIC;
+	c->refs = 1;
+	c->srv = s;
+	c->only_prog = li->only_prog;
+	c->last_active = daemon_now();
+	conn_setup_io(c, fd);
 	DL_APPEND(s->conns, c);
 	s->st.connections_accepted++;
 	s->st.connections_open++;
 	log_debug("connection from %s", c->peer_name);
+}
+
+/* Seconds between sweeps: a quarter of the shorter timeout, at most
+ * SWEEP_MAX_S (read each time, so a reload applies). */
+static double sweep_period(const struct conf *cf)
+{
+	double t = cf->record_timeout < cf->idle_timeout ? cf->record_timeout
+							 : cf->idle_timeout;
+
+	return t / 4 < SWEEP_MAX_S ? t / 4 : SWEEP_MAX_S;
+}
+
+/* Arm the sweep timer. */
+static void sweep_arm(struct server *s)
+{
+	double p = sweep_period(s->d->conf);
+	struct timeval tv = { (time_t)p, (suseconds_t)((p - (time_t)p) * 1e6) };
+
+	evtimer_add(s->sweep, &tv);
+}
+
+/* The reason c must be closed for now, or CLOSE_NREASONS. */
+static enum conn_close_reason conn_overdue(const struct conn *c, double now)
+{
+	const struct conf *cf = c->srv->d->conf;
+
+	if (c->paused)
+		return CLOSE_NREASONS;	/* we are not reading: not theirs */
+	if (c->rec_start > 0)
+		return now - c->rec_start >= cf->record_timeout
+			? CLOSE_RECORD_TIMEOUT : CLOSE_NREASONS;
+	if (c->inflight == 0 && now - c->last_active >= cf->idle_timeout)
+		return CLOSE_IDLE;
+	return CLOSE_NREASONS;
+}
+
+/* Sweep timer: close stalled and idle connections, re-arm. */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+	struct conn *c, *tmp;
+	enum conn_close_reason why;
+	double now = daemon_now();
+
+	(void)fd;
+	(void)what;
+	if (!s->draining)
+		DL_FOREACH_SAFE(s->conns, c, tmp)
+			if ((why = conn_overdue(c, now)) != CLOSE_NREASONS)
+				conn_close(c, why);
+	sweep_arm(s);
+}
+
+/* Raise the soft descriptor limit to the hard one; set s->fd_cap. */
+static void server_fd_budget(struct server *s)
+{
+	struct rlimit rl;
+	uint64_t reserve = SERVER_FD_RESERVE +
+			   FD_RESERVE_PER_EXPORT * (uint64_t)s->d->nexports;
+	uint64_t lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		s->fd_cap = s->d->conf->max_connections;
+		return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit want = { rl.rlim_max, rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			rl = want;
+		else
+			log_warn("cannot raise the descriptor limit to %llu: %s",
+				 (unsigned long long)rl.rlim_max, strerror(errno));
+	}
+	lim = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
+	lim = lim > 2 * reserve ? lim - reserve : lim / 2;
+	s->fd_cap = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
+	s->st.max_connections = s->fd_cap < s->d->conf->max_connections
+		? s->fd_cap : s->d->conf->max_connections;
+	log_info("descriptor limit %llu, %llu kept in reserve: at most %u "
+		 "client connections (max_connections %u)",
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)reserve,
+		 (unsigned)s->st.max_connections, s->d->conf->max_connections);
 }
 
 struct server *server_new(struct daemon *d)
@@ -615,10 +839,14 @@ struct server *server_new(struct daemon *d)
 	s->st.latency = calloc(dispatch_count, sizeof(struct histogram));
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
 			 drc_deliver, drc_release);
-	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency) {
+	s->sweep = evtimer_new(d->base, sweep_cb, s);
+	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency ||
+	    !s->sweep) {
 		server_free(&s);
 		return NULL;
 	}
+	server_fd_budget(s);
+	sweep_arm(s);
 	return s;
 }
 
@@ -654,6 +882,14 @@ int server_listen(struct server *s, const char *addr, int port,
 		free(li);
 		return -1;
 	}
+	li->guard = accept_guard_new(s->d->base, li->l, spec,
+				     &s->st.accept_errors);
+	if (!li->guard) {
+		snprintf(err, errlen, "out of memory");
+		evconnlistener_free(li->l);
+		free(li);
+		return -1;
+	}
 	LL_PREPEND(s->listeners, li);
 	return 0;
 }
@@ -663,6 +899,7 @@ void server_stop_accepting(struct server *s)
 	struct listener *li, *tmp;
 
 	LL_FOREACH_SAFE(s->listeners, li, tmp) {
+		accept_guard_free(&li->guard);
 		evconnlistener_free(li->l);
 		LL_DELETE(s->listeners, li);
 		free(li);
@@ -709,6 +946,8 @@ void server_free(struct server **sp)
 		return;
 	server_stop_accepting(s);
 	server_close_all(s);
+	if (s->sweep)
+		event_free(s->sweep);
 	drc_free(&s->drc);
 	free(s->st.calls);
 	free(s->st.replies);
@@ -742,4 +981,96 @@ const char *req_peer_name(const struct req *r)
 const char *req_peer_host(const struct req *r)
 {
 	return r->conn->peer_host;
+}
+
+/* ---- accept guard ---- */
+
+struct accept_guard {
+	struct evconnlistener *l;
+	struct event *resume;		/* re-enables l after a pause */
+	char what[320];
+	uint64_t *errors;
+	uint64_t unlogged;		/* failures since the last line */
+	double logged;			/* daemon_now of that line; 0: none */
+	struct accept_guard *next;
+};
+
+/* Every guard: an error callback gets the listener's own argument (for
+ * evhttp's listener, evhttp's), so it finds its guard by listener. */
+static struct accept_guard *guards;
+
+/* Pause timer: accept again. */
+static void guard_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct accept_guard *g = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(g->l);
+}
+
+/* evconnlistener error callback: pause on a lack of resources, and log
+ * at most once a second. */
+static void guard_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct accept_guard *g;
+	int err = EVUTIL_SOCKET_ERROR();
+	bool starved = err == EMFILE || err == ENFILE || err == ENOBUFS ||
+		       err == ENOMEM;
+	double now = daemon_now();
+
+	(void)arg;
+	LL_SEARCH_SCALAR(guards, g, l, l);
+	if (!g)
+		return;
+	if (g->errors)
+		(*g->errors)++;
+	g->unlogged++;
+	if (starved) {
+		struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
+
+		evconnlistener_disable(l);
+		evtimer_add(g->resume, &tv);
+	}
+	if (g->logged == 0 || now - g->logged >= 1.0) {
+		log_warn("accept on %s failed: %s (%llu failures since the last "
+			 "such line)%s", g->what, evutil_socket_error_to_string(err),
+			 (unsigned long long)g->unlogged,
+			 starved ? "; pausing it" : "");
+		g->logged = now;
+		g->unlogged = 0;
+	}
+}
+
+struct accept_guard *accept_guard_new(struct event_base *base,
+				      struct evconnlistener *l,
+				      const char *what, uint64_t *errors)
+{
+	struct accept_guard *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->l = l;
+	g->errors = errors;
+	snprintf(g->what, sizeof(g->what), "%s", what);
+	g->resume = evtimer_new(base, guard_resume_cb, g);
+	if (!g->resume) {
+		free(g);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(l, guard_error_cb);
+	LL_PREPEND(guards, g);
+	return g;
+}
+
+void accept_guard_free(struct accept_guard **gp)
+{
+	struct accept_guard *g = gp ? *gp : NULL;
+
+	if (!g)
+		return;
+	LL_DELETE(guards, g);
+	event_free(g->resume);
+	free(g);
+	*gp = NULL;
 }

@@ -44,7 +44,10 @@ struct drc_entry;
 	X(CLOSE_BAD_RECORD, "bad_record") \
 	X(CLOSE_NOMEM, "nomem") \
 	X(CLOSE_HANDLER, "handler") \
-	X(CLOSE_SHUTDOWN, "shutdown")
+	X(CLOSE_SHUTDOWN, "shutdown") \
+	X(CLOSE_RECORD_TIMEOUT, "record_timeout") \
+	X(CLOSE_IDLE, "idle") \
+	X(CLOSE_LIMIT, "limit")
 
 enum conn_close_reason {
 #define X(e, s) e,
@@ -82,6 +85,8 @@ struct server_stats {
 	uint64_t drc_entries;			/* gauge */
 	uint64_t requests_inflight;		/* gauge */
 	uint64_t reads_paused;			/* backpressure engaged */
+	uint64_t accept_errors;			/* accept() failures (EMFILE..) */
+	uint64_t max_connections;		/* gauge: the effective cap */
 	uint64_t *calls;			/* by dispatch row */
 	uint64_t *replies;			/* by dispatch row */
 	struct histogram *latency;		/* arrival to reply, seconds,
@@ -103,8 +108,40 @@ struct req {
 	void *op;				/* the handler's own state */
 };
 
-/* Create the server for d (borrowed). Returns NULL on ENOMEM. */
+/*
+ * Create the server for d (borrowed). Raises the soft RLIMIT_NOFILE to the
+ * hard limit (setrlimit(2)) and caps client connections at that limit less
+ * a reserve (SERVER_FD_RESERVE + 8 per export) for the upstreams, the
+ * metrics listener, the log and rpcbind; d->conf's max_connections applies
+ * below that cap. Starts the timer that closes connections stalled inside
+ * a record (record_timeout) or idle (idle_timeout). Returns NULL on ENOMEM.
+ */
 struct server *server_new(struct daemon *d);
+
+#define SERVER_FD_RESERVE 64	/* descriptors kept from client connections */
+
+struct accept_guard;
+struct evconnlistener;
+struct event_base;
+
+/*
+ * Guard listener l (borrowed; it must outlive the guard) against accept(2)
+ * failing for want of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM): instead
+ * of libevent retrying at once (a busy loop that floods the log), l is
+ * disabled for ACCEPT_PAUSE_MS and re-enabled by a timer on base, and the
+ * failure is logged at most once per second with the count since the last
+ * line ("what" names the listener). Other errors are logged the same way
+ * without pausing. *errors (may be NULL) counts every failure. Returns
+ * NULL on ENOMEM; free with accept_guard_free.
+ */
+struct accept_guard *accept_guard_new(struct event_base *base,
+				      struct evconnlistener *l,
+				      const char *what, uint64_t *errors);
+
+#define ACCEPT_PAUSE_MS 250
+
+/* Free *g (stops its timer; l is left as it is); clears the pointer. */
+void accept_guard_free(struct accept_guard **g);
 
 /*
  * Listen on addr:port (TCP). only_prog 0 serves every program; otherwise

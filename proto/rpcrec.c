@@ -38,6 +38,7 @@ struct rpcrec {
 	size_t frag_left;	/* bytes of the current fragment still to come */
 	bool in_frag;		/* DATA state (else MARK) */
 	bool last;		/* current fragment is the record's last */
+	bool started;		/* a mark of this record was read */
 	enum rpcrec_status dead; /* RPCREC_RECORD while alive */
 };
 
@@ -95,6 +96,7 @@ rpcrec_read_mark(struct rpcrec *r, struct evbuffer *in)
 	r->frag_left = flen;
 	r->last = (mark & RPCREC_LAST_FRAG) != 0;
 	r->in_frag = true;
+	r->started = true;
 	return RPCREC_RECORD;
 }
 
@@ -161,6 +163,7 @@ rpcrec_hand_out(struct rpcrec *r, uint8_t **rec, size_t *len)
 	r->cap = 0;
 	r->announced = 0;
 	r->last = false;
+	r->started = false;
 	return RPCREC_RECORD;
 }
 
@@ -184,6 +187,12 @@ rpcrec_pull(struct rpcrec *r, struct evbuffer *in, uint8_t **rec,
 		if (r->last)
 			return rpcrec_hand_out(r, rec, len);
 	}
+}
+
+bool
+rpcrec_in_record(const struct rpcrec *r)
+{
+	return r->started;
 }
 
 int

@@ -11,6 +11,7 @@
 #ifndef NFSCACHED_PROTO_RPCREC_H
 #define NFSCACHED_PROTO_RPCREC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,14 @@ void rpcrec_free(struct rpcrec **r);
  */
 enum rpcrec_status rpcrec_pull(struct rpcrec *r, struct evbuffer *in,
 			       uint8_t **rec, size_t *len);
+
+/*
+ * True between the first fragment mark of a record that rpcrec_pull
+ * consumed and the record being handed out (also across empty non-last
+ * fragments). Bytes still in the caller's evbuffer are not seen here.
+ * Used for the record timeout (nfscached's record_timeout).
+ */
+bool rpcrec_in_record(const struct rpcrec *r);
 
 /*
  * Append len bytes as one record (a single last fragment) to out.

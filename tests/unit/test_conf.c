@@ -143,6 +143,10 @@ static void test_minimal_config_gets_every_default(void)
 	CU_ASSERT_EQUAL(c->max_reply_buffer, 8388608);
 	CU_ASSERT_EQUAL(c->drc_entries, 4096);
 	CU_ASSERT_EQUAL(c->drc_timeout, 120.0);
+	CU_ASSERT_EQUAL(c->record_timeout, 30.0);
+	CU_ASSERT_EQUAL(c->idle_timeout, 600.0);
+	CU_ASSERT_EQUAL(c->max_connections, 4096);
+	CU_ASSERT_EQUAL(c->max_connections_per_client, 256);
 	CU_ASSERT_STRING_EQUAL(c->log_level, "info");
 	CU_ASSERT_EQUAL_FATAL(c->nexports, 1);
 	e = &c->exports[0];
@@ -178,6 +182,10 @@ static const char full_config[] =
 	"max_reply_buffer = 65536\n"
 	"drc_entries = 0\n"
 	"drc_timeout = 1.5\n"
+	"record_timeout = 0.25\n"
+	"idle_timeout = 7.5\n"
+	"max_connections = 50\n"
+	"max_connections_per_client = 1048576\n"
 	"log_level = \"debug\"\n"
 	"export \"/srv/one\" {\n"
 	"  id = 63\n"
@@ -217,6 +225,10 @@ static void test_every_directive_reads_back_exactly(void)
 	CU_ASSERT_EQUAL(c->max_reply_buffer, 65536);
 	CU_ASSERT_EQUAL(c->drc_entries, 0);
 	CU_ASSERT_EQUAL(c->drc_timeout, 1.5);
+	CU_ASSERT_EQUAL(c->record_timeout, 0.25);
+	CU_ASSERT_EQUAL(c->idle_timeout, 7.5);
+	CU_ASSERT_EQUAL(c->max_connections, 50);
+	CU_ASSERT_EQUAL(c->max_connections_per_client, 1048576);
 	CU_ASSERT_STRING_EQUAL(c->log_level, "debug");
 	CU_ASSERT_EQUAL_FATAL(c->nexports, 2);
 
@@ -384,6 +396,22 @@ static void test_out_of_range_is_refused_at_its_line(void)
 		     "drc_entries 1048577 out of range 0..1048576");
 	expect_error("drc_timeout = 0\n", 1,
 		     "drc_timeout 0 out of range 1..86400");
+	expect_error("record_timeout = 0.05\n", 1,
+		     "record_timeout 0.05 out of range 0.1..3600");
+	expect_error("\nrecord_timeout = 3601\n", 2,
+		     "record_timeout 3601 out of range 0.1..3600");
+	expect_error("idle_timeout = 0\n", 1,
+		     "idle_timeout 0 out of range 0.1..86400");
+	expect_error("idle_timeout = 86400.5\n", 1,
+		     "idle_timeout 86400.5 out of range 0.1..86400");
+	expect_error("max_connections = 0\n", 1,
+		     "max_connections 0 out of range 1..1048576");
+	expect_error("max_connections = 1048577\n", 1,
+		     "max_connections 1048577 out of range 1..1048576");
+	expect_error("max_connections_per_client = 0\n", 1,
+		     "max_connections_per_client 0 out of range 1..1048576");
+	expect_error("max_connections_per_client = -3\n", 1,
+		     "max_connections_per_client -3 out of range 1..1048576");
 	expect_error("export \"/a\" {\n anonuid = 4294967296\n}\n", 2,
 		     "export \"/a\": anonuid 4294967296 out of range "
 		     "0..4294967295");
@@ -1095,7 +1123,7 @@ static void test_docs_name_every_directive(void)
 				want);
 		CU_ASSERT_PTR_NOT_NULL(strstr(docs, want));
 	}
-	CU_ASSERT_EQUAL(n, 39);	/* 26 global and 13 export directives */
+	CU_ASSERT_EQUAL(n, 43);	/* 30 global and 13 export directives */
 	free(gen);
 	free(docs);
 }
