@@ -81,6 +81,33 @@ test_single_fragment_record(void)
 }
 
 static void
+test_in_record_spans_mark_to_hand_out(void)
+{
+	struct rpcrec *r = rpcrec_new(1000);
+	struct evbuffer *in = evbuffer_new();
+	struct stream s = { .n = 0 };
+	uint8_t data[10] = { 0 }, *rec = NULL;
+	size_t len = 0;
+
+	CU_ASSERT_FALSE(rpcrec_in_record(r));
+	put_frag(&s, MORE, data, 0);	/* an empty fragment starts it */
+	put_frag(&s, LAST, data, sizeof(data));
+	evbuffer_add(in, s.b, 3);	/* part of the first mark: not seen */
+	CU_ASSERT_EQUAL(rpcrec_pull(r, in, &rec, &len), RPCREC_NEED_MORE);
+	CU_ASSERT_FALSE(rpcrec_in_record(r));
+	evbuffer_add(in, s.b + 3, 1 + 4 + 5);
+	CU_ASSERT_EQUAL(rpcrec_pull(r, in, &rec, &len), RPCREC_NEED_MORE);
+	CU_ASSERT_TRUE(rpcrec_in_record(r));
+	evbuffer_add(in, s.b + 13, s.n - 13);
+	CU_ASSERT_EQUAL(rpcrec_pull(r, in, &rec, &len), RPCREC_RECORD);
+	CU_ASSERT_EQUAL(len, sizeof(data));
+	CU_ASSERT_FALSE(rpcrec_in_record(r));
+	free(rec);
+	evbuffer_free(in);
+	rpcrec_free(&r);
+}
+
+static void
 test_fragments_split_across_many_pulls(void)
 {
 	struct rpcrec *r = rpcrec_new(4096);
@@ -385,6 +412,8 @@ test_register(void)
 		return -1;
 	if (!CU_add_test(s, "new_refuses_zero_max", test_new_refuses_zero_max) ||
 	    !CU_add_test(s, "single_fragment_record", test_single_fragment_record) ||
+	    !CU_add_test(s, "in_record_spans_mark_to_hand_out",
+			 test_in_record_spans_mark_to_hand_out) ||
 	    !CU_add_test(s, "fragments_split_across_many_pulls",
 			 test_fragments_split_across_many_pulls) ||
 	    !CU_add_test(s, "several_records_in_one_buffer",
