@@ -25,6 +25,9 @@ packages=(
 	systemd
 	# tests that count upstream calls on the wire too (dumpcap, tshark)
 	tshark
+	# the libFuzzer targets (tests/fuzz): clang, and libclang-rt-14-dev
+	# for libFuzzer and the sanitizer runtimes; bc for tests/fuzz/run.sh
+	clang libclang-rt-14-dev bc
 )
 
 missing=()

@@ -6,12 +6,15 @@
 #   1. install the Debian packages (scripts/install-deps.sh)
 #   2. build/       Release, -DNFSCACHED_WERROR=ON; ctest
 #   3. build-asan/  Debug, -DNFSCACHED_SANITIZE=ON (ASan + UBSan); ctest
+#   4. build-fuzz/  clang, -DNFSCACHED_FUZZ=ON: the libFuzzer targets only,
+#                   each run over its corpus (ctest -L fuzz, about a minute)
 #
 # rpcbind is started if none runs (NFS-Ganesha needs it) and stopped at the
 # end if this script started it. Both trees run even if the first fails.
 # Exits 0 only if both built and passed; the last line sums it up.
 #
-# Options: --no-deps (skip step 1), --no-asan (skip step 3); arguments
+# Options: --no-deps (skip step 1), --no-asan (skip step 3), --no-fuzz
+# (skip step 4); arguments
 # after -- go to both ctest runs (e.g. -- -L unit, or -- -R nfscp).
 set -euo pipefail
 
@@ -21,13 +24,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 deps=1
 asan=1
+fuzz=1
 ctest_args=()
 while (($#)); do
 	case $1 in
 	--no-deps) deps=0 ;;
 	--no-asan) asan=0 ;;
+	--no-fuzz) fuzz=0 ;;
 	--) shift; ctest_args=("$@"); break ;;
-	*) echo "usage: $0 [--no-deps] [--no-asan] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--no-deps] [--no-asan] [--no-fuzz] [-- CTEST_ARGS...]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -84,6 +89,32 @@ if ((asan)); then
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 	build_and_test asan build-asan \
 		-DCMAKE_BUILD_TYPE=Debug -DNFSCACHED_SANITIZE=ON
+fi
+
+# The fuzz tree builds only the fuzz targets and runs only their checks.
+fuzz_tree() {
+	echo "==> [fuzz] configure build-fuzz"
+	if ! cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNFSCACHED_FUZZ=ON; then
+		summary+=("fuzz: FAIL (configure)")
+		failed=1
+		return 0
+	fi
+	if ! cmake --build build-fuzz -j "$jobs" --target fuzz; then
+		summary+=("fuzz: FAIL (build)")
+		failed=1
+		return 0
+	fi
+	if ctest --test-dir build-fuzz --output-on-failure -L fuzz -j2 \
+		2>&1 | tee build-fuzz/run-tests-ctest.log; then
+		summary+=("fuzz: PASS ($(grep -E 'tests passed' build-fuzz/run-tests-ctest.log | tail -n 1))")
+	else
+		summary+=("fuzz: FAIL ($(grep -E 'tests passed' build-fuzz/run-tests-ctest.log | tail -n 1))")
+		failed=1
+	fi
+}
+if ((fuzz)); then
+	fuzz_tree
 fi
 
 echo
