@@ -39,6 +39,7 @@
 #include "daemon.h"
 #include "drc.h"
 #include "log.h"
+#include "mclock.h"
 #include "rpcrec.h"
 #include "server.h"
 
@@ -760,7 +761,7 @@ static void sweep_arm(struct server *s)
 	double p = sweep_period(s->d->conf);
 	struct timeval tv = { (time_t)p, (suseconds_t)((p - (time_t)p) * 1e6) };
 
-	evtimer_add(s->sweep, &tv);
+	mclock_timer_add(s->sweep, &tv);
 }
 
 /* The reason c must be closed for now, or CLOSE_NREASONS. */
@@ -1030,7 +1031,7 @@ static void guard_error_cb(struct evconnlistener *l, void *arg)
 		struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
 
 		evconnlistener_disable(l);
-		evtimer_add(g->resume, &tv);
+		mclock_timer_add(g->resume, &tv);
 	}
 	if (g->logged == 0 || now - g->logged >= 1.0) {
 		log_warn("accept on %s failed: %s (%llu failures since the last "
