@@ -729,7 +729,44 @@ def problems(cells):
     return out
 
 
-def write_report(cells, run, root, out):
+def hostile_section(results):
+    """Lines of the overload and stalled-connection section, from the last
+    "load" and "stalled" lines of RESULTS/hostile.jsonl (bench/hostile.sh);
+    [] when that file is absent."""
+    path = os.path.join(results, "hostile.jsonl")
+    if not os.path.exists(path):
+        return []
+    last = {}
+    for line in open(path):
+        j = json.loads(line)
+        last[j["run"]] = j
+    out = ["## Overload and stalled connections (bench/hostile.sh)", ""]
+    ld, st = last.get("load"), last.get("stalled")
+    if ld:
+        out += [f"{ld['clients']} clients, each with {ld['qd']} calls in flight on its own connection "
+                f"({ld['clients'] * ld['qd']:,} in all), random 4 KiB reads and writes 1:1 on a 4 MiB "
+                "file each, every READ verified:", "",
+                table(["ops/s", "errors", "wrong bytes", "COMMIT timeouts", "proxy peak RSS",
+                       "cache_size", "descriptors at peak", "after"],
+                      [[f"{ld['ops_s']:,.0f}", str(ld['errors']), str(ld['verify_fail']),
+                        str(ld['commit_timeouts']), f"{ld['proxy_peak_rss_mib']} MiB",
+                        f"{ld['cache_size_mib']} MiB", str(ld['peak_fds']), str(ld['fds_after'])]]),
+                ""]
+    if st:
+        out += [f"{st['stalled']} connections stalled 10 bytes into a 1,000-byte record and "
+                f"{st['trickling']} sending one byte a second, record_timeout = "
+                f"{st['record_timeout_s']} s, while a normal client times NULL calls:", "",
+                table(["all closed after", "closed record_timeout", "idle", "limit",
+                       "descriptors at peak", "after", "normal NULL p50", "max"],
+                      [[f"{st['seconds_to_close_all']} s", f"{st['closed_record_timeout']:.0f}",
+                        f"{st['closed_idle']:.0f}", f"{st['closed_limit']:.0f}",
+                        str(st['peak_fds']), str(st['fds_after']),
+                        f"{st['normal_null_p50_ms']} ms", f"{st['normal_null_max_ms']} ms"]]),
+                ""]
+    return out
+
+
+def write_report(cells, run, root, out, results_dir=""):
     m = machine(root)
     tg = targets(cells)
     secs = run["end"] - run["start"]
@@ -861,6 +898,7 @@ def write_report(cells, run, root, out):
     a("")
     a(witness_table(cells))
     a("")
+    lines.extend(hostile_section(results_dir) if results_dir else [])
     a("## Reproducing")
     a("")
     a("`bench/run.sh` on a Debian 12 machine with 2 CPUs, as root (it installs its packages). Raw")
@@ -884,7 +922,7 @@ def main():
     stop_wait = run.get("stop_wait", 10)
     os.makedirs(args.out, exist_ok=True)
     plots(cells, os.path.abspath(args.out))
-    write_report(cells, run, args.root, args.out)
+    write_report(cells, run, args.root, args.out, args.results)
     print(summary_table(cells))
     for t, v, ok in targets(cells):
         print(f"target: {t}: {v}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")

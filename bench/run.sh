@@ -386,6 +386,13 @@ for page in 4096 16384 1048576; do
 done
 
 bg_wait
+# The overload and stalled-connection runs (issue 20): about a minute.
+if [[ -z "$only" || "hostile" =~ $only ]]; then
+	rm -f "$res/hostile.jsonl"
+	BENCH_HOSTILE_OUT=$res/hostile.jsonl LOAD_SECS=$(awk -v s="$scale" 'BEGIN { printf "%d", 20 * s + 0.999 }') \
+		"$root/bench/hostile.sh" "$build" >"$res/hostile.log" 2>&1 ||
+		say "bench/hostile.sh failed: $(tail -n 3 "$res/hostile.log" | tr '\n' ' ')"
+fi
 end_time=$(date +%s)
 printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"grace":%s},"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
