@@ -705,7 +705,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	struct listener *li = arg;
 	struct server *s = li->srv;
 	const struct conf *cf = s->d->conf;
-	struct peer_count *pc;
+	struct peer_count *pc = NULL;
 	const char *limit;
 	struct conn *c = calloc(1, sizeof(*c));
 
@@ -769,13 +769,12 @@ static enum conn_close_reason conn_overdue(const struct conn *c, double now)
 {
 	const struct conf *cf = c->srv->d->conf;
 
-	if (c->paused)
-		return CLOSE_NREASONS;	/* we are not reading: not theirs */
-	if (c->rec_start > 0)
-		return now - c->rec_start >= cf->record_timeout
-			? CLOSE_RECORD_TIMEOUT : CLOSE_NREASONS;
-	if (c->inflight == 0 && now - c->last_active >= cf->idle_timeout)
-		return CLOSE_IDLE;
+	if (c->inflight == 0 && (c->rec_start == 0 || c->paused) &&
+	    now - c->last_active >= cf->idle_timeout)
+		return CLOSE_IDLE;	/* also when paused on unread replies */
+	if (c->rec_start > 0 && !c->paused &&	/* paused: we are not reading */
+	    now - c->rec_start >= cf->record_timeout)
+		return CLOSE_RECORD_TIMEOUT;
 	return CLOSE_NREASONS;
 }
 
