@@ -936,7 +936,22 @@ static bool fh_same(const nfs_fh3 *a, const nfs_fh3 *b)
 	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) == 0;
 }
 
-/* RENAME: the old name is gone, the new one is the moved object. */
+/* Whether wcc w shows its directory unchanged (pre and post present,
+ * same mtime and ctime). */
+static bool dir_untouched(const wcc_data *w)
+{
+	const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
+	const fattr3 *a = &w->after.post_op_attr_u.attributes;
+
+	return w->before.attributes_follow && w->after.attributes_follow &&
+	       b->mtime.seconds == a->mtime.seconds &&
+	       b->mtime.nseconds == a->mtime.nseconds &&
+	       b->ctime.seconds == a->ctime.seconds &&
+	       b->ctime.nseconds == a->ctime.nseconds;
+}
+
+/* RENAME: the old name is gone, the new one is the moved object; a
+ * RENAME between two links of one file changes nothing. */
 static void learn_rename(struct req *r, struct export_rt *ex, void *res)
 {
 	const RENAME3args *a = r->args;
@@ -965,8 +980,21 @@ static void learn_rename(struct req *r, struct export_rt *ex, void *res)
 		tst = fst;
 	if (!ok)
 		return;
-	if (fhave)
+	if (moved && replaced && fhlen == oldlen && !memcmp(fh, old, fhlen)) {
+		/* Two links of one file (rename(2): "does nothing"). */
+		if (!(known && cur && fkept)) {
+			forget_name(&a->from.dir, a->from.name);
+			forget_name(&a->to.dir, a->to.name);
+		}
+		return;
+	}
+	/* The old name is known gone only if the call changed its
+	 * directory: an unknown new name may have been a link of the same
+	 * file, and such a RENAME changes nothing. */
+	if (fhave && !dir_untouched(fw))
 		set_name(ex, &a->from.dir, a->from.name, &fst, NULL, 0);
+	else
+		forget_name(&a->from.dir, a->from.name);
 	/* The new name is the moved file only if the old name's entry was
 	 * current and the source directory was as the proxy knew it. */
 	if (thave && moved && known && fkept)

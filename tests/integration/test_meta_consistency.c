@@ -21,12 +21,16 @@
  *   - a RENAME through the proxy shows to another client of the proxy at
  *     once, in LOOKUP and in listings, within and across directories;
  *   - a directory changed on disk is listed anew once acdirmax has
- *     passed, and on every listing under `strict`.
+ *     passed, and on every listing under `strict`;
+ *   - a RENAME of one hard link onto another name of the same file (a
+ *     POSIX no-op, both names stay) leaves both names found through the
+ *     proxy, at once.
  * Each step checks the exact upstream calls it cost.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <CUnit/CUnit.h>
 #include "cunit_main.h"
 #include "metatest_util.h"
@@ -248,6 +252,78 @@ static int suite_clean(void)
 	return 0;
 }
 
+/* link(2) from to to, both relative to the export directory on disk. */
+static int disk_link(const char *from, const char *to)
+{
+	const char *root = getenv("NFSC_EXPORT_DIR");
+	char a[4096], b[4096];
+
+	if (!root)
+		return -1;
+	snprintf(a, sizeof(a), "%s/%s", root, from);
+	snprintf(b, sizeof(b), "%s/%s", root, to);
+	return link(a, b);
+}
+
+/* RENAME d/BAR onto d/DIR/BAR, both links to one file: a no-op. */
+static void test_rename_onto_own_hard_link_keeps_both_names(void)
+{
+	nfs_fh3 d = { 0 }, sub = { 0 }, f = { 0 }, seen = { 0 };
+	LINK3args la;
+	LINK3res lr;
+	RENAME3args ra;
+	RENAME3res rr;
+
+	CHECK_STAT(nfsc_mkdir(ca, nfsc_root(ca), "hl", 0755, &d, NULL), NFS3_OK);
+	CHECK_STAT(nfsc_mkdir(ca, &d, "DIR", 0755, &sub, NULL), NFS3_OK);
+	CHECK_STAT(nfsc_create(ca, &sub, "BAR", 0644, &f, NULL), NFS3_OK);
+	memset(&la, 0, sizeof(la));
+	la.file = f;
+	la.link.dir = d;
+	la.link.name = nfsc_mut("BAR");
+	CHECK_STAT(nfsc_call(ca, NFS3_LINK, &la, &lr, NFSC_TIMEOUT_MS), NFS3_OK);
+	nfsc_res_free(NFS3_LINK, &lr);
+	/* Both names known to the proxy, as a client's stat would make them. */
+	CHECK_STAT(nfsc_lookup(ca, &d, "BAR", &seen, NULL), NFS3_OK);
+	nfsc_fh_free(&seen);
+	CHECK_STAT(nfsc_lookup(ca, &sub, "BAR", &seen, NULL), NFS3_OK);
+	nfsc_fh_free(&seen);
+	memset(&ra, 0, sizeof(ra));
+	ra.from.dir = d;
+	ra.from.name = nfsc_mut("BAR");
+	ra.to.dir = sub;
+	ra.to.name = nfsc_mut("BAR");
+	CHECK_STAT(nfsc_call(ca, NFS3_RENAME, &ra, &rr, NFSC_TIMEOUT_MS), NFS3_OK);
+	nfsc_res_free(NFS3_RENAME, &rr);
+	/* Directly both names stay (POSIX rename(2): "If oldpath and newpath
+	 * are existing hard links referring to the same file, then rename()
+	 * does nothing"); through the proxy, for both clients, at once. */
+	CHECK_STAT(nfsc_lookup(ca, &d, "BAR", &seen, NULL), NFS3_OK);
+	CHECK(nfsc_fh_equal(&seen, &f));
+	nfsc_fh_free(&seen);
+	CHECK_STAT(nfsc_lookup(ca, &sub, "BAR", &seen, NULL), NFS3_OK);
+	CHECK(nfsc_fh_equal(&seen, &f));
+	nfsc_fh_free(&seen);
+	CHECK_STAT(mt_lookup_path(cb, "hl/BAR", &seen), NFS3_OK);
+	CHECK(nfsc_fh_equal(&seen, &f));
+	nfsc_fh_free(&seen);
+	nfsc_fh_free(&f);
+	/* The target linked by another writer, unknown to the proxy: the
+	 * source name must not be cached absent either. */
+	CHECK_STAT(nfsc_create(ca, &d, "Q", 0644, &f, NULL), NFS3_OK);
+	CHECK(disk_link("hl/Q", "hl/DIR/Q") == 0);
+	ra.from.name = nfsc_mut("Q");
+	ra.to.name = nfsc_mut("Q");
+	CHECK_STAT(nfsc_call(ca, NFS3_RENAME, &ra, &rr, NFSC_TIMEOUT_MS), NFS3_OK);
+	nfsc_res_free(NFS3_RENAME, &rr);
+	CHECK_STAT(nfsc_lookup(ca, &d, "Q", &seen, NULL), NFS3_OK);
+	CHECK(nfsc_fh_equal(&seen, &f));
+	nfsc_fh_free(&seen);
+	nfsc_fh_free(&f);
+	nfsc_fh_free(&sub);
+	nfsc_fh_free(&d);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("meta_consistency", suite_init, suite_clean);
@@ -259,7 +335,9 @@ int test_register(void)
 	    !CU_add_test(s, "rename_shows_to_another_client_at_once",
 			 test_rename_shows_to_another_client_at_once) ||
 	    !CU_add_test(s, "directory_changed_elsewhere_is_listed_anew",
-			 test_directory_changed_elsewhere_is_listed_anew))
+			 test_directory_changed_elsewhere_is_listed_anew) ||
+	    !CU_add_test(s, "rename_onto_own_hard_link_keeps_both_names",
+			 test_rename_onto_own_hard_link_keeps_both_names))
 		return -1;
 	return 0;
 }
