@@ -339,11 +339,30 @@ nfsc_ganesha_launch() {
 	return 1
 }
 
+# Check Ganesha log $2 of work dir $1 from byte offset $3 for a failed
+# start; on one, stop the instance and return 1 (a configuration error,
+# printed) or 3 (it could not register with rpcbind). 0 otherwise.
+nfsc_ganesha_log_failed() {
+	local w=$1 new
+	new=$(tail -c +"$(($3 + 1))" "$2")
+	if grep -q 'CONFIG :CRIT' <<<"$new"; then
+		nfsc_say "Ganesha ($w) has a configuration error; its log:"
+		printf '%s\n' "$new" >&2
+		nfsc_ganesha_stop "$w"
+		return 1
+	fi
+	if grep -q 'Cannot register NFS' <<<"$new"; then
+		nfsc_ganesha_stop "$w"
+		return 3
+	fi
+	return 0
+}
+
 # One start of nfsc_ganesha_launch, under its lock; ganesha.nfsd gets no
 # descriptor above 2, so the daemon it leaves behind does not hold the
 # lock. Returns 3 if Ganesha failed to register with rpcbind.
 nfsc_ganesha_launch_once() {
-	local w=$1 nfs_port=$2 mnt_port=$3 log="$1/ganesha.log" off i new pid
+	local w=$1 nfs_port=$2 mnt_port=$3 log="$1/ganesha.log" off i pid
 	touch "$log"
 	off=$(stat -c %s "$log")
 	rm -f "$w/ganesha.pid"
@@ -354,24 +373,17 @@ nfsc_ganesha_launch_once() {
 		return 1
 	fi
 	for ((i = 0; i < 200; i++)); do
-		new=$(tail -c +"$((off + 1))" "$log")
-		if grep -q 'CONFIG :CRIT' <<<"$new"; then
-			nfsc_say "Ganesha ($w) has a configuration error; its log:"
-			printf '%s\n' "$new" >&2
-			nfsc_ganesha_stop "$w"
-			return 1
-		fi
-		if grep -q 'Cannot register NFS' <<<"$new"; then
-			nfsc_ganesha_stop "$w"
-			return 3
-		fi
-		if grep -q 'NFS SERVER INITIALIZED' <<<"$new" &&
+		nfsc_ganesha_log_failed "$w" "$log" "$off" || return
+		if tail -c +"$((off + 1))" "$log" | grep -q 'NFS SERVER INITIALIZED' &&
 			nfsc_rpc_ping "$nfs_port" 100003 3 &&
 			nfsc_rpc_ping "$mnt_port" 100005 3; then
 			return 0
 		fi
 		pid=$(cat "$w/ganesha.pid" 2>/dev/null) || pid=
 		if [[ -n "$pid" ]] && ! nfsc_pid_alive "$pid"; then
+			# It may have logged why just before exiting, after
+			# the check above: read the log once more.
+			nfsc_ganesha_log_failed "$w" "$log" "$off" || return
 			break
 		fi
 		sleep 0.1
