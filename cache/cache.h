@@ -460,6 +460,13 @@ int cfile_wb_error_take(struct cfile *f);
 /* The first write-back failure of f, or 0, left in place. */
 int cfile_wb_error_peek(const struct cfile *f);
 
+/*
+ * Put back error err (a positive nfsstat3) taken with cfile_wb_error_take
+ * by a call it does not belong to, so the file's next WRITE or COMMIT
+ * still gets it; an error already pending is kept instead.
+ */
+void cfile_wb_error_restore(struct cfile *f, int err);
+
 /* Bytes of f in write-back state st. */
 uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st);
 

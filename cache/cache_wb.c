@@ -755,6 +755,12 @@ int cfile_wb_error_take(struct cfile *f)
 	return e;
 }
 
+void cfile_wb_error_restore(struct cfile *f, int err)
+{
+	if (!f->wb_error)
+		f->wb_error = err;
+}
+
 int cfile_wb_error_peek(const struct cfile *f)
 {
 	return f->wb_error;

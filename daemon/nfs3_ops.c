@@ -480,6 +480,8 @@ struct fwd {
 				 * CREATE UNCHECKED with a size: the
 				 * existing file it truncates */
 	bool victim_held;	/* holds the victim's write-back */
+	bool written;		/* the file's dirty data was written back
+				 * before this call (fwd_written) */
 };
 
 /* The upstream handle in an nfs_fh3 (already unwrapped). */
@@ -833,6 +835,33 @@ static void fwd_free(struct daemon *d, struct fwd *w)
 	free(w);
 }
 
+/*
+ * A CREATE UNCHECKED with a size reached an existing file that held
+ * unwritten data. Size 0: its cached and unwritten bytes are gone. Any
+ * other size was written back first (fwd_written), and the upstream may
+ * ignore the size (Ganesha 4.3 keeps an existing file's): the reply's
+ * size is the truth, and without one the attributes are asked for again.
+ */
+static void create_adopt_size(struct req *r, struct fwd *w, CREATE3res *x)
+{
+	CREATE3args *ca = r->args;
+	const post_op_attr *p = &x->CREATE3res_u.resok.obj_attributes;
+	uint64_t size;
+
+	if (!w->written) {
+		cfile_truncate(r->d->cache, w->victim, ca->how.createhow3_u
+			       .obj_attributes.size.set_size3_u.size);
+		return;
+	}
+	if (!p->attributes_follow) {
+		cfile_attr_expire(w->victim);
+		return;
+	}
+	size = p->post_op_attr_u.attributes.size;
+	if (cfile_has_attr(w->victim) && size < cfile_attr(w->victim)->size)
+		cfile_truncate(r->d->cache, w->victim, size);
+}
+
 /* Upstream reply for a forwarded call. */
 static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 			 size_t res_len, void *arg)
@@ -862,14 +891,8 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 		fstate_release(d, w->victim);
 	}
 	if (r->call.proc == NFSPROC3_CREATE && *(nfsstat3 *)res == NFS3_OK &&
-	    w->victim) {
-		CREATE3args *ca = r->args;
-
-		/* The CREATE truncated an existing file: its cached and
-		 * unwritten bytes past the new size are gone. */
-		cfile_truncate(d->cache, w->victim, ca->how.createhow3_u
-			       .obj_attributes.size.set_size3_u.size);
-	}
+	    w->victim)
+		create_adopt_size(r, w, res);
 	err = rewrap_res(r, w->ex, res);
 	if (r->call.proc == NFSPROC3_FSINFO)
 		clamp_fsinfo(r, w->ex, res);
@@ -935,6 +958,36 @@ static void fwd_idle(struct daemon *d, nfsstat3 st, void *arg)
 	fwd_send(r);
 }
 
+static enum op_status fwd_start(struct req *r);
+
+/*
+ * The file's dirty data is written back and committed (or could not be):
+ * go on with the call. A write-back error belongs to the file's writers
+ * (their next WRITE or COMMIT), so it is put back, and the call goes on;
+ * a wait that timed out answers NFS3ERR_JUKEBOX and the client retries.
+ */
+static void fwd_written(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct req *r = arg;
+	struct fwd *w = r->op;
+	struct cfile *f = r->call.proc == NFSPROC3_CREATE ? w->victim : w->f;
+
+	(void)d;
+	if (st == NFS3ERR_JUKEBOX) {
+		fwd_failed(r, w);
+		fwd_free(r->d, w);
+		nfs3_reply_status(r, st);
+		return;
+	}
+	if (st != NFS3_OK)
+		cfile_wb_error_restore(f, (int)st);
+	w->written = true;
+	if (r->call.proc == NFSPROC3_CREATE)
+		fwd_send(r);
+	else
+		fwd_start(r);
+}
+
 /* Whether f has write-back state or WRITEs in flight. */
 static bool wb_busy(struct cfile *f)
 {
@@ -943,6 +996,24 @@ static bool wb_busy(struct cfile *f)
 	return cfile_wb_bytes(f, WB_DIRTY) || cfile_wb_bytes(f, WB_WRITING) ||
 	       cfile_wb_bytes(f, WB_UNSTABLE) ||
 	       (fs && (fs->wb_inflight || fs->commit_tag));
+}
+
+/* Whether a CREATE would truncate an existing file (UNCHECKED, size set). */
+static bool create_truncates(struct req *r)
+{
+	CREATE3args *a = r->args;
+
+	return r->call.proc == NFSPROC3_CREATE && a->how.mode == UNCHECKED &&
+	       a->how.createhow3_u.obj_attributes.size.set_it;
+}
+
+/* Whether a CREATE UNCHECKED sets a size other than 0. */
+static bool create_sized(struct req *r)
+{
+	CREATE3args *a = r->args;
+
+	return create_truncates(r) &&
+	       a->how.createhow3_u.obj_attributes.size.set_size3_u.size > 0;
 }
 
 /*
@@ -975,7 +1046,13 @@ static void fwd_victim_lookup_done(enum upstream_status status,
 			cfile_put(r->d->cache, &w->victim);
 	}
 	nfs3_res_free(ent, res);
-	if (r->call.proc == NFSPROC3_CREATE && w->victim &&
+	if (w->victim && create_sized(r)) {
+		/* Write it back first: the upstream may keep the file's
+		 * size, and its acknowledged bytes with it. */
+		if (writeback_wait(r->d, w->victim, w->ex, WB_WAIT_ALL, 0, 0,
+				   fwd_written, r) == 0)
+			return;
+	} else if (r->call.proc == NFSPROC3_CREATE && w->victim &&
 	    (fs = fstate_get(r->d, w->victim, w->ex))) {
 		fs->hold++;
 		w->victim_held = true;
@@ -986,13 +1063,19 @@ static void fwd_victim_lookup_done(enum upstream_status status,
 	fwd_send(r);
 }
 
-/* Whether a CREATE would truncate an existing file (UNCHECKED, size set). */
-static bool create_truncates(struct req *r)
+/*
+ * Whether a SETATTR may take write permission away from the writers of a
+ * file whose data the proxy still holds (mode, owner or group). Their
+ * bytes go upstream first, under their credentials, as the Linux client's
+ * nfs_setattr writes back (nfs_sync_inode) before it sends one.
+ */
+static bool setattr_revokes(struct req *r, struct fwd *w)
 {
-	CREATE3args *a = r->args;
+	SETATTR3args *a = r->args;
 
-	return r->call.proc == NFSPROC3_CREATE && a->how.mode == UNCHECKED &&
-	       a->how.createhow3_u.obj_attributes.size.set_it;
+	return r->call.proc == NFSPROC3_SETATTR && w->f && !w->written &&
+	       (a->new_attributes.mode.set_it || a->new_attributes.uid.set_it ||
+		a->new_attributes.gid.set_it) && wb_busy(w->f);
 }
 
 /* Whether a SETATTR changes the size of a file with write-back state. */
@@ -1030,6 +1113,20 @@ enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
 	w->uc = *uc;
 	fwd_begin(r, w);
 	r->op = w;
+	return fwd_start(r);
+}
+
+/* Wait for what the call needs written back or idle, then send it. */
+static enum op_status fwd_start(struct req *r)
+{
+	struct fwd *w = r->op;
+
+	if (setattr_revokes(r, w)) {
+		if (writeback_wait(r->d, w->f, w->ex, WB_WAIT_ALL, 0, 0,
+				   fwd_written, r) != 0)
+			return fwd_send(r);
+		return OP_PENDING;
+	}
 	if (setattr_needs_idle(r, w)) {
 		/* Upstream WRITEs past the new size landing after it would
 		 * grow the file again: hold write-back until the reply. */

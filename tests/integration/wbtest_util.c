@@ -282,6 +282,30 @@ int wb_create(struct wb_conn *c, const struct wb_fh *dir, const char *name,
 	return st;
 }
 
+int wb_setattr_owner(struct wb_conn *c, const struct wb_fh *fh, int64_t uid,
+		     int64_t gid)
+{
+	SETATTR3args a;
+	SETATTR3res res;
+	int st;
+
+	memset(&a, 0, sizeof(a));
+	a.object = fh3(fh);
+	if (uid >= 0) {
+		a.new_attributes.uid.set_it = TRUE;
+		a.new_attributes.uid.set_uid3_u.uid = (uint32_t)uid;
+	}
+	if (gid >= 0) {
+		a.new_attributes.gid.set_it = TRUE;
+		a.new_attributes.gid.set_gid3_u.gid = (uint32_t)gid;
+	}
+	memset(&res, 0, sizeof(res));
+	st = wb_call(c, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &a,
+		     (xdrproc_t)xdr_SETATTR3res, &res, WB_TIMEOUT_MS);
+	xdr_free((xdrproc_t)xdr_SETATTR3res, &res);
+	return st;
+}
+
 int wb_setattr(struct wb_conn *c, const struct wb_fh *fh, int64_t size,
 	       int32_t mode, fattr3 *post)
 {

@@ -127,6 +127,9 @@ int wb_create(struct wb_conn *c, const struct wb_fh *dir, const char *name,
  * *post receives obj_wcc.after (zeroed if none; may be NULL). */
 int wb_setattr(struct wb_conn *c, const struct wb_fh *fh, int64_t size,
 	       int32_t mode, fattr3 *post);
+/* SETATTR of the owner (uid >= 0) and/or the group (gid >= 0), no guard. */
+int wb_setattr_owner(struct wb_conn *c, const struct wb_fh *fh, int64_t uid,
+		     int64_t gid);
 /* WRITE buf[0..len) at off with stable_how stable; r (may be NULL) gets
  * the reply's count, committed, verifier and post-op attributes. */
 int wb_write(struct wb_conn *c, const struct wb_fh *fh, uint64_t off,
