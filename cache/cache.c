@@ -37,6 +37,17 @@ static const char *const outcome_names[] = {
 #undef X
 };
 
+static const char *const inval_cause_names[] = {
+#define X(e, s) [e] = s,
+	CACHE_INVAL_CAUSES(X)
+#undef X
+};
+
+const char *cache_inval_cause_name(enum cache_inval_cause k)
+{
+	return k < CACHE_INVAL_NCAUSES ? inval_cause_names[k] : "?";
+}
+
 const char *cache_outcome_name(enum cache_outcome o)
 {
 	return o < CACHE_NOUTCOMES ? outcome_names[o] : "?";
@@ -484,6 +495,23 @@ void cfile_attr_expire(struct cfile *f)
 	f->timeo = 0;
 }
 
+void cfile_attr_links_changed(struct cfile *f)
+{
+	f->timeo = 0;
+	f->own_links = true;
+}
+
+/* Whether a differs from f's cached attributes at most as an own change
+ * of its links does (ctime, nlink, atime). */
+static bool links_change_only(const struct cfile *f, const struct cattr *a)
+{
+	const struct cattr *b = &f->attr;
+
+	return a->type == b->type && a->mode == b->mode && a->uid == b->uid &&
+	       a->gid == b->gid && a->size == b->size &&
+	       a->mtime.sec == b->mtime.sec && a->mtime.nsec == b->mtime.nsec;
+}
+
 /* Compare two times. */
 static bool time_eq(const struct ctime3 *a, const struct ctime3 *b)
 {
@@ -555,12 +583,13 @@ void cfile_invalidate(struct cache *c, struct cfile *f)
 	f->access_next = 0;
 }
 
-/* Drop f's data because another writer changed it. */
+/* Drop f's data because another writer changed it (seen by why). */
 static void other_writer(struct cache *c, struct cfile *f,
-			 const struct cache_ac *ac)
+			 const struct cache_ac *ac, enum cache_inval_cause why)
 {
 	cfile_invalidate(c, f);
 	c->st.invalidations++;
+	c->st.invalidations_by[why]++;
 	f->timeo = ac->min;
 	f->timeo_stamp = f->attr_time;
 }
@@ -616,9 +645,15 @@ bool cfile_attr_observe(struct cache *c, struct cfile *f,
 		attr_set(f, a, now);
 		return false;
 	}
+	if (f->own_links && links_change_only(f, a)) {
+		f->own_links = false;
+		own_push(f, &w);
+		attr_set(f, a, now);
+		return false;
+	}
 	if (f->mut_inflight > 0)
 		return false;	/* may predate or race our own change */
-	other_writer(c, f, ac);
+	other_writer(c, f, ac, CACHE_INVAL_ATTRIBUTES);
 	attr_set(f, a, now);
 	return true;
 }
@@ -659,7 +694,7 @@ static bool suspect_add(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cache_ac *ac)
 {
 	if (f->mut_inflight == 0) {
-		other_writer(c, f, ac);
+		other_writer(c, f, ac, CACHE_INVAL_WCC);
 		return true;
 	}
 	if (f->nsuspect < SUSPECTS)
@@ -704,7 +739,7 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		f->nsuspect = 0;
 		f->suspect_overflow = false;
 		if (!dropped)
-			other_writer(c, f, ac);
+			other_writer(c, f, ac, CACHE_INVAL_WCC);
 		dropped = true;
 	}
 	if (post) {

@@ -63,6 +63,27 @@ enum cache_outcome {
 /* Lower-case label of an outcome ("hit", ...). */
 const char *cache_outcome_name(enum cache_outcome o);
 
+/*
+ * Why a file's cached data was dropped as another writer's change, and
+ * the metric label of each (nfscached_cache_invalidations_by_cause_total):
+ * a reply's attributes (GETATTR, LOOKUP, READ, ...) that no own call
+ * produced, or an own call's pre-operation attributes (wcc_data) that
+ * showed the file changed before it.
+ */
+#define CACHE_INVAL_CAUSES(X) \
+	X(CACHE_INVAL_ATTRIBUTES, "attributes") \
+	X(CACHE_INVAL_WCC, "wcc")
+
+enum cache_inval_cause {
+#define X(e, s) e,
+	CACHE_INVAL_CAUSES(X)
+#undef X
+	CACHE_INVAL_NCAUSES
+};
+
+/* Label of a cause ("attributes", ...). */
+const char *cache_inval_cause_name(enum cache_inval_cause k);
+
 struct ctime3 {
 	uint32_t sec;
 	uint32_t nsec;
@@ -157,6 +178,8 @@ struct cache_stats {
 	uint64_t budget;		/* configured budget, bytes */
 	uint64_t evictions;		/* pages evicted for room */
 	uint64_t invalidations;		/* files dropped: another writer */
+	uint64_t invalidations_by[CACHE_INVAL_NCAUSES];	/* the same, by
+							 * cause */
 	uint64_t fill_skipped;		/* bytes not stored: no room */
 	uint64_t promotions;		/* pages admitted to Am */
 	uint64_t zero_blocks;		/* fetched blocks kept as holes */
@@ -252,6 +275,16 @@ bool cfile_attr_observe(struct cache *c, struct cfile *f,
 
 /* Mark the attributes stale so the next use revalidates them. */
 void cfile_attr_expire(struct cfile *f);
+
+/*
+ * The proxy's own call (a REMOVE or RENAME of one of f's names, RFC 1813
+ * 3.3.12, 3.3.14) changed f's link count and ctime without returning f's
+ * attributes. They are expired, and the next attributes observed that
+ * differ from the cached ones only in ctime, nlink or atime are taken as
+ * that own change: f's data, holes and ACCESS results stay. Any other
+ * difference is judged as usual (cfile_attr_observe).
+ */
+void cfile_attr_links_changed(struct cfile *f);
 
 /* Count one of the proxy's own mutating calls on f as in flight. */
 void cfile_mutation_begin(struct cfile *f);

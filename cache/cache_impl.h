@@ -83,6 +83,8 @@ struct cfile {
 	double timeo;			/* current attribute timeout, s */
 	double timeo_stamp;		/* when timeo last changed */
 	unsigned mut_inflight;		/* own mutations in flight */
+	bool own_links;			/* an own call changed the links:
+					 * cfile_attr_links_changed */
 	uint64_t gen;			/* see cfile_gen */
 	void *owner;			/* cfile_owner_slot */
 	struct ra_state *ra;		/* readahead, cfile_ra */

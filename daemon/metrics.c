@@ -353,6 +353,12 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	scalar(o, "nfscached_cache_invalidations_total", "counter",
 	       "Files whose cached data was dropped because another writer changed them.",
 	       cs.invalidations);
+	head(o, "nfscached_cache_invalidations_by_cause_total", "counter",
+	     "The same invalidations, by what showed the other writer's change.");
+	for (unsigned k = 0; k < CACHE_INVAL_NCAUSES; k++)
+		evbuffer_add_printf(o, "nfscached_cache_invalidations_by_cause_total{cause=\"%s\"} %llu\n",
+				    cache_inval_cause_name(k),
+				    (unsigned long long)cs.invalidations_by[k]);
 	scalar(o, "nfscached_cache_fill_skipped_total", "counter",
 	       "Fetched or written bytes not kept for lack of room.", cs.fill_skipped);
 }

@@ -871,14 +871,15 @@ static void forget_name(const nfs_fh3 *dfh, const char *name)
 				 (const uint8_t *)name, nlen);
 }
 
-/* Expire the attributes of the file with handle fh[0..len), if cached
- * (its link count or ctime changed by the proxy's own call). */
+/* Expire the attributes of the file with handle fh[0..len), if cached:
+ * the proxy's own call changed its link count and ctime, which the next
+ * GETATTR shows without that being another writer's change. */
 static void expire_child(struct daemon *d, const uint8_t *fh, size_t len)
 {
 	struct cfile *c = cache_find(d->cache, fh, len);
 
 	if (c)
-		cfile_attr_expire(c);
+		cfile_attr_links_changed(c);
 	cfile_put(d->cache, &c);
 }
 

@@ -498,6 +498,7 @@ static bool mutates_first(uint32_t proc)
 	case NFSPROC3_SETATTR: case NFSPROC3_WRITE: case NFSPROC3_CREATE:
 	case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK: case NFSPROC3_MKNOD:
 	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: case NFSPROC3_RENAME:
+	case NFSPROC3_LINK:
 		return true;
 	default:
 		return false;
@@ -767,9 +768,13 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 	}
 	case NFSPROC3_LINK: {
 		LINK3res *x = res;
+		/* The file's new nlink and ctime are the proxy's own change:
+		 * its post-op attributes, without pre-op ones. */
+		wcc_data fw = { .before = { .attributes_follow = FALSE },
+				.after = ok ? x->LINK3res_u.resok.file_attributes
+					    : x->LINK3res_u.resfail.file_attributes };
 
-		observe(r, w, w->f, w->gen, ok ? &x->LINK3res_u.resok.file_attributes
-					       : &x->LINK3res_u.resfail.file_attributes);
+		mutated(r, w, w->f, &fw);
 		mutated(r, w, w->f2, ok ? &x->LINK3res_u.resok.linkdir_wcc
 				       : &x->LINK3res_u.resfail.linkdir_wcc);
 		break;

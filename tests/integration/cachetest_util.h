@@ -52,6 +52,8 @@ uint64_t ct_env_u64(const char *name, uint64_t dflt);
 #define CT_META_BYTES	"nfscached_cache_metadata_bytes"
 #define CT_EVICTIONS	"nfscached_cache_evictions_total"
 #define CT_INVALIDATIONS "nfscached_cache_invalidations_total"
+#define CT_INVAL_BY(cause) \
+	"nfscached_cache_invalidations_by_cause_total{cause=\"" cause "\"}"
 
 /* Returned by ct_metric() for a series the page does not have. */
 #define CT_ABSENT UINT64_MAX

@@ -12,7 +12,11 @@
  *     of the file completes;
  *   - cached bytes go only to credentials the upstream lets read the file,
  *     an owner reading its own write-only file gets what Ganesha says, and
- *     reads back what it wrote even when the upstream decides the READ.
+ *     reads back what it wrote even when the upstream decides the READ;
+ *   - the proxy's own LINK, RENAME and REMOVE of a hard-linked file are
+ *     not another writer's change: its pages and ACCESS results stay (no
+ *     invalidation, no upstream READ or ACCESS), and its attributes show
+ *     the new link count and ctime, as Ganesha's.
  *
  * Files are created in the export directory on disk (NFSC_EXPORT_DIR) with
  * known content, then used through the proxy (NFSC_PROXY_URL, page_size
@@ -554,6 +558,83 @@ out:
 	nfsc_fh_free(&fh);
 }
 
+/* LINK fh as name in the export root through the proxy. */
+static int link_root(const nfs_fh3 *fh, const char *name)
+{
+	LINK3args a;
+	LINK3res r;
+	int st;
+
+	memset(&a, 0, sizeof(a));
+	a.file = *fh;
+	a.link.dir = *nfsc_root(px);
+	a.link.name = nfsc_mut(name);
+	st = nfsc_call(px, NFS3_LINK, &a, &r, NFSC_TIMEOUT_MS);
+	nfsc_res_free(NFS3_LINK, &r);
+	return st;
+}
+
+/* RENAME from to to in the export root through the proxy. */
+static int rename_root(const char *from, const char *to)
+{
+	RENAME3args a;
+	RENAME3res r;
+	int st;
+
+	memset(&a, 0, sizeof(a));
+	a.from.dir = *nfsc_root(px);
+	a.from.name = nfsc_mut(from);
+	a.to.dir = *nfsc_root(px);
+	a.to.name = nfsc_mut(to);
+	st = nfsc_call(px, NFS3_RENAME, &a, &r, NFSC_TIMEOUT_MS);
+	nfsc_res_free(NFS3_RENAME, &r);
+	return st;
+}
+
+/* The proxy's own link changes keep a hard-linked file's cache. */
+static void test_own_link_rename_remove_keep_cache(void)
+{
+	const uint32_t len = 2 * PAGE;
+	uint8_t *want = malloc(len);
+	struct ct_metrics m0, m1;
+	nfs_fh3 fh = { 0 }, dfh = { 0 };
+	fattr3 pa, da;
+
+	if (!want || make_file("own-links", len, 5150, want, &fh) != 0)
+		goto out;
+	read_check(px, &fh, 0, len, want, "fill");
+	if (snap(&m0) != 0)
+		goto out;
+	CHECK_STAT(link_root(&fh, "own-links-2"), NFS3_OK);
+	CHECK_STAT(rename_root("own-links-2", "own-links-3"), NFS3_OK);
+	CHECK_STAT(link_root(&fh, "own-links-4"), NFS3_OK);
+	CHECK_STAT(nfsc_remove(px, nfsc_root(px), "own-links-3"), NFS3_OK);
+	CHECK_STAT(nfsc_remove(px, nfsc_root(px), "own-links"), NFS3_OK);
+	CHECK_STAT(nfsc_getattr(px, &fh, &pa), NFS3_OK);
+	read_check(px, &fh, 0, len, want, "after own links");
+	if (snap(&m1) != 0)
+		goto out0;
+	CHECK_EQ(ct_delta(&m0, &m1, CT_INVALIDATIONS), 0);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_INVAL_BY("attributes")), 0);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_INVAL_BY("wcc")), 0);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_READ), 0);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_ACCESS), 0);
+	/* The attributes shown are the upstream's: nlink and ctime moved. */
+	CHECK_STAT(ct_lookup_root(dx, "own-links-4", &dfh), NFS3_OK);
+	CHECK_STAT(nfsc_getattr(dx, &dfh, &da), NFS3_OK);
+	CHECK_EQ(pa.nlink, 1);
+	CHECK_EQ(pa.nlink, da.nlink);
+	CHECK_EQ(pa.ctime.seconds, da.ctime.seconds);
+	CHECK_EQ(pa.ctime.nseconds, da.ctime.nseconds);
+	ct_metrics_free(&m1);
+out0:
+	ct_metrics_free(&m0);
+out:
+	nfsc_fh_free(&dfh);
+	nfsc_fh_free(&fh);
+	free(want);
+}
+
 /* Mount both sides as root and check the proxy's page size. */
 static int suite_init(void)
 {
@@ -602,7 +683,9 @@ int test_register(void)
 	    !CU_add_test(s, "owner_write_only_file_as_upstream",
 			 test_owner_write_only_file_as_upstream) ||
 	    !CU_add_test(s, "owner_reads_back_its_write_to_write_only_file",
-			 test_owner_reads_back_its_write_to_write_only_file))
+			 test_owner_reads_back_its_write_to_write_only_file) ||
+	    !CU_add_test(s, "own_link_rename_remove_keep_cache",
+			 test_own_link_rename_remove_keep_cache))
 		return -1;
 	return 0;
 }

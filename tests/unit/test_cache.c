@@ -1181,6 +1181,55 @@ static void test_attr_change_drops_data(void)
 	cache_free(&c);
 }
 
+/* An own REMOVE/RENAME changed the links: the next ctime and nlink are
+ * taken as that change; anything else still counts as another writer's,
+ * under its cause. */
+static void test_own_links_change_keeps_data(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	struct cattr a = mkattr(10000, 100), b;
+	struct ccred me = WRITER;
+	uint64_t gen;
+
+	cfile_attr_observe(c, f, &a, 0.0, &AC);
+	fill_pat(c, f, 0, 8192, 1, false);
+	cfile_hole_add(c, f, 8192, 10000);
+	cfile_access_record(f, &me, ACCESS3_READ, ACCESS3_READ);
+	gen = cfile_gen(f);
+	cfile_attr_links_changed(f);
+	CU_ASSERT_FALSE(cfile_attr_fresh(f, 0.0));
+	b = a;
+	b.ctime.sec++;
+	b.nlink = 1;
+	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &b, 1.0, &AC));
+	CU_ASSERT_TRUE(attr_is(f, &b));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 8192);
+	CU_ASSERT_EQUAL(stats(c).hole_bytes, 10000 - 8192);
+	CU_ASSERT_TRUE(cfile_access_allows(f, &me, ACCESS3_READ));
+	CU_ASSERT_EQUAL(cfile_gen(f), gen);
+	CU_ASSERT_EQUAL(stats(c).invalidations, 0);
+	/* Used up: a second ctime change is another writer's. */
+	b.ctime.sec++;
+	CU_ASSERT_TRUE(cfile_attr_observe(c, f, &b, 2.0, &AC));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
+	CU_ASSERT_EQUAL(stats(c).invalidations, 1);
+	CU_ASSERT_EQUAL(stats(c).invalidations_by[CACHE_INVAL_ATTRIBUTES], 1);
+	/* After an own links change, an mtime change is not explained. */
+	fill_pat(c, f, 0, 4096, 1, false);
+	cfile_attr_links_changed(f);
+	b.ctime.sec++;
+	b.mtime.sec++;
+	CU_ASSERT_TRUE(cfile_attr_observe(c, f, &b, 3.0, &AC));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
+	CU_ASSERT_EQUAL(stats(c).invalidations_by[CACHE_INVAL_ATTRIBUTES], 2);
+	CU_ASSERT_EQUAL(stats(c).invalidations_by[CACHE_INVAL_WCC], 0);
+	CU_ASSERT_STRING_EQUAL(cache_inval_cause_name(CACHE_INVAL_WCC), "wcc");
+	CHECK(c);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 static void test_attr_noac_never_fresh(void)
 {
 	static const struct cache_ac noac = { 0, 0 };
@@ -1264,6 +1313,7 @@ static void test_mutation_with_unknown_pre_drops_data(void)
 	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
 	CU_ASSERT_EQUAL(stats(c).pages, 0);
 	CU_ASSERT_EQUAL(stats(c).invalidations, 1);
+	CU_ASSERT_EQUAL(stats(c).invalidations_by[CACHE_INVAL_WCC], 1);
 	CU_ASSERT_TRUE(attr_is(f, &s1));
 	CU_ASSERT_DOUBLE_EQUAL(cfile_attr_timeout(f), AC.min, 1e-9);
 	CU_ASSERT_NOT_EQUAL(cfile_gen(f), gen);
@@ -1879,6 +1929,7 @@ static const struct tcase attr_tests[] = {
 	T(test_attr_fresh_uses_now),
 	T(test_attr_change_drops_data),
 	T(test_attr_noac_never_fresh),
+	T(test_own_links_change_keeps_data),
 	T(test_mutation_with_known_pre_keeps_data),
 	T(test_mutation_with_unknown_pre_drops_data),
 	T(test_mutation_without_pre_is_own),
