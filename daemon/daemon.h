@@ -27,10 +27,6 @@ struct export_rt {
 	bool warned_fh_len;		/* long upstream handle logged once */
 	struct cache_ac ac_reg;		/* acregmin..acregmax, seconds */
 	struct cache_ac ac_dir;		/* acdirmin..acdirmax, seconds */
-	int eof_at_size;		/* -1 unknown; 1 when the upstream sets
-					 * eof on a READ that ends exactly at
-					 * the size, 0 when only on a short
-					 * read (learned from its replies) */
 	bool long_handles;		/* upstream gave a handle over
 					 * FH_UP_FULLAUTH bytes: only then are
 					 * client handles with a short

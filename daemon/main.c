@@ -279,7 +279,6 @@ static void start_upstreams(struct daemon *d)
 		};
 
 		d->exports[i].conf = e;
-		d->exports[i].eof_at_size = -1;
 		d->exports[i].ac_reg.min = e->acregmin;
 		d->exports[i].ac_reg.max = e->acregmax;
 		d->exports[i].ac_dir.min = e->acdirmin;

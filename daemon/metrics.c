@@ -530,6 +530,10 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
 	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
 	       ns.jukebox);
+	scalar(o, "nfscached_upstream_protocol_errors_total", "counter",
+	       "Upstream replies that contradicted themselves (a READ's count, "
+	       "eof or status against its own post-op size), corrected.",
+	       ns.protocol_errors);
 	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
 	       "Client file handles that failed to decode or authenticate.",
 	       ns.badhandle);

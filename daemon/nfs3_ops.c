@@ -462,6 +462,11 @@ void nfs3_count_access_check(void)
 	stats.access_checks++;
 }
 
+void nfs3_count_protocol_error(void)
+{
+	stats.protocol_errors++;
+}
+
 /*
  * A forwarded call: the export, the identity, and the cached files whose
  * attributes its reply will tell about (the object of the first handle,

@@ -31,6 +31,8 @@ struct nfs3_ops_stats {
 					 * fetches (readahead included) and
 					 * bypassed READs */
 	uint64_t access_checks;		/* ACCESS sent to authorize a hit */
+	uint64_t protocol_errors;	/* upstream replies that contradicted
+					 * themselves, corrected */
 };
 
 /* Copy the counters into *st. */
@@ -120,5 +122,10 @@ void nfs3_count_fetch(uint64_t bytes);
 
 /* Count an ACCESS sent on behalf of a READ hit's permission check. */
 void nfs3_count_access_check(void);
+
+/* Count one upstream reply that contradicted itself or RFC 1813 and was
+ * corrected (nfs3_read.c: a READ's count, eof or status against its own
+ * post-op size). */
+void nfs3_count_protocol_error(void);
 
 #endif

@@ -17,8 +17,14 @@
  *   4. each fetch fills the pages (never over valid bytes) and hands its
  *      bytes straight to the READs waiting on it, so a reply never
  *      depends on the pages surviving eviction.
- * Bytes at or past the size are never served; eof is set when the reply
- * reaches the size, as the upstream sets it.
+ * Bytes at or past the size are never served; eof is set exactly when
+ * the reply reaches the size (RFC 1813 section 3.3.6).
+ *
+ * An upstream READ reply is checked against its own post-op attributes,
+ * the truth about the size, before anything uses it (read_res_correct):
+ * a count past the size is cut, a missing eof at the size is set, and
+ * NFS3ERR_INVAL for a READ at or past the size is an empty reply with
+ * eof; each correction counts as an upstream protocol error.
  *
  * Fetches in flight hang off the file's owner slot (cfile_owner_slot), a
  * list of struct fetch; a fetch holds a file reference, and each waiting
@@ -113,30 +119,81 @@ static void post_op_from_cache(const struct cfile *f, post_op_attr *p)
 }
 
 /*
- * The eof flag the upstream would set on a READ of `asked` bytes at off
- * that returns count bytes of a file of size bytes: servers agree on a
- * short read (Ganesha sets eof only then), and differ on a read that ends
- * exactly at the size (knfsd sets eof there too); the proxy learns which
- * from the upstream's own replies (eof_at_size), and until it knows, it
- * sets eof there as well, which is never wrong for a client.
+ * The eof flag of a reply of count bytes at off, asked for `asked`, of a
+ * file of size bytes: TRUE exactly when the reply reaches the size ("if
+ * READ3args.offset plus READ3resok.count is equal to the size of the
+ * file", RFC 1813 section 3.3.6). Ganesha 4.3 sets it there, not only on
+ * a short read (seen on READs ending exactly at the end of file); the
+ * proxy's own windows end at the size, so a short reply from the cache
+ * always reaches it. A READ of 0 bytes reads nothing and says FALSE, as
+ * Ganesha 4.3 answers it.
  */
-static bool eof_flag(const struct export_rt *ex, uint64_t off, uint32_t asked,
-		     uint64_t count, uint64_t size)
+static bool eof_flag(uint64_t off, uint32_t asked, uint64_t count,
+		     uint64_t size)
 {
-	if (count < asked)
-		return true;
-	return ex->eof_at_size != 0 && asked > 0 && off + count >= size;
+	return asked > 0 && off + count >= size;
 }
 
-/* Learn how the upstream sets eof from one of its READ replies. */
-static void eof_learn(struct export_rt *ex, uint64_t off, uint32_t asked,
-		      const READ3resok *ok)
+/*
+ * Correct an upstream reply to a READ at off by its own post-op size: a
+ * count past the data or past the size is cut (bytes past the size are
+ * never kept or served), eof is set when the reply reaches the size, and
+ * when past_end, NFS3ERR_INVAL for a READ at or past the size becomes an
+ * empty reply with eof (a server refusing a READ past the end of a file
+ * that shrank behind the proxy, which planned it inside the size it knew;
+ * a client's own READ past the end, forwarded, keeps the upstream's
+ * answer). Without post-op attributes only the count is checked against
+ * the data. Returns true if the reply was corrected.
+ */
+static bool read_res_correct(READ3res *res, uint64_t off, bool past_end)
 {
+	READ3resok *ok = &res->READ3res_u.resok;
 	struct cattr tmp;
-	const struct cattr *a = attr_from_post_op(&ok->file_attributes, &tmp);
+	const struct cattr *a;
+	bool fixed = false;
 
-	if (a && ok->count == asked && asked > 0 && off + ok->count == a->size)
-		ex->eof_at_size = ok->eof ? 1 : 0;
+	if (res->status == NFS3ERR_INVAL && past_end) {
+		a = attr_from_post_op(&res->READ3res_u.resfail.file_attributes,
+				      &tmp);
+		if (!a || off < a->size)
+			return false;
+		/* resfail is resok's leading post_op_attr alone. */
+		res->status = NFS3_OK;
+		ok->count = 0;
+		ok->eof = TRUE;
+		ok->data.data_len = 0;
+		return true;
+	}
+	if (res->status != NFS3_OK)
+		return false;
+	if (ok->count > ok->data.data_len) {
+		ok->count = ok->data.data_len;
+		fixed = true;
+	}
+	if (!(a = attr_from_post_op(&ok->file_attributes, &tmp)))
+		return fixed;
+	if (off + ok->count > a->size) {
+		ok->count = off < a->size ? (count3)(a->size - off) : 0;
+		fixed = true;
+	}
+	if (ok->data.data_len > ok->count)
+		ok->data.data_len = ok->count;
+	if (!ok->eof && ok->count > 0 && off + ok->count >= a->size) {
+		ok->eof = TRUE;
+		fixed = true;
+	}
+	return fixed;
+}
+
+/* Decode an upstream READ reply for a READ at off and correct it. */
+static READ3res *read_res_decode(const uint8_t *xdr, size_t len, uint64_t off,
+				 bool past_end)
+{
+	READ3res *res = nfs3_res_decode(&dispatch_rows[NFSPROC3_READ], xdr, len);
+
+	if (res && read_res_correct(res, off, past_end))
+		nfs3_count_protocol_error();
+	return res;
 }
 
 /* Reply data[0..count) of the window, eof as the upstream sets it. */
@@ -151,8 +208,8 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	res.status = NFS3_OK;
 	post_op_from_cache(op->f, &res.READ3res_u.resok.file_attributes);
 	res.READ3res_u.resok.count = (count3)count;
-	res.READ3res_u.resok.eof = eof_flag(op->ex, op->off, op_args(op)->count,
-					    count, cfile_attr(op->f)->size);
+	res.READ3res_u.resok.eof = eof_flag(op->off, op_args(op)->count, count,
+					    cfile_attr(op->f)->size);
 	res.READ3res_u.resok.data.data_len = (u_int)count;
 	res.READ3res_u.resok.data.data_val = (char *)data;
 	nfs3_count_read(op->outcome, op->cache_bytes, upstream_bytes,
@@ -288,18 +345,17 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 
 	/* No one joins this fetch any more. */
 	DL_DELETE(*fetch_list(fe->f), fe);
-	if (status == UPSTREAM_OK && (res = nfs3_res_decode(ent, xdr, len)))
+	if (status == UPSTREAM_OK && (res = read_res_decode(xdr, len, fe->start, true)))
 		err = res->status;
 	else
 		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
 					    : nfs3_upstream_failure(status);
+	if (err == NFS3ERR_INVAL)
+		cfile_attr_expire(fe->f);	/* a retry asks the size again */
 	if (err == NFS3_OK) {
 		READ3resok *ok = &res->READ3res_u.resok;
 
-		if (ok->count > ok->data.data_len)
-			ok->count = ok->data.data_len;
 		nfs3_count_fetch(ok->count);
-		eof_learn(fe->ex, fe->start, (uint32_t)(fe->end - fe->start), ok);
 		fetch_learn(fe, ok);
 		for (size_t i = 0; i < fe->nwaiters; i++) {
 			struct read_op *w = fe->waiters[i];
@@ -622,10 +678,13 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 	READ3res *res;
 	struct fetch fe;
 
-	if (status != UPSTREAM_OK || !(res = nfs3_res_decode(ent, xdr, len))) {
+	if (status != UPSTREAM_OK ||
+	    !(res = read_res_decode(xdr, len, op_args(op)->offset, false))) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
+	if (res->status == NFS3ERR_INVAL && op->f)
+		cfile_attr_expire(op->f);	/* a retry asks the size again */
 	if (res->status == NFS3_OK && op->f && cfile_is_local(op->f) &&
 	    !op->bypassed_local) {
 		/* The upstream let this credential read, but the proxy holds
@@ -643,9 +702,6 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 		READ3resok *ok = &res->READ3res_u.resok;
 		struct cattr tmp;
 
-		if (ok->count > ok->data.data_len)
-			ok->count = ok->data.data_len;
-		eof_learn(op->ex, op_args(op)->offset, op_args(op)->count, ok);
 		/* The upstream let this credential read the file. */
 		if (cfile_gen(op->f) == op->gen ||
 		    attr_same_perm(op->f, attr_from_post_op(&ok->file_attributes, &tmp)))

@@ -8,14 +8,19 @@
 # the proxy):
 #
 #   harness.sh --no-proxy -- ratest_proxy.sh --relay BIN --delay-ms MS \
-#                [--relay-preload LIB] [--conf FILE] -- CMD ARGS...
+#                [--relay-preload LIB] [--relay-arg ARG ...] [--conf FILE] \
+#                [--export-conf FILE] -- CMD ARGS...
 #
 #   --relay BIN     the delayrelay binary
 #   --relay-preload LIB  run the relay with LD_PRELOAD=LIB (the
 #                   ratest_nodelay shim: TCP_NODELAY, see its header)
 #   --delay-ms MS   one-way delay the relay adds in each direction
+#   --relay-arg ARG one more argument for the relay (repeatable), e.g.
+#                   --relay-arg --rewrite-read --relay-arg eof
 #   --conf FILE     global directives appended to the proxy's config
 #                   (cache_size, readahead_max, ...)
+#   --export-conf FILE  directives added inside its export section
+#                   (acregmin, ...)
 #
 # One relay process fronts both of Ganesha's ports (NFS and MOUNT) on
 # ports it picks; the proxy's export upstream is the relay. CMD runs with
@@ -46,12 +51,16 @@ relay_bin=
 relay_preload=
 delay=
 conf_extra=
+export_extra=
+relay_args=()
 while (($#)); do
 	case $1 in
 	--relay) relay_bin=${2:?}; shift ;;
 	--relay-preload) relay_preload=$(realpath "${2:?}"); shift ;;
 	--delay-ms) delay=${2:?}; shift ;;
+	--relay-arg) relay_args+=("${2:?}"); shift ;;
 	--conf) conf_extra=$(realpath "${2:?}"); shift ;;
+	--export-conf) export_extra=$(realpath "${2:?}"); shift ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -84,7 +93,7 @@ trap finish EXIT
 # Start the relay on our reserved ports and wait for its "ready" line.
 # (A sanitizer build's relay would refuse a preload ahead of its runtime.)
 LD_PRELOAD=$relay_preload ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-	"$relay_bin" --delay-ms "$delay" \
+	"$relay_bin" --delay-ms "$delay" "${relay_args[@]}" \
 	--pair "127.0.0.1:${ports[3]}=127.0.0.1:$NFSC_DIRECT_NFS_PORT" \
 	--pair "127.0.0.1:${ports[4]}=127.0.0.1:$NFSC_DIRECT_MOUNT_PORT" \
 	>"$dir/relay.out" 2>"$dir/relay.log" </dev/null &
@@ -110,7 +119,7 @@ NFSC_PROXY_CONF=$dir/nfscached.conf
 NFSC_PROXY_LOG=$dir/nfscached.log
 nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
 	"$NFSC_METRICS_ADDR" "$dir/state" "$NFSC_RELAY_URL" "$conf_extra" \
-	>"$NFSC_PROXY_CONF"
+	"$export_extra" >"$NFSC_PROXY_CONF"
 nfsc_proxy_start "$NFSC_PROXY_LOG" "$NFSC_PROXY_NFS_PORT" \
 	"$NFSC_PROXY_MOUNT_PORT" "$NFSCACHED_BIN" --config "$NFSC_PROXY_CONF"
 # Behind the relay the proxy's upstream session (MOUNT, FSINFO) takes a

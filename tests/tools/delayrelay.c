@@ -5,13 +5,17 @@
  * this kernel has no netem).
  *
  * Usage:
- *   delayrelay --delay-ms MS --pair LISTEN=TARGET [--pair LISTEN=TARGET ...]
+ *   delayrelay --delay-ms MS [--rewrite-read MODE]
+ *              --pair LISTEN=TARGET [--pair LISTEN=TARGET ...]
  *
  *   MS      one-way delay in milliseconds, fractional allowed (0.5), >= 0;
  *           a round trip through the relay takes at least 2 x MS more.
  *   LISTEN  address:port to listen on (127.0.0.1:5001, [::1]:5001); port 0
  *           picks a free port, reported on stdout.
  *   TARGET  address:port every accepted connection is forwarded to.
+ *   MODE    eof, inval or garbage: rewrite the NFSv3 READ replies passing
+ *           through the way buggy servers answered (readrewrite.h); the
+ *           delay applies to whole RPC records then.
  *
  * One process serves several pairs, so one relay can front both of
  * Ganesha's ports:
@@ -64,6 +68,8 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "readrewrite.h"
+
 #define RELAY_QUEUE_MAX		(64u * 1024 * 1024)	/* bytes per direction */
 #define RELAY_WRITE_LOWAT	(1024u * 1024)
 #define RELAY_MAX_READ		(256 * 1024)	/* bytes per read callback */
@@ -99,6 +105,7 @@ struct conn {
 	struct bufferevent *side[2];
 	struct dir d[2];	/* d[i] reads side[i], writes side[1 - i] */
 	bool connected;		/* side[1]'s connect completed */
+	struct readrw rw;	/* --rewrite-read state */
 };
 
 /* One listen address and where its connections go. */
@@ -112,6 +119,7 @@ struct pair {
 struct relay {
 	struct event_base *base;
 	struct timespec delay;
+	enum readrw_mode rewrite;	/* --rewrite-read, or READRW_NONE */
 	struct pair *pairs;
 	size_t npairs;
 	LIST_HEAD(, conn) conns;
@@ -269,12 +277,26 @@ dir_take_input(struct dir *d)
 	struct evbuffer *in = bufferevent_get_input(d->from);
 	struct evbuffer *buf;
 
-	if (evbuffer_get_length(in) == 0)
+	if (evbuffer_get_length(in) == 0 && !d->eof_read)
 		return 0;
 	buf = evbuffer_new();
 	if (!buf)
 		return -1;
-	if (evbuffer_add_buffer(buf, in) != 0 || dir_push(d, buf) != 0) {
+	if (d->conn->relay->rewrite != READRW_NONE) {
+		if (readrw_feed(&d->conn->rw, d == &d->conn->d[0] ? 0 : 1, in,
+				buf, d->eof_read) != 0) {
+			evbuffer_free(buf);
+			return -1;
+		}
+	} else if (evbuffer_add_buffer(buf, in) != 0) {
+		evbuffer_free(buf);
+		return -1;
+	}
+	if (evbuffer_get_length(buf) == 0) {
+		evbuffer_free(buf);
+		return 0;
+	}
+	if (dir_push(d, buf) != 0) {
 		evbuffer_free(buf);
 		return -1;
 	}
@@ -364,6 +386,7 @@ static void
 conn_free(struct conn *c)
 {
 	LIST_REMOVE(c, link);
+	readrw_fini(&c->rw);
 	for (int i = 0; i < 2; i++) {
 		dir_fini(&c->d[i]);
 		if (c->side[i])
@@ -416,6 +439,8 @@ pair_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		evutil_closesocket(fd);
 	c->side[1] = bufferevent_socket_new(r->base, -1, opts);
 	if (!c->side[0] || !c->side[1] ||
+	    (r->rewrite != READRW_NONE &&
+	     readrw_init(&c->rw, r->rewrite) != 0) ||
 	    dir_init(&c->d[0], c, c->side[0], c->side[1]) != 0 ||
 	    dir_init(&c->d[1], c, c->side[1], c->side[0]) != 0)
 		goto fail;
@@ -590,7 +615,8 @@ parse_delay(struct relay *r, const char *arg)
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: delayrelay --delay-ms MS --pair LISTEN=TARGET "
+	fprintf(f, "usage: delayrelay --delay-ms MS [--rewrite-read "
+		   "eof|inval|garbage] --pair LISTEN=TARGET "
 		   "[--pair LISTEN=TARGET ...]\n");
 }
 
@@ -601,6 +627,7 @@ parse_args(struct relay *r, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "delay-ms", required_argument, NULL, 'd' },
 		{ "pair", required_argument, NULL, 'p' },
+		{ "rewrite-read", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -610,8 +637,11 @@ parse_args(struct relay *r, int argc, char **argv)
 	r->pairs = calloc((size_t)argc, sizeof(*r->pairs));
 	if (!r->pairs)
 		return -1;
-	while ((ch = getopt_long(argc, argv, "d:p:h", opts, NULL)) != -1) {
-		if (ch == 'd' && parse_delay(r, optarg) == 0) {
+	while ((ch = getopt_long(argc, argv, "d:p:r:h", opts, NULL)) != -1) {
+		if (ch == 'r' &&
+		    (r->rewrite = readrw_mode_parse(optarg)) != READRW_NONE) {
+			continue;
+		} else if (ch == 'd' && parse_delay(r, optarg) == 0) {
 			have_delay = true;
 		} else if (ch == 'p' &&
 			   pair_parse(&r->pairs[r->npairs], optarg) == 0) {
@@ -620,7 +650,7 @@ parse_args(struct relay *r, int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		} else {
-			if (ch == 'd' || ch == 'p')
+			if (ch == 'd' || ch == 'p' || ch == 'r')
 				fprintf(stderr, "delayrelay: bad value "
 					"'%s'\n", optarg);
 			usage(stderr);
