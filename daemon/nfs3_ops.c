@@ -1062,6 +1062,8 @@ static void fwd_victim_lookup_done(enum upstream_status status,
 		if (writeback_wait(r->d, w->victim, w->ex, WB_WAIT_ALL, 0, 0,
 				   fwd_written, r) == 0)
 			return;
+		cfile_put(r->d->cache, &w->victim);	/* ENOMEM: sent as is,
+							 * nothing dropped */
 	} else if (r->call.proc == NFSPROC3_CREATE && w->victim &&
 	    (fs = fstate_get(r->d, w->victim, w->ex))) {
 		fs->hold++;
