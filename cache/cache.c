@@ -76,6 +76,11 @@ struct cache *cache_new(const struct cache_params *p)
 	return c;
 }
 
+bool cache_has_room(const struct cache *c)
+{
+	return c->st.pages < c->max_pages || c->n_a1in || c->n_am || c->n_ra;
+}
+
 uint32_t cache_page_size(const struct cache *c)
 {
 	return c->page_size;
@@ -1186,6 +1191,7 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
 	rangeset_remove(&f->holes, off, e);
 	memset(&ne, 0, sizeof(ne));
 	ne.state = WB_DIRTY;
+	ne.gen = f->wgen;
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
@@ -1325,6 +1331,27 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	st->meta_bytes = meta;
 }
 
+/* f's epochs: ordered, disjoint, none empty, summing to its wbbytes. */
+static bool file_epochs_check(const struct cfile *f)
+{
+	uint64_t sum[WB_NSTATES] = { 0 };
+
+	for (unsigned i = 0; i < f->nepochs; i++) {
+		const struct wbepoch *e = &f->epochs[i];
+		uint64_t any = 0;
+
+		if (e->lo > e->hi || (i && f->epochs[i - 1].hi >= e->lo))
+			return false;
+		for (unsigned s = 0; s < WB_NSTATES; s++) {
+			sum[s] += e->bytes[s];
+			any |= e->bytes[s];
+		}
+		if (!any)
+			return false;
+	}
+	return memcmp(sum, f->wbbytes, sizeof(sum)) == 0;
+}
+
 bool cache_check(const struct cache *c)
 {
 	const struct cfile *f, *ftmp;
@@ -1388,7 +1415,8 @@ bool cache_check(const struct cache *c)
 			fv += rangeset_bytes(&p->valid);
 			fp++;
 		}
-		if (fv != f->valid_bytes || fp != f->npages)
+		if (fv != f->valid_bytes || fp != f->npages ||
+		    !file_epochs_check(f))
 			return false;
 		pages += fp;
 		valid += fv;

@@ -503,6 +503,22 @@ void cfile_wb_error_restore(struct cfile *f, int err);
 /* Bytes of f in write-back state st. */
 uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st);
 
+/*
+ * Mark the point a COMMIT arrived at (RFC 1813 section 3.3.21: it covers
+ * the writes acknowledged before it): returns f's write generation, which
+ * every byte a client wrote so far carries, and starts a new one for later
+ * writes. Bytes rewritten after the mark carry the new generation (the
+ * newer data supersedes them). A file has at most WB_EPOCHS generation
+ * spans counted apart; past that the oldest two merge, so a mark may
+ * cover a little more than it needs, never less.
+ */
+uint32_t cfile_wb_mark(struct cfile *f);
+
+/* Bytes of f in write-back state st written at or before mark (a value
+ * of cfile_wb_mark). */
+uint64_t cfile_wb_bytes_upto(const struct cfile *f, uint32_t mark,
+			     enum cache_wb_state st);
+
 /* True if no byte of [off, off + len) of f is DIRTY, WRITING or UNSTABLE. */
 bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
 		       uint32_t page_size);
@@ -541,5 +557,9 @@ size_t cache_page_meta_bytes(void);
 
 /* Assert every invariant of c (debug builds and tests); true if sound. */
 bool cache_check(const struct cache *c);
+
+/* True if a page can be had now: the budget has room, or a page on a
+ * queue (clean, not pinned by write-back) can be evicted. */
+bool cache_has_room(const struct cache *c);
 
 #endif

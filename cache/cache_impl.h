@@ -34,9 +34,19 @@ struct wbext {
 	uint32_t start, end;
 	uint32_t seq;			/* WRITING: the write-back run;
 					 * UNSTABLE: the COMMIT tag, or 0 */
+	uint32_t gen;			/* the file's write generation when a
+					 * client wrote it (cfile_wb_mark) */
 	uint16_t cred;			/* index into cache.creds */
 	uint8_t state;			/* WB_DIRTY, WB_WRITING, WB_UNSTABLE */
 	uint64_t verf;			/* UNSTABLE: upstream writeverf3 */
+};
+
+#define WB_EPOCHS 8		/* generation spans counted per file */
+
+/* Bytes by write-back state of the extents whose gen is in [lo, hi]. */
+struct wbepoch {
+	uint32_t lo, hi;
+	uint64_t bytes[WB_NSTATES];
 };
 
 /* An upstream WRITE in flight over [off, end). */
@@ -105,6 +115,11 @@ struct cfile {
 	struct rangeset holes;		/* bytes known to read as zeros */
 	struct rangeset wbpages;	/* indexes of pages with wb extents */
 	uint64_t wbbytes[WB_NSTATES];	/* bytes by write-back state */
+	uint32_t wgen;			/* generation of new client writes */
+	struct wbepoch epochs[WB_EPOCHS];	/* oldest first, disjoint,
+					 * none empty: the same bytes as
+					 * wbbytes, by generation */
+	unsigned nepochs;
 	double dirty_since;		/* when DIRTY bytes last went 0 -> >0 */
 	int wb_error;			/* first write-back failure, or 0 */
 	bool local;			/* shown times are the proxy's own */

@@ -35,6 +35,45 @@
 #include "cache.h"
 #include "cache_impl.h"
 
+/* The epoch of f counting generation gen, made if absent (the two
+ * oldest merge when all are taken: waits then cover a little more). */
+static struct wbepoch *epoch_get(struct cfile *f, uint32_t gen)
+{
+	unsigned at = 0;
+
+	while (at < f->nepochs && f->epochs[at].hi < gen)
+		at++;
+	if (at < f->nepochs && f->epochs[at].lo <= gen)
+		return &f->epochs[at];
+	if (f->nepochs == WB_EPOCHS) {
+		for (unsigned s = 0; s < WB_NSTATES; s++)
+			f->epochs[1].bytes[s] += f->epochs[0].bytes[s];
+		f->epochs[1].lo = f->epochs[0].lo;
+		memmove(&f->epochs[0], &f->epochs[1],
+			--f->nepochs * sizeof(f->epochs[0]));
+		return epoch_get(f, gen);
+	}
+	memmove(&f->epochs[at + 1], &f->epochs[at],
+		(f->nepochs - at) * sizeof(f->epochs[0]));
+	f->nepochs++;
+	memset(&f->epochs[at], 0, sizeof(f->epochs[at]));
+	f->epochs[at].lo = f->epochs[at].hi = gen;
+	return &f->epochs[at];
+}
+
+/* Drop epoch e of f if it counts no byte. */
+static void epoch_prune(struct cfile *f, struct wbepoch *e)
+{
+	unsigned at = (unsigned)(e - f->epochs);
+
+	for (unsigned s = 0; s < WB_NSTATES; s++)
+		if (e->bytes[s])
+			return;
+	memmove(&f->epochs[at], &f->epochs[at + 1],
+		(f->nepochs - at - 1) * sizeof(f->epochs[0]));
+	f->nepochs--;
+}
+
 void wb_account(struct cache *c, struct cpage *p, int sign)
 {
 	struct cfile *f = p->file;
@@ -42,15 +81,34 @@ void wb_account(struct cache *c, struct cpage *p, int sign)
 	for (unsigned i = 0; i < p->nwb; i++) {
 		uint64_t n = p->wb[i].end - p->wb[i].start;
 		unsigned st = p->wb[i].state;
+		struct wbepoch *e = epoch_get(f, p->wb[i].gen);
 
 		if (sign > 0) {
 			f->wbbytes[st] += n;
 			c->wbbytes[st] += n;
+			e->bytes[st] += n;
 		} else {
 			f->wbbytes[st] -= n;
 			c->wbbytes[st] -= n;
+			e->bytes[st] -= n;
+			epoch_prune(f, e);
 		}
 	}
+}
+
+uint32_t cfile_wb_mark(struct cfile *f)
+{
+	return f->wgen++;
+}
+
+uint64_t cfile_wb_bytes_upto(const struct cfile *f, uint32_t mark,
+			     enum cache_wb_state st)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < f->nepochs && f->epochs[i].lo <= mark; i++)
+		n += st < WB_NSTATES ? f->epochs[i].bytes[st] : 0;
+	return n;
 }
 
 uint64_t wb_total(const struct cfile *f)
@@ -113,7 +171,7 @@ static int wb_reserve(struct cpage *p, unsigned n)
 static bool wb_same(const struct wbext *a, const struct wbext *b)
 {
 	return a->state == b->state && a->cred == b->cred && a->seq == b->seq &&
-	       a->verf == b->verf;
+	       a->verf == b->verf && a->gen == b->gen;
 }
 
 /* Merge touching identical neighbours (extents are sorted, disjoint). */
@@ -268,6 +326,7 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 	memset(&ne, 0, sizeof(ne));
 	ne.state = WB_DIRTY;
 	ne.cred = (uint16_t)id;
+	ne.gen = f->wgen;
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		uint64_t s = off > ps ? off : ps, t = e < pe ? e : pe;
@@ -455,6 +514,7 @@ bool cache_wb_next_ex(struct cache *c, struct cfile *f, uint32_t wtmax,
 		memcpy(buf + len, p->data + (at - ps), take);
 		w.start = (uint32_t)(at - ps);
 		w.end = w.start + take;
+		w.gen = x->gen;
 		if (wb_replace(c, p, w.start, w.end, &w) != 0)
 			break;
 		len += take;

@@ -231,6 +231,16 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	scalar(o, "nfscached_writes_waited_for_room_total", "counter",
 	       "Client WRITEs that waited for write-back to free cache room.",
 	       ws.waited_for_room);
+	scalar(o, "nfscached_write_room_waits_total", "counter",
+	       "Waits of client WRITEs for cache room that ended (woken or timed out).",
+	       wb.room_waits);
+	scalar(o, "nfscached_write_room_wait_timeouts_total", "counter",
+	       "Of those, waits that reached their 10 s limit (the WRITE then went through).",
+	       wb.room_timeouts);
+	head(o, "nfscached_write_room_wait_seconds_total", "counter",
+	     "Total time client WRITEs spent waiting for cache room.");
+	evbuffer_add_printf(o, "nfscached_write_room_wait_seconds_total %.6f\n",
+			    wb.room_wait_seconds);
 	scalar(o, "nfscached_writes_revalidated_total", "counter",
 	       "Client WRITEs that sent a GETATTR upstream first.",
 	       ws.revalidations);

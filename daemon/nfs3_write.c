@@ -12,7 +12,8 @@
  * a credential with a positive ACCESS result for MODIFY (EXTEND when it
  * grows the file), asked once; otherwise it goes through and the upstream
  * decides. COMMIT: the reply waits until every byte of the file
- * the proxy holds in write-back state is written and committed upstream.
+ * absorbed before the COMMIT arrived is written and committed upstream
+ * (RFC 1813 section 3.3.21), not for later WRITEs.
  * Either reports a write-back failure kept for the file, once. When the
  * cache has no room for the bytes the WRITE goes through to the upstream as
  * FILE_SYNC and is answered FILE_SYNC with the proxy's verifier.
@@ -53,7 +54,6 @@ struct write_op {
 	bool revalidated;		/* a GETATTR was sent for this WRITE */
 	bool waited;			/* waited for room at least once */
 	double room_deadline;		/* when waiting for room ends */
-	struct event *timer;		/* the wait for room */
 	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
 	struct write_op *reval_next;	/* on fstate.reval_waiters */
@@ -239,39 +239,37 @@ static bool write_allowed(struct write_op *op, bool *asked)
 	return false;
 }
 
-/* Retry a WRITE that waited for room in the cache. */
-static void write_room_cb(evutil_socket_t fd, short what, void *arg)
+/* A room wait ended: try the cache again, or go through. */
+static void write_room_cb(struct daemon *d, bool room, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)fd;
-	(void)what;
-	event_free(op->timer);
-	op->timer = NULL;
-	write_continue(op);
+	(void)d;
+	if (room)
+		write_continue(op);
+	else
+		write_through(op);
 }
 
 /*
  * The cache has no room for the bytes (every page holds data not yet
  * committed upstream). Like the kernel's balance_dirty_pages, the writer
- * waits while write-back frees pages (for at most WRITE_ROOM_WAIT); after
- * that, or when nothing is being written back, the WRITE goes through.
+ * waits while write-back frees pages (for at most WRITE_ROOM_WAIT in all),
+ * woken as soon as a page can be had; after that, or when nothing is
+ * being written back, the WRITE goes through.
  */
 static void write_no_room(struct write_op *op)
 {
 	struct daemon *d = op->r->d;
-	struct timeval tv = { 0, 10000 };
 	double now = daemon_now();
 
-	writeback_flush_all(d);
 	if (!op->room_deadline)
 		op->room_deadline = now + WRITE_ROOM_WAIT;
 	if (now < op->room_deadline && !writeback_clean(d) &&
-	    (op->timer = evtimer_new(d->base, write_room_cb, op))) {
+	    writeback_room_wait(d, op->room_deadline, write_room_cb, op) == 0) {
 		if (!op->waited)
 			stats.waited_for_room++;
 		op->waited = true;
-		mclock_timer_add(op->timer, &tv);
 		return;
 	}
 	write_through(op);

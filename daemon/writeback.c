@@ -2,8 +2,10 @@
 /*
  * writeback: see writeback.h. Per file, the driver keeps at most
  * WB_INFLIGHT upstream WRITEs (WB_INFLIGHT_WTMAX wtmax of data) in flight;
- * a COMMIT goes only when the file has no DIRTY or WRITING bytes, so it
- * covers every UNSTABLE byte tagged for it. Waiters hang on the file's
+ * a COMMIT goes when the file has no DIRTY or WRITING bytes, when its
+ * UNSTABLE bytes pass commit_early(), or as soon as every byte written
+ * before a waiting client COMMIT arrived is UNSTABLE (the upstream COMMIT
+ * covers every UNSTABLE byte tagged for it at send time). Waiters hang on the file's
  * fstate and are checked after every completion and on the background
  * tick (every 100 ms), which also times them out and starts write-behind.
  *
@@ -37,10 +39,19 @@
 struct wb_wait {
 	enum wb_wait_kind kind;
 	uint64_t off, len;
+	uint32_t mark;			/* WB_WAIT_ALL: cfile_wb_mark */
 	double deadline;
 	wb_wait_fn fn;
 	void *arg;
 	struct wb_wait *prev, *next;
+};
+
+/* A client WRITE waiting for cache room (writeback_room_wait). */
+struct wb_room {
+	double since, deadline;
+	wb_room_fn fn;
+	void *arg;
+	struct wb_room *prev, *next;
 };
 
 /* One upstream WRITE or COMMIT in flight. */
@@ -52,6 +63,9 @@ struct wb_call {
 };
 
 static struct writeback_stats stats;
+static struct wb_room *rooms;		/* oldest first */
+static unsigned nrooms;
+static bool waking;			/* room_wake or a first flush runs */
 static struct event *tick;
 static uint8_t verf[NFS3_WRITEVERFSIZE];
 
@@ -70,6 +84,27 @@ static uint64_t verf64(const char *v)
 
 	memcpy(&x, v, sizeof(x));
 	return x;
+}
+
+/* Bytes of f in state st written before mark. */
+static uint64_t upto(const struct cfile *f, uint32_t mark,
+		     enum cache_wb_state st)
+{
+	return cfile_wb_bytes_upto(f, mark, st);
+}
+
+/* True if a COMMIT waiter's bytes are all written, some uncommitted:
+ * an upstream COMMIT now answers it, whatever else is being written. */
+static bool commit_ripe(const struct fstate *fs, const struct cfile *f)
+{
+	const struct wb_wait *w;
+
+	DL_FOREACH(fs->waits, w)
+		if (w->kind == WB_WAIT_ALL && !upto(f, w->mark, WB_DIRTY) &&
+		    !upto(f, w->mark, WB_WRITING) &&
+		    upto(f, w->mark, WB_UNSTABLE))
+			return true;
+	return false;
 }
 
 /* Call and free the waiters of f whose condition holds (or all, with
@@ -99,9 +134,9 @@ static void waits_check(struct daemon *d, struct cfile *f, bool force,
 				done = cfile_range_clean(f, w->off, w->len, ps);
 				break;
 			case WB_WAIT_ALL:
-				done = !cfile_wb_bytes(f, WB_DIRTY) &&
-				       !cfile_wb_bytes(f, WB_WRITING) &&
-				       !cfile_wb_bytes(f, WB_UNSTABLE);
+				done = !upto(f, w->mark, WB_DIRTY) &&
+				       !upto(f, w->mark, WB_WRITING) &&
+				       !upto(f, w->mark, WB_UNSTABLE);
 				break;
 			case WB_WAIT_IDLE:
 				done = !fs->wb_inflight && !fs->commit_tag;
@@ -126,6 +161,54 @@ static void waits_check(struct daemon *d, struct cfile *f, bool force,
 			fs->stable = true;
 }
 
+/* End room wait w (already off the list) with room, counting it. */
+static void room_end(struct daemon *d, struct wb_room *w, bool room)
+{
+	stats.room_waits++;
+	stats.room_timeouts += !room;
+	stats.room_wait_seconds += daemon_now() - w->since;
+	w->fn(d, room, w->arg);
+	free(w);
+}
+
+/* Wake room waiters while pages can be had, oldest first; each waiter
+ * present now once (one that finds no room again waits anew). Not
+ * re-entered from a waiter's callback. */
+static void room_wake(struct daemon *d)
+{
+	unsigned n = nrooms;
+
+	if (waking)
+		return;
+	waking = true;
+	while (n-- && rooms && cache_has_room(d->cache)) {
+		struct wb_room *w = rooms;
+
+		DL_DELETE(rooms, w);
+		nrooms--;
+		room_end(d, w, true);
+	}
+	waking = false;
+}
+
+/* End the room waits past their deadline. */
+static void room_expire(struct daemon *d, double now)
+{
+	struct wb_room *w, *tmp, *gone = NULL;
+
+	DL_FOREACH_SAFE(rooms, w, tmp) {
+		if (now < w->deadline)
+			continue;
+		DL_DELETE(rooms, w);
+		nrooms--;
+		DL_APPEND(gone, w);
+	}
+	DL_FOREACH_SAFE(gone, w, tmp) {
+		DL_DELETE(gone, w);
+		room_end(d, w, false);
+	}
+}
+
 /* After any completion on f: waiters, more work, maybe free the state.
  * Waiters first, so a waiter for an idle file (a truncating SETATTR) can
  * hold write-back before new WRITEs start. */
@@ -135,6 +218,8 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 	wb_pump(d, f);
 	waits_check(d, f, false, NFS3_OK);
 	fstate_release(d, f);
+	if (rooms)
+		room_wake(d);
 }
 
 /* Build the upstream identity of a run's writer. */
@@ -384,7 +469,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	/* In the background, the growing tail of a file being appended to
 	 * waits for more, so upstream WRITEs stay wtmax-sized; a waiting
 	 * client, the stop, or a quiet file take everything. */
-	keep_tail = !fs->waits && !d->stopping &&
+	keep_tail = !fs->waits && !d->stopping && !rooms &&
 		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
 	while (fs->wb_inflight < WB_INFLIGHT &&
 	       fs->wb_inflight_bytes + wtmax <= WB_INFLIGHT_WTMAX * (uint64_t)wtmax &&
@@ -401,6 +486,16 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	     cfile_wb_bytes(f, WB_UNSTABLE) >= commit_early(d, wtmax)) &&
 	    (d->stopping || daemon_now() - fs->last_write >=
 				    d->conf->writeback_commit_delay))
+		wb_send_commit(d, f, fs);
+	/* A client's COMMIT waits only for the bytes written before it
+	 * came (RFC 1813 section 3.3.21), not for the file to go quiet. */
+	if (!fs->commit_tag && commit_ripe(fs, f) &&
+	    (d->stopping || daemon_now() - fs->last_write >=
+				    d->conf->writeback_commit_delay))
+		wb_send_commit(d, f, fs);
+	/* Writers wait for room: only COMMITs unpin pages, so one is
+	 * always in flight while there is something to commit. */
+	if (rooms && !fs->commit_tag && cfile_wb_bytes(f, WB_UNSTABLE))
 		wb_send_commit(d, f, fs);
 	if (!cfile_wb_bytes(f, WB_DIRTY) && !cfile_wb_bytes(f, WB_WRITING) &&
 	    !cfile_wb_bytes(f, WB_UNSTABLE))
@@ -419,6 +514,28 @@ void writeback_kick(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	wb_settle(d, f);
 }
 
+int writeback_room_wait(struct daemon *d, double deadline, wb_room_fn fn,
+			void *arg)
+{
+	struct wb_room *w = calloc(1, sizeof(*w));
+	bool first = !rooms;
+
+	if (!w)
+		return -1;
+	w->since = daemon_now();
+	w->deadline = deadline;
+	w->fn = fn;
+	w->arg = arg;
+	DL_APPEND(rooms, w);
+	nrooms++;
+	if (first && !waking) {
+		waking = true;	/* fn must not run before we return */
+		writeback_flush_all(d);
+		waking = false;
+	}
+	return 0;
+}
+
 int writeback_wait(struct daemon *d, struct cfile *f, struct export_rt *ex,
 		   enum wb_wait_kind kind, uint64_t off, uint64_t len,
 		   wb_wait_fn fn, void *arg)
@@ -433,6 +550,8 @@ int writeback_wait(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	w->kind = kind;
 	w->off = off;
 	w->len = len;
+	if (kind == WB_WAIT_ALL)
+		w->mark = cfile_wb_mark(f);
 	w->deadline = daemon_now() + d->conf->upstream_timeout;
 	w->fn = fn;
 	w->arg = arg;
@@ -477,12 +596,14 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		next = cache_wb_file_next(d->cache, f);
 		if (!fs)
 			continue;
-		if (wb_due(d, f, now, over) || d->stopping)
+		if (wb_due(d, f, now, over) || d->stopping || rooms)
 			fs->want_commit = true;
 		else if (!fs->waits)
 			continue;
 		wb_settle(d, f);
 	}
+	if (rooms)
+		room_expire(d, now);
 	mclock_timer_add(tick, &tv);
 }
 
@@ -501,7 +622,14 @@ int writeback_start(struct daemon *d)
 
 void writeback_stop(struct daemon *d)
 {
+	struct wb_room *w, *tmp;
+
 	(void)d;
+	DL_FOREACH_SAFE(rooms, w, tmp) {
+		DL_DELETE(rooms, w);
+		free(w);
+	}
+	nrooms = 0;
 	if (tick)
 		event_free(tick);
 	tick = NULL;

@@ -28,7 +28,10 @@ struct export_rt;
 /* What a waiting client call waits for. */
 enum wb_wait_kind {
 	WB_WAIT_RANGE,		/* [off, off+len) clean: FILE_SYNC WRITE */
-	WB_WAIT_ALL,		/* the whole file clean: COMMIT */
+	WB_WAIT_ALL,		/* every byte written before the wait
+				 * began clean: COMMIT (RFC 1813 section
+				 * 3.3.21); later writes are not waited
+				 * for */
 	WB_WAIT_IDLE,		/* no upstream WRITE or COMMIT in flight */
 };
 
@@ -36,8 +39,16 @@ enum wb_wait_kind {
  * NFS3ERR_JUKEBOX when the wait timed out (upstream_timeout). */
 typedef void (*wb_wait_fn)(struct daemon *d, nfsstat3 status, void *arg);
 
+/* Called once by the room wait: room true when cache pages can be had
+ * again (the caller retries and may wait again), false at its deadline. */
+typedef void (*wb_room_fn)(struct daemon *d, bool room, void *arg);
+
 /* Counters this module owns. */
 struct writeback_stats {
+	uint64_t room_waits;		/* room waits ended (woken or timed
+					 * out) */
+	uint64_t room_timeouts;		/* of those, ended by the deadline */
+	double room_wait_seconds;	/* their total length, s */
 	uint64_t writes;		/* upstream WRITEs sent */
 	uint64_t write_bytes;
 	uint64_t commits;		/* upstream COMMITs sent */
@@ -75,6 +86,20 @@ void writeback_kick(struct daemon *d, struct cfile *f, struct export_rt *ex,
 int writeback_wait(struct daemon *d, struct cfile *f, struct export_rt *ex,
 		   enum wb_wait_kind kind, uint64_t off, uint64_t len,
 		   wb_wait_fn fn, void *arg);
+
+/*
+ * Wait until the cache can give a page again (every page holds bytes in
+ * write-back state: Linux's balance_dirty_pages), then call fn(d, true,
+ * arg); at deadline (daemon_now() seconds) call fn(d, false, arg). Waiters
+ * are woken in arrival order as write-back frees pages, never polled.
+ * While any waits, every dirty file is written back and COMMITted
+ * upstream without the background delays. Returns -1 on ENOMEM (fn is
+ * never called), else 0 and fn is called exactly once, never before
+ * writeback_room_wait returns. Waiters left at writeback_stop are
+ * dropped uncalled.
+ */
+int writeback_room_wait(struct daemon *d, double deadline, wb_room_fn fn,
+			void *arg);
 
 /* Write back and commit everything (shutdown). */
 void writeback_flush_all(struct daemon *d);

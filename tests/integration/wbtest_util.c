@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +580,68 @@ int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 		got++;
 	}
 	return 0;
+}
+
+/* Receive one streamed WRITE reply: its index into reqs, or < 0. */
+static long stream_recv_one(struct wb_conn *c, uint32_t base, uint64_t sent,
+			    size_t n)
+{
+	uint8_t *rec = NULL;
+	size_t len = 0;
+	struct rawrpc_reply r;
+	WRITE3res wr;
+	enum rawrpc_io io;
+	int st;
+	uint64_t k;
+
+	io = rawrpc_recv_record(c->fd, WB_TIMEOUT_MS, &rec, &len);
+	if (io != RAWRPC_OK)
+		return (long)io;
+	if (rawrpc_parse_reply(rec, len, &r) < 0 ||
+	    (k = (uint32_t)(r.xid - base)) >= sent) {
+		free(rec);
+		return WB_ERR_PROTO;
+	}
+	memset(&wr, 0, sizeof(wr));
+	st = take_reply(rec, len, r.xid, (xdrproc_t)xdr_WRITE3res, &wr);
+	xdr_free((xdrproc_t)xdr_WRITE3res, &wr);
+	free(rec);
+	return st == NFS3_OK ? (long)(k % n) : -100 - (long)(k % n);
+}
+
+long wb_write_stream(struct wb_conn *c, const struct wb_fh *fh,
+		     const struct wb_wreq *reqs, size_t n, unsigned window,
+		     int stop_fd)
+{
+	uint64_t sent = 0, got = 0;
+	uint32_t base = 0, xid;
+	struct pollfd pf = { stop_fd, POLLIN, 0 };
+	bool stop = false;
+	WRITE3args a;
+	long rc;
+
+	while (!stop || got < sent) {
+		while (!stop && sent - got < window) {
+			const struct wb_wreq *q = &reqs[sent % n];
+
+			write_args(&a, fh, q->off, q->data, q->len, q->stable);
+			xid = wb_send(c, NFSPROC3_WRITE,
+				      (xdrproc_t)xdr_WRITE3args, &a);
+			if (!xid)
+				return c->send_err;
+			if (sent == 0)
+				base = xid;
+			if (xid != base + (uint32_t)sent)
+				return WB_ERR_LOCAL;
+			sent++;
+			if (sent % n == 0 && poll(&pf, 1, 0) != 0)
+				stop = true;
+		}
+		if ((rc = stream_recv_one(c, base, sent, n)) < 0)
+			return rc;
+		got++;
+	}
+	return (long)(sent / n);
 }
 
 int64_t wb_read_all(struct wb_conn *c, const struct wb_fh *fh, uint8_t *buf,

@@ -172,6 +172,17 @@ int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 		  struct wb_wres *res);
 
 /*
+ * Send the n WRITEs of reqs over and over, in order, keeping window in
+ * flight all the time (no drain between rounds), until stop_fd is readable
+ * (or at EOF) at the end of a round; then wait for the replies. Returns
+ * the number of whole rounds sent (>= 1), or a WB_ERR_* when the
+ * connection failed, or -100 - i when WRITE reqs[i] did not get NFS3_OK.
+ */
+long wb_write_stream(struct wb_conn *c, const struct wb_fh *fh,
+		     const struct wb_wreq *reqs, size_t n, unsigned window,
+		     int stop_fd);
+
+/*
  * Read [0, len) of fh into buf in READs of at most 1 MiB. Returns the
  * bytes read (fewer at EOF), or -1 after printing a failed READ.
  */

@@ -259,6 +259,56 @@ static void test_verifier_settles_or_resends(void)
 	cache_free(&c);
 }
 
+/* A COMMIT's mark covers the bytes written before it, in every state,
+ * and not the ones written after (RFC 1813 section 3.3.21). */
+static void test_commit_mark_covers_earlier_writes_only(void)
+{
+	struct cache *c = mk(4096, 64, 0);
+	struct cfile *f = file(c, 12, 0);
+	uint8_t buf[64 * KiB];
+	struct cache_wb_run r;
+	uint32_t m1, m2, tag;
+
+	put(c, f, 0, 8192, 'a', &U1);
+	m1 = cfile_wb_mark(f);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_DIRTY), 8192);
+	put(c, f, 16384, 4096, 'b', &U1);	/* after the mark */
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_DIRTY), 8192);
+	CU_ASSERT_EQUAL(cfile_wb_bytes(f, WB_DIRTY), 12288);
+	/* The bytes move through WRITING and UNSTABLE in their generation. */
+	CU_ASSERT_TRUE(cache_wb_next(c, f, 64 * KiB, buf, &r));
+	CU_ASSERT_EQUAL(r.len, 8192);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_WRITING), 8192);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_DIRTY), 0);
+	cache_wb_done(c, f, r.seq, CACHE_WB_UNSTABLE, 7, 0);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_UNSTABLE), 8192);
+	/* Half of the marked bytes rewritten: the newer data supersedes. */
+	put(c, f, 4096, 4096, 'c', &U1);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_UNSTABLE), 4096);
+	m2 = cfile_wb_mark(f);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m2, WB_DIRTY), 8192);
+	tag = cache_commit_begin(c, f);
+	CU_ASSERT_EQUAL(cache_commit_done(c, f, tag, true, 7), 0);
+	/* m1 is settled though the file still has DIRTY bytes; m2 is not. */
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_UNSTABLE) +
+			cfile_wb_bytes_upto(f, m1, WB_DIRTY) +
+			cfile_wb_bytes_upto(f, m1, WB_WRITING), 0);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m2, WB_DIRTY), 8192);
+	CHECK(c);
+	/* More marks than counted spans: they merge, never undercount. */
+	for (unsigned i = 0; i < 20; i++) {
+		put(c, f, 32768 + i * 4096, 100, 'd', &U2);
+		cfile_wb_mark(f);
+		CHECK(c);
+	}
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_DIRTY), 0);
+	CU_ASSERT_TRUE(cfile_wb_bytes_upto(f, m2, WB_DIRTY) >= 8192);
+	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, UINT32_MAX, WB_DIRTY),
+			cfile_wb_bytes(f, WB_DIRTY));
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 static void test_rewrite_while_writing_is_not_lost(void)
 {
 	struct cache *c = mk(4096, 64, 0);
@@ -370,6 +420,7 @@ int test_register(void)
 	CU_add_test(s, "random_order_writes_leave_in_wtmax_runs", test_random_order_writes_leave_in_wtmax_runs);
 	CU_add_test(s, "runs_never_merge_writers_or_cross_gaps", test_runs_never_merge_writers_or_cross_gaps);
 	CU_add_test(s, "verifier_settles_or_resends", test_verifier_settles_or_resends);
+	CU_add_test(s, "commit_mark_covers_earlier_writes_only", test_commit_mark_covers_earlier_writes_only);
 	CU_add_test(s, "rewrite_while_writing_is_not_lost", test_rewrite_while_writing_is_not_lost);
 	CU_add_test(s, "failure_drops_bytes_and_is_kept_once", test_failure_drops_bytes_and_is_kept_once);
 	CU_add_test(s, "dirty_pages_are_pinned", test_dirty_pages_are_pinned);
