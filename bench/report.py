@@ -42,6 +42,7 @@ PHASES = {
     "w6": ("W6", "w6-0", "w6-1"),
     "w6b1": ("W6b", "w6b1-0", "w6b1-1"),
     "w6b2": ("W6b", "w6b2-0", "w6b2-1"),
+    "w8": ("W8", "w8-0", "w8-1"),  # includes the COMMIT
 }
 
 PHASE_TITLE = {
@@ -55,6 +56,7 @@ PHASE_TITLE = {
     "w6": "W6 1 GiB sparse file (SETATTR size) read in 64 KiB",
     "w6b1": "W6b mostly-zero 1 GiB file, first pass (64 KiB)",
     "w6b2": "W6b mostly-zero 1 GiB file, second pass",
+    "w8": "W8 scattered 4 KiB writes over 1 GiB (+COMMIT)",
 }
 
 

@@ -53,6 +53,25 @@ const char *cache_outcome_name(enum cache_outcome o)
 	return o < CACHE_NOUTCOMES ? outcome_names[o] : "?";
 }
 
+#define MALLOC_CHUNK 16	/* glibc's header and rounding per allocation */
+
+/*
+ * What a page costs the budget beyond its data (DESIGN.md: RSS stays
+ * within cache_size + 10% at every page size): its cpage and the data
+ * buffer's allocation header, a first write-back extent array and the
+ * wbpages range naming it (every page may hold uncommitted data), half a
+ * ghost (kout is half the pages) and hash buckets for both. At 4 KiB
+ * pages this is about 11% of the page (444 bytes on x86-64).
+ */
+static uint64_t page_overhead(void)
+{
+	return sizeof(struct cpage) + 2 * MALLOC_CHUNK +
+	       4 * sizeof(struct wbext) + MALLOC_CHUNK +
+	       2 * sizeof(struct range) +
+	       (sizeof(struct ghost) + MALLOC_CHUNK) / 2 +
+	       4 * sizeof(void *);
+}
+
 struct cache *cache_new(const struct cache_params *p)
 {
 	struct cache *c;
@@ -67,10 +86,12 @@ struct cache *cache_new(const struct cache_params *p)
 	c->page_size = p->page_size;
 	while ((1u << c->shift) < p->page_size)
 		c->shift++;
-	c->max_pages = p->budget / p->page_size;
+	c->page_cost = p->page_size + page_overhead();
+	c->max_pages = p->budget / c->page_cost;
 	c->kin = c->max_pages / 4 ? c->max_pages / 4 : 1;
 	c->kout = c->max_pages / 2 ? c->max_pages / 2 : 1;
 	c->st.budget = p->budget;
+	c->st.page_cost = c->page_cost;
 	c->hole_granularity = p->hole_granularity;
 	c->max_files = p->max_files;
 	return c;
@@ -1298,7 +1319,7 @@ uint64_t cfile_valid_bytes(const struct cfile *f)
 
 size_t cache_page_meta_bytes(void)
 {
-	return sizeof(struct cpage);
+	return (size_t)page_overhead();
 }
 
 void cache_stats_get(const struct cache *c, struct cache_stats *st)

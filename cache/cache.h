@@ -11,7 +11,8 @@
  * merged when they touch). Valid bytes are never overwritten by fetched
  * data; a write overwrites what it writes.
  *
- * Eviction works on a global byte budget of page data with 2Q (Johnson and
+ * Eviction works on a global byte budget of pages, each charged its data
+ * and its metadata (cache_page_meta_bytes), with 2Q (Johnson and
  * Shasha, VLDB 1994): a page enters a FIFO probation queue (A1in, a quarter
  * of the budget); hits there do not promote it (correlated references, a
  * sequential scan touches a page several times in a row). A page pushed out
@@ -156,7 +157,8 @@ enum cache_wb_result {
 
 struct cache_params {
 	uint32_t page_size;	/* power of two, CACHE_PAGE_MIN..MAX bytes */
-	uint64_t budget;	/* bytes of page data; 0 caches nothing */
+	uint64_t budget;	/* bytes of pages with their metadata;
+				 * 0 caches nothing */
 	uint32_t hole_granularity;	/* power of two, bytes: aligned
 					 * all-zero blocks of fetched data
 					 * become holes; 0 turns it off */
@@ -176,6 +178,8 @@ struct cache_stats {
 	uint64_t meta_bytes;		/* gauge: metadata (cfile, cpage,
 					 * range arrays, ghosts) */
 	uint64_t budget;		/* configured budget, bytes */
+	uint64_t page_cost;		/* bytes a page takes of the budget:
+					 * page_size plus its metadata */
 	uint64_t evictions;		/* pages evicted for room */
 	uint64_t invalidations;		/* files dropped: another writer */
 	uint64_t invalidations_by[CACHE_INVAL_NCAUSES];	/* the same, by
@@ -552,7 +556,10 @@ uint64_t cfile_valid_bytes(const struct cfile *f);
 /* Copy the counters into *st. */
 void cache_stats_get(const struct cache *c, struct cache_stats *st);
 
-/* Bytes of metadata per cached page (struct cpage and its hash entry). */
+/* Bytes of metadata and allocator overhead a cached page is charged
+ * beyond its data (struct cpage, allocation headers, a write-back extent
+ * array, a share of the ghosts and hash buckets): the budget holds
+ * budget / (page_size + this) pages. */
 size_t cache_page_meta_bytes(void);
 
 /* Assert every invariant of c (debug builds and tests); true if sound. */

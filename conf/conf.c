@@ -174,7 +174,8 @@ static const struct directive directives[] = {
 	    "Cache page size, a power of two; each page keeps exact valid "
 	    "byte ranges."),
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
-	    "Budget for cached file data; 0 caches no data."),
+	    "Budget for cached file data, each page charged with its "
+	    "metadata; 0 caches no data."),
 	NUM("max_files", GLOBAL(max_files), K_U32, "65536", 16, 16777216,
 	    "files",
 	    "File records (attributes, holes, readahead state) kept; past it "

@@ -177,6 +177,8 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 		}
 		sum.errors += one.errors;
 		sum.timeouts += one.timeouts;
+		sum.probes += one.probes;
+		sum.stalls += one.stalls;
 		sum.connects += one.connects;
 		sum.disconnects += one.disconnects;
 		sum.bytes_sent += one.bytes_sent;
@@ -193,6 +195,12 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	       sum.errors);
 	scalar(o, "nfscached_upstream_timeouts_total", "counter",
 	       "Upstream calls that timed out.", sum.timeouts);
+	scalar(o, "nfscached_upstream_probes_total", "counter",
+	       "RPC NULL probes sent because calls waited 1 s with no upstream reply.",
+	       sum.probes);
+	scalar(o, "nfscached_upstream_stalls_total", "counter",
+	       "Probes unanswered within 2 s: the upstream was taken as stalled and its connection dropped.",
+	       sum.stalls);
 	scalar(o, "nfscached_upstream_connects_total", "counter",
 	       "Successful upstream (re)connections.", sum.connects);
 	scalar(o, "nfscached_upstream_disconnects_total", "counter",
@@ -347,7 +355,11 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	scalar(o, "nfscached_cache_page_bytes", "gauge",
 	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);
 	scalar(o, "nfscached_cache_budget_bytes", "gauge",
-	       "Configured budget for page buffers (cache_size).", cs.budget);
+	       "Configured budget for pages with their metadata (cache_size).",
+	       cs.budget);
+	scalar(o, "nfscached_cache_page_cost_bytes", "gauge",
+	       "Bytes each page is charged against the budget: page_size plus its metadata.",
+	       cs.page_cost);
 	scalar(o, "nfscached_cache_pages", "gauge", "Pages held.", cs.pages);
 	scalar(o, "nfscached_cache_files", "gauge", "Files the cache knows.", cs.files);
 	scalar(o, "nfscached_cache_files_forgotten_total", "counter",

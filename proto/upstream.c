@@ -89,6 +89,9 @@
 #define UP_BACKOFF_MIN		0.1
 #define UP_BACKOFF_MAX		5.0
 #define UP_DEFAULT_TIMEOUT	30.0
+#define UP_PROBE_AFTER		1.0	/* s without a reply while calls wait */
+#define UP_PROBE_TIMEOUT	2.0	/* s a NULL probe may take */
+#define UP_PROBE_TICK_US	250000
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
 #define UP_PMAP_PORT		111
@@ -139,6 +142,7 @@ struct up_call {
 	bool in_libnfs;		/* libnfs holds a PDU pointing here */
 	bool done;		/* cb has been called */
 	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
+	bool probe;		/* the liveness NULL (up_probe_cb) */
 	double sent;		/* up_clock() when queued */
 };
 
@@ -176,6 +180,9 @@ struct upstream {
 	short io_events;
 	struct event *ev_retry;
 	struct event *ev_phase;
+	struct event *ev_probe;		/* liveness check while UP */
+	bool probing;			/* a NULL probe is in flight */
+	double last_reply;		/* up_clock() of the last reply */
 	double backoff;
 	bool started;
 	bool closed;
@@ -557,6 +564,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 	if (c->ev_timeout)
 		evtimer_del(c->ev_timeout);
 	if (st == UPSTREAM_OK) {
+		u->last_reply = up_clock();
 		u->st.replies[proc]++;
 		u->st.bytes_received += len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -652,6 +660,9 @@ static void up_ctx_destroy(struct upstream *u)
 	u->io_events = 0;
 	if (u->ev_phase)
 		evtimer_del(u->ev_phase);
+	if (u->ev_probe)
+		evtimer_del(u->ev_probe);
+	u->probing = false;
 	if (u->rpc) {
 		u->tearing_down = true;
 		rpc_destroy_context(u->rpc);
@@ -884,6 +895,12 @@ static void up_became_up(struct upstream *u)
 	u->backoff = UP_BACKOFF_MIN;
 	u->st.connects++;
 	u->error[0] = '\0';
+	u->last_reply = up_clock();
+	if (u->ev_probe) {
+		struct timeval tv = { 0, UP_PROBE_TICK_US };
+
+		evtimer_add(u->ev_probe, &tv);
+	}
 	up_io_update(u);
 	up_set_state(u, UPSTREAM_UP);
 }
@@ -1025,8 +1042,15 @@ static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	u->busy++;
-	up_error(u, "%s: no reply within %.3f s", up_procs[c->proc].name,
-		 (double)u->call_tv.tv_sec + (double)u->call_tv.tv_usec / 1e6);
+	if (c->probe) {
+		u->st.stalls++;
+		up_error(u, "stalled: no reply to a NULL probe within %.1f s "
+			 "while calls waited", UP_PROBE_TIMEOUT);
+	} else {
+		up_error(u, "%s: no reply within %.3f s", up_procs[c->proc].name,
+			 (double)u->call_tv.tv_sec +
+				 (double)u->call_tv.tv_usec / 1e6);
+	}
 	/* State DOWN before any callback runs; c then completes with the
 	 * others, as ETIMEDOUT (also if the state callback frees u). */
 	c->timed_out = true;
@@ -1143,6 +1167,8 @@ static void up_destroy(struct upstream *u)
 		event_free(u->ev_retry);
 	if (u->ev_phase)
 		event_free(u->ev_phase);
+	if (u->ev_probe)
+		event_free(u->ev_probe);
 	free(u->scratch);
 	free(u->server);
 	free(u->export_path);
@@ -1170,6 +1196,72 @@ static bool up_params_ok(const struct upstream_params *p)
 	       p->call_timeout >= 0 && p->call_timeout < 86400;
 }
 
+/* The NULL probe came back: the server is alive, however slow. */
+static void up_probe_cb(enum upstream_status status, const uint8_t *res,
+			size_t len, void *arg)
+{
+	struct upstream *u = arg;
+
+	(void)status;
+	(void)res;
+	(void)len;
+	u->probing = false;
+}
+
+/* Whether calls have waited UP_PROBE_AFTER with no reply at all. */
+static bool up_probe_due(const struct upstream *u, double now)
+{
+	const struct up_call *c = TAILQ_FIRST(&u->calls);
+
+	if (!c || u->probing || u->phase != UP_PH_UP || u->closed)
+		return false;
+	return now - c->sent > UP_PROBE_AFTER &&
+	       now - u->last_reply > UP_PROBE_AFTER;
+}
+
+/* Send the NULL probe with its short timeout. */
+static void up_probe_send(struct upstream *u)
+{
+	struct upstream_cred root = { 0, 0, 0, { 0 }, NULL };
+	struct timeval tv = up_tv(UP_PROBE_TIMEOUT);
+	struct up_call *c;
+
+	if (upstream_call(u, NFS3_NULL, NULL, 0, &root, up_probe_cb, u) != 0)
+		return;
+	c = TAILQ_LAST(&u->calls, up_call_list);
+	c->probe = true;
+	evtimer_add(c->ev_timeout, &tv);
+	u->probing = true;
+	u->st.probes++;
+}
+
+/*
+ * Liveness tick while UP: a server that answers nothing for
+ * UP_PROBE_AFTER while calls wait is sent an RPC NULL; if that gets no
+ * reply within UP_PROBE_TIMEOUT the connection is given up on (a stopped
+ * server) instead of waiting call_timeout. A slow server answers the
+ * NULL, or some other call, and its calls keep their whole call_timeout.
+ * Only when call_timeout is longer than the probe would take.
+ */
+static void up_probe_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *u = arg;
+	struct timeval tv = { 0, UP_PROBE_TICK_US };
+	double call = (double)u->call_tv.tv_sec + u->call_tv.tv_usec / 1e6;
+
+	(void)fd;
+	(void)what;
+	if (u->phase != UP_PH_UP || u->closed)
+		return;
+	u->busy++;
+	if (call > UP_PROBE_AFTER + UP_PROBE_TIMEOUT &&
+	    up_probe_due(u, up_clock()))
+		up_probe_send(u);
+	if (u->phase == UP_PH_UP && !u->closed)
+		evtimer_add(u->ev_probe, &tv);
+	up_unbusy(u);
+}
+
 struct upstream *upstream_new(struct event_base *base,
 			      const struct upstream_params *p,
 			      upstream_state_cb state_cb, void *arg)
@@ -1189,8 +1281,9 @@ struct upstream *upstream_new(struct event_base *base,
 	u->scratch = calloc(1, UP_SCRATCH_SIZE);
 	u->ev_retry = evtimer_new(base, up_retry_cb, u);
 	u->ev_phase = evtimer_new(base, up_phase_timeout_cb, u);
+	u->ev_probe = evtimer_new(base, up_probe_tick, u);
 	if (!u->server || !u->export_path || !u->scratch || !u->ev_retry ||
-	    !u->ev_phase)
+	    !u->ev_phase || !u->ev_probe)
 		goto fail;
 	u->nfs_port = p->nfs_port;
 	u->mount_port = p->mount_port;
@@ -1371,6 +1464,7 @@ void upstream_free(struct upstream **up)
 	u->busy++;
 	evtimer_del(u->ev_retry);
 	evtimer_del(u->ev_phase);
+	evtimer_del(u->ev_probe);
 	u->state = UPSTREAM_DOWN;
 	up_complete_all(u, UPSTREAM_EDOWN);
 	up_unbusy(u);

@@ -11,6 +11,11 @@
  * a call timeout or a failed step goes back to DOWN and a reconnect is
  * scheduled with exponential backoff (0.1 s doubling to 5 s). Calls
  * in flight when the connection is lost are completed with UPSTREAM_EDOWN.
+ * A stalled server (stopped, hung) is found in about 3 s while calls
+ * wait: after 1 s with calls waiting and no reply at all, an RPC NULL is
+ * sent; no answer to it within 2 s drops the connection as a timeout
+ * would. A slow server that answers the NULL keeps its calls their whole
+ * call timeout.
  */
 #ifndef NFSCACHED_PROTO_UPSTREAM_H
 #define NFSCACHED_PROTO_UPSTREAM_H
@@ -68,6 +73,10 @@ struct upstream_stats {
 	uint64_t replies[UPSTREAM_NPROCS];	/* UPSTREAM_OK, by procedure */
 	uint64_t errors;			/* EDOWN/ETIMEDOUT/EPROTO */
 	uint64_t timeouts;
+	uint64_t probes;			/* NULL probes sent: calls
+						 * waited with no reply */
+	uint64_t stalls;			/* probes unanswered: the
+						 * connection was given up */
 	uint64_t connects;			/* successful (re)connects */
 	uint64_t disconnects;
 	uint64_t bytes_sent;			/* XDR argument bytes */

@@ -60,7 +60,7 @@ static const struct ccred WRITER = { 1000, 1000, 0, { 0 } };
 /* Make a cache of budget_pages pages of ps bytes. */
 static struct cache *new_cache(uint32_t ps, uint64_t budget_pages)
 {
-	struct cache_params p = { ps, budget_pages * ps, 0, 0 };
+	struct cache_params p = { ps, budget_pages * (ps + cache_page_meta_bytes()), 0, 0 };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -523,7 +523,7 @@ PAGE_VARIANTS(plan_rules)
 static int plan_in_child(uint64_t off, uint32_t count, enum cache_outcome want,
 			 uint64_t want_end, size_t want_n)
 {
-	struct cache_params p = { 4096, 16 * 4096, 0, 0 };
+	struct cache_params p = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0 };
 	struct cache *c = cache_new(&p);
 	uint8_t fh[8];
 	struct cfile *f;
@@ -932,7 +932,7 @@ static void test_budget_edges(void)
 	 * parameters give one with a budget, below). */
 	{
 		struct ra_params rp = { 4 * 4096, 2 * 4096, 4096, 8 };
-		struct cache_params bp = { 4096, 16 * 4096, 0, 0 };
+		struct cache_params bp = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0 };
 		struct cache *c2 = cache_new(&bp);
 		struct cfile *f2;
 
@@ -948,8 +948,8 @@ static void test_budget_edges(void)
 	cfile_put(c, &f);
 	cache_free(&c);
 
-	/* A budget that is not a multiple of the page size rounds down. */
-	p.budget = 16 * 4096 + 4095;
+	/* A budget that is not a multiple of the page cost rounds down. */
+	p.budget = 17 * (4096 + cache_page_meta_bytes()) - 1;
 	c = cache_new(&p);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	f = get_file(c, 1);

@@ -26,7 +26,7 @@ static const struct ctime3 WALL = { 2000000000u, 0 };
 /* A cache of budget pages of ps bytes with zero detection at g. */
 static struct cache *mk(uint32_t ps, uint64_t pages, uint32_t g)
 {
-	struct cache_params p = { ps, pages * ps, g, 0 };
+	struct cache_params p = { ps, pages * (ps + cache_page_meta_bytes()), g, 0 };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -309,6 +309,41 @@ static void test_commit_mark_covers_earlier_writes_only(void)
 	cache_free(&c);
 }
 
+/* The budget pays for pages with their metadata: a cache whose every
+ * page holds uncommitted bytes, scattered, stays within it. */
+static void test_budget_counts_page_metadata(void)
+{
+	uint64_t budget = 1 * MiB, cost = 4096 + cache_page_meta_bytes();
+	struct cache_params p = { 4096, budget, 0, 0 };
+	struct cache *c = cache_new(&p);
+	struct cfile *f;
+	struct cache_stats st;
+	uint8_t b[100];
+	uint64_t n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	f = file(c, 13, 0);
+	memset(b, 'm', sizeof(b));
+	while (cache_write_dirty(c, f, n * 2 * 4096 + 7, b, sizeof(b), &U1, 1,
+				 WALL) == 0)
+		n++;
+	cache_stats_get(c, &st);
+	CU_ASSERT_EQUAL(st.page_cost, cost);
+	CU_ASSERT_EQUAL(n, budget / cost);
+	CU_ASSERT_EQUAL(st.pages, budget / cost);
+	CU_ASSERT_TRUE(st.pages < budget / 4096);
+	CU_ASSERT_EQUAL(st.wb_pinned_pages, st.pages);
+	/* What the structures measure fits inside what was charged. */
+	CU_ASSERT_TRUE(st.page_bytes + st.meta_bytes <= budget);
+	CU_ASSERT_TRUE(st.pages * st.page_cost <= budget);
+	/* An eighth of a 4 KiB page at most, under 1% of a 64 KiB one. */
+	CU_ASSERT_TRUE(cache_page_meta_bytes() * 8 <= 4096);
+	CU_ASSERT_TRUE(cache_page_meta_bytes() * 100 <= 65536);
+	CHECK(c);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 static void test_rewrite_while_writing_is_not_lost(void)
 {
 	struct cache *c = mk(4096, 64, 0);
@@ -421,6 +456,7 @@ int test_register(void)
 	CU_add_test(s, "runs_never_merge_writers_or_cross_gaps", test_runs_never_merge_writers_or_cross_gaps);
 	CU_add_test(s, "verifier_settles_or_resends", test_verifier_settles_or_resends);
 	CU_add_test(s, "commit_mark_covers_earlier_writes_only", test_commit_mark_covers_earlier_writes_only);
+	CU_add_test(s, "budget_counts_page_metadata", test_budget_counts_page_metadata);
 	CU_add_test(s, "rewrite_while_writing_is_not_lost", test_rewrite_while_writing_is_not_lost);
 	CU_add_test(s, "failure_drops_bytes_and_is_kept_once", test_failure_drops_bytes_and_is_kept_once);
 	CU_add_test(s, "dirty_pages_are_pinned", test_dirty_pages_are_pinned);
