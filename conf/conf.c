@@ -135,6 +135,11 @@ static const struct directive directives[] = {
 	NUM("upstream_timeout", GLOBAL(upstream_timeout), K_DOUBLE, "30", 0.1,
 	    3600, "seconds",
 	    "Time an upstream call may take before it is given up on."),
+	NUM("stale_on_error", GLOBAL(stale_on_error), K_DOUBLE, "0", 0, 86400,
+	    "seconds",
+	    "While the upstream is unreachable, serve cached data and "
+	    "attributes up to this long past their expiry instead of "
+	    "NFS3ERR_JUKEBOX; 0 never does."),
 	BOOL("start_without_upstream", GLOBAL(start_without_upstream), "true",
 	     "Serve clients (answering NFS3ERR_JUKEBOX) while the upstream is "
 	     "down."),

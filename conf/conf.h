@@ -74,6 +74,8 @@ struct conf {
 	uint32_t max_transfer;		/* bytes, cap on rsize/wsize */
 	bool register_rpcbind;
 	double upstream_timeout;	/* seconds */
+	double stale_on_error;		/* seconds past expiry served while
+					 * the upstream is unreachable */
 	bool start_without_upstream;	/* serve (JUKEBOX) before upstream */
 	uint32_t max_requests_per_conn;	/* in flight before reads pause */
 	uint32_t max_reply_buffer;	/* bytes queued to a client before

@@ -52,6 +52,7 @@
 #include "service.h"
 #include "stats_cmd.h"
 #include "upstream.h"
+#include "stale.h"
 #include "writeback.h"
 
 #define NFSCACHED_MMAP_THRESHOLD (256 * 1024)	/* bytes, see main() */
@@ -441,6 +442,7 @@ static void daemon_free(struct daemon *d)
 	nfs3_meta_shutdown();
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
+	stale_forget_all();
 	if (stop_timer)
 		event_free(stop_timer);
 	service_shutdown();

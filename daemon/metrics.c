@@ -27,6 +27,7 @@
 #include "server.h"
 #include "service.h"
 #include "upstream.h"
+#include "stale.h"
 #include "writeback.h"
 
 struct metrics {
@@ -217,6 +218,22 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 				    upstream_get_state(d->exports[i].up) == UPSTREAM_UP);
 }
 
+/* Write the answers given from stale state (stale_on_error). */
+static void render_stale(struct evbuffer *o)
+{
+	static const uint32_t procs[] = { NFSPROC3_READ, NFSPROC3_GETATTR,
+		NFSPROC3_FSINFO, NFSPROC3_FSSTAT, NFSPROC3_PATHCONF };
+	struct stale_stats st;
+
+	stale_stats_get(&st);
+	head(o, "nfscached_stale_answers_total", "counter",
+	     "Calls answered from expired cached state while the upstream was unreachable (stale_on_error), by procedure.");
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++)
+		evbuffer_add_printf(o, "nfscached_stale_answers_total{procedure=\"%s\"} %llu\n",
+				    dispatch_rows[procs[i]].name,
+				    (unsigned long long)st.answers[procs[i]]);
+}
+
 /* Write the write-back counters (client side, upstream side, resends). */
 static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 {
@@ -351,6 +368,7 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	scalar(o, "nfscached_cache_dirty_files", "gauge",
 	       "Files holding bytes not yet committed upstream.", cs.dirty_files);
 	render_writeback(o, &cs);
+	render_stale(o);
 	render_readahead(o, &cs);
 	scalar(o, "nfscached_cache_page_bytes", "gauge",
 	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);

@@ -29,6 +29,7 @@
 #include "ops.h"
 #include "rpcmsg.h"
 #include "server.h"
+#include "stale.h"
 #include "upstream.h"
 
 enum res_fh {
@@ -487,6 +488,7 @@ struct fwd {
 	bool victim_held;	/* holds the victim's write-back */
 	bool written;		/* the file's dirty data was written back
 				 * before this call (fwd_written) */
+	bool stale;		/* answered from remembered state */
 };
 
 /* The upstream handle in an nfs_fh3 (already unwrapped). */
@@ -874,6 +876,78 @@ static void create_adopt_size(struct req *r, struct fwd *w, CREATE3res *x)
 
 /* Upstream reply for a forwarded call. */
 static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
+			 size_t res_len, void *arg);
+
+/* Answer GETATTR r from f's expired attributes (stale_on_error). */
+static void stale_getattr(struct req *r, const struct cfile *f)
+{
+	GETATTR3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	attr_to_fattr3(cfile_attr(f), &res.GETATTR3res_u.resok.obj_attributes);
+	req_reply(r, (xdrproc_t)xdr_GETATTR3res, &res);
+}
+
+/*
+ * The upstream call of forwarded r ended with st: answer from stale state
+ * if stale_on_error allows (GETATTR from expired attributes, FSINFO,
+ * FSSTAT and PATHCONF from their last answer). True if answered (w is
+ * then released or taken over).
+ */
+static bool fwd_stale(struct req *r, struct fwd *w, enum upstream_status st)
+{
+	const nfs_fh3 *fh = r->args;	/* every such call's first member */
+	const uint8_t *res;
+	struct cfile *f;
+	size_t len;
+
+	if (r->call.proc == NFSPROC3_GETATTR) {
+		f = cache_find(r->d->cache, (const uint8_t *)fh->data.data_val,
+			       fh->data.data_len);
+		if (!stale_attrs_usable(r->d, f, st)) {
+			cfile_put(r->d->cache, &f);
+			return false;
+		}
+		stale_count(r->call.proc);
+		fwd_free(r->d, w);
+		stale_getattr(r, f);
+		cfile_put(r->d->cache, &f);
+		return true;
+	}
+	if (r->call.proc != NFSPROC3_FSINFO && r->call.proc != NFSPROC3_FSSTAT &&
+	    r->call.proc != NFSPROC3_PATHCONF)
+		return false;
+	res = stale_recall(r->d, w->ex, r->call.proc,
+			   (const uint8_t *)fh->data.data_val, fh->data.data_len,
+			   st, &len);
+	if (!res)
+		return false;
+	stale_count(r->call.proc);
+	w->stale = true;
+	forward_done(UPSTREAM_OK, res, len, r);
+	return true;
+}
+
+/* Remember a successful FSINFO, FSSTAT or PATHCONF result for outages. */
+static void fwd_remember(struct req *r, struct fwd *w, const uint8_t *res,
+			 size_t len)
+{
+	const nfs_fh3 *fh = r->args;
+	uint32_t st;
+
+	if (len < 4 || (r->call.proc != NFSPROC3_FSINFO &&
+			r->call.proc != NFSPROC3_FSSTAT &&
+			r->call.proc != NFSPROC3_PATHCONF))
+		return;
+	memcpy(&st, res, sizeof(st));
+	if (st == 0)	/* NFS3_OK in any byte order */
+		stale_remember(r->d, w->ex, r->call.proc,
+			       (const uint8_t *)fh->data.data_val,
+			       fh->data.data_len, res, len);
+}
+
+static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 			 size_t res_len, void *arg)
 {
 	struct req *r = arg;
@@ -883,6 +957,10 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 	void *res = NULL;
 	nfsstat3 err;
 
+	if (status != UPSTREAM_OK && fwd_stale(r, w, status))
+		return;
+	if (status == UPSTREAM_OK && !w->stale)
+		fwd_remember(r, w, res_xdr, res_len);
 	if (status != UPSTREAM_OK ||
 	    !(res = nfs3_res_decode(r->ent, res_xdr, res_len))) {
 		if (status == UPSTREAM_OK)
@@ -944,6 +1022,9 @@ static enum op_status fwd_send(struct req *r)
 	if (nfs3_send(w->ex, r->call.proc, r->ent->xdr_args, r->args, &w->uc,
 		      forward_done, r) != 0) {
 		nfsstat3 st = send_failure(w->ex, r->call.proc);
+
+		if (fwd_stale(r, w, stale_refused(w->ex)))
+			return OP_PENDING;
 
 		fwd_failed(r, w);
 		fwd_free(r->d, w);

@@ -42,6 +42,7 @@
 #include "nfs3_ops.h"
 #include "ops.h"
 #include "server.h"
+#include "stale.h"
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define FETCH_MAGIC 0x46455443u
@@ -78,6 +79,8 @@ struct read_op {
 	uint64_t gen;			/* file generation when checked */
 	bool asked_access;		/* an ACCESS was sent for this READ */
 	bool bypassed_local;		/* forwarded once despite local data */
+	bool stale;			/* on expired attributes: the upstream
+					 * is unreachable (stale_on_error) */
 };
 
 static void read_continue(struct read_op *op);
@@ -237,6 +240,8 @@ static void read_from_cache(struct read_op *op)
 		return;
 	}
 	op->cache_bytes -= holes;
+	if (op->stale)
+		stale_count(NFSPROC3_READ);
 	read_reply(op, data, n, 0, holes);
 	free(data);
 }
@@ -650,6 +655,11 @@ static void read_getattr_done(enum upstream_status status, const uint8_t *xdr,
 	GETATTR3res *res;
 	struct cattr a;
 
+	if (status != UPSTREAM_OK && stale_attrs_usable(op->d, op->f, status)) {
+		op->stale = true;
+		read_continue(op);
+		return;
+	}
 	if (status != UPSTREAM_OK) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
@@ -797,8 +807,12 @@ enum op_status nfs3_op_read(struct req *r)
 	ga.object = a->file;
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
 		      &op->uc, read_getattr_done, op) != 0) {
-		read_fail(op, NFS3ERR_JUKEBOX);
-		return OP_PENDING;
+		if (stale_attrs_usable(r->d, op->f, stale_refused(op->ex))) {
+			op->stale = true;
+			read_continue(op);
+		} else {
+			read_fail(op, NFS3ERR_JUKEBOX);
+		}
 	}
 	return OP_PENDING;
 }
