@@ -89,8 +89,10 @@
 #define UP_BACKOFF_MIN		0.1
 #define UP_BACKOFF_MAX		5.0
 #define UP_DEFAULT_TIMEOUT	30.0
-#define UP_PROBE_AFTER		1.0	/* s without a reply while calls wait */
-#define UP_PROBE_TIMEOUT	2.0	/* s a NULL probe may take */
+#define UP_PROBE_AFTER		1.0	/* s without a reply while calls wait,
+					 * at least (2 x srtt on slow links) */
+#define UP_PROBE_TIMEOUT	2.0	/* s a NULL probe may take, at least
+					 * (4 x srtt on slow links) */
 #define UP_PROBE_TICK_US	250000
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
@@ -183,6 +185,10 @@ struct upstream {
 	struct event *ev_probe;		/* liveness check while UP */
 	bool probing;			/* a NULL probe is in flight */
 	double last_reply;		/* up_clock() of the last reply */
+	double srtt;			/* smoothed reply latency, s: seeded
+					 * by the FSINFO phase (connect and
+					 * one call), then 7/8 old + 1/8 new */
+	double phase_start;		/* up_clock() when the phase began */
 	double backoff;
 	bool started;
 	bool closed;
@@ -565,6 +571,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		evtimer_del(c->ev_timeout);
 	if (st == UPSTREAM_OK) {
 		u->last_reply = up_clock();
+		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		u->st.replies[proc]++;
 		u->st.bytes_received += len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -861,6 +868,7 @@ static int up_phase_begin(struct upstream *u, enum up_phase ph, int port)
 
 	u->phase = ph;
 	u->step = UP_STEP_WAIT;
+	u->phase_start = up_clock();
 	u->rpc = rpc_init_context();
 	if (u->rpc == NULL) {
 		up_error(u, "%s: out of memory", up_phase_names[ph]);
@@ -896,6 +904,7 @@ static void up_became_up(struct upstream *u)
 	u->st.connects++;
 	u->error[0] = '\0';
 	u->last_reply = up_clock();
+	u->srtt = u->last_reply - u->phase_start;
 	if (u->ev_probe) {
 		struct timeval tv = { 0, UP_PROBE_TICK_US };
 
@@ -1033,6 +1042,18 @@ static void up_phase_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	up_unbusy(u);
 }
 
+/* Seconds without a reply, while calls wait, before a probe. */
+static double up_probe_after(const struct upstream *u)
+{
+	return u->srtt * 2 > UP_PROBE_AFTER ? u->srtt * 2 : UP_PROBE_AFTER;
+}
+
+/* Seconds a probe may take. */
+static double up_probe_timeout(const struct upstream *u)
+{
+	return u->srtt * 4 > UP_PROBE_TIMEOUT ? u->srtt * 4 : UP_PROBE_TIMEOUT;
+}
+
 /* Call timer: ETIMEDOUT, and the connection is presumed dead. */
 static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -1045,7 +1066,7 @@ static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	if (c->probe) {
 		u->st.stalls++;
 		up_error(u, "stalled: no reply to a NULL probe within %.1f s "
-			 "while calls waited", UP_PROBE_TIMEOUT);
+			 "while calls waited", up_probe_timeout(u));
 	} else {
 		up_error(u, "%s: no reply within %.3f s", up_procs[c->proc].name,
 			 (double)u->call_tv.tv_sec +
@@ -1208,22 +1229,22 @@ static void up_probe_cb(enum upstream_status status, const uint8_t *res,
 	u->probing = false;
 }
 
-/* Whether calls have waited UP_PROBE_AFTER with no reply at all. */
+/* Whether calls have waited up_probe_after() with no reply at all. */
 static bool up_probe_due(const struct upstream *u, double now)
 {
 	const struct up_call *c = TAILQ_FIRST(&u->calls);
+	double after = up_probe_after(u);
 
 	if (!c || u->probing || u->phase != UP_PH_UP || u->closed)
 		return false;
-	return now - c->sent > UP_PROBE_AFTER &&
-	       now - u->last_reply > UP_PROBE_AFTER;
+	return now - c->sent > after && now - u->last_reply > after;
 }
 
 /* Send the NULL probe with its short timeout. */
 static void up_probe_send(struct upstream *u)
 {
 	struct upstream_cred root = { 0, 0, 0, { 0 }, NULL };
-	struct timeval tv = up_tv(UP_PROBE_TIMEOUT);
+	struct timeval tv = up_tv(up_probe_timeout(u));
 	struct up_call *c;
 
 	if (upstream_call(u, NFS3_NULL, NULL, 0, &root, up_probe_cb, u) != 0)
@@ -1237,11 +1258,13 @@ static void up_probe_send(struct upstream *u)
 
 /*
  * Liveness tick while UP: a server that answers nothing for
- * UP_PROBE_AFTER while calls wait is sent an RPC NULL; if that gets no
- * reply within UP_PROBE_TIMEOUT the connection is given up on (a stopped
- * server) instead of waiting call_timeout. A slow server answers the
- * NULL, or some other call, and its calls keep their whole call_timeout.
- * Only when call_timeout is longer than the probe would take.
+ * up_probe_after() while calls wait is sent an RPC NULL; if that gets no
+ * reply within up_probe_timeout() the connection is given up on (a
+ * stopped server) instead of waiting call_timeout. Both scale with the
+ * link's smoothed latency, so a distant server is not taken for a
+ * stalled one. A slow server answers the NULL, or some other call, and
+ * its calls keep their whole call_timeout. Only when call_timeout is
+ * longer than the probe would take.
  */
 static void up_probe_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -1254,7 +1277,7 @@ static void up_probe_tick(evutil_socket_t fd, short what, void *arg)
 	if (u->phase != UP_PH_UP || u->closed)
 		return;
 	u->busy++;
-	if (call > UP_PROBE_AFTER + UP_PROBE_TIMEOUT &&
+	if (call > up_probe_after(u) + up_probe_timeout(u) &&
 	    up_probe_due(u, up_clock()))
 		up_probe_send(u);
 	if (u->phase == UP_PH_UP && !u->closed)

@@ -14,8 +14,9 @@
  * A stalled server (stopped, hung) is found in about 3 s while calls
  * wait: after 1 s with calls waiting and no reply at all, an RPC NULL is
  * sent; no answer to it within 2 s drops the connection as a timeout
- * would. A slow server that answers the NULL keeps its calls their whole
- * call timeout.
+ * would (on a link whose smoothed reply latency srtt is longer: 2 x srtt
+ * and 4 x srtt). A slow server that answers the NULL keeps its calls
+ * their whole call timeout.
  */
 #ifndef NFSCACHED_PROTO_UPSTREAM_H
 #define NFSCACHED_PROTO_UPSTREAM_H

@@ -22,6 +22,12 @@
  *
  * Runs under harness.sh through cachetest_proxy.sh with --conf
  * stale_on_error.conf and --export-conf cachetest_ac1.conf.
+ *
+ * distant_upstream: through ratest_proxy.sh with a relay adding 1.2 s
+ * each way, a LOOKUP and a 1 MiB READ (each upstream call 2.4 s, longer
+ * than a near server's 2 s probe timeout) succeed with the right bytes,
+ * and no stall or disconnect is counted: the probe's times scale with the
+ * link's latency, so a slow upstream keeps upstream_timeout.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -222,6 +228,40 @@ out:
 	free(got);
 }
 
+/* A distant upstream (a relay adds 1.2 s each way, so a reply takes
+ * longer than the 2 s a probe gets on a near one) is slow, not stalled:
+ * its calls complete and the connection is never given up on. */
+static void test_distant_upstream(void)
+{
+	struct wb_conn c;
+	struct wb_fh fh;
+	char name[64];
+	uint8_t *want = malloc(SIZE), *got = malloc(SIZE);
+	double s0 = wb_metric("nfscached_upstream_stalls_total");
+	double d0 = wb_metric("nfscached_upstream_disconnects_total");
+	uint64_t ms;
+	int st;
+
+	wb_unique_name(name, sizeof(name), "far");
+	if (!want || !got || (wb_pattern(want, SIZE, 0, 9), 0) ||
+	    disk_create(name, want) != 0 || wb_open(&c, "proxy", 0, 0) != 0) {
+		WB_CHECK(false, "setup");
+		goto out;
+	}
+	WB_STAT(wb_lookup(&c, &c.root, name, &fh, NULL), NFS3_OK);
+	st = timed_read(&c, &fh, got, &ms);
+	fprintf(stderr, "wbtest: READ through a 1.2 s relay: %s in %llu ms\n",
+		wb_stat_name(st), (unsigned long long)ms);
+	WB_STAT(st, NFS3_OK);
+	WB_EQ(wb_first_diff(got, want, SIZE), SIZE);
+	WB_EQ(wb_metric("nfscached_upstream_stalls_total") - s0, 0);
+	WB_EQ(wb_metric("nfscached_upstream_disconnects_total") - d0, 0);
+	wb_close(&c);
+out:
+	free(want);
+	free(got);
+}
+
 int test_register(void)
 {
 	CU_pSuite s;
@@ -229,6 +269,9 @@ int test_register(void)
 	atexit(cont);
 	s = CU_add_suite("stale_on_error", NULL, NULL);
 	if (!s || !CU_add_test(s, "stalled_upstream", test_stalled_upstream))
+		return -1;
+	s = CU_add_suite("distant_upstream", NULL, NULL);
+	if (!s || !CU_add_test(s, "slow_is_not_stalled", test_distant_upstream))
 		return -1;
 	return 0;
 }
