@@ -908,7 +908,7 @@ static void up_became_up(struct upstream *u)
 	if (u->ev_probe) {
 		struct timeval tv = { 0, UP_PROBE_TICK_US };
 
-		evtimer_add(u->ev_probe, &tv);
+		mclock_timer_add(u->ev_probe, &tv);
 	}
 	up_io_update(u);
 	up_set_state(u, UPSTREAM_UP);
@@ -1251,7 +1251,7 @@ static void up_probe_send(struct upstream *u)
 		return;
 	c = TAILQ_LAST(&u->calls, up_call_list);
 	c->probe = true;
-	evtimer_add(c->ev_timeout, &tv);
+	mclock_timer_add(c->ev_timeout, &tv);
 	u->probing = true;
 	u->st.probes++;
 }
@@ -1281,7 +1281,7 @@ static void up_probe_tick(evutil_socket_t fd, short what, void *arg)
 	    up_probe_due(u, up_clock()))
 		up_probe_send(u);
 	if (u->phase == UP_PH_UP && !u->closed)
-		evtimer_add(u->ev_probe, &tv);
+		mclock_timer_add(u->ev_probe, &tv);
 	up_unbusy(u);
 }
 

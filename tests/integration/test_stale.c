@@ -15,13 +15,16 @@
  *     nfscached_upstream_stalls_total;
  *   - a new MOUNT and FSINFO, FSSTAT, PATHCONF and GETATTR of the root on
  *     a new connection work, FSINFO with the same wtmax as before;
- *   - a READ of the uncached file gets NFS3ERR_JUKEBOX.
+ *   - a READ of the uncached file gets NFS3ERR_JUKEBOX;
+ *   - 60 s later (clock moved again), past stale_on_error, a READ of the
+ *     cached file gets NFS3ERR_JUKEBOX too.
  * Then SIGCONT (also at exit, so the harness can stop Ganesha) and the
  * upstream comes back: the proxy reconnects and a READ of the uncached
  * file works.
  *
  * Runs under harness.sh through cachetest_proxy.sh with --conf
- * stale_on_error.conf and --export-conf cachetest_ac1.conf.
+ * stale_on_error.conf, --export-conf stale_ac60.conf and
+ * NFSCACHED_TEST_CLOCK=1.
  *
  * distant_upstream: through ratest_proxy.sh with a relay adding 1.2 s
  * each way, a LOOKUP and a 1 MiB READ (each upstream call 2.4 s, longer
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
+#include "httpget.h"
 #include "wbtest_util.h"
 
 #define SIZE (1u * WB_MIB)
@@ -205,9 +209,16 @@ static void test_stalled_upstream(void)
 	fsinfo = wb_metric("nfscached_stale_answers_total{procedure=\"fsinfo\"}");
 	WB_CHECK(kill(ganesha, SIGSTOP) == 0, "SIGSTOP Ganesha");
 	stopped = true;
-	/* The cached attributes expire (acregmax = 1 s). */
-	wb_sleep_ms(1500);
+	/* The cached attributes (acregmax = 60 s) expired 1 s ago. */
+	WB_CHECK(http_clock_advance(getenv("NFSC_METRICS_ADDR"), 61) == 0,
+		 "advance the proxy's clock");
 	during_outage(&cached, &cold, want, wtmax);
+	/* 61 s past their expiry: past stale_on_error = 60. */
+	WB_CHECK(http_clock_advance(getenv("NFSC_METRICS_ADDR"), 60) == 0,
+		 "advance the proxy's clock");
+	WB_CHECK(wb_open(&c, "proxy", 0, 0) == 0, "connect");
+	WB_STAT(timed_read(&c, &cached, got, &ms), NFS3ERR_JUKEBOX);
+	wb_close(&c);
 	WB_CHECK(wb_metric("nfscached_upstream_stalls_total") >= stalls + 1,
 		 "the stall was detected by the probe");
 	WB_CHECK(wb_metric("nfscached_stale_answers_total{procedure=\"read\"}") >=
