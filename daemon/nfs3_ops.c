@@ -898,21 +898,22 @@ static void stale_getattr(struct req *r, const struct cfile *f)
 static bool fwd_stale(struct req *r, struct fwd *w, enum upstream_status st)
 {
 	const nfs_fh3 *fh = r->args;	/* every such call's first member */
+	struct cache *c = r->d->cache;
 	const uint8_t *res;
 	struct cfile *f;
 	size_t len;
 
 	if (r->call.proc == NFSPROC3_GETATTR) {
-		f = cache_find(r->d->cache, (const uint8_t *)fh->data.data_val,
+		f = cache_find(c, (const uint8_t *)fh->data.data_val,
 			       fh->data.data_len);
 		if (!stale_attrs_usable(r->d, f, st)) {
-			cfile_put(r->d->cache, &f);
+			cfile_put(c, &f);
 			return false;
 		}
 		stale_count(r->call.proc);
 		fwd_free(r->d, w);
-		stale_getattr(r, f);
-		cfile_put(r->d->cache, &f);
+		stale_getattr(r, f);	/* r is gone after the reply */
+		cfile_put(c, &f);
 		return true;
 	}
 	if (r->call.proc != NFSPROC3_FSINFO && r->call.proc != NFSPROC3_FSSTAT &&
