@@ -197,10 +197,10 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	scalar(o, "nfscached_upstream_timeouts_total", "counter",
 	       "Upstream calls that timed out.", sum.timeouts);
 	scalar(o, "nfscached_upstream_probes_total", "counter",
-	       "RPC NULL probes sent because calls waited 1 s with no upstream reply.",
+	       "RPC NULL probes sent because calls waited 1 s (2 x the link latency if longer) with no upstream reply.",
 	       sum.probes);
 	scalar(o, "nfscached_upstream_stalls_total", "counter",
-	       "Probes unanswered within 2 s: the upstream was taken as stalled and its connection dropped.",
+	       "Probes unanswered within 2 s (4 x the link latency if longer): the upstream was taken as stalled and its connection dropped.",
 	       sum.stalls);
 	scalar(o, "nfscached_upstream_connects_total", "counter",
 	       "Successful upstream (re)connections.", sum.connects);

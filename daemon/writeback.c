@@ -5,9 +5,12 @@
  * a COMMIT goes when the file has no DIRTY or WRITING bytes, when its
  * UNSTABLE bytes pass commit_early(), or as soon as every byte written
  * before a waiting client COMMIT arrived is UNSTABLE (the upstream COMMIT
- * covers every UNSTABLE byte tagged for it at send time). Waiters hang on the file's
- * fstate and are checked after every completion and on the background
- * tick (every 100 ms), which also times them out and starts write-behind.
+ * covers every UNSTABLE byte tagged for it at send time). Waiters hang on
+ * the file's fstate and are checked after every completion and on the
+ * background tick (every 100 ms), which also times them out and starts
+ * write-behind. WRITEs waiting for cache room wait on one global list,
+ * woken after any completion once a page can be had, timed out by the
+ * tick.
  *
  * Every upstream WRITE of a run is one of the proxy's own mutations of the
  * file (cfile_mutation_begin/end), so its wcc data never looks like
