@@ -42,7 +42,7 @@ PHASES = {
     "w6": ("W6", "w6-0", "w6-1"),
     "w6b1": ("W6b", "w6b1-0", "w6b1-1"),
     "w6b2": ("W6b", "w6b2-0", "w6b2-1"),
-    "w8": ("W8", "w8-0", "w8-1"),  # includes the COMMIT
+    "w9": ("W9", "w9-0", "w9-1"),  # includes the COMMIT
 }
 
 PHASE_TITLE = {
@@ -56,7 +56,7 @@ PHASE_TITLE = {
     "w6": "W6 1 GiB sparse file (SETATTR size) read in 64 KiB",
     "w6b1": "W6b mostly-zero 1 GiB file, first pass (64 KiB)",
     "w6b2": "W6b mostly-zero 1 GiB file, second pass",
-    "w8": "W8 scattered 4 KiB writes over 1 GiB (+COMMIT)",
+    "w9": "W9 scattered 4 KiB writes over 1 GiB (+COMMIT)",
 }
 
 

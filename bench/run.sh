@@ -69,7 +69,7 @@ page_default=65536
 cache_mib=256		# nfscached cache_size for every cell
 t() { awk -v a="$1" -v s="$scale" 'BEGIN { printf "%.2f", a * s }'; }
 T_W1=$(t 2.5) T_W2=$(t 5) T_W3=$(t 4) T_W4=$(t 4) T_W5R=$(t 5) T_W5S=$(t 3)
-T_W6=$(t 4) T_W6B=$(t 4) T_W8=$(t 8) WARM=$(t 0.5)
+T_W6=$(t 4) T_W6B=$(t 4) T_W9=$(t 8) WARM=$(t 0.5)
 # A call still unanswered this long after its phase's time box is given
 # up on (a COMMIT cannot be time-boxed; a slow flush must not stall the
 # run): the phase is reported as timed out and the run goes on.
@@ -257,11 +257,11 @@ phases() {
 		echo "snap,label=w5seq-1" ;;
 	W6)	echo "open,file=w6,create=1,size=1G,base=zero"
 		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")" ;;
-	W8)	echo "open,file=w8,create=1,size=1G,base=zero"
-		echo "snap,label=w8-0"
-		echo "write,label=w8,bs=4K,pattern=rand,qd=$q,time=$T_W8,timeout=$(to "$T_W8")"
-		echo "commit,label=w8commit,timeout=$GRACE"
-		echo "snap,label=w8-1" ;;
+	W9)	echo "open,file=w9,create=1,size=1G,base=zero"
+		echo "snap,label=w9-0"
+		echo "write,label=w9,bs=4K,pattern=rand,qd=$q,time=$T_W9,timeout=$(to "$T_W9")"
+		echo "commit,label=w9commit,timeout=$GRACE"
+		echo "snap,label=w9-1" ;;
 	W6b)	echo "open,file=w6b,base=zpat:16:16"
 		m w6b1 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")"
 		m w6b2 read ",bs=64K,pattern=seq,span=prev,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")" ;;
@@ -390,10 +390,10 @@ for page in 4096 16384 1048576; do
 	cell_run W4 nfscached 2 16 "$page"
 done
 
-# W8: scattered 4 KiB writes over 1 GiB, more pages than the cache holds:
+# W9: scattered 4 KiB writes over 1 GiB, more pages than the cache holds:
 # every page holds uncommitted data, the peak RSS case (issue 21).
 for page in 4096 65536; do
-	cell_run W8 nfscached 2 16 "$page"
+	cell_run W9 nfscached 2 16 "$page"
 done
 
 bg_wait
@@ -405,9 +405,9 @@ if [[ -z "$only" || "hostile" =~ $only ]]; then
 		say "bench/hostile.sh failed: $(tail -n 3 "$res/hostile.log" | tr '\n' ' ')"
 fi
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"grace":%s},"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W9":%s,"grace":%s},"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$GRACE" "$STOP_WAIT" "$load_start" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W9" "$GRACE" "$STOP_WAIT" "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
