@@ -69,14 +69,8 @@ uint64_t ct_env_u64(const char *name, uint64_t dflt)
 
 int ct_metrics_read(struct ct_metrics *m)
 {
-	const char *addr = ct_env("NFSC_METRICS_ADDR");
-
-	m->text = addr ? http_get(addr, "/metrics", HTTP_GET_TIMEOUT_MS) : NULL;
-	if (m->text)
-		return 0;
-	fprintf(stderr, "cachetest: GET http://%s/metrics failed\n",
-		addr ? addr : "(NFSC_METRICS_ADDR unset)");
-	return -1;
+	m->text = tmetrics_get();
+	return m->text ? 0 : -1;
 }
 
 void ct_metrics_free(struct ct_metrics *m)
@@ -87,11 +81,9 @@ void ct_metrics_free(struct ct_metrics *m)
 
 uint64_t ct_metric(const struct ct_metrics *m, const char *series)
 {
-	double v;
+	double v = tmetrics_value(m->text, series);
 
-	if (!m->text || prom_sample(m->text, series, &v) != 0 || v < 0)
-		return CT_ABSENT;
-	return (uint64_t)(v + 0.5);
+	return v < 0 ? CT_ABSENT : (uint64_t)(v + 0.5);
 }
 
 uint64_t ct_delta(const struct ct_metrics *before,
@@ -99,12 +91,7 @@ uint64_t ct_delta(const struct ct_metrics *before,
 {
 	uint64_t a = ct_metric(before, series), b = ct_metric(after, series);
 
-	if (a == CT_ABSENT || b == CT_ABSENT) {
-		fprintf(stderr, "cachetest: %s is not on the metrics page\n",
-			series);
-		return CT_ABSENT;
-	}
-	return b - a;
+	return a == CT_ABSENT || b == CT_ABSENT ? CT_ABSENT : b - a;
 }
 
 int ct_clock_advance(double secs)

@@ -64,8 +64,9 @@ struct ct_metrics {
 };
 
 /*
- * Fetch /metrics into *m (overwritten; release with ct_metrics_free).
- * Returns 0, or -1 after printing why (m->text is then NULL).
+ * Fetch /metrics into *m (tmetrics_get; overwritten; release with
+ * ct_metrics_free). Returns 0, or -1 after recording a failed assertion
+ * (m->text is then NULL): a test that cannot read its metrics fails.
  */
 int ct_metrics_read(struct ct_metrics *m);
 
@@ -74,11 +75,14 @@ void ct_metrics_free(struct ct_metrics *m);
 
 /*
  * The value of series (name and labels exactly as rendered, e.g.
- * CT_UP_READ) in m, or CT_ABSENT. Values are integers on this page.
+ * CT_UP_READ) in m; CT_ABSENT, after recording a failed assertion, if m
+ * holds no page or lacks series (every series is always on the page).
+ * Values are integers on this page.
  */
 uint64_t ct_metric(const struct ct_metrics *m, const char *series);
 
-/* after - before for series; CT_ABSENT if either lacks it. */
+/* after - before for series; CT_ABSENT (a failed assertion recorded) if
+ * either lacks it. */
 uint64_t ct_delta(const struct ct_metrics *before,
 		  const struct ct_metrics *after, const char *series);
 

@@ -80,7 +80,7 @@ int fsx_register(struct fsx_model *m, const char *prog, const char *suite,
 	CU_pSuite s;
 
 	registered = m;
-	nfsc_checks_report_at_exit(prog);
+	tcheck_report_at_exit(prog);
 	s = CU_add_suite(suite, init, suite_cleanup);
 	if (!s || !CU_add_test(s, test, fn))
 		return -1;

@@ -13,8 +13,7 @@
  * marked orphan and the callback, whenever it comes (reply or cancel at
  * context destruction), frees the record and touches nothing else.
  *
- * The checks at the end wrap CU_assertImplementation() with a message that
- * shows the values compared and a running count.
+ * CHECK_STAT at the end names NFSv3 statuses in a tcheck() message.
  */
 #include <errno.h>
 #include <poll.h>
@@ -1021,62 +1020,9 @@ void nfsc_listing_sort(struct nfsc_listing *l)
 }
 
 
-static unsigned checks_total;
-static unsigned checks_failed;
-static const char *checks_prog = "test";
-
-void nfsc_check(int ok, const char *file, unsigned line, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	checks_total++;
-	if (ok) {
-		CU_assertImplementation(CU_TRUE, line, "", file, "", CU_FALSE);
-		return;
-	}
-	checks_failed++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nFAIL %s:%u: %s\n", file, line, msg);
-	CU_assertImplementation(CU_FALSE, line, msg, file, "", CU_FALSE);
-}
-
-void nfsc_check_eq(uint64_t a, uint64_t b, const char *sa, const char *sb,
-		   const char *file, unsigned line)
-{
-	nfsc_check(a == b, file, line, "%s == %s (%llu != %llu)", sa, sb,
-		   (unsigned long long)a, (unsigned long long)b);
-}
-
 void nfsc_check_stat(int got, int want, const char *what, const char *file,
 		     unsigned line)
 {
-	nfsc_check(got == want, file, line, "%s: got %s (%d), want %s (%d)",
-		   what, nfsc_stat_name(got), got, nfsc_stat_name(want), want);
-}
-
-unsigned nfsc_checks_total(void)
-{
-	return checks_total;
-}
-
-unsigned nfsc_checks_failed(void)
-{
-	return checks_failed;
-}
-
-/* Print the check counts (atexit handler). */
-static void checks_report(void)
-{
-	printf("%s: %u assertions evaluated, %u failed\n", checks_prog,
-	       checks_total, checks_failed);
-	fflush(stdout);
-}
-
-void nfsc_checks_report_at_exit(const char *prog)
-{
-	checks_prog = prog;
-	atexit(checks_report);
+	tcheck(got == want, file, line, "%s: got %s (%d), want %s (%d)",
+	       what, nfsc_stat_name(got), got, nfsc_stat_name(want), want);
 }

@@ -26,6 +26,8 @@
 #include <nfsc/libnfs-raw-nfs.h>
 #include <nfsc/libnfs-raw-mount.h>
 
+#include "tcheck.h"
+
 /* Default per-call timeout, in milliseconds. */
 #define NFSC_TIMEOUT_MS 20000
 
@@ -174,26 +176,17 @@ void nfsc_listing_sort(struct nfsc_listing *l);
 void nfsc_listing_free(struct nfsc_listing *l);
 
 /*
- * CUnit checks that count themselves and print the compared values on
- * failure (file:line and message go to stderr at once and into CUnit's
- * failure list). nfsc_checks_total() is the number evaluated so far.
+ * CUnit checks (tcheck.h) that count themselves and print the compared
+ * values on failure; CHECK_STAT names NFSv3 statuses.
  */
-void nfsc_check(int ok, const char *file, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-void nfsc_check_eq(uint64_t a, uint64_t b, const char *sa, const char *sb,
-		   const char *file, unsigned line);
 void nfsc_check_stat(int got, int want, const char *what, const char *file,
 		     unsigned line);
-unsigned nfsc_checks_total(void);
-unsigned nfsc_checks_failed(void);
-/* Print "PROG: N assertions evaluated, F failed" at exit. */
-void nfsc_checks_report_at_exit(const char *prog);
 
-#define CHECK(cond) nfsc_check(!!(cond), __FILE__, __LINE__, "%s", #cond)
+#define CHECK(cond) tcheck(!!(cond), __FILE__, __LINE__, "%s", #cond)
 #define CHECK_MSG(cond, ...) \
-	nfsc_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+	tcheck(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define CHECK_EQ(a, b) \
-	nfsc_check_eq((uint64_t)(a), (uint64_t)(b), #a, #b, __FILE__, __LINE__)
+	tcheck_eq((uint64_t)(a), (uint64_t)(b), #a, #b, __FILE__, __LINE__)
 #define CHECK_STAT(got, want) \
 	nfsc_check_stat((got), (want), #got, __FILE__, __LINE__)
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "httpget.h"
+#include "tcheck.h"
 #include "mount3_prot.h"
 
 #define LAST_FRAG	0x80000000u
@@ -526,17 +527,9 @@ uint16_t rawrpc_env_port(const char *var)
 
 double rawrpc_metric_now(const char *series)
 {
-	const char *addr = getenv("NFSC_METRICS_ADDR");
-	char *text;
-	double v = 0;
+	char *text = tmetrics_get();
+	double v = tmetrics_value(text, series);
 
-	if (addr == NULL)
-		return -1;
-	text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
-	if (text == NULL)
-		return -1;
-	if (prom_sample(text, series, &v) < 0)
-		v = 0;
 	free(text);
 	return v;
 }

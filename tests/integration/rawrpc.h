@@ -193,8 +193,9 @@ uint32_t rawrpc_xid(void);
 /* The port in environment variable var, or 0 if unset or invalid. */
 uint16_t rawrpc_env_port(const char *var);
 
-/* Fetch NFSC_METRICS_ADDR's /metrics and return series' value; an absent
- * series reads 0 (a counter never incremented); -1 if the fetch failed. */
+/* Fetch NFSC_METRICS_ADDR's /metrics (tmetrics_get) and return series'
+ * value; -1, after recording a failed assertion, if the fetch failed or
+ * the page lacks series. */
 double rawrpc_metric_now(const char *series);
 
 #endif

@@ -203,7 +203,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_cache_memory");
+	tcheck_report_at_exit("test_cache_memory");
 	s = CU_add_suite("cache_memory", suite_init, suite_cleanup);
 	if (!s || !CU_add_test(s, "rss_stays_within_budget",
 			       test_rss_stays_within_budget))

@@ -339,7 +339,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_cache_partial");
+	tcheck_report_at_exit("test_cache_partial");
 	s = CU_add_suite("cache_partial", suite_init, suite_cleanup);
 	if (!s || !CU_add_test(s, "reads_of_written_offsets_never_go_upstream",
 			       test_reads_of_written_offsets_never_go_upstream))

@@ -665,7 +665,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_cache_semantics");
+	tcheck_report_at_exit("test_cache_semantics");
 	s = CU_add_suite("cache_semantics", suite_init, suite_cleanup);
 	if (!s ||
 	    !CU_add_test(s, "written_ranges_are_byte_exact",

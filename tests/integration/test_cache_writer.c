@@ -175,7 +175,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_cache_writer");
+	tcheck_report_at_exit("test_cache_writer");
 	s = CU_add_suite("cache_writer", suite_init, suite_cleanup);
 	if (!s ||
 	    !CU_add_test(s, "same_size_change_is_seen",

@@ -70,9 +70,9 @@ struct obj {
 static void same_stat(const int st[NSIDES], const char *what,
 		      const char *file, unsigned line)
 {
-	nfsc_check(st[P] == st[D], file, line,
-		   "%s: proxy %s (%d), direct %s (%d)", what,
-		   nfsc_stat_name(st[P]), st[P], nfsc_stat_name(st[D]), st[D]);
+	tcheck(st[P] == st[D], file, line,
+	       "%s: proxy %s (%d), direct %s (%d)", what,
+	       nfsc_stat_name(st[P]), st[P], nfsc_stat_name(st[D]), st[D]);
 }
 
 /* Check that both sides answered want. */
@@ -83,16 +83,16 @@ static void both_stat(const int st[NSIDES], int want, const char *what,
 {
 	same_stat(st, what, file, line);
 	BOTH(s)
-		nfsc_check(st[s] == want, file, line,
-			   "%s (%s): got %s, want %s", what, side_name[s],
-			   nfsc_stat_name(st[s]), nfsc_stat_name(want));
+		tcheck(st[s] == want, file, line,
+		       "%s (%s): got %s, want %s", what, side_name[s],
+		       nfsc_stat_name(st[s]), nfsc_stat_name(want));
 }
 
 /* Compare one attribute field across the sides. */
 #define SAME_FIELD(a, f, what)                                               \
-	nfsc_check((a)[P].f == (a)[D].f, __FILE__, __LINE__,                 \
-		   "%s: " #f " proxy %llu, direct %llu", what,               \
-		   (unsigned long long)(a)[P].f, (unsigned long long)(a)[D].f)
+	tcheck((a)[P].f == (a)[D].f, __FILE__, __LINE__,                     \
+	       "%s: " #f " proxy %llu, direct %llu", what,                   \
+	       (unsigned long long)(a)[P].f, (unsigned long long)(a)[D].f)
 
 /* Check that the attributes that must match do. */
 static void same_attr(const fattr3 a[NSIDES], const char *what)
@@ -1914,7 +1914,7 @@ int test_register(void)
 	CU_pSuite procs, errs;
 	size_t i;
 
-	nfsc_checks_report_at_exit("test_compare");
+	tcheck_report_at_exit("test_compare");
 	procs = CU_add_suite("compare_procedures", suite_init, suite_cleanup);
 	errs = CU_add_suite("compare_errors", suite_init, suite_cleanup);
 	if (!procs || !errs)

@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +25,9 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
-#include "httpget.h"
 #include "nfs3_prot.h"
 #include "rawrpc.h"
+#include "tcheck.h"
 
 #define M_CREATE "nfscached_upstream_rpcs_total{procedure=\"create\"}"
 #define M_REMOVE "nfscached_upstream_rpcs_total{procedure=\"remove\"}"
@@ -49,39 +48,22 @@ struct counts {
 	double hits;
 };
 
-/* Record one assertion with a formatted message. */
-static void expect_at(bool ok, unsigned line, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (!ok)
-		fprintf(stderr, "drc: FAILED %s\n", msg);
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, line, msg, __FILE__,
-				"", CU_FALSE);
-}
-
-#define EXPECT(ok, ...) expect_at((ok), __LINE__, __VA_ARGS__)
+/* One formatted assertion (tcheck.h). */
+#define EXPECT(ok, ...) tcheck((ok), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Read the three counters in one /metrics fetch. Returns 0 or -1. */
 static int counts_get(struct counts *c)
 {
-	const char *addr = getenv("NFSC_METRICS_ADDR");
-	char *text;
+	char *text = tmetrics_get();
 
 	memset(c, 0, sizeof(*c));
-	if (addr == NULL ||
-	    (text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS)) == NULL)
+	if (text == NULL)
 		return -1;
-	/* Absent series are counters never incremented: 0. */
-	(void)prom_sample(text, M_CREATE, &c->create);
-	(void)prom_sample(text, M_REMOVE, &c->remove);
-	(void)prom_sample(text, M_HITS, &c->hits);
+	c->create = tmetrics_value(text, M_CREATE);
+	c->remove = tmetrics_value(text, M_REMOVE);
+	c->hits = tmetrics_value(text, M_HITS);
 	free(text);
-	return 0;
+	return c->create < 0 || c->remove < 0 || c->hits < 0 ? -1 : 0;
 }
 
 /* Assert the counters moved by exactly the given amounts since before. */

@@ -767,7 +767,7 @@ static int add(const char *name, const char *t1, CU_TestFunc f1,
 
 int test_register(void)
 {
-	nfsc_checks_report_at_exit("test_holes");
+	tcheck_report_at_exit("test_holes");
 	if (add("holes_setattr_1g", "setattr_grow_reads_as_hole",
 		test_setattr_grow_reads_as_hole, NULL, NULL) ||
 	    add("holes_write_5g", "write_past_eof_gap_reads_as_hole",

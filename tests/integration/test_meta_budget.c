@@ -134,7 +134,7 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("meta_budget", suite_init, suite_clean);
 
-	nfsc_checks_report_at_exit("test_meta_budget");
+	tcheck_report_at_exit("test_meta_budget");
 	if (!s || !CU_add_test(s, "memory_stays_within_budget",
 			       test_memory_stays_within_budget))
 		return -1;

@@ -190,7 +190,7 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("meta_build", suite_init, suite_clean);
 
-	nfsc_checks_report_at_exit("test_meta_build");
+	tcheck_report_at_exit("test_meta_build");
 	if (!s ||
 	    !CU_add_test(s, "build_loop_reaches_upstream_at_most_once",
 			 test_build_loop_reaches_upstream_at_most_once) ||

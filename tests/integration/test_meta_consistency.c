@@ -328,7 +328,7 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("meta_consistency", suite_init, suite_clean);
 
-	nfsc_checks_report_at_exit("test_meta_consistency");
+	tcheck_report_at_exit("test_meta_consistency");
 	if (!s ||
 	    !CU_add_test(s, "name_created_elsewhere_shows_after_negative_timeout",
 			 test_name_created_elsewhere_shows_after_negative_timeout) ||

@@ -175,7 +175,7 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("meta_readdir", suite_init, suite_clean);
 
-	nfsc_checks_report_at_exit("test_meta_readdir");
+	tcheck_report_at_exit("test_meta_readdir");
 	if (!s ||
 	    !CU_add_test(s, "second_listing_sends_nothing_upstream",
 			 test_second_listing_sends_nothing_upstream) ||

@@ -298,7 +298,7 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("metrics_counts", NULL, NULL);
 
-	nfsc_checks_report_at_exit("test_metrics_counts");
+	tcheck_report_at_exit("test_metrics_counts");
 	if (!s ||
 	    !CU_add_test(s, "counters_match_workload", test_counters_match_workload) ||
 	    !CU_add_test(s, "stats_summary", test_stats_summary) ||

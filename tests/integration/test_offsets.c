@@ -374,7 +374,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_offsets");
+	tcheck_report_at_exit("test_offsets");
 	s = CU_add_suite("offsets", suite_init, suite_cleanup);
 	if (!s ||
 	    !CU_add_test(s, "write_at_5gib", test_write_at_5gib) ||

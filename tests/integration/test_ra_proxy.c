@@ -884,7 +884,7 @@ int test_register(void)
 		  test_stream_through_small_cache },
 	};
 
-	nfsc_checks_report_at_exit("test_ra_proxy");
+	tcheck_report_at_exit("test_ra_proxy");
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		CU_pSuite s = CU_add_suite(tests[i].suite, suite_init,
 					   suite_cleanup);

@@ -175,7 +175,7 @@ int test_register(void)
 		{ "read_garbage", "garbage_past_size", test_garbage_past_size },
 	};
 
-	nfsc_checks_report_at_exit("test_read_upstream");
+	tcheck_report_at_exit("test_read_upstream");
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		CU_pSuite s = CU_add_suite(t[i].suite, suite_init, suite_cleanup);
 

@@ -483,7 +483,7 @@ int test_register(void)
 {
 	CU_pSuite s;
 
-	nfsc_checks_report_at_exit("test_restart");
+	tcheck_report_at_exit("test_restart");
 	s = CU_add_suite("restart", suite_init, suite_cleanup);
 	if (!s || !CU_add_test(s, "upstream_restart", test_upstream_restart))
 		return -1;

@@ -701,19 +701,8 @@ const char *wb_stat_name(int st)
 
 int wb_snap_take(struct wb_snap *s)
 {
-	const char *addr = getenv("NFSC_METRICS_ADDR");
-
-	s->text = NULL;
-	if (!addr) {
-		fprintf(stderr, "wbtest: NFSC_METRICS_ADDR unset\n");
-		return -1;
-	}
-	s->text = http_get(addr, "/metrics", RAWRPC_TIMEOUT_MS);
-	if (!s->text) {
-		fprintf(stderr, "wbtest: GET http://%s/metrics failed\n", addr);
-		return -1;
-	}
-	return 0;
+	s->text = tmetrics_get();
+	return s->text ? 0 : -1;
 }
 
 void wb_snap_free(struct wb_snap *s)
@@ -724,19 +713,15 @@ void wb_snap_free(struct wb_snap *s)
 
 double wb_snap_get(const struct wb_snap *s, const char *series)
 {
-	double v = 0;
-
-	if (!s->text)
-		return -1;
-	if (prom_sample(s->text, series, &v) < 0)
-		return 0;
-	return v;
+	return tmetrics_value(s->text, series);
 }
 
 double wb_snap_delta(const struct wb_snap *before, const struct wb_snap *after,
 		     const char *series)
 {
-	return wb_snap_get(after, series) - wb_snap_get(before, series);
+	double a = wb_snap_get(before, series), b = wb_snap_get(after, series);
+
+	return a < 0 || b < 0 ? WB_ABSENT : b - a;
 }
 
 double wb_metric(const char *series)
@@ -945,33 +930,12 @@ void wb_unique_name(char *out, size_t n, const char *prefix)
 
 /* ---- checks ---- */
 
-void wb_check(bool ok, const char *file, unsigned line, const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (!ok)
-		fprintf(stderr, "wbtest: FAILED at %s:%u: %s\n", file, line, msg);
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, line, msg, file, "",
-				CU_FALSE);
-}
-
-void wb_check_eq(uint64_t a, uint64_t b, const char *sa, const char *sb,
-		 const char *file, unsigned line)
-{
-	wb_check(a == b, file, line, "%s == %s (%llu vs %llu)", sa, sb,
-		 (unsigned long long)a, (unsigned long long)b);
-}
-
 void wb_check_stat(int got, int want, const char *what, const char *file,
 		   unsigned line)
 {
 	char w[32];
 
 	snprintf(w, sizeof(w), "%s", wb_stat_name(want));
-	wb_check(got == want, file, line, "%s: got %s, want %s", what,
-		 wb_stat_name(got), w);
+	tcheck(got == want, file, line, "%s: got %s, want %s", what,
+	       wb_stat_name(got), w);
 }

@@ -23,6 +23,7 @@
 
 #include "nfs3_prot.h"
 #include "rawrpc.h"
+#include "tcheck.h"
 
 /* Outcomes without a usable NFS reply (rawrpc_io values, and one more). */
 enum wb_err {
@@ -221,16 +222,22 @@ struct wb_snap {
 	char *text;		/* NULL if the fetch failed */
 };
 
-/* Fetch /metrics into *s; 0, or -1 after printing why. */
+/* What wb_snap_delta returns for a series it could not read: no count a
+ * test expects. */
+#define WB_ABSENT 1e18
+
+/* Fetch /metrics into *s (tmetrics_get); 0, or -1 after recording a
+ * failed assertion. */
 int wb_snap_take(struct wb_snap *s);
 void wb_snap_free(struct wb_snap *s);
-/* The value of series in s (an absent series reads 0: a counter never
- * moved); -1 if s holds no page. */
+/* The value of series in s; -1 if s holds no page or (a failed assertion
+ * recorded) lacks series: every series is always on the page. */
 double wb_snap_get(const struct wb_snap *s, const char *series);
-/* after - before for series. */
+/* after - before for series; WB_ABSENT (a failed assertion recorded) if
+ * either lacks it. */
 double wb_snap_delta(const struct wb_snap *before, const struct wb_snap *after,
 		     const char *series);
-/* The value of series now (one fetch), or -1. */
+/* The value of series now (one fetch), or -1 as wb_snap_get. */
 double wb_metric(const char *series);
 /* Print every write-back series' change between before and after. */
 void wb_snap_print(const char *tag, const struct wb_snap *before,
@@ -272,16 +279,12 @@ void wb_unique_name(char *out, size_t n, const char *prefix);
 
 /* ---- checks (CUnit assertions that print their values) ---- */
 
-void wb_check(bool ok, const char *file, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-void wb_check_eq(uint64_t a, uint64_t b, const char *sa, const char *sb,
-		 const char *file, unsigned line);
 void wb_check_stat(int got, int want, const char *what, const char *file,
 		   unsigned line);
 
-#define WB_CHECK(cond, ...) wb_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define WB_CHECK(cond, ...) tcheck(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define WB_EQ(a, b) \
-	wb_check_eq((uint64_t)(a), (uint64_t)(b), #a, #b, __FILE__, __LINE__)
+	tcheck_eq((uint64_t)(a), (uint64_t)(b), #a, #b, __FILE__, __LINE__)
 #define WB_STAT(got, want) \
 	wb_check_stat((got), (want), #got, __FILE__, __LINE__)
 
