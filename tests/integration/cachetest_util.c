@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cachetest_util.h"
-#include "httpget.h"
+#include "tcheck.h"
 
 
 struct ct_pipe {
@@ -92,18 +92,6 @@ uint64_t ct_delta(const struct ct_metrics *before,
 	uint64_t a = ct_metric(before, series), b = ct_metric(after, series);
 
 	return a == CT_ABSENT || b == CT_ABSENT ? CT_ABSENT : b - a;
-}
-
-int ct_clock_advance(double secs)
-{
-	const char *addr = ct_env("NFSC_METRICS_ADDR");
-
-	if (addr && http_clock_advance(addr, secs) == 0)
-		return 0;
-	fprintf(stderr, "cachetest: advancing the clock %.3f s at %s failed "
-		"(is NFSCACHED_TEST_CLOCK=1 set?)\n", secs,
-		addr ? addr : "(NFSC_METRICS_ADDR unset)");
-	return -1;
 }
 
 uint64_t ct_metric_now(const char *series)

@@ -86,13 +86,6 @@ uint64_t ct_metric(const struct ct_metrics *m, const char *series);
 uint64_t ct_delta(const struct ct_metrics *before,
 		  const struct ct_metrics *after, const char *series);
 
-/*
- * Advance the proxy's test clock by secs seconds and fire its timers due
- * by then (http_clock_advance; the ctest entry sets NFSCACHED_TEST_CLOCK=1).
- * Returns 0, or -1 after printing why.
- */
-int ct_clock_advance(double secs);
-
 /* The value of series now (one fetch), or CT_ABSENT. */
 uint64_t ct_metric_now(const char *series);
 

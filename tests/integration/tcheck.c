@@ -76,6 +76,18 @@ char *tmetrics_get(void)
 	return text;
 }
 
+int tclock_advance(double secs)
+{
+	const char *addr = getenv("NFSC_METRICS_ADDR");
+
+	if (addr && http_clock_advance(addr, secs) == 0)
+		return 0;
+	tcheck(false, __FILE__, __LINE__, "advancing the proxy's clock %.3f s "
+	       "at %s failed (is NFSCACHED_TEST_CLOCK=1 set?)", secs,
+	       addr ? addr : "(NFSC_METRICS_ADDR unset)");
+	return -1;
+}
+
 double tmetrics_value(const char *text, const char *series)
 {
 	double v;

@@ -43,6 +43,14 @@ void tcheck_report_at_exit(const char *prog);
 char *tmetrics_get(void);
 
 /*
+ * Advance the proxy's test clock by secs seconds and fire its timers due
+ * by then (http_clock_advance on NFSC_METRICS_ADDR; the proxy runs with
+ * NFSCACHED_TEST_CLOCK=1, which the ctest entry sets). Returns 0, or -1
+ * after recording a failed assertion.
+ */
+int tclock_advance(double secs);
+
+/*
  * The value of series (name and labels exactly as rendered) in text (a
  * tmetrics_get body). -1 if text is NULL, or (after recording a failed
  * assertion naming it) if the page lacks series. Every series nfscached exports is

@@ -85,7 +85,7 @@ static void test_name_created_elsewhere_shows_after_negative_timeout(void)
 		CHECK_STAT(lookup_counted(ca, &dir, "late", NULL, &n),
 			   NFS3ERR_NOENT);
 		CHECK_EQ(n, 0);
-		CU_ASSERT_FATAL(ct_clock_advance(neg / 2) == 0);
+		CU_ASSERT_FATAL(tclock_advance(neg / 2) == 0);
 		ct_metrics_free(&m0);
 		ct_metrics_free(&m1);
 		CU_ASSERT_FATAL(ct_metrics_read(&m0) == 0);
@@ -94,7 +94,7 @@ static void test_name_created_elsewhere_shows_after_negative_timeout(void)
 		CHECK_EQ(n, 0);
 		CU_ASSERT_FATAL(ct_metrics_read(&m1) == 0);
 		CHECK_EQ(ct_delta(&m0, &m1, MT_NEG_HITS), 1);
-		CU_ASSERT_FATAL(ct_clock_advance(neg / 2 + 0.1) == 0);
+		CU_ASSERT_FATAL(tclock_advance(neg / 2 + 0.1) == 0);
 	}
 	CHECK_STAT(lookup_counted(ca, &dir, "late", &fh, &n), NFS3_OK);
 	CHECK_EQ(n, 1);
@@ -216,13 +216,13 @@ static void test_directory_changed_elsewhere_is_listed_anew(void)
 		CHECK_EQ(l.n, 12);
 		CHECK(!mt_has_name(&l, "added"));
 		nfsc_listing_free(&l);
-		CU_ASSERT_FATAL(ct_clock_advance(acdir / 2) == 0);
+		CU_ASSERT_FATAL(tclock_advance(acdir / 2) == 0);
 		list_counted(&dir, &l, &rd, &ga);
 		CHECK_EQ(ga, 0);
 		CHECK_EQ(rd, 0);
 		CHECK(!mt_has_name(&l, "added"));
 		nfsc_listing_free(&l);
-		CU_ASSERT_FATAL(ct_clock_advance(acdir / 2 + 0.1) == 0);
+		CU_ASSERT_FATAL(tclock_advance(acdir / 2 + 0.1) == 0);
 		list_counted(&dir, &l, &rd, &ga);
 		CHECK_EQ(ga, 1);
 		CHECK_EQ(rd, 1);

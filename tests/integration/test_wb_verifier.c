@@ -7,13 +7,15 @@
  * Suites (run one by name: test_wb_verifier SUITE):
  *
  *   upstream_loss  Under harness.sh with wbtest_commitdelay.conf
- *                  (writeback_commit_delay = 8, writeback_delay = 600):
- *                  the client writes 1 MiB UNSTABLE and sends COMMIT; the
- *                  proxy WRITEs it upstream and then waits 8 s before its
- *                  upstream COMMIT. In that window the test stops Ganesha,
- *                  overwrites those bytes in the export directory (the
- *                  loss of unstable data made real) and starts Ganesha
- *                  again (a new upstream verifier). When the client's
+ *                  (writeback_commit_delay = 600, writeback_delay = 600)
+ *                  and the proxy's test clock: the client writes 1 MiB
+ *                  UNSTABLE and sends COMMIT; the proxy WRITEs it upstream
+ *                  and then waits 600 s before its upstream COMMIT. In
+ *                  that window the test stops Ganesha, overwrites those
+ *                  bytes in the export directory (the loss of unstable
+ *                  data made real), starts Ganesha again (a new upstream
+ *                  verifier) and advances the proxy's clock 600 s, which
+ *                  ends the window whatever the machine's speed. When the client's
  *                  COMMIT returns: NFS3_OK with the proxy's verifier, the
  *                  same as its WRITEs' (the proxy did not restart); the
  *                  upstream holds the client's bytes (directly and on
@@ -190,6 +192,14 @@ static void test_upstream_loss(void)
 	wb_sleep_ms(1100);
 	WB_CHECK(upstreamctl("start"), "Ganesha started");
 	WB_EQ(wb_metric(WB_M_UP_COMMIT) - wb_snap_get(&s0, WB_M_UP_COMMIT), 0);
+	/* End the proxy's commit delay: its COMMIT finds the new verifier
+	 * and it writes the bytes again (WRITE sent, then UNSTABLE once
+	 * answered); end the delay of that second write too. */
+	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
+	WB_EQ(wb_wait_metric(WB_M_WB_WRITES, wb_snap_get(&s0, WB_M_WB_WRITES) + 2,
+			     60000), wb_snap_get(&s0, WB_M_WB_WRITES) + 2);
+	WB_EQ(wb_wait_metric(WB_M_UNSTABLE, LOSS_LEN, 60000), LOSS_LEN);
+	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
 	WB_CHECK(wb_reopen(&dx) == 0, "reconnect to Ganesha");
 	WB_STAT(ganesha_verf(gv1), NFS3_OK);
 	verf_hex(gv0, h1);
@@ -222,7 +232,11 @@ static void test_upstream_loss(void)
 	WB_STAT(wb_write(&px, &fh, 0, data, 4096, UNSTABLE, &r), NFS3_OK);
 	WB_CHECK(memcmp(r.verf, wv, sizeof(wv)) == 0,
 		 "a later WRITE has the same verifier");
-	WB_STAT(wb_commit(&px, &fh, verf, 120000), NFS3_OK);
+	xid = wb_commit_send(&px, &fh);
+	WB_CHECK(xid != 0, "COMMIT sent");
+	WB_EQ(wb_wait_metric(WB_M_UNSTABLE, 4096, 60000), 4096);
+	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
+	WB_STAT(wb_commit_recv(&px, xid, verf, 120000), NFS3_OK);
 	WB_CHECK(memcmp(verf, wv, sizeof(wv)) == 0,
 		 "a later COMMIT has the same verifier");
 	wb_snap_free(&s0);
