@@ -10,9 +10,11 @@
  * the new bytes.
  *
  * Runs under cachetest_proxy.sh, whose nfscached has acregmin = acregmax =
- * CT_AC seconds in its export (1, or 0 for the `noac` behaviour: every
- * READ revalidates first, so a change shows at once). The test waits
- * CT_AC * 1.5 s after each change before reading again.
+ * CT_AC seconds in its export (300, or 0 for the `noac` behaviour: every
+ * READ revalidates first, so a change shows at once). With a timeout the
+ * proxy runs on its test clock (NFSCACHED_TEST_CLOCK=1): within the
+ * timeout it serves its copy without asking upstream; the test then
+ * advances the clock CT_AC + 1 s and reads again.
  *
  * Each change keeps or changes the size, and sets the mtime to a value the
  * file never had, so a change within one timestamp tick is still seen.
@@ -66,20 +68,12 @@ static void check_data(const char *what, const uint8_t *got, uint32_t n,
 		  "byte %zu", what, n, eof, len, d);
 }
 
-/* Sleep for ms milliseconds. */
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 /*
  * Read name (len0 bytes, seed 1) twice through the proxy (the second is
  * served from the cache: no upstream READ), change it on disk to len1
- * bytes of seed 2, wait out the attribute timeout, read again: the new
- * bytes, and the cache was invalidated once.
+ * bytes of seed 2, read (with a timeout: the old bytes, from the cache),
+ * advance past the attribute timeout, read again: the new bytes, and the
+ * cache was invalidated once.
  */
 static void change_and_read(const char *name, uint32_t len0, uint32_t len1)
 {
@@ -103,21 +97,18 @@ static void change_and_read(const char *name, uint32_t len0, uint32_t len1)
 		check_data("second read", got, n, eof, want0, len0);
 	if (ct_metrics_read(&m1) != 0)
 		goto out0;
-	/* The data is cached; with noac the attributes are revalidated
-	 * (with a timeout, whether one passed is up to the machine's speed). */
+	/* The data is cached; with noac the attributes are revalidated,
+	 * with a timeout (far from over) they are not. */
 	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_READ), 0);
-	if (!ac)
-		CHECK_EQ(ct_delta(&m0, &m1, CT_UP_GETATTR), 1);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_GETATTR), ac ? 0 : 1);
 	if (disk_change(name, len1, 2, want1) != 0)
 		goto out1;
 	if (ac) {
-		/* Within the timeout the proxy may still serve its copy. */
-		if (nfsc_read(px, &fh, 0, MAXLEN, got, &n, &eof) == NFS3_OK)
-			printf("\ncachetest: writer: %s: read at once after "
-			       "the change (ac %u s): %s\n", name, ac,
-			       n == len0 && !memcmp(got, want0, n) ? "old bytes"
-								   : "new bytes");
-		sleep_ms(ac * 1500);
+		/* Within the timeout the proxy serves its copy. */
+		if (read_all(&fh, got, &n, &eof) == NFS3_OK)
+			check_data("read within the timeout", got, n, eof, want0,
+				   len0);
+		CU_ASSERT_FATAL(tclock_advance(ac + 1) == 0);
 	}
 	if (ct_metrics_read(&m2) != 0)
 		goto out1;
