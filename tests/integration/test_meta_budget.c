@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_meta_budget: the metadata cache stays within meta_cache_size while
- * 100,000 names are looked up through the proxy (metatest_budget*.conf:
+ * 30,000 names are looked up through the proxy (metatest_budget*.conf:
  * a 1 MiB budget, negative entries kept 600 s). One name in 50 exists
- * (made on disk), the others do not. Every 5,000 look-ups the cache's
+ * (made on disk), the others do not. Every 2,000 look-ups the cache's
  * accounted memory is read from /metrics and must be within the budget;
  * at the end every name looked up is either still cached or was evicted
  * (entries + evictions add up), the most recent names are answered
@@ -16,9 +16,9 @@
 #include "cunit_main.h"
 #include "metatest_util.h"
 
-#define NAMES		100000
+#define NAMES		30000
 #define EXIST_EVERY	50
-#define SAMPLE_EVERY	5000
+#define SAMPLE_EVERY	2000
 #define BUDGET		(1024u * 1024u)
 
 static struct nfsc *px;
