@@ -123,15 +123,18 @@ static int purge(struct event_base *base)
 		free(live.v);
 		return -1;
 	}
-	qsort(live.v, live.n, sizeof(*live.v), mlive_cmp);
-	qsort(timers, ntimers, sizeof(*timers), mtimer_cmp);
+	if (live.n > 1)
+		qsort(live.v, live.n, sizeof(*live.v), mlive_cmp);
+	if (ntimers > 1)
+		qsort(timers, ntimers, sizeof(*timers), mtimer_cmp);
 	for (size_t i = 0; i < ntimers; i++) {
 		struct mtimer *t = &timers[i];
 		struct mlive key = { t->ev, NULL, NULL }, *l;
 
 		if (i + 1 < ntimers && timers[i + 1].ev == t->ev)
 			continue;	/* a later arming of the same event */
-		l = bsearch(&key, live.v, live.n, sizeof(*live.v), mlive_cmp);
+		l = live.n ? bsearch(&key, live.v, live.n, sizeof(*live.v),
+				     mlive_cmp) : NULL;
 		if (!l || l->cb != t->cb || l->arg != t->arg ||
 		    event_get_base(t->ev) != base ||
 		    !event_pending(t->ev, EV_TIMEOUT, NULL))
@@ -188,7 +191,8 @@ int mclock_advance(struct event_base *base, double seconds)
 	offset += seconds;
 	if (purge(base) != 0)
 		return 0;	/* the clock moved; timers keep real time */
-	qsort(timers, ntimers, sizeof(*timers), mtimer_due_cmp);
+	if (ntimers > 1)
+		qsort(timers, ntimers, sizeof(*timers), mtimer_due_cmp);
 	now = mclock_now();
 	for (size_t i = 0; i < ntimers; i++) {
 		struct mtimer *t = &timers[i];
