@@ -28,6 +28,8 @@ packages=(
 	# the libFuzzer targets (tests/fuzz): clang, and libclang-rt-14-dev
 	# for libFuzzer and the sanitizer runtimes; bc for tests/fuzz/run.sh
 	clang libclang-rt-14-dev bc
+	# run-tests.sh --stress: the timing-sensitivity check (CPU hogs)
+	stress-ng
 )
 
 missing=()

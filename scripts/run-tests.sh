@@ -14,8 +14,10 @@
 # Exits 0 only if both built and passed; the last line sums it up.
 #
 # Options: --no-deps (skip step 1), --no-asan (skip step 3), --no-fuzz
-# (skip step 4); arguments
-# after -- go to both ctest runs (e.g. -- -L unit, or -- -R nfscp).
+# (skip step 4), --stress (run `stress-ng --cpu 2` alongside, the check
+# that no test depends on the machine's speed; README.md "Timing
+# sensitivity"); arguments after -- go to both ctest runs (e.g. -- -L
+# unit, or -- -R nfscp).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,14 +27,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 deps=1
 asan=1
 fuzz=1
+stress=0
 ctest_args=()
 while (($#)); do
 	case $1 in
 	--no-deps) deps=0 ;;
 	--no-asan) asan=0 ;;
 	--no-fuzz) fuzz=0 ;;
+	--stress) stress=1 ;;
 	--) shift; ctest_args=("$@"); break ;;
-	*) echo "usage: $0 [--no-deps] [--no-asan] [--no-fuzz] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--no-deps] [--no-asan] [--no-fuzz] [--stress] [-- CTEST_ARGS...]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -77,7 +81,21 @@ if ((deps)); then
 fi
 
 nfsc_ensure_rpcbind
-trap nfsc_stop_rpcbind EXIT
+stress_pid=
+# Stop what this script started: the CPU hogs, rpcbind.
+finish() {
+	if [[ -n "$stress_pid" ]]; then
+		kill -TERM "$stress_pid" 2>/dev/null || true
+		wait "$stress_pid" 2>/dev/null || true
+	fi
+	nfsc_stop_rpcbind
+}
+trap finish EXIT
+if ((stress)); then
+	stress-ng --cpu 2 --quiet &
+	stress_pid=$!
+	echo "==> stress-ng --cpu 2 running alongside (pid $stress_pid)"
+fi
 
 build_and_test release build \
 	-DCMAKE_BUILD_TYPE=Release -DNFSCACHED_WERROR=ON
