@@ -3,7 +3,7 @@
  * test_cache_partial: the published partial-page workload, scaled
  * (DESIGN.md "What makes it more than a pass-through", lesson 1: the
  * kernel's nfs_is_partially_uptodate, sysbench 2K random read/write on
- * 4K pages). On a 64 MiB file, CT_NIO (20,000) random writes of
+ * 4K pages). On a 64 MiB file, CT_NIO (8,000) random writes of
  * CT_IO_SIZE bytes (1 KiB) aligned to their size go through the proxy,
  * then CT_NIO random reads of the same size at offsets that were written.
  * Every byte a read asks for was written through the proxy, so the read
@@ -286,7 +286,7 @@ static int suite_init(void)
 	int fd;
 
 	T.io = (uint32_t)ct_env_u64("CT_IO_SIZE", 1024);
-	T.nio = ct_env_u64("CT_NIO", 20000);
+	T.nio = ct_env_u64("CT_NIO", 8000);
 	T.wwin = (unsigned)ct_env_u64("CT_WRITE_WINDOW", 1);
 	T.rwin = (unsigned)ct_env_u64("CT_READ_WINDOW", 16);
 	if (T.io == 0 || FILE_SIZE % T.io || !T.wwin || !T.rwin)
