@@ -48,6 +48,7 @@ uint64_t ct_env_u64(const char *name, uint64_t dflt);
 #define CT_PAGES	"nfscached_cache_pages"
 #define CT_PAGE_BYTES	"nfscached_cache_page_bytes"
 #define CT_PAGE_SIZE	"nfscached_cache_page_size_bytes"
+#define CT_PAGE_COST	"nfscached_cache_page_cost_bytes"
 #define CT_BUDGET	"nfscached_cache_budget_bytes"
 #define CT_META_BYTES	"nfscached_cache_metadata_bytes"
 #define CT_EVICTIONS	"nfscached_cache_evictions_total"
