@@ -4,6 +4,15 @@
 # Install the Debian 12 packages that building nfscached, its tests and its
 # demo need. Does nothing (and needs no root) when all are installed;
 # otherwise runs apt-get update and apt-get install -y as root.
+#
+# The kernel tests (tests/kernel/) need a QEMU guest's packages too; they
+# are installed without their recommendations (qemu-system-x86 would bring
+# a desktop's worth). The guest's kernel is not a package installed here:
+# tests/kernel/vm.sh fetches it with `apt-get download` into the build tree.
+# nfs-common (for mount.nfs, run in the guest) ships init scripts that
+# would start rpc.statd on this host: while it is installed, a temporary
+# /usr/sbin/policy-rc.d denies every service start (invoke-rc.d's
+# documented hook), unless one is there already.
 set -euo pipefail
 
 packages=(
@@ -31,23 +40,48 @@ packages=(
 	# run-tests.sh --stress: the timing-sensitivity check (CPU hogs)
 	stress-ng
 )
+# The kernel tests: QEMU, mount.nfs (run in the guest), a static busybox
+# for the guest's initramfs, cpio and xz to build it and unpack the
+# kernel, fio for the guest's verify job.
+kernel_packages=(
+	qemu-system-x86 nfs-common busybox-static cpio xz-utils fio
+)
 
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || status=
-	[[ "$status" == "install ok installed" ]] || missing+=("$p")
-done
+# Print the packages among $@ that are not installed.
+not_installed() {
+	local p status
+	for p in "$@"; do
+		status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || status=
+		[[ "$status" == "install ok installed" ]] || echo "$p"
+	done
+}
 
-if ((${#missing[@]} == 0)); then
-	echo "install-deps: all ${#packages[@]} packages present"
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t kmissing < <(not_installed "${kernel_packages[@]}")
+total=$((${#packages[@]} + ${#kernel_packages[@]}))
+
+if ((${#missing[@]} + ${#kmissing[@]} == 0)); then
+	echo "install-deps: all $total packages present"
 	exit 0
 fi
 if ((EUID != 0)); then
-	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: missing packages: ${missing[*]} ${kmissing[*]}" >&2
 	echo "install-deps: run this script as root to install them" >&2
 	exit 1
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing ${missing[*]} ${kmissing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y "${packages[@]}"
+if ((${#missing[@]})); then
+	apt-get install -y "${packages[@]}"
+fi
+if ((${#kmissing[@]})); then
+	policy=
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\n# install-deps.sh: no service starts during its install\nexit 101\n' >"$policy"
+		chmod 0755 "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
+	apt-get install -y --no-install-recommends "${kernel_packages[@]}"
+fi
