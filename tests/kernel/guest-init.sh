@@ -1,5 +1,6 @@
 #!/bin/busybox sh
 # SPDX-License-Identifier: MIT
+# shellcheck shell=dash
 #
 # guest-init.sh: PID 1 of the guest that tests/kernel/vm.sh boots (it
 # becomes /init of the initramfs; run by the initramfs's static busybox sh).

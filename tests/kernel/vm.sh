@@ -324,6 +324,7 @@ start_qemu() {
 	serial_args=(-serial chardev:con)
 	# The shell: the guest's second serial port on our terminal.
 	if [[ "${NFSC_VM_SHELL:-0}" == 1 ]]; then
+		# shellcheck disable=SC2054 # commas inside one QEMU argument
 		serial_args+=(-chardev stdio,id=sh,signal=off -serial chardev:sh)
 	fi
 	# The kernel command line: no crypto self-tests (~0.5 s of initcalls),

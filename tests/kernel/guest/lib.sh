@@ -6,6 +6,8 @@
 # Sourced by guest/run.sh; every function fails the scenario (exit 1)
 # with a message rather than returning an error.
 
+# The mount point, for the scenarios (guest/*.sh).
+# shellcheck disable=SC2034
 M=${NFSC_VM_MNT:-/mnt}
 
 # Print a step title.
