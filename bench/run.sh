@@ -59,6 +59,9 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 say "building Release in $build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >/dev/null
 cmake --build "$build" --target nfscached delayrelay loadgen -j"$(nproc)" >/dev/null
+# The kernel client's row (K1) boots tests/kernel/vm.sh's guest; its kernel
+# and initramfs are kept here.
+kvm_home=$build/kernel-vm
 nfscached=$build/daemon/nfscached
 relay=$build/tests/tools/delayrelay
 loadgen=$build/bench/loadgen
@@ -69,7 +72,7 @@ page_default=65536
 cache_mib=256		# nfscached cache_size for every cell
 t() { awk -v a="$1" -v s="$scale" 'BEGIN { printf "%.2f", a * s }'; }
 T_W1=$(t 2.5) T_W2=$(t 5) T_W3=$(t 4) T_W4=$(t 4) T_W5R=$(t 5) T_W5S=$(t 3)
-T_W6=$(t 4) T_W6B=$(t 4) T_W9=$(t 8) WARM=$(t 0.5)
+T_W6=$(t 4) T_W6B=$(t 4) T_W9=$(t 8) WARM=$(t 0.5) T_K1=$(t 20)
 # A call still unanswered this long after its phase's time box is given
 # up on (a COMMIT cannot be time-boxed; a slow flush must not stall the
 # run): the phase is reported as timed out and the run goes on.
@@ -358,6 +361,35 @@ cell_run() {
 		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$cdir/cell.json"
 }
 
+# K1, informational (no target): the Linux kernel's NFS client in the
+# kernel tests' QEMU guest (tests/kernel/vm.sh) runs sysbench fileio,
+# 2 KiB random reads and writes (sysbench's default mix: 1.5 reads per
+# write, an fsync every 100 requests) on 4 files of 8 MiB, on path $1 at
+# delay $2 ms. The guest is emulated (TCG): its CPU bounds both paths, so
+# only the ratio means anything. Results in $res/kernel/K1-PATH-DELAYms/.
+kernel_cell() {
+	local path=$1 delay=$2 id="K1-$1-${2}ms" rc=0 nfs mnt
+	local sb="sysbench fileio --file-num=4 --file-total-size=32M"
+	[[ -z "$only" || "$id" =~ $only ]] || return 0
+	cdir=$res/kernel/$id
+	mkdir -p "$cdir/snaps"
+	say "cell $id"
+	if cell_start K1 "$path" "$delay" "$page_default" "$cdir/x"; then
+		nfs=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$cell_url")
+		mnt=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$cell_url")
+		NFSC_VM_HOME=$kvm_home NFSC_VM_TIMEOUT=$(to "$T_K1" 300) \
+			"$root/tests/kernel/vm.sh" "$nfs" "$mnt" -- \
+			"cd /mnt && $sb prepare >/dev/null && $sb --file-test-mode=rndrw --file-block-size=2K --time=$T_K1 run" \
+			>"$cdir/sysbench.out" 2>"$cdir/vm.err" || rc=$?
+		((rc == 0)) || say "cell $id: the guest exited $rc: $(tail -n 3 "$cdir/vm.err" | tr '\n' ' ')"
+	else
+		rc=-1
+	fi
+	cell_stop
+	printf '{"id":"%s","path":"%s","delay_ms":%s,"rc":%s,"secs":%s}\n' \
+		"$id" "$path" "$delay" "$rc" "$T_K1" >"$cdir/cell.json"
+}
+
 # ----------------------------------------------------------------- main
 
 dbus_start
@@ -394,6 +426,10 @@ done
 # every page holds uncommitted data, the peak RSS case (issue 21).
 for page in 4096 65536; do
 	cell_run W9 nfscached 2 16 "$page"
+done
+# K1: the kernel client (informational).
+for p in direct nfscached; do
+	kernel_cell "$p" 2
 done
 
 bg_wait

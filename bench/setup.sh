@@ -16,6 +16,7 @@ packages=(
 	gnuplot-nox		# the report's plots
 	python3			# the report
 	procps coreutils	# ps, timeout, nproc
+	sysbench		# K1: the kernel client's row (in the guest)
 )
 
 missing=()
