@@ -369,7 +369,8 @@ cell_run() {
 # only the ratio means anything. Results in $res/kernel/K1-PATH-DELAYms/.
 kernel_cell() {
 	local path=$1 delay=$2 id="K1-$1-${2}ms" rc=0 nfs mnt
-	local sb="sysbench fileio --file-num=4 --file-total-size=32M"
+	local sb="sysbench fileio --file-num=4 --file-total-size=32M" secs
+	secs=$(printf '%.0f' "$T_K1")	# whole seconds, for sysbench and vm.sh
 	[[ -z "$only" || "$id" =~ $only ]] || return 0
 	cdir=$res/kernel/$id
 	mkdir -p "$cdir/snaps"
@@ -377,9 +378,9 @@ kernel_cell() {
 	if cell_start K1 "$path" "$delay" "$page_default" "$cdir/x"; then
 		nfs=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$cell_url")
 		mnt=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$cell_url")
-		NFSC_VM_HOME=$kvm_home NFSC_VM_TIMEOUT=$(to "$T_K1" 300) \
+		NFSC_VM_HOME=$kvm_home NFSC_VM_TIMEOUT=$((secs + 300)) \
 			"$root/tests/kernel/vm.sh" "$nfs" "$mnt" -- \
-			"cd /mnt && $sb prepare >/dev/null && $sb --file-test-mode=rndrw --file-block-size=2K --time=$T_K1 run" \
+			"cd /mnt && $sb prepare >/dev/null && $sb --file-test-mode=rndrw --file-block-size=2K --time=$secs run" \
 			>"$cdir/sysbench.out" 2>"$cdir/vm.err" || rc=$?
 		((rc == 0)) || say "cell $id: the guest exited $rc: $(tail -n 3 "$cdir/vm.err" | tr '\n' ' ')"
 	else
@@ -387,7 +388,7 @@ kernel_cell() {
 	fi
 	cell_stop
 	printf '{"id":"%s","path":"%s","delay_ms":%s,"rc":%s,"secs":%s}\n' \
-		"$id" "$path" "$delay" "$rc" "$T_K1" >"$cdir/cell.json"
+		"$id" "$path" "$delay" "$rc" "$secs" >"$cdir/cell.json"
 }
 
 # ----------------------------------------------------------------- main

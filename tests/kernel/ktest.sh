@@ -223,4 +223,5 @@ main() {
 		'BEGIN { printf "ktest: PASS: %s (guest %.1f s)\n", s, b - a }'
 }
 
-main "$@"
+# One line: bash reads a script as it runs, and this must not be re-read.
+main "$@"; exit $?

@@ -312,7 +312,7 @@ run_hook() {
 
 # Boot QEMU in the background (sets QPID) for kernel release $1.
 start_qemu() {
-	local r=$1 quiet=quiet con_args serial_args
+	local r=$1 quiet=quiet con_args serial_args args
 	con_args=(-chardev "file,id=con,path=$JOB/console.log")
 	if [[ "${NFSC_VM_VERBOSE:-0}" == 1 ]]; then
 		mkfifo "$JOB/console.fifo"
@@ -324,13 +324,14 @@ start_qemu() {
 	serial_args=(-serial chardev:con)
 	# The shell: the guest's second serial port on our terminal.
 	if [[ "${NFSC_VM_SHELL:-0}" == 1 ]]; then
-		# shellcheck disable=SC2054 # commas inside one QEMU argument
+		# shellcheck disable=SC2054 # commas inside QEMU arguments
 		serial_args+=(-chardev stdio,id=sh,signal=off -serial chardev:sh)
 	fi
 	# The kernel command line: no crypto self-tests (~0.5 s of initcalls),
 	# acpi=noirq (~0.35 s of IRQ-link work; the devices use MSI-X), no
 	# page-table isolation (TLB flushes are dear under TCG), panic ends QEMU.
-	qemu-system-x86_64 "${accel_args[@]}" \
+	# shellcheck disable=SC2054 # commas inside QEMU arguments
+	args=("${accel_args[@]}" \
 		-machine pc -m "${NFSC_VM_MEM:-1G}" -smp "${NFSC_VM_SMP:-2}" \
 		-nodefaults -no-user-config -nographic -no-reboot \
 		-kernel "$KDIR/vmlinux-$r" -initrd "$NFSC_VM_HOME/initramfs-$r.cpio.gz" \
@@ -347,8 +348,14 @@ start_qemu() {
 		-device virtserialport,bus=vser.0,nr=4,chardev=ghook,name=nfsc_vm.hook \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
-		-netdev user,id=net0,ipv6=off -device virtio-net-pci,netdev=net0,romfile= \
-		2>"$JOB/qemu.log" &
+		-netdev user,id=net0,ipv6=off -device virtio-net-pci,netdev=net0,romfile=)
+	# A background job's stdin is /dev/null unless given: the shell's
+	# terminal is fd 9 (main).
+	if [[ "${NFSC_VM_SHELL:-0}" == 1 ]]; then
+		qemu-system-x86_64 "${args[@]}" <&9 2>"$JOB/qemu.log" &
+	else
+		qemu-system-x86_64 "${args[@]}" </dev/null 2>"$JOB/qemu.log" &
+	fi
 	QPID=$!
 }
 
@@ -449,6 +456,8 @@ main() {
 		[[ -n "${NFSC_VM_OPTS:-}" ]] && NFSC_VM_MOUNT_OPTS+=",$NFSC_VM_OPTS"
 	fi
 	pick_accel
+	[[ "${NFSC_VM_TIMEOUT:-1800}" =~ ^[0-9]+$ ]] ||
+		die "NFSC_VM_TIMEOUT must be whole seconds, not '$NFSC_VM_TIMEOUT'"
 
 	mkdir -p "$NFSC_VM_HOME/jobs" || die "cannot create $NFSC_VM_HOME/jobs"
 	JOB=$(mktemp -d "$NFSC_VM_HOME/jobs/job.XXXXXX") || die "mktemp"
@@ -477,11 +486,8 @@ main() {
 
 	start_readers
 	T_QEMU=$(now)
-	if [[ "${NFSC_VM_SHELL:-0}" == 1 ]]; then
-		start_qemu "$R"
-	else
-		start_qemu "$R" </dev/null
-	fi
+	exec 9<&0
+	start_qemu "$R"
 	start_watchdog
 	wait "$QPID"
 	qrc=$?
@@ -499,5 +505,5 @@ main() {
 	exit "$rc"
 }
 
-main "$@"
-exit $?
+# One line: bash reads a script as it runs, and this must not be re-read.
+main "$@"; exit $?
