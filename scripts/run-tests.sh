@@ -4,7 +4,8 @@
 # The test command: build and run every test twice, the way CI does.
 #
 #   1. install the Debian packages (scripts/install-deps.sh)
-#   2. build/       Release, -DNFSCACHED_WERROR=ON; ctest
+#   2. build/       Release, -DNFSCACHED_WERROR=ON; ctest (the kernel tests
+#                   of tests/kernel/ run in this tree only)
 #   3. build-asan/  Debug, -DNFSCACHED_SANITIZE=ON (ASan + UBSan); ctest
 #   4. build-fuzz/  clang, -DNFSCACHED_FUZZ=ON: the libFuzzer targets only,
 #                   each run over its corpus (ctest -L fuzz, about a minute)
