@@ -28,7 +28,7 @@ KT_IN=$NFSC_TMP/in
 KT_FSX_SEEDS=${KT_FSX_SEEDS:-1 2 3}
 KT_FSX_OPS=${KT_FSX_OPS:-20000}
 # The fio job, in the guest and for the host's --verify_only.
-KT_FIO_JOB="--name=kverify --size=32M --rw=randrw --bs=4k --ioengine=psync
+KT_FIO_JOB="--name=kverify --size=16M --rw=randrw --bs=4k --ioengine=psync
  --verify=crc32c --verify_fatal=1 --randrepeat=1 --fsync_on_close=1"
 KT_FIO_JOB=${KT_FIO_JOB//$'\n'/}
 

@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # fio: Debian's fio, a random read/write job with verify=crc32c on a
-# 32 MiB file of the mount ($KT_FIO_JOB, shared with ktest.sh, which
+# 16 MiB file of the mount ($KT_FIO_JOB, shared with ktest.sh, which
 # verifies the upstream's copy with the same job and --verify_only).
 
 guest_fio() {
