@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "fh.h"
 #include "mclock.h"
+#include "upcall.h"
 
 struct event_base;
 struct upstream;
@@ -23,7 +24,9 @@ struct metrics;
 /* One configured export and its upstream connection. */
 struct export_rt {
 	const struct conf_export *conf;	/* borrowed from daemon.conf */
-	struct upstream *up;		/* owned */
+	struct upstream *up;		/* owned (NULL under a unit test) */
+	struct upcall upc;		/* what the handlers call: upcall_libnfs
+					 * on up, or a test's fake */
 	bool warned_fh_len;		/* long upstream handle logged once */
 	struct cache_ac ac_reg;		/* acregmin..acregmax, seconds */
 	struct cache_ac ac_dir;		/* acdirmin..acdirmax, seconds */

@@ -61,24 +61,6 @@ static struct event *stop_timer;
 static double flush_deadline;	/* no new write-back after this */
 static double stop_deadline;	/* nor waiting for calls in flight */
 
-double daemon_now(void)
-{
-	return mclock_now();
-}
-
-const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type)
-{
-	return type == NF3DIR ? &ex->ac_dir : &ex->ac_reg;
-}
-
-struct export_rt *daemon_export(struct daemon *d, unsigned id)
-{
-	for (size_t i = 0; i < d->nexports; i++)
-		if (d->exports[i].conf->id == id)
-			return &d->exports[i];
-	return NULL;
-}
-
 /* Print usage to f. */
 static void usage(FILE *f)
 {
@@ -286,6 +268,8 @@ static void start_upstreams(struct daemon *d)
 		d->exports[i].ac_dir.max = e->acdirmax;
 		d->exports[i].up = upstream_new(d->base, &p, upstream_state_changed,
 						&d->exports[i]);
+		d->exports[i].upc.ops = &upcall_libnfs;
+		d->exports[i].upc.impl = d->exports[i].up;
 		if (!d->exports[i].up || upstream_start(d->exports[i].up) != 0)
 			fatal("export %s: cannot start the upstream client", e->path);
 	}

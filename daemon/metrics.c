@@ -215,7 +215,7 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	for (size_t i = 0; i < d->nexports; i++)
 		evbuffer_add_printf(o, "nfscached_upstream_up{export=\"%s\"} %d\n",
 				    d->exports[i].conf->path,
-				    upstream_get_state(d->exports[i].up) == UPSTREAM_UP);
+				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP);
 }
 
 /* Write the answers given from stale state (stale_on_error). */
@@ -649,7 +649,7 @@ static void healthz_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	for (size_t i = 0; i < m->d->nexports; i++)
-		if (upstream_get_state(m->d->exports[i].up) != UPSTREAM_UP)
+		if (upcall_state(&m->d->exports[i].upc) != UPSTREAM_UP)
 			up = 0;
 	evbuffer_add_printf(out, up ? "ok\n" : "upstream down\n");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

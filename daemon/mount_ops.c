@@ -110,7 +110,7 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex)
 	int flavors[1] = { AUTH_SYS };
 	mountres3 res;
 
-	root = upstream_root_fh(ex->up, &root_len);
+	root = upcall_root_fh(&ex->upc, &root_len);
 	if (!root) {
 		log_warn("MNT %s from %s: upstream not mounted", ex->conf->path,
 			 req_peer_name(r));
@@ -142,7 +142,7 @@ static void mnt_wait_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!upstream_root_fh(w->ex->up, &(size_t){ 0 }) &&
+	if (!upcall_root_fh(&w->ex->upc, &(size_t){ 0 }) &&
 	    daemon_now() < w->deadline && !w->r->d->stopping) {
 		mclock_timer_add(w->timer, &tv);
 		return;
@@ -173,7 +173,7 @@ enum op_status mount_op_mnt(struct req *r)
 		return mnt_fail(r, MNT3ERR_PERM);
 	}
 	ex = daemon_export(r->d, e->id);
-	if (upstream_root_fh(ex->up, &(size_t){ 0 }))
+	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }))
 		return mnt_answer(r, ex);
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->timer = evtimer_new(r->d->base, mnt_wait_cb, w))) {

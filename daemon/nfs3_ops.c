@@ -277,7 +277,7 @@ static void clamp(count3 *c, uint32_t max)
 /* Clamp transfer counts in the arguments to the upstream's rtmax. */
 static void clamp_args(struct req *r, const struct export_rt *ex)
 {
-	uint32_t rtmax = upstream_rtmax(ex->up);
+	uint32_t rtmax = upcall_rtmax(&ex->upc);
 
 	switch (r->call.proc) {
 	case NFSPROC3_READ:
@@ -370,8 +370,8 @@ static void clamp_fsinfo(struct req *r, const struct export_rt *ex,
 			 FSINFO3res *res)
 {
 	FSINFO3resok *ok = &res->FSINFO3res_u.resok;
-	uint32_t rmax = upstream_rtmax(ex->up);
-	uint32_t wmax = upstream_wtmax(ex->up);
+	uint32_t rmax = upcall_rtmax(&ex->upc);
+	uint32_t wmax = upcall_wtmax(&ex->upc);
 	uint32_t rec = r->d->conf->max_record_size;
 	uint32_t rec_w = rec > 8192 ? (rec - 4096) & ~4095u : 4096;
 
@@ -405,15 +405,7 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct upstream_cred *uc,
 	      upstream_cb cb, void *arg)
 {
-	size_t len;
-	uint8_t *bytes = rpcmsg_encode(xargs, args, &len);
-	int rc;
-
-	if (!bytes)
-		return -1;
-	rc = upstream_call(ex->up, proc, bytes, len, uc, cb, arg);
-	free(bytes);
-	return rc;
+	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);
 }
 
 void *nfs3_res_decode(const struct dispatch_entry *ent, const uint8_t *xdr,
@@ -1008,7 +1000,7 @@ enum op_status nfs3_op_null(struct req *r)
  */
 static nfsstat3 send_failure(const struct export_rt *ex, uint32_t proc)
 {
-	if (upstream_get_state(ex->up) != UPSTREAM_UP)
+	if (upcall_state(&ex->upc) != UPSTREAM_UP)
 		return NFS3ERR_JUKEBOX;
 	if (proc < UPSTREAM_NPROCS && name_map[proc].n > 0)
 		return NFS3ERR_NAMETOOLONG;

@@ -519,7 +519,7 @@ static void read_ahead(struct read_op *op, bool hit)
 	READ3args *a = op_args(op);
 	struct range out[RA_RANGES_MAX], pr;
 	bool prev_cached = false;
-	uint32_t rtmax = upstream_rtmax(op->ex->up);
+	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	size_t n;
 
 	if (!ra || !rtmax)
@@ -544,7 +544,7 @@ static void read_ahead(struct read_op *op, bool hit)
 static void read_fetch(struct read_op *op, const struct range *fetch,
 		       size_t n)
 {
-	uint32_t rtmax = upstream_rtmax(op->ex->up);
+	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	unsigned issued = 0;
 
 	if (!rtmax)

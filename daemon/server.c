@@ -698,18 +698,14 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-/* Listener callback: a new client connection. */
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
+		 socklen_t salen, uint32_t only_prog)
 {
-	struct listener *li = arg;
-	struct server *s = li->srv;
 	const struct conf *cf = s->d->conf;
 	struct peer_count *pc = NULL;
 	const char *limit;
 	struct conn *c = calloc(1, sizeof(*c));
 
-	(void)l;
 	if (c) {
 		memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer)
 			? (size_t)salen : sizeof(c->peer));
@@ -717,7 +713,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		if ((limit = conn_limit_hit(s, c->peer_host, &pc))) {
 			conn_refuse(s, fd, c->peer_name, limit);
 			free(c);
-			return;
+			return -1;
 		}
 	}
 	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
@@ -731,18 +727,29 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		}
 		free(c);
 		evutil_closesocket(fd);
-		return;
+		return -1;
 	}
 	c->magic = CONN_MAGIC;
 	c->refs = 1;
 	c->srv = s;
-	c->only_prog = li->only_prog;
+	c->only_prog = only_prog;
 	c->last_active = daemon_now();
 	conn_setup_io(c, fd);
 	DL_APPEND(s->conns, c);
 	s->st.connections_accepted++;
 	s->st.connections_open++;
 	log_debug("connection from %s", c->peer_name);
+	return 0;
+}
+
+/* Listener callback: a new client connection. */
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int salen, void *arg)
+{
+	struct listener *li = arg;
+
+	(void)l;
+	server_adopt(li->srv, fd, sa, (socklen_t)salen, li->only_prog);
 }
 
 /* Seconds between sweeps: a quarter of the shorter timeout, at most

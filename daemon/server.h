@@ -152,6 +152,16 @@ void accept_guard_free(struct accept_guard **g);
 int server_listen(struct server *s, const char *addr, int port,
 		  uint32_t only_prog, char *err, size_t errlen);
 
+/*
+ * Serve a connected socket fd (taken: closed on failure and with the
+ * connection) as a client connection from sa (salen bytes, copied) that
+ * only_prog (0: any program) may call. The listeners' accept path; unit
+ * tests hand it one end of a socketpair(2). Returns 0, or -1 when a
+ * connection limit refused it or memory ran out (logged).
+ */
+int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
+		 socklen_t salen, uint32_t only_prog);
+
 /* Stop accepting new connections (shutdown); open ones keep working. */
 void server_stop_accepting(struct server *s);
 

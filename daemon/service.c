@@ -81,7 +81,7 @@ static size_t upstreams_up(void)
 	size_t n = 0;
 
 	for (size_t i = 0; i < svc.d->nexports; i++)
-		if (upstream_get_state(svc.d->exports[i].up) == UPSTREAM_UP)
+		if (upcall_state(&svc.d->exports[i].upc) == UPSTREAM_UP)
 			n++;
 	return n;
 }

@@ -32,8 +32,8 @@ static struct stale_stats stats;
 
 enum upstream_status stale_refused(const struct export_rt *ex)
 {
-	return upstream_get_state(ex->up) == UPSTREAM_UP ? UPSTREAM_EPROTO
-							 : UPSTREAM_EDOWN;
+	return upcall_state(&ex->upc) == UPSTREAM_UP ? UPSTREAM_EPROTO
+						     : UPSTREAM_EDOWN;
 }
 
 /* Whether st says the upstream could not be reached. */

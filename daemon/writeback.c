@@ -461,9 +461,9 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	bool keep_tail;
 
 	if (!fs || !fs->ex || fs->hold ||
-	    upstream_get_state(fs->ex->up) != UPSTREAM_UP)
+	    upcall_state(&fs->ex->upc) != UPSTREAM_UP)
 		return;
-	wtmax = upstream_wtmax(fs->ex->up);
+	wtmax = upcall_wtmax(&fs->ex->upc);
 	if (!wtmax)
 		return;
 	buf = malloc(wtmax);

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* fake_upstream: see fake_upstream.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+
+#include "dispatch.h"
+#include "fake_upstream.h"
+#include "nfs3_prot.h"
+#include "rpcmsg.h"
+
+/* The NFSv3 dispatch row of proc. */
+static const struct dispatch_entry *row(uint32_t proc)
+{
+	enum dispatch_miss miss;
+	uint32_t lo, hi;
+
+	return dispatch_find(NFS_PROGRAM, NFS_V3, proc, &miss, &lo, &hi);
+}
+
+/* Append c to the list at *head. */
+static void append(struct fake_call **head, struct fake_call *c)
+{
+	while (*head)
+		head = &(*head)->next;
+	c->next = NULL;
+	*head = c;
+}
+
+/* Free c and its argument copy. */
+static void call_free(struct fake_call *c)
+{
+	const struct dispatch_entry *e = row(c->proc);
+
+	if (c->args) {
+		xdr_free(e->xdr_args, c->args);
+		free(c->args);
+	}
+	free(c);
+}
+
+/* Answer c: status only, or the responder's result encoded. */
+static void answer(struct fake_call *c, enum upstream_status forced)
+{
+	const struct dispatch_entry *e = row(c->proc);
+	enum upstream_status st = forced;
+	void *res = calloc(1, e->res_size);
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+
+	if (st == UPSTREAM_OK)
+		st = c->fu->respond(c, res, c->fu->respond_arg);
+	if (st == UPSTREAM_OK &&
+	    !(bytes = rpcmsg_encode(e->xdr_res, res, &len)))
+		st = UPSTREAM_EPROTO;
+	free(res);
+	c->cb(st, st == UPSTREAM_OK ? bytes : NULL, len, c->cb_arg);
+	free(bytes);
+	call_free(c);
+}
+
+/* Loop callback: answer every ready call, oldest first. */
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct fake_up *fu = arg;
+
+	(void)fd;
+	(void)what;
+	while (fu->ready) {
+		struct fake_call *c = fu->ready;
+
+		fu->ready = c->next;
+		answer(c, UPSTREAM_OK);
+	}
+}
+
+/* upcall_ops.call: copy and count the call, queue it. */
+static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
+		     const void *args, const struct upstream_cred *cred,
+		     upstream_cb cb, void *arg)
+{
+	struct fake_up *fu = impl;
+	const struct dispatch_entry *e;
+	struct fake_call *c;
+	uint8_t *bytes;
+	size_t len;
+
+	if (fu->state != UPSTREAM_UP || proc >= UPSTREAM_NPROCS ||
+	    !(e = row(proc)) || !(bytes = rpcmsg_encode(xargs, args, &len)))
+		return -1;
+	c = calloc(1, sizeof(*c));
+	c->args = calloc(1, e->args_size);
+	if (rpcmsg_decode_args(bytes, len, 0, e->xdr_args, c->args) != 0)
+		abort();
+	free(bytes);
+	c->fu = fu;
+	c->proc = proc;
+	c->cred = *cred;
+	c->cred.machine = NULL;
+	c->cb = cb;
+	c->cb_arg = arg;
+	fu->calls[proc]++;
+	append(fu->hold[proc] ? &fu->held : &fu->ready, c);
+	if (!fu->hold[proc])
+		event_active(fu->tick, EV_TIMEOUT, 0);
+	return 0;
+}
+
+/* upcall_ops.state. */
+static enum upstream_state fake_state(const void *impl)
+{
+	return ((const struct fake_up *)impl)->state;
+}
+
+/* upcall_ops.rtmax. */
+static uint32_t fake_rtmax(const void *impl)
+{
+	return ((const struct fake_up *)impl)->rtmax;
+}
+
+/* upcall_ops.wtmax. */
+static uint32_t fake_wtmax(const void *impl)
+{
+	return ((const struct fake_up *)impl)->wtmax;
+}
+
+/* upcall_ops.root_fh. */
+static const uint8_t *fake_root_fh(const void *impl, size_t *len)
+{
+	const struct fake_up *fu = impl;
+
+	*len = fu->root_len;
+	return fu->root_len ? fu->root : NULL;
+}
+
+const struct upcall_ops fake_upcall_ops = {
+	.call = fake_call,
+	.state = fake_state,
+	.rtmax = fake_rtmax,
+	.wtmax = fake_wtmax,
+	.root_fh = fake_root_fh,
+};
+
+void fake_up_init(struct fake_up *fu, struct event_base *base,
+		  uint32_t max_transfer, fake_responder fn, void *arg)
+{
+	memset(fu, 0, sizeof(*fu));
+	fu->base = base;
+	fu->state = UPSTREAM_UP;
+	fu->rtmax = fu->wtmax = max_transfer;
+	fu->respond = fn;
+	fu->respond_arg = arg;
+	fu->tick = event_new(base, -1, 0, tick_cb, fu);
+}
+
+size_t fake_up_held(const struct fake_up *fu, uint32_t proc)
+{
+	size_t n = 0;
+
+	for (const struct fake_call *c = fu->held; c; c = c->next)
+		n += c->proc == proc;
+	return n;
+}
+
+void fake_up_release(struct fake_up *fu, uint32_t proc)
+{
+	struct fake_call **pp = &fu->held;
+
+	fu->hold[proc] = false;
+	while (*pp) {
+		struct fake_call *c = *pp;
+
+		if (c->proc != proc) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		append(&fu->ready, c);
+	}
+	event_active(fu->tick, EV_TIMEOUT, 0);
+}
+
+void fake_up_fail_held(struct fake_up *fu, enum upstream_status status)
+{
+	while (fu->held) {
+		struct fake_call *c = fu->held;
+
+		fu->held = c->next;
+		answer(c, status);
+	}
+}
+
+void fake_up_destroy(struct fake_up *fu)
+{
+	struct fake_call *lists[2] = { fu->held, fu->ready };
+
+	for (int i = 0; i < 2; i++)
+		while (lists[i]) {
+			struct fake_call *c = lists[i];
+
+			lists[i] = c->next;
+			call_free(c);
+		}
+	fu->held = fu->ready = NULL;
+	if (fu->tick)
+		event_free(fu->tick);
+	fu->tick = NULL;
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/* nfs3_harness: see nfs3_harness.h. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <event2/event.h>
+
+#include "fh.h"
+#include "fstate.h"
+#include "nfs3_meta.h"
+#include "log.h"
+#include "nfs3_harness.h"
+#include "rpcmsg.h"
+#include "server.h"
+#include "writeback.h"
+
+#define H_GUARD_S 30	/* real seconds h_wait waits before failing */
+
+/* Append the bytes cfd has to h->in and move whole records to replies. */
+static void take_records(struct nfs3_h *h)
+{
+	for (;;) {
+		uint32_t mark, len;
+		struct h_reply *r, **pp;
+
+		if (h->in_len < 4)
+			return;
+		memcpy(&mark, h->in, 4);
+		len = ntohl(mark) & 0x7fffffffu;
+		if (h->in_len < 4 + (size_t)len)
+			return;
+		r = calloc(1, sizeof(*r));
+		r->rec = malloc(len);
+		memcpy(r->rec, h->in + 4, len);
+		r->len = len;
+		memcpy(&mark, r->rec, 4);
+		r->xid = ntohl(mark);
+		memmove(h->in, h->in + 4 + len, h->in_len - 4 - len);
+		h->in_len -= 4 + len;
+		for (pp = &h->replies; *pp; pp = &(*pp)->next)
+			;
+		*pp = r;
+	}
+}
+
+/* Loop callback: cfd is readable. */
+static void read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct nfs3_h *h = arg;
+	uint8_t buf[65536];
+	ssize_t n;
+
+	(void)what;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		h->in = realloc(h->in, h->in_len + (size_t)n);
+		memcpy(h->in + h->in_len, buf, (size_t)n);
+		h->in_len += (size_t)n;
+	}
+	take_records(h);
+}
+
+/* The daemon's cache and write-back, as main() sets them up. */
+static void start_cache(struct daemon *d)
+{
+	struct cache_params cp = {
+		.page_size = d->conf->page_size,
+		.budget = (uint64_t)d->conf->cache_size << 20,
+		.hole_granularity = d->conf->hole_granularity,
+		.max_files = d->conf->max_files,
+	};
+
+	d->cache = cache_new(&cp);
+	if (!d->cache)
+		abort();
+	ra_params_default(&d->ra_params, d->conf->page_size);
+	d->ra_params.max_window = d->conf->readahead_max;
+	d->ra_params.max_streams = d->conf->readahead_streams;
+	if (d->ra_params.min_window > d->ra_params.max_window)
+		d->ra_params.min_window = d->ra_params.max_window;
+	if (writeback_start(d) != 0)
+		abort();
+}
+
+/* The one export, on the fake upstream over the toy. */
+static void start_export(struct nfs3_h *h)
+{
+	const struct conf_export *e = &h->d.conf->exports[0];
+
+	toy_init(&h->toy);
+	fake_up_init(&h->fu, h->d.base, 65536, toy_respond, &h->toy);
+	memcpy(h->fu.root, "\0\0\0\0\0\0\0\1", 8);
+	h->fu.root_len = 8;
+	h->ex.conf = e;
+	h->ex.ac_reg.min = e->acregmin;
+	h->ex.ac_reg.max = e->acregmax;
+	h->ex.ac_dir.min = e->acdirmin;
+	h->ex.ac_dir.max = e->acdirmax;
+	h->ex.upc.ops = &fake_upcall_ops;
+	h->ex.upc.impl = &h->fu;
+	h->d.exports = &h->ex;
+	h->d.nexports = 1;
+}
+
+/* Connect the client over a socketpair, from 127.0.0.1 port 800. */
+static void connect_client(struct nfs3_h *h)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET,
+				    .sin_port = htons(800) };
+	int sv[2];
+
+	peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		abort();
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	h->cfd = sv[1];
+	h->d.server = server_new(&h->d);
+	if (!h->d.server ||
+	    server_adopt(h->d.server, sv[0], (struct sockaddr *)&peer,
+			 sizeof(peer), 0) != 0)
+		abort();
+	h->rd = event_new(h->d.base, h->cfd, EV_READ | EV_PERSIST, read_cb, h);
+	event_add(h->rd, NULL);
+}
+
+void h_init(struct nfs3_h *h, h_conf_fn tune)
+{
+	char err[256];
+
+	memset(h, 0, sizeof(*h));
+	setenv("NFSCACHED_TEST_CLOCK", "1", 1);
+	if (!getenv("NFS3_TEST_VERBOSE"))
+		log_set_level_name("error");
+	if (conf_from_flags("nfs://127.0.0.1/export", "127.0.0.1:2049", 0,
+			    &h->d.conf, err, sizeof(err)) != 0)
+		abort();
+	if (tune)
+		tune(h->d.conf);
+	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
+	h->d.base = event_base_new();
+	start_cache(&h->d);
+	start_export(h);
+	connect_client(h);
+	h->next_xid = 0x1000;
+}
+
+void h_fini(struct nfs3_h *h)
+{
+	while (h->replies) {
+		struct h_reply *r = h->replies;
+
+		h->replies = r->next;
+		free(r->rec);
+		free(r);
+	}
+	event_free(h->rd);
+	close(h->cfd);
+	h_turns(h, 4);
+	server_free(&h->d.server);
+	writeback_stop(&h->d);
+	nfs3_meta_shutdown();
+	fake_up_destroy(&h->fu);
+	cache_owner_clear(h->d.cache, fstate_free);
+	cache_free(&h->d.cache);
+	toy_fini(&h->toy);
+	conf_free(&h->d.conf);
+	event_base_free(h->d.base);
+	free(h->in);
+}
+
+void h_fh(struct nfs3_h *h, uint64_t fileid, nfs_fh3 *fh, uint8_t *buf)
+{
+	uint8_t up[8];
+	size_t len;
+
+	for (int i = 0; i < 8; i++)
+		up[i] = (uint8_t)(fileid >> (56 - 8 * i));
+	if (fh_wrap(h->d.fh_key, h->ex.conf->id, up, 8, buf, &len) != FH_OK)
+		abort();
+	fh->data.data_len = (u_int)len;
+	fh->data.data_val = (char *)buf;
+}
+
+/* Append v big-endian at *p. */
+static void put32(uint8_t **p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(*p, &v, 4);
+	*p += 4;
+}
+
+uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
+		const void *args)
+{
+	size_t alen;
+	uint8_t *a = rpcmsg_encode(xargs, args, &alen);
+	uint8_t *rec = malloc(alen + 128), *p = rec + 4;
+	uint32_t xid = h->next_xid++;
+	size_t len, off = 0;
+
+	put32(&p, xid);
+	put32(&p, 0);			/* CALL */
+	put32(&p, 2);			/* RPC version */
+	put32(&p, NFS_PROGRAM);
+	put32(&p, NFS_V3);
+	put32(&p, proc);
+	put32(&p, AUTH_SYS);
+	put32(&p, 24);			/* stamp, "test", uid, gid, 0 gids */
+	put32(&p, 1);
+	put32(&p, 4);
+	memcpy(p, "test", 4);
+	p += 4;
+	put32(&p, 1000);
+	put32(&p, 1000);
+	put32(&p, 0);
+	put32(&p, AUTH_NONE);
+	put32(&p, 0);
+	memcpy(p, a, alen);
+	p += alen;
+	len = (size_t)(p - rec);
+	p = rec;
+	put32(&p, 0x80000000u | (uint32_t)(len - 4));
+	while (off < len) {
+		ssize_t n = write(h->cfd, rec + off, len - off);
+
+		if (n <= 0)
+			abort();
+		off += (size_t)n;
+	}
+	free(a);
+	free(rec);
+	return xid;
+}
+
+bool h_replied(struct nfs3_h *h, uint32_t xid)
+{
+	for (struct h_reply *r = h->replies; r; r = r->next)
+		if (r->xid == xid)
+			return true;
+	return false;
+}
+
+/* Take the reply to xid off the list (NULL if not there). */
+static struct h_reply *take(struct nfs3_h *h, uint32_t xid)
+{
+	for (struct h_reply **pp = &h->replies; *pp; pp = &(*pp)->next) {
+		struct h_reply *r = *pp;
+
+		if (r->xid == xid) {
+			*pp = r->next;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/* Decode an accepted SUCCESS reply's results (RFC 5531 section 9). */
+static int decode_reply(const struct h_reply *r, xdrproc_t xres, void *res)
+{
+	uint32_t w[6], vlen;
+
+	if (r->len < 24)
+		return -1;
+	memcpy(w, r->rec, sizeof(w));
+	vlen = (ntohl(w[4]) + 3) & ~3u;
+	if (ntohl(w[1]) != 1 || ntohl(w[2]) != 0 || r->len < 24 + vlen)
+		return -1;
+	memcpy(&w[5], r->rec + 20 + vlen, 4);
+	if (ntohl(w[5]) != SUCCESS)
+		return -1;
+	return rpcmsg_decode_args(r->rec, r->len, 24 + vlen, xres, res);
+}
+
+/* Timer callback: the hang guard ran out. */
+static void guard_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	*(bool *)arg = true;
+}
+
+int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res)
+{
+	struct timeval tv = { H_GUARD_S, 0 };
+	bool out = false;
+	struct event *guard = evtimer_new(h->d.base, guard_cb, &out);
+	struct h_reply *r;
+	int rc;
+
+	evtimer_add(guard, &tv);
+	while (!h_replied(h, xid) && !out)
+		event_base_loop(h->d.base, EVLOOP_ONCE);
+	event_free(guard);
+	if (!(r = take(h, xid)))
+		return -1;
+	rc = decode_reply(r, xres, res);
+	free(r->rec);
+	free(r);
+	return rc;
+}
+
+void h_turns(struct nfs3_h *h, int n)
+{
+	for (int i = 0; i < n; i++)
+		event_base_loop(h->d.base, EVLOOP_NONBLOCK);
+}
+
+void h_advance(struct nfs3_h *h, double seconds)
+{
+	if (mclock_advance(h->d.base, seconds) != 0)
+		abort();
+	h_turns(h, 8);
+}

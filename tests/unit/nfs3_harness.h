@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfs3_harness: the real daemon (server, dispatch, NFSv3 handlers, cache,
+ * write-back) in the test process, on one event loop, with a fake upstream
+ * (fake_upstream.h) whose responder is a toy in-memory NFSv3 server, and
+ * one client connection over a socketpair(2) that speaks ONC RPC records
+ * (RFC 5531 sections 9 and 11, AUTH_SYS uid/gid 1000). No Ganesha, no
+ * network, and the daemon's clock is the test clock (mclock.h), which only
+ * h_advance() moves.
+ */
+#ifndef NFSCACHED_TESTS_NFS3_HARNESS_H
+#define NFSCACHED_TESTS_NFS3_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <rpc/rpc.h>
+
+#include "daemon.h"
+#include "fake_upstream.h"
+#include "nfs3_prot.h"
+
+#define TOY_MAX_NODES	32
+#define TOY_MAX_DATA	(256 * 1024)	/* bytes per toy file */
+#define TOY_ROOT	1		/* the export root's fileid */
+
+/* One toy file or directory; its upstream handle is 8 bytes of fileid. */
+struct toy_node {
+	bool present;
+	uint64_t fileid;
+	ftype3 type;
+	uint64_t parent;
+	char name[64];
+	uint8_t *data;			/* TOY_MAX_DATA bytes (files) */
+	uint64_t size;
+	uint32_t mtime;			/* a change counter */
+};
+
+/* The toy upstream server the fake's responder runs. */
+struct toy {
+	struct toy_node nodes[TOY_MAX_NODES];
+	uint64_t next_id;
+	uint32_t clock;			/* bumped on every change */
+	uint8_t verf[NFS3_WRITEVERFSIZE]; /* WRITE/COMMIT verifier */
+	uint8_t fh[TOY_MAX_NODES][8];	/* handle bytes, by node index */
+};
+
+/* A reply the client has received and not yet taken. */
+struct h_reply {
+	uint32_t xid;
+	uint8_t *rec;
+	size_t len;
+	struct h_reply *next;
+};
+
+struct nfs3_h {
+	struct daemon d;
+	struct export_rt ex;
+	struct fake_up fu;
+	struct toy toy;
+	int cfd;			/* the client's end */
+	struct event *rd;		/* reads replies off cfd */
+	uint8_t *in;			/* bytes read, not yet a record */
+	size_t in_len;
+	struct h_reply *replies;
+	uint32_t next_xid;
+};
+
+/* Tune the configuration before the daemon starts (may be NULL). */
+typedef void (*h_conf_fn)(struct conf *c);
+
+/* Start everything; the toy holds only the root directory. */
+void h_init(struct nfs3_h *h, h_conf_fn tune);
+
+/* Stop everything and free it. */
+void h_fini(struct nfs3_h *h);
+
+/* Add a toy file named name under the root with size bytes of pattern
+ * (byte i is (uint8_t)(i * 7 + fileid)). Returns its fileid. */
+uint64_t toy_add_file(struct toy *t, const char *name, uint64_t size);
+
+/* Start t with the root directory only; toy_fini frees its data. */
+void toy_init(struct toy *t);
+void toy_fini(struct toy *t);
+
+/* The fake upstream's responder over the toy (arg: the struct toy). */
+enum upstream_status toy_respond(const struct fake_call *c, void *res,
+				 void *arg);
+
+/* The toy node of fileid (NULL if absent). */
+struct toy_node *toy_node(struct toy *t, uint64_t fileid);
+
+/* The client handle of toy fileid into *fh (its bytes in buf, 64 bytes). */
+void h_fh(struct nfs3_h *h, uint64_t fileid, nfs_fh3 *fh, uint8_t *buf);
+
+/* Send an NFSv3 call; returns its xid. */
+uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
+		const void *args);
+
+/* Run the loop until the reply to xid arrives and decode it into res
+ * (xres; free with xdr_free). Returns 0, or -1 if it is not an accepted
+ * SUCCESS reply or none came within 30 s of real time (a hang guard). */
+int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res);
+
+/* True when the reply to xid has arrived (runs no loop turn). */
+bool h_replied(struct nfs3_h *h, uint32_t xid);
+
+/* Run n loop turns that do not block. */
+void h_turns(struct nfs3_h *h, int n);
+
+/* Move the daemon's test clock forward by seconds and run a few turns. */
+void h_advance(struct nfs3_h *h, double seconds);
+
+#endif
