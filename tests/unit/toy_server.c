@@ -107,11 +107,23 @@ static void post(const struct toy_node *n, post_op_attr *p)
 		attrs(n, &p->post_op_attr_u.attributes);
 }
 
-/* A wcc_data with only the after part. */
+/* The after part of a wcc_data; the before part stays as snap() left it
+ * (absent unless snapped: res starts zeroed). */
 static void wcc(const struct toy_node *n, wcc_data *w)
 {
-	w->before.attributes_follow = FALSE;
 	post(n, &w->after);
+}
+
+/* Record n's pre-operation attributes into w (before it changes). */
+static void snap(const struct toy_node *n, wcc_data *w)
+{
+	wcc_attr *b = &w->before.pre_op_attr_u.attributes;
+
+	if (!n)
+		return;
+	w->before.attributes_follow = TRUE;
+	b->size = n->size;
+	b->mtime.seconds = b->ctime.seconds = n->mtime;
 }
 
 /* n changed: bump its change counter. */
@@ -147,6 +159,7 @@ static void do_setattr(struct toy *t, const SETATTR3args *a, SETATTR3res *r)
 	const set_size3 *sz = &a->new_attributes.size;
 
 	r->status = n ? NFS3_OK : NFS3ERR_STALE;
+	snap(n, &r->SETATTR3res_u.resok.obj_wcc);
 	if (n && sz->set_it && n->type == NF3REG)
 		resize(n, sz->set_size3_u.size);
 	if (n)
@@ -211,6 +224,7 @@ static void do_write(struct toy *t, const WRITE3args *a, WRITE3res *r)
 		wcc(n, &r->WRITE3res_u.resfail.file_wcc);
 		return;
 	}
+	snap(n, &ok->file_wcc);
 	memcpy(n->data + a->offset, a->data.data_val, a->data.data_len);
 	if (end > n->size)
 		n->size = end;
@@ -244,6 +258,7 @@ static void do_create(struct toy *t, const CREATE3args *a, CREATE3res *r)
 		wcc(d, &r->CREATE3res_u.resfail.dir_wcc);
 		return;
 	}
+	snap(d, &ok->dir_wcc);
 	if (!n)
 		n = node_new(t, NF3REG, d->fileid, a->where.name);
 	touch(t, d);
@@ -262,6 +277,8 @@ static void do_remove(struct toy *t, const REMOVE3args *a, REMOVE3res *r)
 
 	r->status = n ? NFS3_OK : d ? NFS3ERR_NOENT : NFS3ERR_STALE;
 	if (n)
+		snap(d, &r->REMOVE3res_u.resok.dir_wcc);
+	if (n)
 		n->present = false;
 	if (n)
 		touch(t, d);
@@ -277,6 +294,8 @@ static void do_rename(struct toy *t, const RENAME3args *a, RENAME3res *r)
 
 	r->status = n ? NFS3_OK : d ? NFS3ERR_NOENT : NFS3ERR_STALE;
 	if (n) {
+		snap(d, &r->RENAME3res_u.resok.fromdir_wcc);
+		snap(d, &r->RENAME3res_u.resok.todir_wcc);
 		if (old && old != n)
 			old->present = false;
 		snprintf(n->name, sizeof(n->name), "%s", a->to.name);

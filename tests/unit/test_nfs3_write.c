@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit.nfs3_write: the real WRITE, COMMIT and SETATTR handlers and the
+ * write-back driver on the fake upstream (RFC 1813 sections 3.3.7,
+ * 3.3.21, 3.3.2). Absorbed WRITEs are written back and committed; a
+ * COMMIT verifier that changed makes them resent; a SETATTR of the size
+ * waits for the write-back in flight.
+ */
+#include <string.h>
+
+#include "cunit_main.h"
+#include "nfs3_harness.h"
+#include "writeback.h"
+
+/* Send a WRITE of len bytes of value v at off. */
+static uint32_t send_write(struct nfs3_h *h, uint64_t id, uint64_t off,
+			   uint32_t len, uint8_t v, stable_how how)
+{
+	static uint8_t data[65536];
+	uint8_t buf[FH_SIZE_MAX];
+	WRITE3args a = { .offset = off, .count = len, .stable = how };
+
+	memset(data, v, len);
+	h_fh(h, id, &a.file, buf);
+	a.data.data_len = len;
+	a.data.data_val = (char *)data;
+	return h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
+}
+
+/* Wait for a WRITE reply: NFS3_OK, UNSTABLE, the proxy's verifier. */
+static void check_write_absorbed(struct nfs3_h *h, uint32_t xid, uint32_t len)
+{
+	WRITE3res res;
+
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_WRITE3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL(res.WRITE3res_u.resok.count, len);
+	CU_ASSERT_EQUAL(res.WRITE3res_u.resok.committed, UNSTABLE);
+	CU_ASSERT_EQUAL(memcmp(res.WRITE3res_u.resok.verf,
+			       writeback_verf(&h->d), NFS3_WRITEVERFSIZE), 0);
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
+}
+
+/* Send a COMMIT of the whole file. */
+static uint32_t send_commit(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args a = { .offset = 0, .count = 0 };
+
+	h_fh(h, id, &a.file, buf);
+	return h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a);
+}
+
+/* Wait for a COMMIT reply: NFS3_OK with the proxy's verifier. */
+static void check_commit(struct nfs3_h *h, uint32_t xid)
+{
+	COMMIT3res res;
+
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_COMMIT3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL(memcmp(res.COMMIT3res_u.resok.verf,
+			       writeback_verf(&h->d), NFS3_WRITEVERFSIZE), 0);
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&res);
+}
+
+/* True when toy file id holds value v in [off, off+len). */
+static bool toy_holds(struct nfs3_h *h, uint64_t id, uint64_t off,
+		      uint64_t len, uint8_t v)
+{
+	const struct toy_node *n = toy_node(&h->toy, id);
+
+	for (uint64_t i = off; i < off + len; i++)
+		if (n->data[i] != v)
+			return false;
+	return true;
+}
+
+static void test_absorbed_writes_written_back_and_committed(void)
+{
+	struct nfs3_h h;
+	uint32_t xid[3];
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 0);
+	for (int i = 0; i < 3; i++)
+		xid[i] = send_write(&h, id, 4096u * (unsigned)i, 4096,
+				    (uint8_t)('a' + i), UNSTABLE);
+	for (int i = 0; i < 3; i++)
+		check_write_absorbed(&h, xid[i], 4096);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_ACCESS], 1);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 0);
+	check_commit(&h, send_commit(&h, id));
+	/* One run of 12 KiB (under wtmax), then one COMMIT. */
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 12288);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_TRUE(toy_holds(&h, id, 4096u * (unsigned)i, 4096,
+					 (uint8_t)('a' + i)));
+	CU_ASSERT_TRUE(writeback_clean(&h.d));
+	h_fini(&h);
+}
+
+static void test_verifier_change_resends(void)
+{
+	struct nfs3_h h;
+	uint32_t cx;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 0);
+	check_write_absorbed(&h, send_write(&h, id, 0, 8192, 'x', UNSTABLE),
+			     8192);
+	h.fu.hold[NFSPROC3_COMMIT] = true;
+	cx = send_commit(&h, id);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
+	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_COMMIT), 1);
+	CU_ASSERT_FALSE(h_replied(&h, cx));
+	/* The upstream restarts: its unstable data is gone, and so is the
+	 * verifier the WRITE was answered with. */
+	memcpy(h.toy.verf, "verf0002", NFS3_WRITEVERFSIZE);
+	memset(toy_node(&h.toy, id)->data, 0, 8192);
+	fake_up_release(&h.fu, NFSPROC3_COMMIT);
+	check_commit(&h, cx);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 2);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 2);
+	CU_ASSERT_TRUE(toy_holds(&h, id, 0, 8192, 'x'));
+	CU_ASSERT_TRUE(writeback_clean(&h.d));
+	h_fini(&h);
+}
+
+static void test_setattr_size_waits_for_writeback(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	SETATTR3args sa;
+	SETATTR3res res;
+	struct nfs3_h h;
+	uint32_t sx;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 0);
+	check_write_absorbed(&h, send_write(&h, id, 0, 8192, 'y', UNSTABLE),
+			     8192);
+	h.fu.hold[NFSPROC3_WRITE] = true;
+	h_advance(&h, h.d.conf->writeback_delay + 1);
+	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_WRITE), 1);
+	memset(&sa, 0, sizeof(sa));
+	h_fh(&h, id, &sa.object, buf);
+	sa.new_attributes.size.set_it = TRUE;
+	sa.new_attributes.size.set_size3_u.size = 4096;
+	sx = h_call(&h, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &sa);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], 0);
+	CU_ASSERT_FALSE(h_replied(&h, sx));
+	fake_up_release(&h.fu, NFSPROC3_WRITE);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, sx, (xdrproc_t)xdr_SETATTR3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_SETATTR3res, (char *)&res);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], 1);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 4096);
+	CU_ASSERT_TRUE(toy_holds(&h, id, 0, 4096, 'y'));
+	h_fini(&h);
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite("nfs3_write", NULL, NULL);
+
+	if (!s)
+		return -1;
+	CU_add_test(s, "absorbed_writes_written_back_and_committed", test_absorbed_writes_written_back_and_committed);
+	CU_add_test(s, "verifier_change_resends", test_verifier_change_resends);
+	CU_add_test(s, "setattr_size_waits_for_writeback", test_setattr_size_waits_for_writeback);
+	return 0;
+}
