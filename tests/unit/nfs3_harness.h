@@ -21,7 +21,7 @@
 #include "nfs3_prot.h"
 
 #define TOY_MAX_NODES	32
-#define TOY_MAX_DATA	(256 * 1024)	/* bytes per toy file */
+#define TOY_MAX_DATA	(4u << 20)	/* bytes per toy file */
 #define TOY_ROOT	1		/* the export root's fileid */
 
 /* One toy file or directory; its upstream handle is 8 bytes of fileid. */

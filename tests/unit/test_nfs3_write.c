@@ -10,6 +10,7 @@
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
+#include "nfs3_ops.h"
 #include "writeback.h"
 
 /* Send a WRITE of len bytes of value v at off. */
@@ -169,6 +170,55 @@ static void test_setattr_size_waits_for_writeback(void)
 	h_fini(&h);
 }
 
+/* A 1 MiB cache of 4 KiB pages, and no write-behind on its own. */
+static void small_cache(struct conf *c)
+{
+	c->cache_size = 1;
+	c->page_size = 4096;
+	c->readahead_max = 0;
+	c->writeback_delay = 3600;
+	c->writeback_commit_delay = 3600;
+}
+
+static void test_room_freed_wakes_blocked_write(void)
+{
+	struct nfs3_write_stats before, after;
+	struct nfs3_h h;
+	uint32_t xid = 0;
+	uint64_t id, off = 0;
+	bool blocked = false;
+
+	h_init(&h, small_cache);
+	nfs3_write_stats_get(&before);
+	id = toy_add_file(&h.toy, "f", 0);
+	h.fu.hold[NFSPROC3_WRITE] = true;
+	/* Fill the cache with unwritten bytes until a WRITE must wait. */
+	for (int i = 0; i < 40 && !blocked; i++, off += 65536) {
+		xid = send_write(&h, id, off, 65536, (uint8_t)i, UNSTABLE);
+		h_turns(&h, 50);
+		blocked = !h_replied(&h, xid);
+		if (!blocked)
+			check_write_absorbed(&h, xid, 65536);
+	}
+	CU_ASSERT_TRUE_FATAL(blocked);
+	nfs3_write_stats_get(&after);
+	CU_ASSERT_EQUAL(after.waited_for_room - before.waited_for_room, 1);
+	/* The wait started write-back; nothing completes while it is held. */
+	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
+	h_turns(&h, 50);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	/* The upstream answers: the freed room wakes the WRITE in the same
+	 * loop turns, with no clock moved, and it is absorbed. */
+	fake_up_release(&h.fu, NFSPROC3_WRITE);
+	h_turns(&h, 50);
+	CU_ASSERT_TRUE(h_replied(&h, xid));
+	check_write_absorbed(&h, xid, 65536);
+	nfs3_write_stats_get(&after);
+	CU_ASSERT_EQUAL(after.write_through, before.write_through);
+	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_COMMIT] >= 1);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_write", NULL, NULL);
@@ -178,5 +228,6 @@ int test_register(void)
 	CU_add_test(s, "absorbed_writes_written_back_and_committed", test_absorbed_writes_written_back_and_committed);
 	CU_add_test(s, "verifier_change_resends", test_verifier_change_resends);
 	CU_add_test(s, "setattr_size_waits_for_writeback", test_setattr_size_waits_for_writeback);
+	CU_add_test(s, "room_freed_wakes_blocked_write", test_room_freed_wakes_blocked_write);
 	return 0;
 }
