@@ -587,22 +587,20 @@ static enum op_status dir_continue(struct dir_op *op)
 }
 
 /* GETATTR reply revalidating a directory before its listing is served. */
-static void dir_revalidated(enum upstream_status status, const uint8_t *xdr,
-			    size_t len, void *arg)
+static void dir_revalidated(enum upstream_status status, void *decoded,
+			    void *arg)
 {
 	struct dir_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_GETATTR];
 	GETATTR3res *res = NULL;
 	struct cattr a;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	if (res && res->status == NFS3_OK && cfile_gen(op->dir) == op->gen) {
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &a);
 		cfile_attr_observe(op->d->cache, op->dir, &a, daemon_now(),
 				   daemon_ac(op->ex, a.type));
 	}
-	nfs3_res_free(ent, res);
 	/* A failed GETATTR leaves the attributes stale: the call is
 	 * forwarded and the upstream tells the client what is wrong (or
 	 * the client gets NFS3ERR_JUKEBOX while it is down). */

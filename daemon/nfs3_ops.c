@@ -403,31 +403,9 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct upstream_cred *uc,
-	      upstream_cb cb, void *arg)
+	      upcall_cb cb, void *arg)
 {
 	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);
-}
-
-void *nfs3_res_decode(const struct dispatch_entry *ent, const uint8_t *xdr,
-		      size_t len)
-{
-	void *res = calloc(1, ent->res_size);
-
-	if (!res)
-		return NULL;
-	if (rpcmsg_decode_args(xdr, len, 0, ent->xdr_res, res) != 0) {
-		nfs3_res_free(ent, res);
-		return NULL;
-	}
-	return res;
-}
-
-void nfs3_res_free(const struct dispatch_entry *ent, void *res)
-{
-	if (!res)
-		return;
-	xdr_free(ent->xdr_res, res);
-	free(res);
 }
 
 void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
@@ -867,8 +845,8 @@ static void create_adopt_size(struct req *r, struct fwd *w, CREATE3res *x)
 }
 
 /* Upstream reply for a forwarded call. */
-static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
-			 size_t res_len, void *arg);
+static void forward_done(enum upstream_status status, void *decoded,
+			 void *arg);
 
 /* Answer GETATTR r from f's expired attributes (stale_on_error). */
 static void stale_getattr(struct req *r, const struct cfile *f)
@@ -918,30 +896,33 @@ static bool fwd_stale(struct req *r, struct fwd *w, enum upstream_status st)
 		return false;
 	stale_count(r->call.proc);
 	w->stale = true;
-	forward_done(UPSTREAM_OK, res, len, r);
+	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, forward_done, r);
 	return true;
 }
 
-/* Remember a successful FSINFO, FSSTAT or PATHCONF result for outages. */
-static void fwd_remember(struct req *r, struct fwd *w, const uint8_t *res,
-			 size_t len)
+/* Remember a successful FSINFO, FSSTAT or PATHCONF result res (as the
+ * upstream sent it: before rewrap_res and clamp_fsinfo) for outages. */
+static void fwd_remember(struct req *r, struct fwd *w, const void *res)
 {
 	const nfs_fh3 *fh = r->args;
-	uint32_t st;
+	uint8_t *bytes;
+	size_t len;
 
-	if (len < 4 || (r->call.proc != NFSPROC3_FSINFO &&
-			r->call.proc != NFSPROC3_FSSTAT &&
-			r->call.proc != NFSPROC3_PATHCONF))
+	if (r->d->conf->stale_on_error <= 0 ||
+	    (r->call.proc != NFSPROC3_FSINFO &&
+	     r->call.proc != NFSPROC3_FSSTAT &&
+	     r->call.proc != NFSPROC3_PATHCONF) ||
+	    *(const nfsstat3 *)res != NFS3_OK ||
+	    !(bytes = rpcmsg_encode(r->ent->xdr_res, res, &len)))
 		return;
-	memcpy(&st, res, sizeof(st));
-	if (st == 0)	/* NFS3_OK in any byte order */
-		stale_remember(r->d, w->ex, r->call.proc,
-			       (const uint8_t *)fh->data.data_val,
-			       fh->data.data_len, res, len);
+	stale_remember(r->d, w->ex, r->call.proc,
+		       (const uint8_t *)fh->data.data_val, fh->data.data_len,
+		       bytes, len);
+	free(bytes);
 }
 
-static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
-			 size_t res_len, void *arg)
+static void forward_done(enum upstream_status status, void *decoded,
+			 void *arg)
 {
 	struct req *r = arg;
 	struct fwd *w = r->op;
@@ -952,10 +933,9 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 
 	if (status != UPSTREAM_OK && fwd_stale(r, w, status))
 		return;
-	if (status == UPSTREAM_OK && !w->stale)
-		fwd_remember(r, w, res_xdr, res_len);
-	if (status != UPSTREAM_OK ||
-	    !(res = nfs3_res_decode(r->ent, res_xdr, res_len))) {
+	if (status == UPSTREAM_OK && decoded && !w->stale)
+		fwd_remember(r, w, decoded);
+	if (status != UPSTREAM_OK || !(res = decoded)) {
 		if (status == UPSTREAM_OK)
 			log_warn("upstream %s reply does not decode", r->ent->name);
 		fwd_failed(r, w);
@@ -982,7 +962,6 @@ static void forward_done(enum upstream_status status, const uint8_t *res_xdr,
 		nfs3_reply_status(r, err);
 	else
 		req_reply(r, ent->xdr_res, res);
-	nfs3_res_free(ent, res);
 }
 
 enum op_status nfs3_op_null(struct req *r)
@@ -1109,17 +1088,16 @@ static bool create_sized(struct req *r)
  * until the reply, which truncates the cache.
  */
 static void fwd_victim_lookup_done(enum upstream_status status,
-				   const uint8_t *xdr, size_t len, void *arg)
+				   void *decoded, void *arg)
 {
 	struct req *r = arg;
 	struct fwd *w = r->op;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_LOOKUP];
 	LOOKUP3res *res = NULL;
 	post_op_attr *pa;
 	struct fstate *fs;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	if (res && res->status == NFS3_OK) {
 		pa = &res->LOOKUP3res_u.resok.obj_attributes;
 		w->victim = fh_file(r->d, &res->LOOKUP3res_u.resok.object);
@@ -1129,7 +1107,6 @@ static void fwd_victim_lookup_done(enum upstream_status status,
 				    pa->post_op_attr_u.attributes.nlink > 1))))
 			cfile_put(r->d->cache, &w->victim);
 	}
-	nfs3_res_free(ent, res);
 	if (w->victim && create_sized(r)) {
 		/* Write it back first: the upstream may keep the file's
 		 * size, and its acknowledged bytes with it. */

@@ -98,20 +98,13 @@ void nfs3_note_status(nfsstat3 status);
 
 /*
  * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
- * upstream through ex as uc. The async contract of upstream_call holds:
- * -1 (nothing sent, no callback) or 0 and exactly one callback.
+ * upstream through ex as uc (ex->upc, upcall.h). The async contract of
+ * upstream_call holds: -1 (nothing sent, no callback) or 0 and exactly
+ * one callback, given the decoded result (freed after it).
  */
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct upstream_cred *uc,
-	      upstream_cb cb, void *arg);
-
-/*
- * Decode an upstream result of procedure row ent into a new object the
- * caller frees with nfs3_res_free. NULL if it does not decode.
- */
-void *nfs3_res_decode(const struct dispatch_entry *ent, const uint8_t *xdr,
-		      size_t len);
-void nfs3_res_free(const struct dispatch_entry *ent, void *res);
+	      upcall_cb cb, void *arg);
 
 /* Count a client READ outcome and the bytes by source. */
 void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,

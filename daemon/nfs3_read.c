@@ -188,12 +188,9 @@ static bool read_res_correct(READ3res *res, uint64_t off, bool past_end)
 	return fixed;
 }
 
-/* Decode an upstream READ reply for a READ at off and correct it. */
-static READ3res *read_res_decode(const uint8_t *xdr, size_t len, uint64_t off,
-				 bool past_end)
+/* Correct an upstream READ reply (NULL: none) for a READ at off. */
+static READ3res *read_res_check(READ3res *res, uint64_t off, bool past_end)
 {
-	READ3res *res = nfs3_res_decode(&dispatch_rows[NFSPROC3_READ], xdr, len);
-
 	if (res && read_res_correct(res, off, past_end))
 		nfs3_count_protocol_error();
 	return res;
@@ -340,17 +337,16 @@ static void fetch_learn(struct fetch *fe, READ3resok *ok)
 }
 
 /* An upstream READ issued to fill pages came back. */
-static void fetch_done(enum upstream_status status, const uint8_t *xdr,
-		       size_t len, void *arg)
+static void fetch_done(enum upstream_status status, void *decoded,
+		       void *arg)
 {
 	struct fetch *fe = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_READ];
 	READ3res *res = NULL;
 	nfsstat3 err;
 
 	/* No one joins this fetch any more. */
 	DL_DELETE(*fetch_list(fe->f), fe);
-	if (status == UPSTREAM_OK && (res = read_res_decode(xdr, len, fe->start, true)))
+	if (status == UPSTREAM_OK && (res = read_res_check(decoded, fe->start, true)))
 		err = res->status;
 	else
 		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
@@ -386,7 +382,6 @@ static void fetch_done(enum upstream_status status, const uint8_t *xdr,
 		if (--op->waiting == 0)
 			read_finish(op);
 	}
-	nfs3_res_free(ent, res);
 	fstate_release(fe->d, fe->f);
 	cfile_put(fe->d->cache, &fe->f);
 	free(fe->waiters);
@@ -617,11 +612,10 @@ static void read_plan(struct read_op *op)
 }
 
 /* ACCESS reply for a READ's permission check. */
-static void read_access_done(enum upstream_status status, const uint8_t *xdr,
-			     size_t len, void *arg)
+static void read_access_done(enum upstream_status status, void *decoded,
+			     void *arg)
 {
 	struct read_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_ACCESS];
 	ACCESS3res *res = NULL;
 	struct cattr tmp;
 	const struct cattr *a;
@@ -630,7 +624,7 @@ static void read_access_done(enum upstream_status status, const uint8_t *xdr,
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
-	res = nfs3_res_decode(ent, xdr, len);
+	res = decoded;
 	if (res && res->status == NFS3_OK) {
 		a = attr_from_post_op(&res->ACCESS3res_u.resok.obj_attributes, &tmp);
 		if (a && cfile_gen(op->f) == op->gen)
@@ -642,16 +636,14 @@ static void read_access_done(enum upstream_status status, const uint8_t *xdr,
 			cfile_access_record(op->f, &op->cc, ACCESS3_READ,
 					    res->ACCESS3res_u.resok.access);
 	}
-	nfs3_res_free(ent, res);
 	read_continue(op);
 }
 
 /* GETATTR reply revalidating a READ's file attributes. */
-static void read_getattr_done(enum upstream_status status, const uint8_t *xdr,
-			      size_t len, void *arg)
+static void read_getattr_done(enum upstream_status status, void *decoded,
+			      void *arg)
 {
 	struct read_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_GETATTR];
 	GETATTR3res *res;
 	struct cattr a;
 
@@ -664,10 +656,9 @@ static void read_getattr_done(enum upstream_status status, const uint8_t *xdr,
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
-	res = nfs3_res_decode(ent, xdr, len);
+	res = decoded;
 	if (!res || res->status != NFS3_OK) {
 		/* Let the READ itself tell the client what is wrong. */
-		nfs3_res_free(ent, res);
 		read_bypass(op);
 		return;
 	}
@@ -675,13 +666,12 @@ static void read_getattr_done(enum upstream_status status, const uint8_t *xdr,
 	if (cfile_gen(op->f) == op->gen)
 		cfile_attr_observe(op->r->d->cache, op->f, &a, daemon_now(),
 				   daemon_ac(op->ex, a.type));
-	nfs3_res_free(ent, res);
 	read_continue(op);
 }
 
 /* Forwarded READ came back: learn from it and reply it as it is. */
-static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
-			     size_t len, void *arg)
+static void read_bypass_done(enum upstream_status status, void *decoded,
+			     void *arg)
 {
 	struct read_op *op = arg;
 	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_READ];
@@ -689,7 +679,7 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 	struct fetch fe;
 
 	if (status != UPSTREAM_OK ||
-	    !(res = read_res_decode(xdr, len, op_args(op)->offset, false))) {
+	    !(res = read_res_check(decoded, op_args(op)->offset, false))) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}
@@ -702,7 +692,6 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 		 * newer than the upstream's. Serve the READ from the cache. */
 		op->bypassed_local = true;
 		cfile_access_record(op->f, &op->cc, ACCESS3_READ, ACCESS3_READ);
-		nfs3_res_free(ent, res);
 		read_plan(op);
 		return;
 	}
@@ -726,7 +715,6 @@ static void read_bypass_done(enum upstream_status status, const uint8_t *xdr,
 		fetch_learn(&fe, ok);
 	}
 	req_reply(op->r, ent->xdr_res, res);
-	nfs3_res_free(ent, res);
 	op_free(op);
 }
 

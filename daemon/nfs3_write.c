@@ -117,12 +117,11 @@ static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
 }
 
 /* The pass-through WRITE came back. */
-static void write_through_done(enum upstream_status status, const uint8_t *xdr,
-			       size_t len, void *arg)
+static void write_through_done(enum upstream_status status, void *decoded,
+			       void *arg)
 {
 	struct write_op *op = arg;
 	struct daemon *d = op->r->d;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_WRITE];
 	WRITE3res *res = NULL;
 	WRITE3args *a = op->r->args;
 	struct cwcc pre_tmp;
@@ -130,7 +129,7 @@ static void write_through_done(enum upstream_status status, const uint8_t *xdr,
 	nfsstat3 st;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	st = res ? res->status : nfs3_upstream_failure(status);
 	if (op->f) {
 		cfile_mutation_end(d->cache, op->f,
@@ -150,7 +149,6 @@ static void write_through_done(enum upstream_status status, const uint8_t *xdr,
 	if (st == NFS3_OK && op->f)
 		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    ACCESS3_MODIFY | ACCESS3_EXTEND);
-	nfs3_res_free(ent, res);
 	write_reply(op, st, FILE_SYNC);
 }
 
@@ -190,19 +188,17 @@ static void write_revalidate(struct write_op *op);
 static void write_no_room(struct write_op *op);
 
 /* ACCESS reply for a WRITE's permission check. */
-static void write_access_done(enum upstream_status status, const uint8_t *xdr,
-			      size_t len, void *arg)
+static void write_access_done(enum upstream_status status, void *decoded,
+			      void *arg)
 {
 	struct write_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_ACCESS];
 	ACCESS3res *res = NULL;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	if (res && res->status == NFS3_OK)
 		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    res->ACCESS3res_u.resok.access);
-	nfs3_res_free(ent, res);
 	if (status != UPSTREAM_OK) {
 		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
 		return;
@@ -342,11 +338,10 @@ static void write_resume(struct write_op *op, bool ok)
 
 /* The revalidating GETATTR of write_revalidate came back: answers op and
  * every WRITE that waited for it. */
-static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
-			       size_t len, void *arg)
+static void write_getattr_done(enum upstream_status status, void *decoded,
+			       void *arg)
 {
 	struct write_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_GETATTR];
 	struct fstate *fs = fstate_find(op->f);
 	GETATTR3res *res = NULL;
 	struct write_op *w, *next;
@@ -354,7 +349,7 @@ static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 	bool ok;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	ok = res && res->status == NFS3_OK;
 	if (ok) {
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
@@ -363,7 +358,6 @@ static void write_getattr_done(enum upstream_status status, const uint8_t *xdr,
 					   daemon_now(),
 					   daemon_ac(op->ex, at.type));
 	}
-	nfs3_res_free(ent, res);
 	/* The WRITEs that arrived while it was upstream take this answer
 	 * too: it is no older than one of their own would have been when
 	 * they arrived. */

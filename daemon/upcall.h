@@ -7,9 +7,9 @@
  * upcall_libnfs, maps these calls onto proto/upstream.c.
  *
  * Arguments cross this interface typed: an rpcgen struct and the XDR
- * routine that encodes it (nfs3_prot.h, RFC 1813 section 3.3). Results come
- * back as the upstream's XDR bytes, under upstream_cb's contract
- * (upstream.h): borrowed, valid only during the callback.
+ * routine that encodes it (nfs3_prot.h, RFC 1813 section 3.3). The result
+ * comes back decoded, once, into the rpcgen struct of the procedure's
+ * dispatch row (READ3res for READ, ...), and is freed after the callback.
  */
 #ifndef NFSCACHED_DAEMON_UPCALL_H
 #define NFSCACHED_DAEMON_UPCALL_H
@@ -19,6 +19,17 @@
 #include <rpc/rpc.h>
 
 #include "upstream.h"
+
+/*
+ * The outcome of one call. status as upstream_cb's (upstream.h). res is
+ * the decoded result when status is UPSTREAM_OK, NULL otherwise, and also
+ * NULL with UPSTREAM_OK when the reply did not decode (the caller answers
+ * NFS3ERR_SERVERFAULT: nfs3_upstream_failure). res belongs to the
+ * adapter, which frees it (xdr_free) when the callback returns: the
+ * callback may change it in place (handles rewrapped) but keeps no
+ * pointer into it. arg is the caller's.
+ */
+typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
 
 /*
  * One upstream implementation. impl is the implementation's own object
@@ -34,7 +45,7 @@
 struct upcall_ops {
 	int (*call)(void *impl, uint32_t proc, xdrproc_t xargs,
 		    const void *args, const struct upstream_cred *cred,
-		    upstream_cb cb, void *arg);
+		    upcall_cb cb, void *arg);
 	enum upstream_state (*state)(const void *impl);
 	uint32_t (*rtmax)(const void *impl);
 	uint32_t (*wtmax)(const void *impl);
@@ -46,6 +57,14 @@ struct upcall {
 	const struct upcall_ops *ops;
 	void *impl;
 };
+
+/*
+ * For adapters: decode the XDR result xdr[0..len) of NFSv3 procedure proc
+ * (when status is UPSTREAM_OK; borrowed), call cb(status, res, arg) and
+ * free res after it. Returns nothing; cb is called exactly once.
+ */
+void upcall_deliver(uint32_t proc, enum upstream_status status,
+		    const uint8_t *xdr, size_t len, upcall_cb cb, void *arg);
 
 /* The adapter onto proto/upstream.c: impl is a struct upstream *. */
 extern const struct upcall_ops upcall_libnfs;

@@ -254,18 +254,17 @@ static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
 }
 
 /* An upstream WRITE of a run came back. */
-static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
-			  size_t len, void *arg)
+static void wb_write_done(enum upstream_status status, void *decoded,
+			  void *arg)
 {
 	struct wb_call *call = arg;
 	struct daemon *d = call->d;
 	struct cfile *f = call->f;
 	struct fstate *fs = fstate_find(f);
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_WRITE];
 	WRITE3res *res = NULL;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	fs->wb_inflight--;
 	fs->wb_inflight_bytes -= call->len;
 	fs->last_write = daemon_now();
@@ -297,26 +296,24 @@ static void wb_write_done(enum upstream_status status, const uint8_t *xdr,
 	} else {
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_STABLE, 0, 0);
 	}
-	nfs3_res_free(ent, res);
 	wb_settle(d, f);
 	cfile_put(d->cache, &call->f);
 	free(call);
 }
 
 /* An upstream COMMIT came back. */
-static void wb_commit_done(enum upstream_status status, const uint8_t *xdr,
-			   size_t len, void *arg)
+static void wb_commit_done(enum upstream_status status, void *decoded,
+			   void *arg)
 {
 	struct wb_call *call = arg;
 	struct daemon *d = call->d;
 	struct cfile *f = call->f;
 	struct fstate *fs = fstate_find(f);
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_COMMIT];
 	COMMIT3res *res = NULL;
 	uint64_t again;
 
 	if (status == UPSTREAM_OK)
-		res = nfs3_res_decode(ent, xdr, len);
+		res = decoded;
 	fs->commit_tag = 0;
 	if (res && res->status == NFS3_OK) {
 		again = cache_commit_done(d->cache, f, call->seq, true,
@@ -327,7 +324,6 @@ static void wb_commit_done(enum upstream_status status, const uint8_t *xdr,
 	} else {
 		cache_commit_done(d->cache, f, call->seq, false, 0);
 	}
-	nfs3_res_free(ent, res);
 	wb_settle(d, f);
 	cfile_put(d->cache, &call->f);
 	free(call);

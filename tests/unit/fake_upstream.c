@@ -54,7 +54,7 @@ static void answer(struct fake_call *c, enum upstream_status forced)
 	    !(bytes = rpcmsg_encode(e->xdr_res, res, &len)))
 		st = UPSTREAM_EPROTO;
 	free(res);
-	c->cb(st, st == UPSTREAM_OK ? bytes : NULL, len, c->cb_arg);
+	upcall_deliver(c->proc, st, bytes, len, c->cb, c->cb_arg);
 	free(bytes);
 	call_free(c);
 }
@@ -77,7 +77,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 /* upcall_ops.call: copy and count the call, queue it. */
 static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
 		     const void *args, const struct upstream_cred *cred,
-		     upstream_cb cb, void *arg)
+		     upcall_cb cb, void *arg)
 {
 	struct fake_up *fu = impl;
 	const struct dispatch_entry *e;

@@ -28,7 +28,7 @@ struct fake_call {
 	uint32_t proc;
 	void *args;
 	struct upstream_cred cred;
-	upstream_cb cb;
+	upcall_cb cb;
 	void *cb_arg;
 	struct fake_call *next;
 };
