@@ -9,10 +9,14 @@
  * upstream. The reply's handles are wrapped back into client handles and
  * FSINFO is clamped so it never advertises more than the proxy can take.
  * A call the upstream cannot serve now gets NFS3ERR_JUKEBOX so the client
- * retries. Nothing is cached yet beyond what correctness needs.
+ * retries. The reply teaches the cache the attributes it carries and is
+ * shown with the proxy's view of files it holds writes of.
  *
- * The table fh_map says, per procedure, where the file handles sit in its
- * arguments and results (offsets into the rpcgen structs).
+ * The table procs[] is the one place that says, per procedure, where its
+ * handles and names sit in the arguments, where its result carries
+ * attributes (post_op_attr, wcc_data) in resok and resfail and for which
+ * of the call's files, and which hooks learn or present more than that
+ * (offsets into the rpcgen structs of nfs3_prot.h).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -39,39 +43,132 @@ enum res_fh {
 	RES_DIRPLUS,	/* READDIRPLUS entries' name_handle */
 };
 
-struct fh_slots {
-	unsigned nargs;
-	size_t args[2];
-	enum res_fh res;
+/* What a result carries about one of the call's files. */
+enum attr_kind {
+	AT_NONE = 0,
+	AT_FATTR,	/* an fattr3, resok only: observed */
+	AT_POSTOP,	/* a post_op_attr: observed */
+	AT_WCC,		/* a wcc_data: closes the file's mutation bracket */
+	AT_POSTOP_WCC,	/* a post_op_attr closing the bracket as a wcc_data
+			 * without pre-op attributes (LINK's file) */
+};
+
+/* Where: offsets into the result for NFS3_OK and for an error. */
+struct attr_slot {
+	enum attr_kind kind;
+	size_t ok, fail;
+};
+
+struct fwd;
+struct req;
+
+/* One NFSv3 procedure as the forwarding code sees it. */
+struct nfs3_proc {
+	unsigned nfh;			/* argument handles (nfs_fh3) */
+	size_t fh[2];
+	unsigned nname;			/* argument names (filename3) */
+	size_t name[2];
+	enum res_fh res;		/* a new handle in resok */
 	size_t res_off;
+	size_t child_attr;		/* resok post_op_attr of that object */
+	bool child_first;		/* observed before the call's files */
+	bool mutates_first;		/* changes fh[0]'s object */
+	struct attr_slot attr[2];	/* about fh[0]'s and fh[1]'s files */
+	size_t present_at[2];		/* post_op_attr of fh[0]'s file shown
+					 * as the proxy sees it: ok, fail */
+	void (*learn)(struct req *r, struct fwd *w, void *res);
+	void (*present)(struct req *r, struct fwd *w, void *res);
 };
 
 #define A1(T, f) 1, { offsetof(T, f), 0 }
 #define A2(T, f, g) 2, { offsetof(T, f), offsetof(T, g) }
 #define RESOK(T, f) offsetof(T, T##_u.resok.f)
+#define RESFAIL(T, f) offsetof(T, T##_u.resfail.f)
+#define SLOT(k, T, okf, failf) { k, RESOK(T, okf), RESFAIL(T, failf) }
+#define BOTH(T, f) { RESOK(T, f), RESFAIL(T, f) }
+#define CHILD(T) RES_POSTOP_FH, RESOK(T, obj), RESOK(T, obj_attributes)
+#define ATTRS(T, f) SLOT(AT_POSTOP, T, f, f)
+#define DIRWCC(T) SLOT(AT_WCC, T, dir_wcc, dir_wcc)
 
-static const struct fh_slots fh_map[UPSTREAM_NPROCS] = {
-	[NFSPROC3_GETATTR] = { A1(GETATTR3args, object), RES_NONE, 0 },
-	[NFSPROC3_SETATTR] = { A1(SETATTR3args, object), RES_NONE, 0 },
-	[NFSPROC3_LOOKUP] = { A1(LOOKUP3args, what.dir), RES_FH, RESOK(LOOKUP3res, object) },
-	[NFSPROC3_ACCESS] = { A1(ACCESS3args, object), RES_NONE, 0 },
-	[NFSPROC3_READLINK] = { A1(READLINK3args, symlink), RES_NONE, 0 },
-	[NFSPROC3_READ] = { A1(READ3args, file), RES_NONE, 0 },
-	[NFSPROC3_WRITE] = { A1(WRITE3args, file), RES_NONE, 0 },
-	[NFSPROC3_CREATE] = { A1(CREATE3args, where.dir), RES_POSTOP_FH, RESOK(CREATE3res, obj) },
-	[NFSPROC3_MKDIR] = { A1(MKDIR3args, where.dir), RES_POSTOP_FH, RESOK(MKDIR3res, obj) },
-	[NFSPROC3_SYMLINK] = { A1(SYMLINK3args, where.dir), RES_POSTOP_FH, RESOK(SYMLINK3res, obj) },
-	[NFSPROC3_MKNOD] = { A1(MKNOD3args, where.dir), RES_POSTOP_FH, RESOK(MKNOD3res, obj) },
-	[NFSPROC3_REMOVE] = { A1(REMOVE3args, object.dir), RES_NONE, 0 },
-	[NFSPROC3_RMDIR] = { A1(RMDIR3args, object.dir), RES_NONE, 0 },
-	[NFSPROC3_RENAME] = { A2(RENAME3args, from.dir, to.dir), RES_NONE, 0 },
-	[NFSPROC3_LINK] = { A2(LINK3args, file, link.dir), RES_NONE, 0 },
-	[NFSPROC3_READDIR] = { A1(READDIR3args, dir), RES_NONE, 0 },
-	[NFSPROC3_READDIRPLUS] = { A1(READDIRPLUS3args, dir), RES_DIRPLUS, 0 },
-	[NFSPROC3_FSSTAT] = { A1(FSSTAT3args, fsroot), RES_NONE, 0 },
-	[NFSPROC3_FSINFO] = { A1(FSINFO3args, fsroot), RES_NONE, 0 },
-	[NFSPROC3_PATHCONF] = { A1(PATHCONF3args, object), RES_NONE, 0 },
-	[NFSPROC3_COMMIT] = { A1(COMMIT3args, file), RES_NONE, 0 },
+static void learn_setattr(struct req *r, struct fwd *w, void *res);
+static void learn_access(struct req *r, struct fwd *w, void *res);
+static void learn_write(struct req *r, struct fwd *w, void *res);
+static void present_getattr(struct req *r, struct fwd *w, void *res);
+static void present_commit(struct req *r, struct fwd *w, void *res);
+static void present_lookup(struct req *r, struct fwd *w, void *res);
+static void present_dirplus(struct req *r, struct fwd *w, void *res);
+
+static const struct nfs3_proc procs[UPSTREAM_NPROCS] = {
+	[NFSPROC3_GETATTR] = { .nfh = A1(GETATTR3args, object),
+		.attr = { { AT_FATTR, RESOK(GETATTR3res, obj_attributes), 0 } },
+		.present = present_getattr },
+	[NFSPROC3_SETATTR] = { .nfh = A1(SETATTR3args, object),
+		.mutates_first = true,
+		.attr = { SLOT(AT_WCC, SETATTR3res, obj_wcc, obj_wcc) },
+		.present_at = BOTH(SETATTR3res, obj_wcc.after),
+		.learn = learn_setattr },
+	[NFSPROC3_LOOKUP] = { .nfh = A1(LOOKUP3args, what.dir),
+		.nname = A1(LOOKUP3args, what.name),
+		.res = RES_FH, .res_off = RESOK(LOOKUP3res, object),
+		.child_attr = RESOK(LOOKUP3res, obj_attributes),
+		.child_first = true,
+		.attr = { ATTRS(LOOKUP3res, dir_attributes) },
+		.present = present_lookup },
+	[NFSPROC3_ACCESS] = { .nfh = A1(ACCESS3args, object),
+		.attr = { ATTRS(ACCESS3res, obj_attributes) },
+		.present_at = BOTH(ACCESS3res, obj_attributes),
+		.learn = learn_access },
+	[NFSPROC3_READLINK] = { .nfh = A1(READLINK3args, symlink),
+		.attr = { ATTRS(READLINK3res, symlink_attributes) } },
+	[NFSPROC3_READ] = { .nfh = A1(READ3args, file) },
+	[NFSPROC3_WRITE] = { .nfh = A1(WRITE3args, file),
+		.mutates_first = true,
+		.attr = { SLOT(AT_WCC, WRITE3res, file_wcc, file_wcc) },
+		.learn = learn_write },
+	[NFSPROC3_CREATE] = { .nfh = A1(CREATE3args, where.dir),
+		.nname = A1(CREATE3args, where.name), .mutates_first = true,
+		.res = CHILD(CREATE3res), .attr = { DIRWCC(CREATE3res) } },
+	[NFSPROC3_MKDIR] = { .nfh = A1(MKDIR3args, where.dir),
+		.nname = A1(MKDIR3args, where.name), .mutates_first = true,
+		.res = CHILD(MKDIR3res), .attr = { DIRWCC(MKDIR3res) } },
+	[NFSPROC3_SYMLINK] = { .nfh = A1(SYMLINK3args, where.dir),
+		.nname = A1(SYMLINK3args, where.name), .mutates_first = true,
+		.res = CHILD(SYMLINK3res), .attr = { DIRWCC(SYMLINK3res) } },
+	[NFSPROC3_MKNOD] = { .nfh = A1(MKNOD3args, where.dir),
+		.nname = A1(MKNOD3args, where.name), .mutates_first = true,
+		.res = CHILD(MKNOD3res), .attr = { DIRWCC(MKNOD3res) } },
+	[NFSPROC3_REMOVE] = { .nfh = A1(REMOVE3args, object.dir),
+		.nname = A1(REMOVE3args, object.name), .mutates_first = true,
+		.attr = { DIRWCC(REMOVE3res) } },
+	[NFSPROC3_RMDIR] = { .nfh = A1(RMDIR3args, object.dir),
+		.nname = A1(RMDIR3args, object.name), .mutates_first = true,
+		.attr = { DIRWCC(RMDIR3res) } },
+	[NFSPROC3_RENAME] = { .nfh = A2(RENAME3args, from.dir, to.dir),
+		.nname = A2(RENAME3args, from.name, to.name),
+		.mutates_first = true,
+		.attr = { SLOT(AT_WCC, RENAME3res, fromdir_wcc, fromdir_wcc),
+			  SLOT(AT_WCC, RENAME3res, todir_wcc, todir_wcc) } },
+	[NFSPROC3_LINK] = { .nfh = A2(LINK3args, file, link.dir),
+		.nname = A1(LINK3args, link.name), .mutates_first = true,
+		.attr = { SLOT(AT_POSTOP_WCC, LINK3res, file_attributes,
+			       file_attributes),
+			  SLOT(AT_WCC, LINK3res, linkdir_wcc, linkdir_wcc) } },
+	[NFSPROC3_READDIR] = { .nfh = A1(READDIR3args, dir),
+		.attr = { ATTRS(READDIR3res, dir_attributes) } },
+	[NFSPROC3_READDIRPLUS] = { .nfh = A1(READDIRPLUS3args, dir),
+		.res = RES_DIRPLUS,
+		.attr = { ATTRS(READDIRPLUS3res, dir_attributes) },
+		.present = present_dirplus },
+	[NFSPROC3_FSSTAT] = { .nfh = A1(FSSTAT3args, fsroot),
+		.attr = { ATTRS(FSSTAT3res, obj_attributes) } },
+	[NFSPROC3_FSINFO] = { .nfh = A1(FSINFO3args, fsroot),
+		.attr = { ATTRS(FSINFO3res, obj_attributes) } },
+	[NFSPROC3_PATHCONF] = { .nfh = A1(PATHCONF3args, object),
+		.attr = { ATTRS(PATHCONF3res, obj_attributes) } },
+	[NFSPROC3_COMMIT] = { .nfh = A1(COMMIT3args, file),
+		.attr = { ATTRS(COMMIT3res, file_wcc.after) },
+		.present_at = BOTH(COMMIT3res, file_wcc.after),
+		.present = present_commit },
 };
 
 /*
@@ -82,22 +179,6 @@ static const struct fh_slots fh_map[UPSTREAM_NPROCS] = {
  */
 #define NFS3_NAME_MAX 255
 #define NFS3_PATH_MAX 4095
-
-/* Where each procedure's filename3 arguments are (in its diropargs3). */
-static const struct {
-	unsigned n;
-	size_t off[2];
-} name_map[UPSTREAM_NPROCS] = {
-	[NFSPROC3_LOOKUP] = { A1(LOOKUP3args, what.name) },
-	[NFSPROC3_CREATE] = { A1(CREATE3args, where.name) },
-	[NFSPROC3_MKDIR] = { A1(MKDIR3args, where.name) },
-	[NFSPROC3_SYMLINK] = { A1(SYMLINK3args, where.name) },
-	[NFSPROC3_MKNOD] = { A1(MKNOD3args, where.name) },
-	[NFSPROC3_REMOVE] = { A1(REMOVE3args, object.name) },
-	[NFSPROC3_RMDIR] = { A1(RMDIR3args, object.name) },
-	[NFSPROC3_RENAME] = { A2(RENAME3args, from.name, to.name) },
-	[NFSPROC3_LINK] = { A1(LINK3args, link.name) },
-};
 
 static struct nfs3_ops_stats stats;
 
@@ -157,11 +238,11 @@ static bool fh_long_ok(struct daemon *d, unsigned id)
 /* Unwrap the argument handles in place; set *ex. 0 or an nfsstat3. */
 static nfsstat3 unwrap_args(struct req *r, struct export_rt **ex)
 {
-	const struct fh_slots *m = &fh_map[r->call.proc];
+	const struct nfs3_proc *m = &procs[r->call.proc];
 	unsigned first_id = 0;
 
-	for (unsigned i = 0; i < m->nargs; i++) {
-		nfs_fh3 *fh = fh_at(r->args, m->args[i]);
+	for (unsigned i = 0; i < m->nfh; i++) {
+		nfs_fh3 *fh = fh_at(r->args, m->fh[i]);
 		const uint8_t *up;
 		size_t up_len;
 		unsigned id;
@@ -218,9 +299,9 @@ static nfsstat3 check_names(const struct req *r)
 
 	if (proc >= UPSTREAM_NPROCS)
 		return NFS3_OK;
-	for (unsigned i = 0; i < name_map[proc].n; i++) {
+	for (unsigned i = 0; i < procs[proc].nname; i++) {
 		const char *name = *(char *const *)((const char *)r->args +
-						     name_map[proc].off[i]);
+						     procs[proc].name[i]);
 
 		if (!name || strchr(name, '/')) {
 			stats.bad_names++;
@@ -341,7 +422,7 @@ static void postop_rewrap(struct daemon *d, struct export_rt *ex,
 /* Wrap the handles in a successful result. 0, or an nfsstat3. */
 static nfsstat3 rewrap_res(struct req *r, struct export_rt *ex, void *res)
 {
-	const struct fh_slots *m = &fh_map[r->call.proc];
+	const struct nfs3_proc *m = &procs[r->call.proc];
 	entryplus3 *e;
 
 	if (*(nfsstat3 *)res != NFS3_OK)
@@ -459,6 +540,8 @@ struct fwd {
 	bool written;		/* the file's dirty data was written back
 				 * before this call (fwd_written) */
 	bool stale;		/* answered from remembered state */
+	bool other;		/* the last wcc_data learned showed another
+				 * writer (learn_slot, for learn hooks) */
 };
 
 /* The upstream handle in an nfs_fh3 (already unwrapped). */
@@ -468,34 +551,20 @@ static struct cfile *fh_file(struct daemon *d, const nfs_fh3 *fh)
 			 fh->data.data_len);
 }
 
-/* Whether procedure proc changes the first handle's object. */
-static bool mutates_first(uint32_t proc)
-{
-	switch (proc) {
-	case NFSPROC3_SETATTR: case NFSPROC3_WRITE: case NFSPROC3_CREATE:
-	case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK: case NFSPROC3_MKNOD:
-	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: case NFSPROC3_RENAME:
-	case NFSPROC3_LINK:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Find the cached files a call is about and open their mutation brackets. */
 static void fwd_begin(struct req *r, struct fwd *w)
 {
-	const struct fh_slots *m = &fh_map[r->call.proc];
+	const struct nfs3_proc *m = &procs[r->call.proc];
 
-	w->f = fh_file(r->d, fh_at(r->args, m->args[0]));
-	if (m->nargs > 1) {
-		w->f2 = fh_file(r->d, fh_at(r->args, m->args[1]));
+	w->f = fh_file(r->d, fh_at(r->args, m->fh[0]));
+	if (m->nfh > 1) {
+		w->f2 = fh_file(r->d, fh_at(r->args, m->fh[1]));
 		if (w->f2 == w->f)
 			cfile_put(r->d->cache, &w->f2);
 	}
 	if (w->f) {
 		w->gen = cfile_gen(w->f);
-		if (mutates_first(r->call.proc))
+		if (m->mutates_first)
 			cfile_mutation_begin(w->f);
 	}
 	if (w->f2) {
@@ -577,214 +646,188 @@ static void present_child(struct daemon *d, const nfs_fh3 *fh, post_op_attr *p)
 	}
 }
 
+/* GETATTR: the proxy's size and times of a file it holds writes of. */
+static void present_getattr(struct req *r, struct fwd *w, void *res)
+{
+	post_op_attr p;
+
+	(void)r;
+	if (*(nfsstat3 *)res != NFS3_OK || !w->f || !cfile_is_local(w->f))
+		return;
+	p.attributes_follow = TRUE;
+	present(w->f, &p);
+	((GETATTR3res *)res)->GETATTR3res_u.resok.obj_attributes =
+		p.post_op_attr_u.attributes;
+}
+
+/* COMMIT: forwarded only when the proxy holds nothing unwritten for the
+ * file: what it acknowledged is committed, under its own verifier (the
+ * upstream's would make clients resend). */
+static void present_commit(struct req *r, struct fwd *w, void *res)
+{
+	(void)w;
+	if (*(nfsstat3 *)res == NFS3_OK)
+		memcpy(((COMMIT3res *)res)->COMMIT3res_u.resok.verf,
+		       writeback_verf(r->d), NFS3_WRITEVERFSIZE);
+}
+
+/* LOOKUP: the child as the proxy sees it. */
+static void present_lookup(struct req *r, struct fwd *w, void *res)
+{
+	LOOKUP3resok *ok = &((LOOKUP3res *)res)->LOOKUP3res_u.resok;
+
+	(void)w;
+	if (*(nfsstat3 *)res == NFS3_OK)
+		present_child(r->d, &ok->object, &ok->obj_attributes);
+}
+
+/* READDIRPLUS: each entry as the proxy sees it. */
+static void present_dirplus(struct req *r, struct fwd *w, void *res)
+{
+	entryplus3 *e;
+
+	(void)w;
+	if (*(nfsstat3 *)res != NFS3_OK)
+		return;
+	e = ((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok.reply.entries;
+	for (; e; e = e->nextentry)
+		if (e->name_handle.handle_follows)
+			present_child(r->d, &e->name_handle.post_op_fh3_u.handle,
+				      &e->name_attributes);
+}
+
 /* Show the proxy's view of local files in a reply (see present). */
 static void fwd_present(struct req *r, struct fwd *w, void *res)
 {
-	nfsstat3 st = *(nfsstat3 *)res;
+	const struct nfs3_proc *m = &procs[r->call.proc];
+	size_t at = m->present_at[*(nfsstat3 *)res == NFS3_OK ? 0 : 1];
+
+	if (m->present)
+		m->present(r, w, res);
+	if (at)
+		present(w->f, (post_op_attr *)((char *)res + at));
+}
+
+/* SETATTR: a new size truncates (or extends with zeros) the cache. */
+static void learn_setattr(struct req *r, struct fwd *w, void *res)
+{
+	SETATTR3res *x = res;
+	SETATTR3args *a = r->args;
+	struct cwcc pre_tmp;
+	const struct cwcc *pre = attr_from_pre_op(
+		&x->SETATTR3res_u.resok.obj_wcc.before, &pre_tmp);
+	uint64_t size = a->new_attributes.size.set_size3_u.size;
+	bool ok = x->status == NFS3_OK;
+
+	if (ok && a->new_attributes.size.set_it && w->f) {
+		cfile_truncate(r->d->cache, w->f, size);
+		/* Growing the file: the new bytes read as zeros. Trusted
+		 * only when the pre-op attributes show the file as the
+		 * proxy knew it (no other writer). */
+		if (pre && !w->other && pre->size < size)
+			cfile_hole_add(r->d->cache, w->f, pre->size, size);
+	}
+	if (ok && w->f && (a->new_attributes.mtime.set_it ||
+			   a->new_attributes.size.set_it))
+		cfile_adopt_times(w->f);
+}
+
+/* ACCESS: record the credential's answer. */
+static void learn_access(struct req *r, struct fwd *w, void *res)
+{
+	ACCESS3res *x = res;
+	ACCESS3args *a = r->args;
+	struct ccred cc;
+
+	if (x->status == NFS3_OK && w->f && cfile_gen(w->f) == w->gen) {
+		attr_cred(&w->uc, &cc);
+		cfile_access_record(w->f, &cc, a->access,
+				    x->ACCESS3res_u.resok.access);
+	}
+}
+
+/* WRITE (passed through): the written bytes enter the cache. */
+static void learn_write(struct req *r, struct fwd *w, void *res)
+{
+	WRITE3res *x = res;
+	WRITE3args *a = r->args;
+	struct ccred cc;
+
+	attr_cred(&w->uc, &cc);
+	if (x->status == NFS3_OK && w->f)
+		cache_write(r->d->cache, w->f, a->offset,
+			    (const uint8_t *)a->data.data_val,
+			    x->WRITE3res_u.resok.count < a->data.data_len
+				    ? x->WRITE3res_u.resok.count
+				    : a->data.data_len, &cc);
+}
+
+/* Apply attribute slot i of a reply to the call's file i. */
+static void learn_slot(struct req *r, struct fwd *w, unsigned i, void *res)
+{
+	const struct attr_slot *s = &procs[r->call.proc].attr[i];
+	bool ok = *(nfsstat3 *)res == NFS3_OK;
+	struct cfile *f = i ? w->f2 : w->f;
+	void *at = (char *)res + (ok ? s->ok : s->fail);
 	post_op_attr p;
+	wcc_data wcc;
 
-	switch (r->call.proc) {
-	case NFSPROC3_GETATTR:
-		if (st == NFS3_OK && w->f && cfile_is_local(w->f)) {
-			p.attributes_follow = TRUE;
-			present(w->f, &p);
-			((GETATTR3res *)res)->GETATTR3res_u.resok.obj_attributes =
-				p.post_op_attr_u.attributes;
-		}
+	if (s->kind == AT_NONE || (s->kind == AT_FATTR && !ok))
+		return;
+	switch (s->kind) {
+	case AT_FATTR:
+		p.attributes_follow = TRUE;
+		p.post_op_attr_u.attributes = *(fattr3 *)at;
+		observe(r, w, f, w->gen, &p);
 		break;
-	case NFSPROC3_ACCESS:
-		present(w->f, &((ACCESS3res *)res)->ACCESS3res_u.resok.obj_attributes);
+	case AT_POSTOP:
+		observe(r, w, f, w->gen, at);
 		break;
-	case NFSPROC3_SETATTR:
-		present(w->f, &((SETATTR3res *)res)->SETATTR3res_u.resok.obj_wcc.after);
+	case AT_WCC:
+		w->other = mutated(r, w, f, at);
 		break;
-	case NFSPROC3_COMMIT:
-		/* Forwarded only when the proxy holds nothing unwritten for
-		 * the file: what it acknowledged is committed, under its own
-		 * verifier (the upstream's would make clients resend). */
-		if (st == NFS3_OK)
-			memcpy(((COMMIT3res *)res)->COMMIT3res_u.resok.verf,
-			       writeback_verf(r->d), NFS3_WRITEVERFSIZE);
-		present(w->f, &((COMMIT3res *)res)->COMMIT3res_u.resok.file_wcc.after);
+	case AT_POSTOP_WCC:
+		/* The file's new nlink and ctime are the proxy's own
+		 * change: its post-op attributes, without pre-op ones. */
+		wcc.before.attributes_follow = FALSE;
+		wcc.after = *(post_op_attr *)at;
+		mutated(r, w, f, &wcc);
 		break;
-	case NFSPROC3_LOOKUP:
-		if (st == NFS3_OK)
-			present_child(r->d, &((LOOKUP3res *)res)->LOOKUP3res_u.resok.object,
-				      &((LOOKUP3res *)res)->LOOKUP3res_u.resok.obj_attributes);
-		break;
-	case NFSPROC3_READDIRPLUS:
-		if (st == NFS3_OK) {
-			entryplus3 *e = ((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok.reply.entries;
-
-			for (; e; e = e->nextentry)
-				if (e->name_handle.handle_follows)
-					present_child(r->d, &e->name_handle.post_op_fh3_u.handle,
-						      &e->name_attributes);
-		}
-		break;
-	default:
+	case AT_NONE:
 		break;
 	}
 }
 
-/* Feed an upstream reply's attributes and data into the cache. */
+/* Observe the attributes of the object a successful reply names. */
+static void learn_child(struct req *r, struct fwd *w, void *res)
+{
+	const struct nfs3_proc *m = &procs[r->call.proc];
+	const post_op_attr *p = (const post_op_attr *)((char *)res +
+						       m->child_attr);
+	const post_op_fh3 *pf = (const post_op_fh3 *)((char *)res + m->res_off);
+
+	if (*(nfsstat3 *)res != NFS3_OK || !m->child_attr)
+		return;
+	if (m->res == RES_FH)
+		observe_child(r, w, (const nfs_fh3 *)pf, p);
+	else if (m->res == RES_POSTOP_FH && pf->handle_follows)
+		observe_child(r, w, &pf->post_op_fh3_u.handle, p);
+}
+
+/* Feed an upstream reply's attributes and data into the cache: the
+ * procedure's row says where they are and which hook learns more. */
 static void fwd_learn(struct req *r, struct fwd *w, void *res)
 {
-	nfsstat3 st = *(nfsstat3 *)res;
-	bool ok = st == NFS3_OK;
+	const struct nfs3_proc *m = &procs[r->call.proc];
 
-	switch (r->call.proc) {
-	case NFSPROC3_GETATTR: {
-		GETATTR3res *x = res;
-		post_op_attr p = { TRUE, { x->GETATTR3res_u.resok.obj_attributes } };
-
-		if (ok)
-			observe(r, w, w->f, w->gen, &p);
-		break;
-	}
-	case NFSPROC3_SETATTR: {
-		SETATTR3res *x = res;
-		SETATTR3args *a = r->args;
-
-		struct cwcc pre_tmp;
-		const struct cwcc *pre = attr_from_pre_op(
-			&x->SETATTR3res_u.resok.obj_wcc.before, &pre_tmp);
-		bool other = mutated(r, w, w->f, &x->SETATTR3res_u.resok.obj_wcc);
-		uint64_t size = a->new_attributes.size.set_size3_u.size;
-
-		if (ok && a->new_attributes.size.set_it && w->f) {
-			cfile_truncate(r->d->cache, w->f, size);
-			/* Growing the file: the new bytes read as zeros.
-			 * Trusted only when the pre-op attributes show the
-			 * file as the proxy knew it (no other writer). */
-			if (pre && !other && pre->size < size)
-				cfile_hole_add(r->d->cache, w->f, pre->size, size);
-		}
-		if (ok && w->f && (a->new_attributes.mtime.set_it ||
-				   a->new_attributes.size.set_it))
-			cfile_adopt_times(w->f);
-		break;
-	}
-	case NFSPROC3_LOOKUP: {
-		LOOKUP3res *x = res;
-
-		if (ok) {
-			observe_child(r, w, &x->LOOKUP3res_u.resok.object,
-				      &x->LOOKUP3res_u.resok.obj_attributes);
-			observe(r, w, w->f, w->gen, &x->LOOKUP3res_u.resok.dir_attributes);
-		} else {
-			observe(r, w, w->f, w->gen, &x->LOOKUP3res_u.resfail.dir_attributes);
-		}
-		break;
-	}
-	case NFSPROC3_ACCESS: {
-		ACCESS3res *x = res;
-		ACCESS3args *a = r->args;
-		struct ccred cc;
-
-		observe(r, w, w->f, w->gen, ok ? &x->ACCESS3res_u.resok.obj_attributes
-					       : &x->ACCESS3res_u.resfail.obj_attributes);
-		if (ok && w->f && cfile_gen(w->f) == w->gen) {
-			attr_cred(&w->uc, &cc);
-			cfile_access_record(w->f, &cc, a->access,
-					    x->ACCESS3res_u.resok.access);
-		}
-		break;
-	}
-	case NFSPROC3_READLINK: {
-		READLINK3res *x = res;
-
-		observe(r, w, w->f, w->gen, ok ? &x->READLINK3res_u.resok.symlink_attributes
-					       : &x->READLINK3res_u.resfail.symlink_attributes);
-		break;
-	}
-	case NFSPROC3_WRITE: {
-		WRITE3res *x = res;
-		WRITE3args *a = r->args;
-
-		struct ccred cc;
-
-		mutated(r, w, w->f, &x->WRITE3res_u.resok.file_wcc);
-		attr_cred(&w->uc, &cc);
-		if (ok && w->f)
-			cache_write(r->d->cache, w->f, a->offset,
-				    (const uint8_t *)a->data.data_val,
-				    x->WRITE3res_u.resok.count < a->data.data_len
-					    ? x->WRITE3res_u.resok.count
-					    : a->data.data_len, &cc);
-		break;
-	}
-	case NFSPROC3_CREATE: case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK:
-	case NFSPROC3_MKNOD: {
-		/* resok and resfail both start with ... no: resok starts with
-		 * obj; dir_wcc is last in resok and alone in resfail. */
-		CREATE3res *x = res;	/* the four resok/resfail share layout */
-
-		if (ok) {
-			mutated(r, w, w->f, &x->CREATE3res_u.resok.dir_wcc);
-			if (x->CREATE3res_u.resok.obj.handle_follows)
-				observe_child(r, w, &x->CREATE3res_u.resok.obj.post_op_fh3_u.handle,
-					      &x->CREATE3res_u.resok.obj_attributes);
-		} else {
-			mutated(r, w, w->f, &x->CREATE3res_u.resfail.dir_wcc);
-		}
-		break;
-	}
-	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR: {
-		REMOVE3res *x = res;	/* RMDIR3res has the same layout */
-
-		mutated(r, w, w->f, &x->REMOVE3res_u.resok.dir_wcc);
-		break;
-	}
-	case NFSPROC3_RENAME: {
-		RENAME3res *x = res;
-
-		mutated(r, w, w->f, &x->RENAME3res_u.resok.fromdir_wcc);
-		mutated(r, w, w->f2, &x->RENAME3res_u.resok.todir_wcc);
-		break;
-	}
-	case NFSPROC3_LINK: {
-		LINK3res *x = res;
-		/* The file's new nlink and ctime are the proxy's own change:
-		 * its post-op attributes, without pre-op ones. */
-		wcc_data fw = { .before = { .attributes_follow = FALSE },
-				.after = ok ? x->LINK3res_u.resok.file_attributes
-					    : x->LINK3res_u.resfail.file_attributes };
-
-		mutated(r, w, w->f, &fw);
-		mutated(r, w, w->f2, ok ? &x->LINK3res_u.resok.linkdir_wcc
-				       : &x->LINK3res_u.resfail.linkdir_wcc);
-		break;
-	}
-	case NFSPROC3_READDIR: {
-		READDIR3res *x = res;
-
-		observe(r, w, w->f, w->gen, ok ? &x->READDIR3res_u.resok.dir_attributes
-					       : &x->READDIR3res_u.resfail.dir_attributes);
-		break;
-	}
-	case NFSPROC3_READDIRPLUS: {
-		READDIRPLUS3res *x = res;
-
-		observe(r, w, w->f, w->gen, ok ? &x->READDIRPLUS3res_u.resok.dir_attributes
-					       : &x->READDIRPLUS3res_u.resfail.dir_attributes);
-		break;
-	}
-	case NFSPROC3_FSSTAT: case NFSPROC3_FSINFO: case NFSPROC3_PATHCONF: {
-		/* Each result starts with the object's post_op_attr. */
-		observe(r, w, w->f, w->gen, (const post_op_attr *)
-			((char *)res + offsetof(FSSTAT3res, FSSTAT3res_u)));
-		break;
-	}
-	case NFSPROC3_COMMIT: {
-		COMMIT3res *x = res;
-
-		observe(r, w, w->f, w->gen, &x->COMMIT3res_u.resok.file_wcc.after);
-		break;
-	}
-	default:
-		break;
-	}
+	if (m->child_first)
+		learn_child(r, w, res);
+	for (unsigned i = 0; i < 2; i++)
+		learn_slot(r, w, i, res);
+	if (!m->child_first)
+		learn_child(r, w, res);
+	if (m->learn)
+		m->learn(r, w, res);
 	/* Names and listings: the metadata cache learns (nfs3_meta.c). */
 	nfs3_meta_learn(r, w->ex, &w->uc, w->f, w->gen, res);
 }
@@ -792,7 +835,7 @@ static void fwd_learn(struct req *r, struct fwd *w, void *res)
 /* Close what fwd_begin opened when no usable reply came. */
 static void fwd_failed(struct req *r, struct fwd *w)
 {
-	if (w->f && mutates_first(r->call.proc))
+	if (w->f && procs[r->call.proc].mutates_first)
 		mutated(r, w, w->f, NULL);
 	if (w->f2)
 		mutated(r, w, w->f2, NULL);
@@ -981,7 +1024,7 @@ static nfsstat3 send_failure(const struct export_rt *ex, uint32_t proc)
 {
 	if (upcall_state(&ex->upc) != UPSTREAM_UP)
 		return NFS3ERR_JUKEBOX;
-	if (proc < UPSTREAM_NPROCS && name_map[proc].n > 0)
+	if (proc < UPSTREAM_NPROCS && procs[proc].nname > 0)
 		return NFS3ERR_NAMETOOLONG;
 	return NFS3ERR_SERVERFAULT;
 }
