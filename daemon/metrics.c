@@ -311,12 +311,9 @@ static void render_readahead(struct evbuffer *o, const struct cache_stats *cs)
 	       cs->ra_wasted_bytes);
 }
 
-/* Write the cache's read outcomes, byte sources and memory. */
-static void render_cache(struct evbuffer *o, struct daemon *d,
-			 const struct nfs3_ops_stats *ns)
+/* Write the client READ counters and the reads they caused upstream. */
+static void render_reads(struct evbuffer *o, const struct nfs3_ops_stats *ns)
 {
-	struct cache_stats cs;
-
 	head(o, "nfscached_reads_total", "counter",
 	     "Client READs by cache result.");
 	for (int i = 0; i < CACHE_NOUTCOMES; i++)
@@ -343,6 +340,15 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 	       "ACCESS calls the proxy sent upstream on its own, to authorize "
 	       "serving a READ from cache or taking a WRITE into it.",
 	       ns->access_checks);
+}
+
+/* Write the cache's read outcomes, byte sources and memory. */
+static void render_cache(struct evbuffer *o, struct daemon *d,
+			 const struct nfs3_ops_stats *ns)
+{
+	struct cache_stats cs;
+
+	render_reads(o, ns);
 	cache_stats_get(d->cache, &cs);
 	head(o, "nfscached_cache_bytes", "gauge",
 	     "Valid bytes held in cache pages, by state.");

@@ -20,8 +20,8 @@ packages=(
 	build-essential cmake pkg-config
 	libevent-dev libtirpc-dev rpcsvc-proto libnfs-dev libssl-dev
 	libconfuse-dev uthash-dev
-	# unit tests
-	libcunit1-dev
+	# unit tests, and the function-length check (ctags over the sources)
+	libcunit1-dev universal-ctags
 	# integration tests and demo: the upstream server, its rpcbind, the
 	# clients, the metrics fetch, and the tools the scripts call
 	# (ss, pgrep, flock/setsid, cmp)
