@@ -100,6 +100,7 @@ static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
 	c->cb = cb;
 	c->cb_arg = arg;
 	fu->calls[proc]++;
+	fu->last_cred[proc] = c->cred;
 	append(fu->hold[proc] ? &fu->held : &fu->ready, c);
 	if (!fu->hold[proc])
 		event_active(fu->tick, EV_TIMEOUT, 0);

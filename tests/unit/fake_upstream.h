@@ -49,6 +49,8 @@ struct fake_up {
 	uint8_t root[64];
 	size_t root_len;
 	uint64_t calls[UPSTREAM_NPROCS];	/* accepted, by procedure */
+	struct upstream_cred last_cred[UPSTREAM_NPROCS]; /* of the last call
+					 * (machine not kept) */
 	bool hold[UPSTREAM_NPROCS];		/* calls of proc wait */
 	fake_responder respond;
 	void *respond_arg;

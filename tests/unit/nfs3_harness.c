@@ -60,6 +60,10 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 		memcpy(h->in + h->in_len, buf, (size_t)n);
 		h->in_len += (size_t)n;
 	}
+	if (n == 0) {		/* the server closed the connection */
+		h->closed = true;
+		event_del(h->rd);
+	}
 	take_records(h);
 }
 
@@ -145,6 +149,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 	start_export(h);
 	connect_client(h);
 	h->next_xid = 0x1000;
+	h->uid = h->gid = 1000;
 }
 
 void h_fini(struct nfs3_h *h)
@@ -213,8 +218,8 @@ uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 	put32(&p, 4);
 	memcpy(p, "test", 4);
 	p += 4;
-	put32(&p, 1000);
-	put32(&p, 1000);
+	put32(&p, h->uid);
+	put32(&p, h->gid);
 	put32(&p, 0);
 	put32(&p, AUTH_NONE);
 	put32(&p, 0);
@@ -291,7 +296,7 @@ int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res)
 	int rc;
 
 	evtimer_add(guard, &tv);
-	while (!h_replied(h, xid) && !out)
+	while (!h_replied(h, xid) && !out && !h->closed)
 		event_base_loop(h->d.base, EVLOOP_ONCE);
 	event_free(guard);
 	if (!(r = take(h, xid)))

@@ -4,7 +4,8 @@
  * write-back) in the test process, on one event loop, with a fake upstream
  * (fake_upstream.h) whose responder is a toy in-memory NFSv3 server, and
  * one client connection over a socketpair(2) that speaks ONC RPC records
- * (RFC 5531 sections 9 and 11, AUTH_SYS uid/gid 1000). No Ganesha, no
+ * (RFC 5531 sections 9 and 11, AUTH_SYS h.uid/h.gid, 1000 unless the test
+ * changes them). No Ganesha, no
  * network, and the daemon's clock is the test clock (mclock.h), which only
  * h_advance() moves.
  */
@@ -64,6 +65,9 @@ struct nfs3_h {
 	size_t in_len;
 	struct h_reply *replies;
 	uint32_t next_xid;
+	uint32_t uid, gid;		/* h_call's AUTH_SYS identity: 1000 */
+	bool closed;			/* the server closed the connection
+					 * (h_advance past idle_timeout) */
 };
 
 /* Tune the configuration before the daemon starts (may be NULL). */
@@ -99,7 +103,8 @@ uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 
 /* Run the loop until the reply to xid arrives and decode it into res
  * (xres; free with xdr_free). Returns 0, or -1 if it is not an accepted
- * SUCCESS reply or none came within 30 s of real time (a hang guard). */
+ * SUCCESS reply, the server closed the connection, or none came within
+ * 30 s of real time (a hang guard). */
 int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res);
 
 /* True when the reply to xid has arrived (runs no loop turn). */
