@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -548,6 +551,14 @@ static int many_recv_one(struct wb_conn *c, uint32_t base, size_t sent,
 	return 0;
 }
 
+/* Hold (on) or push out (off) c's partial segments: TCP_CORK, tcp(7). */
+static void wb_cork(struct wb_conn *c, bool on)
+{
+	int v = on;
+
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v));
+}
+
 int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 		  const struct wb_wreq *reqs, size_t n, unsigned window,
 		  struct wb_wres *res)
@@ -562,6 +573,7 @@ int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 		res[i].st = WB_ERR_TIMEOUT;	/* no reply yet */
 	}
 	while (got < n) {
+		wb_cork(c, true);
 		while (sent < n && sent - got < window) {
 			write_args(&a, fh, reqs[sent].off, reqs[sent].data,
 				   reqs[sent].len, reqs[sent].stable);
@@ -575,6 +587,7 @@ int wb_write_many(struct wb_conn *c, const struct wb_fh *fh,
 				return WB_ERR_LOCAL;
 			sent++;
 		}
+		wb_cork(c, false);
 		if ((rc = many_recv_one(c, base, sent, res)) != 0)
 			return rc;
 		got++;

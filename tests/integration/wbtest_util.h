@@ -164,7 +164,10 @@ int wb_fsinfo(struct wb_conn *c, const struct wb_fh *fh, uint32_t *wtmax);
 
 /*
  * Send the n WRITEs of reqs with at most window in flight on c (replies
- * may come in any order) and store each reply in res[i]. Returns 0 when
+ * may come in any order) and store each reply in res[i]. The WRITEs that
+ * fill the window leave corked (TCP_CORK), in as few segments as the
+ * socket allows, so the server reads a full window's first WRITEs in one
+ * read, however the test and the server are scheduled. Returns 0 when
  * every call got a reply (whatever its status), or a WB_ERR_* when the
  * connection failed (res[i].st is WB_ERR_* for calls without a reply).
  */
