@@ -18,10 +18,13 @@
 #  nocommit  `test_wb_shutdown nocommit` streams WRITEs and never COMMITs;
 #        after 32 MiB, SIGTERM (flush bounded at 5 s).
 #  down  as tail, but Ganesha is stopped before the SIGTERM, with
-#        shutdown_flush_timeout = 1 and upstream_timeout = 40: no call is
-#        in flight, so nfscached must exit within 20 s (the flush bound,
-#        not upstream_timeout), logging the bytes it could not commit; only
-#        the committed bytes are checked on disk.
+#        shutdown_flush_timeout = 30 and upstream_timeout = 40, the proxy
+#        on its test clock (NFSCACHED_TEST_CLOCK=1): it still runs when it
+#        logs that it is stopping; its clock is then advanced 31 s, and as
+#        no call is in flight it must exit within 20 s of real time (the
+#        flush bound on its clock, not upstream_timeout nor real time),
+#        logging the bytes it could not commit; only the committed bytes
+#        are checked on disk.
 # nfscached must exit 0, the stream must end (its connection
 # closes), and `test_wb_shutdown check` compares the file on disk.
 set -euo pipefail
@@ -48,12 +51,30 @@ echo "writeback_delay = 600" >"$conf"
 status=0
 
 # Send SIGTERM to nfscached (marker first), collect both exit statuses,
-# run the check. With $2, nfscached must exit within $2 ms. Adds to status
-# on failure.
+# run the check. With $2, nfscached must exit within $2 ms. With $3 (the
+# proxy on its test clock), once it logs that it is stopping and while it
+# still runs, advance its clock by $3 seconds. Adds to status on failure.
 term_and_check() {
-	local t0 t1 stream_status=0 max_ms=${2:-}
+	local t0 t1 stream_status=0 max_ms=${2:-} advance=${3:-} i
 	touch "$WB_STREAM_MARK"
 	t0=$(date +%s%N)
+	if [[ -n "$advance" ]]; then
+		kill -TERM "$NFSC_PROXY_PID"
+		for ((i = 0; i < 600; i++)); do
+			grep -q 'stopping' "$NFSC_PROXY_LOG" && break
+			sleep 0.1
+		done
+		if ! nfsc_pid_alive "$NFSC_PROXY_PID"; then
+			nfsc_say "$1: nfscached exited before its clock reached the flush limit"
+			status=1
+		else
+			# The timers due run right after the answer is queued,
+			# so the proxy may exit before it is sent: the exit
+			# within max_ms (under the flush limit) is the check.
+			curl -sS -X POST -o /dev/null --max-time 10 \
+				"http://$NFSC_METRICS_ADDR/debug/clock/advance?seconds=$advance" || true
+		fi
+	fi
 	wbp_kill TERM
 	t1=$(date +%s%N)
 	nfsc_say "$1: nfscached took $(((t1 - t0) / 1000000)) ms to exit after SIGTERM"
@@ -140,11 +161,12 @@ down() {
 	export WB_STREAM_STATE=$NFSC_TMP/wb-down.state
 	export WB_STREAM_MARK=$NFSC_TMP/wb-down.sigterm
 	conf_down=$NFSC_TMP/wb-sigterm-down.conf
-	printf 'writeback_delay = 600\nshutdown_flush_timeout = 1\nupstream_timeout = 40\n' >"$conf_down"
+	printf 'writeback_delay = 600\nshutdown_flush_timeout = 30\nupstream_timeout = 40\n' >"$conf_down"
+	export NFSCACHED_TEST_CLOCK=1
 	start_tail "$conf_down"
 	"${NFSC_UPSTREAMCTL:?run under harness.sh}" stop
 	export WB_CHECK_COMMITTED_ONLY=1
-	term_and_check down 20000
+	term_and_check down 20000 31
 	if ! grep -q 'bytes not committed upstream' "$NFSC_PROXY_LOG"; then
 		nfsc_say "down: nfscached did not log the bytes it could not commit"
 		status=1
