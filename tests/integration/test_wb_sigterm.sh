@@ -74,8 +74,10 @@ term_and_check() {
 			curl -sS -X POST -o /dev/null --max-time 10 \
 				"http://$NFSC_METRICS_ADDR/debug/clock/advance?seconds=$advance" || true
 		fi
+		wbp_wait TERM	# no second SIGTERM: it may meet the exit
+	else
+		wbp_kill TERM
 	fi
-	wbp_kill TERM
 	t1=$(date +%s%N)
 	nfsc_say "$1: nfscached took $(((t1 - t0) / 1000000)) ms to exit after SIGTERM"
 	if [[ -n "$max_ms" ]] && (((t1 - t0) / 1000000 > max_ms)); then

@@ -59,10 +59,17 @@ wbp_start() {
 
 # Send signal $1 to nfscached and collect its exit status in WBP_STATUS.
 wbp_kill() {
+	[[ -n "$NFSC_PROXY_PID" ]] || return 1
+	kill -"$1" "$NFSC_PROXY_PID" 2>/dev/null || true
+	wbp_wait "$1"
+}
+
+# Wait (60 s at most, then SIGKILL) for nfscached, sent SIG$1 already, to
+# exit; its status in WBP_STATUS.
+wbp_wait() {
 	local sig=$1 pid=$NFSC_PROXY_PID
 	WBP_STATUS=
 	[[ -n "$pid" ]] || return 1
-	kill -"$sig" "$pid" 2>/dev/null || true
 	if ! nfsc_wait_gone "$pid" 600; then
 		nfsc_say "nfscached pid $pid still runs 60 s after SIG$sig; killing it"
 		kill -KILL "$pid" 2>/dev/null || true
