@@ -319,3 +319,27 @@ void h_advance(struct nfs3_h *h, double seconds)
 		abort();
 	h_turns(h, 8);
 }
+
+nfsstat3 h_lookup(struct nfs3_h *h, char *name, uint64_t *fileid)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	const post_op_attr *p;
+	LOOKUP3args a;
+	LOOKUP3res res;
+	nfsstat3 st;
+
+	h_fh(h, TOY_ROOT, &a.what.dir, buf);
+	a.what.name = name;
+	memset(&res, 0, sizeof(res));
+	if (h_wait(h, h_call(h, NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
+			     &a), (xdrproc_t)xdr_LOOKUP3res, &res) != 0)
+		return H_NO_REPLY;
+	st = res.status;
+	if (st == NFS3_OK && fileid) {
+		p = &res.LOOKUP3res_u.resok.obj_attributes;
+		*fileid = p->attributes_follow ?
+			  p->post_op_attr_u.attributes.fileid : UINT64_MAX;
+	}
+	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&res);
+	return st;
+}

@@ -107,6 +107,13 @@ uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
  * 30 s of real time (a hang guard). */
 int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res);
 
+/* LOOKUP name in the toy root and wait for the reply. Returns its status,
+ * or H_NO_REPLY when no decodable reply came (h_wait failed). When fileid
+ * is not NULL and the LOOKUP succeeded, *fileid is the object's fileid
+ * from the reply's post_op_attr, or UINT64_MAX if it carried none. */
+#define H_NO_REPLY ((nfsstat3)0xffffffffu)
+nfsstat3 h_lookup(struct nfs3_h *h, char *name, uint64_t *fileid);
+
 /* True when the reply to xid has arrived (runs no loop turn). */
 bool h_replied(struct nfs3_h *h, uint32_t xid);
 

@@ -10,31 +10,6 @@
 #include "cunit_main.h"
 #include "nfs3_harness.h"
 
-/* LOOKUP name in the root; returns the status, *fileid when found. */
-static nfsstat3 lookup(struct nfs3_h *h, char *name, uint64_t *fileid)
-{
-	uint8_t buf[FH_SIZE_MAX];
-	LOOKUP3args a;
-	LOOKUP3res res;
-	nfsstat3 st;
-
-	h_fh(h, TOY_ROOT, &a.what.dir, buf);
-	a.what.name = name;
-	memset(&res, 0, sizeof(res));
-	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, NFSPROC3_LOOKUP,
-					       (xdrproc_t)xdr_LOOKUP3args, &a),
-				     (xdrproc_t)xdr_LOOKUP3res, &res), 0);
-	st = res.status;
-	if (st == NFS3_OK && fileid) {
-		const post_op_attr *p = &res.LOOKUP3res_u.resok.obj_attributes;
-
-		CU_ASSERT_TRUE(p->attributes_follow);
-		*fileid = p->post_op_attr_u.attributes.fileid;
-	}
-	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&res);
-	return st;
-}
-
 /* GETATTR of toy fileid id (of the root, as a client does after MOUNT). */
 static void getattr(struct nfs3_h *h, uint64_t id)
 {
@@ -100,17 +75,17 @@ static void test_negative_lookup_is_remembered(void)
 	uint64_t id = 0;
 
 	h_init(&h, NULL);
-	CU_ASSERT_EQUAL(lookup(&h, nope, NULL), NFS3ERR_NOENT);
+	CU_ASSERT_EQUAL(h_lookup(&h, nope, NULL), NFS3ERR_NOENT);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 1);
-	CU_ASSERT_EQUAL(lookup(&h, nope, NULL), NFS3ERR_NOENT);
+	CU_ASSERT_EQUAL(h_lookup(&h, nope, NULL), NFS3ERR_NOENT);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 1);
 	/* Past negative_timeout the upstream is asked again. */
 	h_advance(&h, h.d.conf->exports[0].negative_timeout + 1);
-	CU_ASSERT_EQUAL(lookup(&h, nope, NULL), NFS3ERR_NOENT);
+	CU_ASSERT_EQUAL(h_lookup(&h, nope, NULL), NFS3ERR_NOENT);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 2);
 	/* A CREATE through the proxy replaces the negative entry. */
 	CU_ASSERT_EQUAL(create(&h, nope), NFS3_OK);
-	CU_ASSERT_EQUAL(lookup(&h, nope, &id), NFS3_OK);
+	CU_ASSERT_EQUAL(h_lookup(&h, nope, &id), NFS3_OK);
 	CU_ASSERT_EQUAL(id, toy_node(&h.toy, 2)->fileid);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 2);
 	h_fini(&h);
@@ -125,17 +100,17 @@ static void test_rename_teaches_both_names(void)
 	h_init(&h, NULL);
 	a = toy_add_file(&h.toy, "a", 100);
 	getattr(&h, TOY_ROOT);
-	CU_ASSERT_EQUAL(lookup(&h, na, &got), NFS3_OK);
+	CU_ASSERT_EQUAL(h_lookup(&h, na, &got), NFS3_OK);
 	CU_ASSERT_EQUAL(got, a);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 1);
 	CU_ASSERT_EQUAL(rename_(&h, na, nb), NFS3_OK);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_RENAME], 1);
 	/* Neither name needs the upstream: "a" is gone, "b" is a's file
 	 * (whose attributes the RENAME expired: its ctime changed). */
-	CU_ASSERT_EQUAL(lookup(&h, na, NULL), NFS3ERR_NOENT);
+	CU_ASSERT_EQUAL(h_lookup(&h, na, NULL), NFS3ERR_NOENT);
 	getattr(&h, a);
 	got = 0;
-	CU_ASSERT_EQUAL(lookup(&h, nb, &got), NFS3_OK);
+	CU_ASSERT_EQUAL(h_lookup(&h, nb, &got), NFS3_OK);
 	CU_ASSERT_EQUAL(got, a);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 1);
 	h_fini(&h);
