@@ -286,12 +286,30 @@ int wb_create(struct wb_conn *c, const struct wb_fh *dir, const char *name,
 	return st;
 }
 
+/* Send SETATTR a and wait; *post (if not NULL) gets the wcc after-attrs. */
+static int setattr_send(struct wb_conn *c, SETATTR3args *a, fattr3 *post)
+{
+	SETATTR3res res;
+	int st;
+
+	memset(&res, 0, sizeof(res));
+	st = wb_call(c, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, a,
+		     (xdrproc_t)xdr_SETATTR3res, &res, WB_TIMEOUT_MS);
+	if (post) {
+		memset(post, 0, sizeof(*post));
+		if (st >= 0)
+			post_take(post, st == NFS3_OK
+				  ? &res.SETATTR3res_u.resok.obj_wcc.after
+				  : &res.SETATTR3res_u.resfail.obj_wcc.after);
+	}
+	xdr_free((xdrproc_t)xdr_SETATTR3res, &res);
+	return st;
+}
+
 int wb_setattr_owner(struct wb_conn *c, const struct wb_fh *fh, int64_t uid,
 		     int64_t gid)
 {
 	SETATTR3args a;
-	SETATTR3res res;
-	int st;
 
 	memset(&a, 0, sizeof(a));
 	a.object = fh3(fh);
@@ -303,19 +321,13 @@ int wb_setattr_owner(struct wb_conn *c, const struct wb_fh *fh, int64_t uid,
 		a.new_attributes.gid.set_it = TRUE;
 		a.new_attributes.gid.set_gid3_u.gid = (uint32_t)gid;
 	}
-	memset(&res, 0, sizeof(res));
-	st = wb_call(c, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &a,
-		     (xdrproc_t)xdr_SETATTR3res, &res, WB_TIMEOUT_MS);
-	xdr_free((xdrproc_t)xdr_SETATTR3res, &res);
-	return st;
+	return setattr_send(c, &a, NULL);
 }
 
 int wb_setattr(struct wb_conn *c, const struct wb_fh *fh, int64_t size,
 	       int32_t mode, fattr3 *post)
 {
 	SETATTR3args a;
-	SETATTR3res res;
-	int st;
 
 	memset(&a, 0, sizeof(a));
 	a.object = fh3(fh);
@@ -327,18 +339,7 @@ int wb_setattr(struct wb_conn *c, const struct wb_fh *fh, int64_t size,
 		a.new_attributes.mode.set_it = TRUE;
 		a.new_attributes.mode.set_mode3_u.mode = (uint32_t)mode;
 	}
-	memset(&res, 0, sizeof(res));
-	st = wb_call(c, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &a,
-		     (xdrproc_t)xdr_SETATTR3res, &res, WB_TIMEOUT_MS);
-	if (post) {
-		memset(post, 0, sizeof(*post));
-		if (st >= 0)
-			post_take(post, st == NFS3_OK
-				  ? &res.SETATTR3res_u.resok.obj_wcc.after
-				  : &res.SETATTR3res_u.resfail.obj_wcc.after);
-	}
-	xdr_free((xdrproc_t)xdr_SETATTR3res, &res);
-	return st;
+	return setattr_send(c, &a, post);
 }
 
 /* Fill the WRITE arguments for buf[0..len) at off. */
