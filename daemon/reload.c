@@ -180,6 +180,7 @@ static void log_global_changes(const struct conf *o, const struct conf *n)
 	NEW_NUM(dirty_limit);
 	NEW_NUM(writeback_commit_delay);
 	NEW_NUM(shutdown_flush_timeout);
+	NEW_NUM(stale_on_error);
 #undef NEW_NUM
 	if (what[0])
 		log_info("reload: new %s", what);

@@ -649,14 +649,22 @@ static void conn_refuse(struct server *s, evutil_socket_t fd,
 	}
 }
 
+/* Client connections allowed now: max_connections (as last loaded)
+ * capped by the descriptor budget. */
+static uint32_t conn_cap(const struct server *s)
+{
+	uint32_t max = s->d->conf->max_connections;
+
+	return max < s->fd_cap ? max : s->fd_cap;
+}
+
 /* The limit a new connection from host would break, or NULL; *pcp is
  * host's count (NULL if it has none open). */
 static const char *conn_limit_hit(struct server *s, const char *host,
 				  struct peer_count **pcp)
 {
 	const struct conf *cf = s->d->conf;
-	uint32_t cap = cf->max_connections < s->fd_cap ? cf->max_connections
-						       : s->fd_cap;
+	uint32_t cap = conn_cap(s);
 
 	HASH_FIND_STR(s->peers, host, *pcp);
 	if (s->st.connections_open >= cap)
@@ -826,8 +834,7 @@ static void server_fd_budget(struct server *s)
 	lim = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
 	lim = lim > 2 * reserve ? lim - reserve : lim / 2;
 	s->fd_cap = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
-	s->st.max_connections = s->fd_cap < s->d->conf->max_connections
-		? s->fd_cap : s->d->conf->max_connections;
+	s->st.max_connections = conn_cap(s);
 	log_info("descriptor limit %llu, %llu kept in reserve: at most %u "
 		 "client connections (max_connections %u)",
 		 (unsigned long long)rl.rlim_cur, (unsigned long long)reserve,
@@ -942,6 +949,7 @@ void server_close_all(struct server *s)
 void server_stats_get(const struct server *s, struct server_stats *st)
 {
 	*st = s->st;
+	st->max_connections = conn_cap(s);	/* follows a reload */
 	st->drc_entries = drc_count(s->drc);
 }
 

@@ -22,7 +22,9 @@
 #   5. nfs_port changed (fixed at start): the reload goes through, the
 #      change is logged as waiting for a restart and the old port serves;
 #   6. strict, writeback_delay (changed at once) and max_transfer (fixed
-#      at start) in one reload: each is named in the log, numbers whole.
+#      at start) in one reload: each is named in the log, numbers whole;
+#   7. max_connections changed: logged, and nfscached_connections_max
+#      follows it.
 # The same daemon process serves throughout.
 set -euo pipefail
 
@@ -217,6 +219,16 @@ else
 	fail "strict, writeback_delay and max_transfer: not reloaded"
 fi
 cp "$good" "$conf"
+
+# 7. max_connections changes at once, and its gauge follows.
+printf 'max_connections = 37\n' >>"$conf"
+if hup_and_wait "reload: new max_connections 37"; then
+	want_metric 'nfscached_connections_max' 37
+else
+	fail "max_connections = 37: not reloaded"
+fi
+cp "$good" "$conf"
+hup_and_wait "reloaded $conf" || fail "restoring max_connections: not reloaded"
 
 if kill -0 "$NFSC_PROXY_PID" 2>/dev/null; then
 	pass "the same nfscached process (pid $NFSC_PROXY_PID) served throughout"
