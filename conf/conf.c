@@ -10,9 +10,15 @@
  * conversion into struct conf, conf_from_flags' defaults, conf_set_global,
  * conf_dump, conf_write_example, conf_equal and conf_free.
  *
- * Loading runs in four steps, each reporting "FILE:LINE: reason":
+ * Loading runs in these steps, each reporting "FILE:LINE: reason"; every
+ * error is recorded (report()) and the load goes on, so that a file's
+ * errors all come out at once, sorted by line:
  *  0. (conf_text.c) the file is read whole and its comments blanked, and a
  *     string or section left open is refused at the line that opens it.
+ *     conf_scan then walks the statements: directives given twice,
+ *     unknown names, ganesha.conf and exports(5) habits (blanked, so that
+ *     libconfuse reads on). When it read the whole file, libconfuse is
+ *     told to skip unknown names (already reported) instead of stopping.
  *  1. libconfuse parses the file. Our parse callbacks (numbers, booleans)
  *     and validate callbacks (ranges, addresses, URLs, unique ids) run per
  *     value at the value's line; the export callback runs as each export
@@ -20,7 +26,14 @@
  *     errors (syntax, unknown directive, duplicate title) reach on_error().
  *  2. The cfg tree is converted into struct conf.
  *  3. Rules that tie directives together (max_reply_buffer >=
- *     max_record_size) and "at least one export" run on struct conf.
+ *     max_record_size) and "at least one export" run on struct conf,
+ *     unless libconfuse stopped at a syntax error; a rule is skipped when
+ *     one of its directives had its value refused. Its error points at
+ *     the directive to blame (blame_second).
+ *
+ * A value refused is replaced by its default in libconfuse's tree and
+ * marked bad (gbad, export_rec.bad), so that nothing built on it reports
+ * more errors.
  *
  * Lines. libconfuse keeps no line per option: a callback sees only the
  * current line of the cfg_t being lexed. While a section is parsed, the
@@ -45,6 +58,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -258,23 +272,35 @@ static const struct directive directives[] = {
 
 static const char *const log_levels[] = { "error", "warn", "info", "debug" };
 
-/* Where an export section begins and which id it claimed. */
+/* Where an export section begins, which id it claimed, where each of its
+ * directives was set and which had a bad value. */
 struct export_rec {
 	const cfg_t *sec;
 	int line;		/* line of the section's opening brace */
 	int id_line;		/* 0 until id is set */
 	unsigned id;
+	int dline[NDIR];	/* line an export directive was set on, or 0 */
+	bool defaulted[NDIR];	/* libconfuse has set its default */
+	bool bad[NDIR];		/* its value was refused */
+};
+
+/* One error of a load: its line (0: none) and reason. */
+struct load_err {
+	int line;
+	unsigned seq;		/* order found */
+	char *why;		/* owned */
 };
 
 /* State of one conf_load_file call, for the libconfuse callbacks. */
 struct parse_ctx {
 	const char *path;
 	cfg_t *root;
-	char *err;
-	size_t errlen;
-	bool failed;		/* err holds the first error */
+	struct load_err *errs;	/* owned, in the order found */
+	size_t nerrs;
+	bool oom;		/* an error could not be recorded */
 	bool parsing;		/* the file, not cfg_init's defaults */
 	int gline[NDIR];	/* line a global directive was set on, or 0 */
+	bool gbad[NDIR];	/* a global directive's value was refused */
 	struct export_rec *recs;
 	size_t nrecs;
 };
@@ -356,6 +382,76 @@ static int parse_double(const char *s, double *out)
 	return (*end || errno || !isfinite(*out)) ? -1 : 0;
 }
 
+/* What a bare number of d counts: bytes (1), MiB (1 << 20), seconds
+ * (-1, for durations), or 0 when d takes no suffix. */
+static double unit_scale(const struct directive *d)
+{
+	if (!d->unit)
+		return 0;
+	if (strcmp(d->unit, "bytes") == 0)
+		return 1;
+	if (strcmp(d->unit, "MiB") == 0)
+		return 1 << 20;
+	return strcmp(d->unit, "seconds") == 0 ? -1 : 0;
+}
+
+/*
+ * Parse a size: a whole number in d's unit, or a number (a fraction too)
+ * with K, M, G or T (KiB, MiB, GiB, TiB also: powers of 1024) that makes
+ * a whole number of the unit. scale: bytes per unit.
+ */
+static int parse_size(const char *s, double scale, long *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	double x;
+
+	if (parse_long(s, out) == 0)
+		return 0;
+	if (!*s || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || !*end || !isfinite(x) ||
+	    !(u = strchr(units, *end)) ||
+	    (end[1] && strcmp(end + 1, "iB") != 0))
+		return -1;
+	x = x * (double)(1ULL << (10 * (u - units + 1))) / scale;
+	if (x > (double)LONG_MAX / 2 || x < -(double)LONG_MAX / 2 ||
+	    x != (double)(long)x)
+		return -1;
+	*out = (long)x;
+	return 0;
+}
+
+/* Parse a duration: seconds, or a number with ms, s, m, h or d. */
+static int parse_duration(const char *s, double *out)
+{
+	static const struct { const char *sfx; double secs; } units[] = {
+		{ "ms", 0 }, { "s", 1 }, { "m", 60 }, { "h", 3600 },
+		{ "d", 86400 },
+	};
+	char *end;
+
+	if (parse_double(s, out) == 0)
+		return 0;
+	if (!*s || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || !isfinite(*out))
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].sfx) != 0)
+			continue;
+		/* x / 1000 rounds as strtod("0.00x") does: dumps load back. */
+		*out = units[i].secs ? *out * units[i].secs : *out / 1000;
+		return isfinite(*out) ? 0 : -1;
+	}
+	return -1;
+}
+
 /* Parse true/false (also yes/no, on/off, as libconfuse does). */
 static int parse_bool(const char *s, bool *out)
 {
@@ -385,12 +481,29 @@ static int value_parse(const struct directive *d, const char *s,
 	case K_INT:
 	case K_UINT:
 	case K_U32:
+		if (unit_scale(d) > 0) {
+			if (parse_size(s, unit_scale(d), &v->l) == 0)
+				return 0;
+			snprintf(why, len, "%s: \"%s\" is not a size: a whole "
+				 "number of %s, or a number with K, M, G or T "
+				 "(powers of 1024)%s", d->name, s, d->unit,
+				 unit_scale(d) > 1 ? " making whole MiB" : "");
+			return -1;
+		}
 		if (parse_long(s, &v->l) == 0)
 			return 0;
 		snprintf(why, len, "%s: \"%s\" is not a whole number", d->name,
 			 s);
 		return -1;
 	case K_DOUBLE:
+		if (unit_scale(d) < 0) {
+			if (parse_duration(s, &v->d) == 0)
+				return 0;
+			snprintf(why, len, "%s: \"%s\" is not a duration: "
+				 "seconds, or a number with ms, s, m, h or d",
+				 d->name, s);
+			return -1;
+		}
 		if (parse_double(s, &v->d) == 0)
 			return 0;
 		snprintf(why, len, "%s: \"%s\" is not a number", d->name, s);
@@ -683,75 +796,123 @@ static int check_export_path(const char *p, char *why, size_t len)
 
 /* ---- rules over several directives ---- */
 
-/* Line a global directive was set on while parsing, or 0. */
-static int gline_of(const int *gline, const char *name)
-{
-	const struct directive *d = directive_find(S_GLOBAL, name);
+/* Where check_rules sends what it finds: the first error into why (the
+ * quick start, conf_set_global), or every one to the load's report(). */
+struct rules_out {
+	struct parse_ctx *ctx;	/* NULL: first error only */
+	int line;		/* of the first error */
+	char *why;
+	size_t len;
+	int n;			/* errors found */
+};
 
-	return gline && d ? gline[d - directives] : 0;
+static int report(int line, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void rule_fail(struct rules_out *o, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void rule_fail(struct rules_out *o, int line, const char *fmt, ...)
+{
+	char why[WHY_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (o->ctx)
+		report(line, "%s", why);
+	else if (o->n == 0)
+		snprintf(o->why, o->len, "%s", why), o->line = line;
+	o->n++;
 }
 
-/* Check the rules that tie global directives together; on failure set
- * *line to the line of the directive to blame (0 when unknown). */
-static int check_rules(const struct conf *c, const int *gline, int *line,
-		       char *why, size_t len)
+/* Index of the global directive name in directives[]. */
+static size_t gidx(const char *name)
 {
-	*line = 0;
-	if (c->max_reply_buffer < c->max_record_size) {
-		*line = gline_of(gline, "max_reply_buffer");
-		if (!*line)
-			*line = gline_of(gline, "max_record_size");
-		snprintf(why, len, "max_reply_buffer %" PRIu32 " is smaller "
-			 "than max_record_size %" PRIu32, c->max_reply_buffer,
-			 c->max_record_size);
-		return -1;
-	}
-	if (c->hole_granularity & (c->hole_granularity - 1)) {
-		*line = gline_of(gline, "hole_granularity");
-		snprintf(why, len, "hole_granularity %" PRIu32 " is not a power "
-			 "of two (or 0)", c->hole_granularity);
-		return -1;
-	}
-	if (c->page_size & (c->page_size - 1)) {
-		*line = gline_of(gline, "page_size");
-		snprintf(why, len, "page_size %" PRIu32 " is not a power of two",
-			 c->page_size);
-		return -1;
-	}
-	if (c->page_size && c->readahead_max % c->page_size) {
-		*line = gline_of(gline, "readahead_max");
-		if (!*line)
-			*line = gline_of(gline, "page_size");
-		snprintf(why, len, "readahead_max %" PRIu32 " is not a multiple "
-			 "of page_size %" PRIu32, c->readahead_max, c->page_size);
-		return -1;
-	}
-	for (size_t i = 0; i < c->nexports; i++) {
-		const struct conf_export *e = &c->exports[i];
+	return (size_t)(directive_find(S_GLOBAL, name) - directives);
+}
 
-		if (e->acregmin > e->acregmax) {
-			snprintf(why, len, "export \"%s\": acregmin %g must not "
-				 "exceed acregmax %g", e->path, e->acregmin,
-				 e->acregmax);
-			return -1;
-		}
-		if (e->acdirmin > e->acdirmax) {
-			snprintf(why, len, "export \"%s\": acdirmin %g must not "
-				 "exceed acdirmax %g", e->path, e->acdirmin,
-				 e->acdirmax);
-			return -1;
-		}
+/* Line global directive i was set on while parsing, or 0. */
+static int gline_at(const struct rules_out *o, size_t i)
+{
+	return o->ctx ? o->ctx->gline[i] : 0;
+}
+
+/* True when a rule between global directives a and b can be checked:
+ * neither had its value refused. */
+static bool rule_applies(const struct rules_out *o, size_t a, size_t b)
+{
+	return !o->ctx || (!o->ctx->gbad[a] && !o->ctx->gbad[b]);
+}
+
+/*
+ * Of two directives a rule ties together, the one to blame: the one set
+ * in the file when the other kept its default, the later one when both
+ * were set (the file read top down was fine until then). Returns true for
+ * b, false for a.
+ */
+static bool blame_second(int line_a, int line_b)
+{
+	return line_b && (!line_a || line_b > line_a);
+}
+
+/* " (default)" when directive i was not set in the file. */
+static const char *dflt(const struct rules_out *o, size_t i)
+{
+	return o->ctx && !o->ctx->gline[i] ? " (its default)" : "";
+}
+
+/* Check the rules that tie global directives together; each error points
+ * at the directive to blame (blame_second) and is worded from its side. */
+static int check_rules(const struct conf *c, struct rules_out *o)
+{
+	size_t rb = gidx("max_reply_buffer"), rs = gidx("max_record_size");
+	size_t hg = gidx("hole_granularity"), ps = gidx("page_size");
+	size_t ra = gidx("readahead_max"), mp = gidx("mount_port");
+	size_t np = gidx("nfs_port");
+
+	if (rule_applies(o, rb, rs) && c->max_reply_buffer < c->max_record_size) {
+		if (blame_second(gline_at(o, rb), gline_at(o, rs)))
+			rule_fail(o, gline_at(o, rs), "max_record_size %" PRIu32
+				  " is larger than max_reply_buffer %" PRIu32 "%s",
+				  c->max_record_size, c->max_reply_buffer,
+				  dflt(o, rb));
+		else
+			rule_fail(o, gline_at(o, rb), "max_reply_buffer %" PRIu32
+				  " is smaller than max_record_size %" PRIu32 "%s",
+				  c->max_reply_buffer, c->max_record_size,
+				  dflt(o, rs));
 	}
-	if (c->mount_port != 0 && c->mount_port == c->nfs_port) {
-		*line = gline_of(gline, "mount_port");
-		if (!*line)
-			*line = gline_of(gline, "nfs_port");
-		snprintf(why, len, "mount_port equals nfs_port %d; set "
-			 "mount_port = 0 to serve MOUNT on nfs_port only",
-			 c->nfs_port);
-		return -1;
+	if (rule_applies(o, hg, hg) &&
+	    (c->hole_granularity & (c->hole_granularity - 1)))
+		rule_fail(o, gline_at(o, hg), "hole_granularity %" PRIu32 " is "
+			  "not a power of two (or 0)", c->hole_granularity);
+	if (rule_applies(o, ps, ps) && (c->page_size & (c->page_size - 1)))
+		rule_fail(o, gline_at(o, ps), "page_size %" PRIu32 " is not a "
+			  "power of two", c->page_size);
+	else if (rule_applies(o, ra, ps) && c->page_size &&
+		 c->readahead_max % c->page_size) {
+		if (blame_second(gline_at(o, ra), gline_at(o, ps)))
+			rule_fail(o, gline_at(o, ps), "page_size %" PRIu32 " does "
+				  "not divide readahead_max %" PRIu32 "%s",
+				  c->page_size, c->readahead_max, dflt(o, ra));
+		else
+			rule_fail(o, gline_at(o, ra), "readahead_max %" PRIu32
+				  " is not a multiple of page_size %" PRIu32 "%s",
+				  c->readahead_max, c->page_size, dflt(o, ps));
 	}
-	return 0;
+	if (rule_applies(o, mp, np) && c->mount_port != 0 &&
+	    c->mount_port == c->nfs_port) {
+		bool nfs = blame_second(gline_at(o, mp), gline_at(o, np));
+
+		rule_fail(o, gline_at(o, nfs ? np : mp), "%s equals %s %d%s; set "
+			  "mount_port = 0 to serve MOUNT on nfs_port only",
+			  nfs ? "nfs_port" : "mount_port",
+			  nfs ? "mount_port" : "nfs_port", c->nfs_port,
+			  dflt(o, nfs ? mp : np));
+	}
+	return o->n ? -1 : 0;
 }
 
 /* ---- libconfuse callbacks ---- */
@@ -793,21 +954,84 @@ int conf_error(char *err, size_t errlen, const char *file, int line,
 	return -1;
 }
 
-/* Record the first error of this load (conf_error's form). */
-static int report(int line, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
+/* Record one more error of this load, at line (0: none). */
 static int report(int line, const char *fmt, ...)
 {
+	char why[WHY_MAX + EXPORT_PATH_MAX];
+	struct load_err *grown;
 	va_list ap;
 
-	if (!pctx || pctx->failed || !pctx->err || pctx->errlen == 0)
+	if (!pctx)
 		return -1;
-	pctx->failed = true;
 	va_start(ap, fmt);
-	conf_verror(pctx->err, pctx->errlen, pctx->path, line, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	grown = realloc(pctx->errs, (pctx->nerrs + 1) * sizeof(*grown));
+	if (!grown || !(grown[pctx->nerrs].why = strdup(why))) {
+		if (grown)
+			pctx->errs = grown;
+		pctx->oom = true;
+		return -1;
+	}
+	pctx->errs = grown;
+	grown[pctx->nerrs].line = line;
+	grown[pctx->nerrs].seq = (unsigned)pctx->nerrs;
+	pctx->nerrs++;
 	return -1;
+}
+
+/* Order of errors: by line, those without a line last, else as found. */
+static int load_err_cmp(const void *pa, const void *pb)
+{
+	const struct load_err *a = pa, *b = pb;
+	unsigned la = a->line > 0 ? (unsigned)a->line : UINT_MAX;
+	unsigned lb = b->line > 0 ? (unsigned)b->line : UINT_MAX;
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * Write the errors of ctx into err[0..errlen), one "FILE:LINE: reason" a
+ * line, in line order, and free them. The first always fits (conf_error
+ * shortens the path); the ones past the buffer are counted in a last line.
+ */
+static void errors_write(struct parse_ctx *ctx, char *err, size_t errlen)
+{
+	enum { MORE = 40 };	/* room for the "more errors" line */
+	size_t used = 0, i;
+	char *line = malloc(errlen);
+
+	if (ctx->oom && (ctx->nerrs == 0 || !line))
+		conf_error(err, errlen, ctx->path, 0, "out of memory");
+	if (ctx->nerrs)
+		qsort(ctx->errs, ctx->nerrs, sizeof(*ctx->errs), load_err_cmp);
+	for (i = 0; line && i < ctx->nerrs; i++) {
+		size_t n;
+
+		/* conf_scan and libconfuse may both see one unknown name. */
+		if (i && ctx->errs[i].line == ctx->errs[i - 1].line &&
+		    strcmp(ctx->errs[i].why, ctx->errs[i - 1].why) == 0)
+			continue;
+
+		conf_error(line, i ? errlen - used - 1 : errlen, ctx->path,
+			   ctx->errs[i].line, "%s", ctx->errs[i].why);
+		n = strlen(line);
+		if (i && used + 1 + n + MORE >= errlen)
+			break;
+		snprintf(err + used, errlen - used, "%s%s", i ? "\n" : "", line);
+		used += n + (i ? 1 : 0);
+	}
+	if (line && i < ctx->nerrs)
+		snprintf(err + used, errlen - used, "\n(%zu more errors not "
+			 "shown)", ctx->nerrs - i);
+	free(line);
+	for (i = 0; i < ctx->nerrs; i++)
+		free(ctx->errs[i].why);
+	free(ctx->errs);
+	ctx->errs = NULL;
+	ctx->nerrs = 0;
 }
 
 /* Name the export section cfg is, as a message prefix, or "". */
@@ -856,7 +1080,7 @@ static struct export_rec *export_rec_get(cfg_t *sec)
 }
 
 /* Note the id of an export and refuse one another export holds. */
-static int export_note_id(cfg_t *sec, struct export_rec *r, unsigned id)
+static void export_note_id(cfg_t *sec, struct export_rec *r, unsigned id)
 {
 	r->id = id;
 	r->id_line = sec->line;
@@ -869,12 +1093,53 @@ static int export_note_id(cfg_t *sec, struct export_rec *r, unsigned id)
 		snprintf(why, sizeof(why), "id %u already used by export \"%s\" "
 			 "(line %d)", id, o->sec->title ? o->sec->title : "",
 			 o->id_line);
-		return report_cfg(sec, why);
+		report_cfg(sec, why);
+		return;
 	}
-	return 0;
 }
 
-/* libconfuse parse callback: numbers and booleans, in our words. */
+/*
+ * Where the value of d that libconfuse just set came from: the file (its
+ * line is noted, true) or the table's default (false). libconfuse parses
+ * the defaults before the file, an export section's as the section opens,
+ * each once and in table order; an export's callbacks run at the line of
+ * the section's brace then, so the first call per directive with a
+ * default is the default one.
+ */
+static bool value_from_file(cfg_t *cfg, const struct directive *d,
+			    struct export_rec *r, bool validating)
+{
+	size_t i = (size_t)(d - directives);
+
+	if (!pctx || !pctx->parsing)
+		return false;
+	if (!r) {
+		if (validating)
+			pctx->gline[i] = cfg->line;
+		return true;
+	}
+	if (d->def && d->kind != K_NETS && !r->defaulted[i]) {
+		if (validating)
+			r->defaulted[i] = true;
+		return false;
+	}
+	if (validating)
+		r->dline[i] = cfg->line;
+	return true;
+}
+
+/* Mark d's value refused in cfg's scope: rules tied to it are skipped. */
+static void mark_bad(struct export_rec *r, const struct directive *d)
+{
+	if (r)
+		r->bad[d - directives] = true;
+	else if (pctx)
+		pctx->gbad[d - directives] = true;
+}
+
+/* libconfuse parse callback: numbers and booleans, in our words. A value
+ * refused is reported and replaced by the default (or the range's low
+ * end), so that libconfuse reads on and finds the file's other errors. */
 static int opt_parse(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 		     void *result)
 {
@@ -884,8 +1149,12 @@ static int opt_parse(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 
 	if (!d || !value)
 		return -1;
-	if (value_parse(d, value, &v, why, sizeof(why)) != 0)
-		return report_cfg(cfg, why);
+	if (value_parse(d, value, &v, why, sizeof(why)) != 0) {
+		report_cfg(cfg, why);
+		mark_bad(d->scope == S_EXPORT ? export_rec_get(cfg) : NULL, d);
+		if (!d->def || value_parse(d, d->def, &v, why, sizeof(why)))
+			v.l = (long)d->min, v.d = d->min, v.b = false;
+	}
 	if (d->kind == K_BOOL)
 		*(int *)result = v.b;	/* libconfuse passes an int here */
 	else if (d->kind == K_DOUBLE)
@@ -895,29 +1164,58 @@ static int opt_parse(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 	return 0;
 }
 
-/* libconfuse validate callback: the newest value of any directive. */
+/* libconfuse validate callback: the newest value of any directive.
+ * Errors are reported and parsing goes on. */
 static int opt_validate(cfg_t *cfg, cfg_opt_t *opt)
 {
 	const struct directive *d = directive_of(cfg, opt);
 	struct export_rec *r = NULL;
+	const bool *bad;
 	char why[WHY_MAX];
 	union dval v;
 
 	if (!d || opt->nvalues == 0)
 		return 0;
-	if (d->scope == S_EXPORT)
-		r = export_rec_get(cfg);
-	else if (pctx && pctx->parsing)
-		pctx->gline[d - directives] = cfg->line;
+	if (d->scope == S_EXPORT && !(r = export_rec_get(cfg)))
+		return 0;
+	value_from_file(cfg, d, r, true);
+	bad = r ? r->bad : pctx ? pctx->gbad : NULL;
+	if (bad && bad[d - directives])
+		return 0;	/* reported when parsed */
 	value_from_opt(d, opt, opt->nvalues - 1, &v);
-	if (value_check(d, &v, why, sizeof(why)) != 0)
-		return report_cfg(cfg, why);
-	if (r && strcmp(d->name, "id") == 0)
-		return export_note_id(cfg, r, (unsigned)v.l);
+	if (value_check(d, &v, why, sizeof(why)) != 0) {
+		report_cfg(cfg, why);
+		mark_bad(r, d);
+	} else if (r && strcmp(d->name, "id") == 0) {
+		export_note_id(cfg, r, (unsigned)v.l);
+	}
 	return 0;
 }
 
-/* libconfuse validate callback for an export section that just closed. */
+/* Check that attribute timeout lo <= hi in an export that just closed;
+ * the error is at the one of the two to blame (blame_second). */
+static void export_check_ac(cfg_t *sec, const struct export_rec *r,
+			    const char *lo, const char *hi)
+{
+	const struct directive *dl = directive_find(S_EXPORT, lo);
+	const struct directive *dh = directive_find(S_EXPORT, hi);
+	size_t il = (size_t)(dl - directives), ih = (size_t)(dh - directives);
+	double l = cfg_getfloat(sec, lo), h = cfg_getfloat(sec, hi);
+	int ll = r ? r->dline[il] : 0, lh = r ? r->dline[ih] : 0;
+
+	if (l <= h || (r && (r->bad[il] || r->bad[ih])))
+		return;
+	if (blame_second(ll, lh))
+		report(lh, "export \"%s\": %s %g is below %s %g%s", sec->title,
+		       hi, h, lo, l, ll ? "" : " (its default)");
+	else
+		report(ll ? ll : r ? r->line : 0, "export \"%s\": %s %g "
+		       "exceeds %s %g%s", sec->title, lo, l, hi, h,
+		       lh ? "" : " (its default)");
+}
+
+/* libconfuse validate callback for an export section that just closed:
+ * path rules, required directives, the attribute timeout pairs. */
 static int export_validate(cfg_t *cfg, cfg_opt_t *opt)
 {
 	cfg_t *sec = cfg_opt_getnsec(opt, cfg_opt_size(opt) - 1);
@@ -925,30 +1223,22 @@ static int export_validate(cfg_t *cfg, cfg_opt_t *opt)
 	int line = r ? r->line : cfg->line;
 	char why[WHY_MAX];
 
-	if (!sec || !sec->title)
-		return report(line, "export section without a path");
+	if (!sec || !sec->title) {
+		report(line, "export section without a path");
+		return 0;
+	}
 	if (check_export_path(sec->title, why, sizeof(why)) != 0)
-		return report(line, "export \"%s\": %s", sec->title, why);
+		report(line, "export \"%s\": %s", sec->title, why);
 	for (size_t i = 0; i < NDIR; i++) {
 		const struct directive *d = &directives[i];
 
 		if (d->scope == S_EXPORT && !d->def &&
 		    cfg_size(sec, d->name) == 0)
-			return report(line, "export \"%s\": missing required "
-				      "directive '%s'", sec->title, d->name);
+			report(line, "export \"%s\": missing required directive "
+			       "'%s'", sec->title, d->name);
 	}
-	/* Here, not only in check_rules, so the error has the section's
-	 * line. */
-	for (size_t i = 0; i < 2; i++) {
-		const char *lo = i ? "acdirmin" : "acregmin";
-		const char *hi = i ? "acdirmax" : "acregmax";
-
-		if (cfg_getfloat(sec, lo) > cfg_getfloat(sec, hi))
-			return report(line, "export \"%s\": %s %g must not "
-				      "exceed %s %g", sec->title, lo,
-				      cfg_getfloat(sec, lo), hi,
-				      cfg_getfloat(sec, hi));
-	}
+	export_check_ac(sec, r, "acregmin", "acregmax");
+	export_check_ac(sec, r, "acdirmin", "acdirmax");
 	return 0;
 }
 
@@ -969,12 +1259,12 @@ static void dup_path_msg(const char *title, char *msg, size_t len)
 		 "export", title);
 }
 
-/* libconfuse error function: keep the first message, with its line. */
+/* libconfuse error function: record the message, with its line. */
 static void on_error(cfg_t *cfg, const char *fmt, va_list ap)
 {
 	char msg[WHY_MAX + EXPORT_PATH_MAX];
 
-	if (!pctx || pctx->failed)
+	if (!pctx)
 		return;
 	if (strcmp(fmt, "no such option '%s'") == 0)
 		snprintf(msg, sizeof(msg), "unknown directive '%s'",
@@ -1064,8 +1354,9 @@ static void opts_free_defaults(cfg_opt_t *opts)
 }
 
 /* Build a libconfuse tree for the table (pctx must be set: the
- * callbacks check the table's defaults). */
-static cfg_t *cfg_build(void)
+ * callbacks check the table's defaults). ignore_unknown: libconfuse
+ * skips unknown names (conf_scan has reported them all). */
+static cfg_t *cfg_build(bool ignore_unknown)
 {
 	cfg_opt_t gopts[NDIR + 2], eopts[NDIR + 1];
 	size_t ng = 0, ne = 0;
@@ -1085,7 +1376,7 @@ static cfg_t *cfg_build(void)
 	gopts[ng].flags = CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES;
 	gopts[ng].subopts = eopts;
 	gopts[ng].validcb = export_validate;
-	cfg = cfg_init(gopts, CFGF_NONE);
+	cfg = cfg_init(gopts, ignore_unknown ? CFGF_IGNORE_UNKNOWN : CFGF_NONE);
 	if (cfg)
 		cfg_set_error_function(cfg, on_error);
 out:
@@ -1096,8 +1387,10 @@ out:
 
 /* ---- from a cfg tree to struct conf ---- */
 
-/* Store every value libconfuse holds for the directives of scope. */
-static int store_scope(void *base, cfg_t *cfg, enum dir_scope scope)
+/* Store every value libconfuse holds for the directives of scope, but
+ * those bad[] (NULL: none) marks refused. */
+static int store_scope(void *base, cfg_t *cfg, enum dir_scope scope,
+		       const bool *bad)
 {
 	for (size_t i = 0; i < NDIR; i++) {
 		const struct directive *d = &directives[i];
@@ -1105,7 +1398,7 @@ static int store_scope(void *base, cfg_t *cfg, enum dir_scope scope)
 		unsigned n;
 		union dval v;
 
-		if (d->scope != scope)
+		if (d->scope != scope || (bad && bad[i]))
 			continue;
 		opt = cfg_getopt(cfg, d->name);
 		n = cfg_opt_size(opt);
@@ -1128,7 +1421,7 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 
 	if (!c || !(c->source = strdup(source)))
 		goto fail;
-	if (store_scope(c, cfg, S_GLOBAL) != 0)
+	if (store_scope(c, cfg, S_GLOBAL, pctx ? pctx->gbad : NULL) != 0)
 		goto fail;
 	c->exports = calloc(n ? n : 1, sizeof(*c->exports));
 	if (!c->exports)
@@ -1140,7 +1433,8 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 		const struct export_rec *r = export_rec_find(sec);
 
 		e->path = strdup(cfg_title(sec));
-		if (!e->path || store_scope(e, sec, S_EXPORT) != 0)
+		if (!e->path ||
+		    store_scope(e, sec, S_EXPORT, r ? r->bad : NULL) != 0)
 			goto fail;
 		e->line = r ? r->line : 0;
 	}
@@ -1150,14 +1444,35 @@ fail:
 	return NULL;
 }
 
-/* Parse the file text buf into a checked struct conf; errors via pctx. */
+/* conf_scan's reports, into the load's errors. */
+static void on_scan(void *arg, int line, const char *why)
+{
+	(void)arg;
+	report(line, "%s", why);
+}
+
+/* conf_scan's question: is name a directive of the section (NULL: the
+ * top, where the export section is known too)? */
+static bool scan_known(const char *section, const char *name)
+{
+	if (!section)
+		return strcmp(name, "export") == 0 ||
+		       directive_find(S_GLOBAL, name);
+	return strcmp(section, "export") == 0 &&
+	       directive_find(S_EXPORT, name);
+}
+
+/* Parse the file text buf into a checked struct conf; errors via pctx.
+ * Every error is reported; libconfuse stops at a syntax error, and then
+ * the rules over the whole file (an export, directives that must agree)
+ * are not checked. */
 static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 {
+	struct rules_out rules = { .ctx = ctx };
 	struct conf *c = NULL;
-	cfg_t *cfg = cfg_build();
+	cfg_t *cfg = NULL;
 	FILE *fp = NULL;
 	const char *unclosed;
-	char why[WHY_MAX];
 	int line;
 
 	if ((line = conf_strip_comments(buf, len))) {
@@ -1168,30 +1483,32 @@ static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 		report(line, "%s", unclosed);
 		goto out;
 	}
+	cfg = cfg_build(conf_scan(buf, len, on_scan, scan_known, NULL) == 0);
 	/* An empty file leaves the defaults, and no export. */
 	fp = len ? fmemopen(buf, len, "r") : NULL;
 	if ((len && !fp) || !cfg ||
 	    str_replace(&cfg->filename, ctx->path) != 0) {
-		report(0, "out of memory");
+		ctx->oom = true;
 		goto out;
 	}
 	ctx->root = cfg;
 	ctx->parsing = true;
 	if (fp && cfg_parse_fp(cfg, fp) != CFG_SUCCESS) {
-		report(0, "cannot parse the file");
+		if (ctx->nerrs == 0)
+			report(0, "cannot parse the file");
 		goto out;
 	}
 	c = conf_from_cfg(cfg, ctx->path);
 	if (!c)
-		report(0, "out of memory");
+		ctx->oom = true;
 	else if (c->nexports == 0)
 		report(0, "no export: at least one export \"/PATH\" { ... } "
 		       "section is required");
-	else if (check_rules(c, ctx->gline, &line, why, sizeof(why)) != 0)
-		report(line, "%s", why);
-	if (ctx->failed)
-		conf_free(&c);
+	else
+		check_rules(c, &rules);
 out:
+	if (ctx->nerrs || ctx->oom)
+		conf_free(&c);
 	if (fp)
 		fclose(fp);
 	if (cfg)
@@ -1202,7 +1519,7 @@ out:
 int conf_load_file(const char *path, struct conf **out, char *err,
 		   size_t errlen)
 {
-	struct parse_ctx ctx = { .path = path, .err = err, .errlen = errlen };
+	struct parse_ctx ctx = { .path = path };
 	struct conf *c = NULL;
 	size_t len = 0;
 	char *buf;
@@ -1216,8 +1533,14 @@ int conf_load_file(const char *path, struct conf **out, char *err,
 	free(buf);
 	free(ctx.recs);
 	pctx = NULL;
-	if (!c)
+	if (!c) {
+		if (err && errlen)
+			errors_write(&ctx, err, errlen);
+		for (size_t i = 0; i < ctx.nerrs; i++)
+			free(ctx.errs[i].why);
+		free(ctx.errs);
 		return -1;
+	}
 	*out = c;
 	return 0;
 }
@@ -1302,7 +1625,7 @@ int conf_from_flags(const char *upstream_url, const char *listen,
 {
 	struct conf *c = calloc(1, sizeof(*c));
 	char why[WHY_MAX];
-	int line;
+	struct rules_out rules = { .why = why, .len = sizeof(why) };
 
 	if (!c || !(c->source = strdup("command line")) ||
 	    apply_defaults(c, S_GLOBAL) != 0 ||
@@ -1318,7 +1641,7 @@ int conf_from_flags(const char *upstream_url, const char *listen,
 	if (flags_export(&c->exports[0], upstream_url, err, errlen) != 0 ||
 	    flags_listen(c, listen, mount_port, err, errlen) != 0)
 		goto fail;
-	if (check_rules(c, NULL, &line, why, sizeof(why)) != 0) {
+	if (check_rules(c, &rules) != 0) {
 		snprintf(err, errlen, "%s", why);
 		goto fail;
 	}
@@ -1335,8 +1658,8 @@ int conf_set_global(struct conf *c, const char *name, const char *value,
 	const struct directive *d = directive_find(S_GLOBAL, name);
 	struct conf tmp;
 	char why[WHY_MAX];
+	struct rules_out rules = { .why = why, .len = sizeof(why) };
 	union dval v;
-	int line;
 
 	if (!d) {
 		snprintf(err, errlen, "unknown directive '%s'", name);
@@ -1356,7 +1679,7 @@ int conf_set_global(struct conf *c, const char *name, const char *value,
 	}
 	tmp = *c;
 	value_store(&tmp, d, &v);
-	if (check_rules(&tmp, NULL, &line, why, sizeof(why)) != 0) {
+	if (check_rules(&tmp, &rules) != 0) {
 		snprintf(err, errlen, "%s", why);
 		return -1;
 	}
@@ -1475,7 +1798,11 @@ static void dump_help(FILE *f, const struct directive *d, const char *indent)
 
 	fput_comment(f, indent, d->help);
 	fprintf(f, "%s#", indent);
-	if (d->unit)
+	if (d->unit && unit_scale(d) > 0)
+		fprintf(f, " Unit: %s (or K, M, G, T).", d->unit);
+	else if (d->unit && unit_scale(d) < 0)
+		fprintf(f, " Unit: %s (or ms, s, m, h, d).", d->unit);
+	else if (d->unit)
 		fprintf(f, " Unit: %s.", d->unit);
 	if (is_numeric(d)) {
 		fmt_number(d, d->min, lo, sizeof(lo));
@@ -1559,7 +1886,9 @@ static const char example_header[] =
 	"# Syntax (libconfuse): name = value; strings in double quotes,\n"
 	"# lists in braces, '#' starts a comment. Inside double quotes\n"
 	"# ${VAR} is replaced by the environment variable VAR. A directive\n"
-	"# given twice keeps its last value.\n"
+	"# given twice in one scope is an error. Sizes take K, M, G or T\n"
+	"# (powers of 1024: cache_size = 4G), durations ms, s, m, h or d\n"
+	"# (writeback_delay = 5m); a bare number is in the unit shown.\n"
 	"#\n"
 	"# Generated from the directive table in conf/conf.c by\n"
 	"# conf_write_example(); the unit test test_conf fails when this\n"

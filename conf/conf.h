@@ -127,10 +127,14 @@ int conf_verror(char *err, size_t errlen, const char *file, int line,
 
 /*
  * Load and validate the file at path. On success returns 0 and *out (owned
- * by the caller, free with conf_free). On failure returns -1 and writes one
- * line "FILE:LINE: reason" (or "FILE: reason" when no line applies) into
- * err[0..errlen); *out is untouched. Not thread-safe (libconfuse's lexer
- * is global): load from one thread at a time.
+ * by the caller, free with conf_free). On failure returns -1 and writes
+ * every error of the file into err[0..errlen), one "FILE:LINE: reason" (or
+ * "FILE: reason" when no line applies) a line, '\n'-separated, in line
+ * order (those without a line last); the first always fits, and when the
+ * rest do not, a last line "(N more errors not shown)" counts them. *out is
+ * untouched. Numbers of sizes and durations take suffixes (K, M, G, T;
+ * ms, s, m, h, d; docs/configuration.md). Not thread-safe (libconfuse's
+ * lexer is global): load from one thread at a time.
  */
 int conf_load_file(const char *path, struct conf **out, char *err,
 		   size_t errlen);

@@ -181,6 +181,34 @@ static int apply_overrides(struct conf *c, const struct opts *o, char *err,
 	return 0;
 }
 
+/*
+ * Log the errors of a refused file (conf_load_file: one a line) at error
+ * level, each line its own log line after prefix. When summary is not
+ * NULL, write the first line there, with how many more followed, for the
+ * one-line sd_notify STATUS.
+ */
+static void log_conf_errors(const char *prefix, const char *err,
+			    char *summary, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = err; *p;) {
+		size_t l = strcspn(p, "\n");
+
+		log_error("%s%.*s", prefix, (int)l, p);
+		if (summary && n == 0)
+			snprintf(summary, len, "%.*s", (int)l, p);
+		n++;
+		p += l + (p[l] == '\n');
+	}
+	if (summary && n > 1) {
+		size_t used = strlen(summary);
+
+		snprintf(summary + used, len - used, " (and %zu more errors)",
+			 n - 1);
+	}
+}
+
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -200,8 +228,10 @@ static struct conf *load_conf(const struct opts *o)
 	if (o->config && o->upstream)
 		fatal("--config and --upstream exclude each other");
 	if (o->config) {
-		if (conf_load_file(o->config, &c, err, sizeof(err)) != 0)
-			fatal("%s", err);
+		if (conf_load_file(o->config, &c, err, sizeof(err)) != 0) {
+			log_conf_errors("", err, NULL, 0);
+			exit(1);
+		}
 	} else if (o->upstream) {
 		if (conf_from_flags(o->upstream, o->listen,
 				    o->mount_port > 0 ? o->mount_port : 0, &c,
@@ -380,8 +410,11 @@ static void reload(struct daemon *d, const struct opts *o)
 	}
 	service_reload_begin();
 	if (conf_load_file(o->config, &next, err, sizeof(err)) != 0) {
-		log_error("reload refused: %s", err);
-		service_reload_done(false, err);
+		char summary[CONF_ERR_MAX];
+
+		log_conf_errors("reload refused: ", err, summary,
+				sizeof(summary));
+		service_reload_done(false, summary);
 		return;
 	}
 	if (apply_overrides(next, o, err, sizeof(err)) != 0 ||

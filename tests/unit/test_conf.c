@@ -97,13 +97,26 @@ static struct conf *load_ok(const char *text)
 	return c;
 }
 
-/* Assert text is refused with exactly "FILE:LINE: reason" ("FILE: reason"
- * when line is 0) and *out is left alone. */
+/* True if the '\n'-separated lines of err include want whole. */
+static bool has_line(const char *err, const char *want)
+{
+	size_t n = strlen(want);
+
+	for (const char *p = err; p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, want, n) == 0 && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Assert text is refused with the line "FILE:LINE: reason" ("FILE:
+ * reason" when line is 0) among its errors (every error of a file is
+ * reported, one a line: snippets without an export also get "no export")
+ * and *out is left alone. */
 static void expect_error(const char *text, int line, const char *reason)
 {
 	struct conf *sentinel = (struct conf *)&sentinel;
 	struct conf *c = sentinel;
-	char err[1024], want[1024];
+	char err[4096], want[1024];
 
 	CU_ASSERT_EQUAL(load(text, &c, err, sizeof(err)), -1);
 	CU_ASSERT_PTR_EQUAL(c, sentinel);
@@ -112,6 +125,28 @@ static void expect_error(const char *text, int line, const char *reason)
 			 reason);
 	else
 		snprintf(want, sizeof(want), "%s: %s", conf_path, reason);
+	if (!has_line(err, want))
+		fprintf(stderr, "\n  want: %s\n  got:  %s\n", want, err);
+	CU_ASSERT_TRUE(has_line(err, want));
+}
+
+/* Assert text is refused with exactly these errors: lines[] are
+ * "LINE: reason" (or ": reason"), each to be prefixed with the file. */
+static void expect_errors(const char *text, const char *const *lines,
+			  size_t n)
+{
+	struct conf *c = NULL;
+	char err[CONF_ERR_MAX], want[CONF_ERR_MAX];
+	size_t used = 0;
+
+	CU_ASSERT_EQUAL(load(text, &c, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NULL(c);
+	want[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(want + used, sizeof(want) - used,
+					 "%s%s%s%s", i ? "\n" : "", conf_path,
+					 lines[i][0] == ':' ? "" : ":",
+					 lines[i]);
 	if (strcmp(err, want) != 0)
 		fprintf(stderr, "\n  want: %s\n  got:  %s\n", want, err);
 	CU_ASSERT_STRING_EQUAL(err, want);
@@ -319,13 +354,140 @@ static void test_comment_markers_inside_strings_are_kept(void)
 	conf_free(&c);
 }
 
-static void test_last_of_repeated_directive_wins(void)
+static void test_suffixes_scale_sizes_and_durations(void)
 {
-	struct conf *c = load_ok("nfs_port = 1\nnfs_port = 2\n" EXPORT_A);
+	struct conf *c;
+
+	c = load_ok("cache_size = 4G\nmax_record_size = 1M\n"
+		    "readahead_max = 8MiB\nmeta_cache_size = 1.5G\n"
+		    "max_reply_buffer = 2M\n"
+		    "writeback_delay = 5m\nidle_timeout = 250ms\n"
+		    "upstream_timeout = 2s\ndrc_timeout = 1h\n"
+		    "stale_on_error = 1d\nrecord_timeout = 1.5\n"
+		    "export \"/a\" {\n id = 1\n upstream = \"nfs://u/a\"\n"
+		    " acregmax = 2m\n acdirmin = 0.5s\n acdirmax = 30\n}\n");
+	if (!c)
+		return;
+	CU_ASSERT_EQUAL(c->cache_size, 4096);		/* MiB */
+	CU_ASSERT_EQUAL(c->max_record_size, 1048576);	/* bytes */
+	CU_ASSERT_EQUAL(c->readahead_max, 8388608);
+	CU_ASSERT_EQUAL(c->meta_cache_size, 1536);
+	CU_ASSERT_EQUAL(c->max_reply_buffer, 2097152);
+	CU_ASSERT_EQUAL(c->writeback_delay, 300);
+	CU_ASSERT_EQUAL(c->idle_timeout, 0.25);
+	CU_ASSERT_EQUAL(c->upstream_timeout, 2);
+	CU_ASSERT_EQUAL(c->drc_timeout, 3600);
+	CU_ASSERT_EQUAL(c->stale_on_error, 86400);
+	CU_ASSERT_EQUAL(c->record_timeout, 1.5);
+	CU_ASSERT_EQUAL(c->exports[0].acregmax, 120);
+	CU_ASSERT_EQUAL(c->exports[0].acdirmin, 0.5);
+	conf_free(&c);
+	/* Bare numbers keep each directive's unit; a suffix must make a
+	 * whole unit and be one of the documented set. */
+	expect_error("cache_size = 512K\n", 1, "cache_size: \"512K\" is not a "
+		     "size: a whole number of MiB, or a number with K, M, G or "
+		     "T (powers of 1024) making whole MiB");
+	expect_error("page_size = 4k\n", 1, "page_size: \"4k\" is not a size: "
+		     "a whole number of bytes, or a number with K, M, G or T "
+		     "(powers of 1024)");
+	expect_error("writeback_delay = 5min\n", 1, "writeback_delay: \"5min\" "
+		     "is not a duration: seconds, or a number with ms, s, m, h "
+		     "or d");
+	expect_error("max_transfer = 2M\n", 1,
+		     "max_transfer 2097152 out of range 4096..1048576");
+	expect_error("nfs_port = 2K\n", 1, "nfs_port: \"2K\" is not a whole "
+		     "number");
+}
+
+/* The kinds of errors one file can hold, each reported at its line, in
+ * line order; libconfuse reads on past each. */
+static void test_every_error_of_a_file_is_reported(void)
+{
+	static const char *const want[] = {
+		"2: cache_size: \"4X\" is not a size: a whole number of MiB, "
+		"or a number with K, M, G or T (powers of 1024) making whole "
+		"MiB",
+		"3: nfs_port given twice: lines 1 and 3 (keep one)",
+		"3: nfs_port 70000 out of range 1..65535",
+		"4: unknown directive 'fast_mode'",
+		"5: max_record_size 16777216 is larger than max_reply_buffer "
+		"8388608 (its default)",
+		"8: export \"/a\": unknown directive 'rw'",
+		"9: export \"/a\": id given twice: lines 7 and 9 (keep one)",
+		"12: export \"/b\": missing required directive 'upstream'",
+		"13: export \"/b\": id 2 already used by export \"/a\" "
+		"(line 9)",
+		"14: export \"/b\": acdirmax 1 is below acdirmin 30 (its "
+		"default)",
+	};
+
+	expect_errors("nfs_port = 2049\n"		/* 1 */
+		      "cache_size = 4X\n"		/* 2 */
+		      "nfs_port = 70000\n"		/* 3 */
+		      "fast_mode = true\n"		/* 4 */
+		      "max_record_size = 16777216\n"	/* 5 */
+		      "export \"/a\" {\n"		/* 6 */
+		      " id = 1\n"			/* 7 */
+		      " rw = true\n"			/* 8 */
+		      " id = 2\n"			/* 9 */
+		      " upstream = \"nfs://u/a\"\n"	/* 10 */
+		      "}\n"				/* 11 */
+		      "export \"/b\" {\n"		/* 12 */
+		      " id = 2\n"			/* 13 */
+		      " acdirmax = 1\n"		/* 14 */
+		      "}\n", want, sizeof(want) / sizeof(want[0]));
+	/* No line: after the others. */
+	expect_errors("nfs_port = 0\n", (const char *const[]){
+		"1: nfs_port 0 out of range 1..65535",
+		": no export: at least one export \"/PATH\" { ... } section is "
+		"required" }, 2);
+}
+
+/* Habits from ganesha.conf and exports(5) get the nfscached form, and
+ * the rest of the file is still read. */
+static void test_other_servers_habits_get_a_hint(void)
+{
+	static const char *const want[] = {
+		"1: ';' after a value is ganesha.conf syntax; nfscached ends a "
+		"directive at its value: remove the ';'",
+		"2: \"EXPORT {\" is ganesha.conf syntax; nfscached's export is "
+		"export \"/PATH\" { id = N  upstream = \"nfs://HOST/PATH\" }",
+		"6: \"/srv/data 10.0.0.0/8(rw,sync,no_subtree_check)\" looks "
+		"like an exports(5) line; nfscached's form is export \"/PATH\" "
+		"{ id = N  upstream = \"nfs://HOST/PATH\"  clients = "
+		"{\"ADDR/PREFIX\"} }",
+		"9: ';' after a value is ganesha.conf syntax; "
+		"nfscached ends a directive at its value: remove the ';'",
+		"11: mount_port 70000 out of range 0..65535",
+	};
+
+	expect_errors("nfs_port = 2049;\n"
+		      "EXPORT {\n Export_Id = 1;\n Path = /srv;\n}\n"
+		      "/srv/data 10.0.0.0/8(rw,sync,no_subtree_check)\n"
+		      "export \"/a\" {\n id = 1\n"
+		      " upstream = \"nfs://u/a\" ;\n}\n"
+		      "mount_port = 70000\n", want,
+		      sizeof(want) / sizeof(want[0]));
+}
+
+static void test_suffixed_values_dump_and_load_back_equal(void)
+{
+	struct conf *c = load_ok("writeback_commit_delay = 1ms\ncache_size = 1T\n"
+				 "writeback_delay = 0.1s\n" EXPORT_A);
+	struct conf *back = NULL;
+	char err[CONF_ERR_MAX];
+	FILE *f;
 
 	if (!c)
 		return;
-	CU_ASSERT_EQUAL(c->nfs_port, 2);
+	f = fopen(conf_path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	conf_dump(c, f);
+	fclose(f);
+	CU_ASSERT_EQUAL(conf_load_file(conf_path, &back, err, sizeof(err)), 0);
+	if (back)
+		CU_ASSERT_TRUE(conf_equal(c, back));
+	conf_free(&back);
 	conf_free(&c);
 }
 
@@ -363,9 +525,11 @@ static void test_wrong_type_is_refused_at_its_line(void)
 	expect_error("nfs_port = 12.5\n", 1,
 		     "nfs_port: \"12.5\" is not a whole number");
 	expect_error("upstream_timeout = fast\n", 1,
-		     "upstream_timeout: \"fast\" is not a number");
+		     "upstream_timeout: \"fast\" is not a duration: seconds, "
+		     "or a number with ms, s, m, h or d");
 	expect_error("upstream_timeout = nan\n", 1,
-		     "upstream_timeout: \"nan\" is not a number");
+		     "upstream_timeout: \"nan\" is not a duration: seconds, "
+		     "or a number with ms, s, m, h or d");
 	expect_error("export \"/a\" {\n root_squash = maybe\n}\n", 2,
 		     "export \"/a\": root_squash: \"maybe\" is not true or false");
 	expect_error("listen = {\"0.0.0.0\"}\n", 1, "unexpected token '{'");
@@ -535,9 +699,14 @@ static void test_reply_buffer_below_record_size_is_refused(void)
 		     "max_reply_buffer = 65536\n" EXPORT_A, 2,
 		     "max_reply_buffer 65536 is smaller than max_record_size "
 		     "131072");
+	/* max_reply_buffer kept its default: max_record_size is to blame. */
 	expect_error("\nmax_record_size = 16777216\n" EXPORT_A, 2,
-		     "max_reply_buffer 8388608 is smaller than max_record_size "
-		     "16777216");
+		     "max_record_size 16777216 is larger than max_reply_buffer "
+		     "8388608 (its default)");
+	/* Both set: the later one is to blame. */
+	expect_error("max_reply_buffer = 65536\nmax_record_size = 131072\n"
+		     EXPORT_A, 2, "max_record_size 131072 is larger than "
+		     "max_reply_buffer 65536");
 }
 
 static void test_mount_port_equal_to_nfs_port_is_refused(void)
@@ -549,15 +718,20 @@ static void test_mount_port_equal_to_nfs_port_is_refused(void)
 
 static void test_attribute_timeouts_in_order(void)
 {
-	/* Reported at the export section's line, as the rules of a section
-	 * are checked when it closes. */
+	/* Reported at the directive to blame: the later of the two when
+	 * both are set, else the one set. */
 	expect_error("nfs_port = 1\nexport \"/a\" {\n id = 1\n"
 		     " upstream = \"nfs://u/a\"\n acregmin = 100\n"
-		     " acregmax = 10\n}\n", 2,
-		     "export \"/a\": acregmin 100 must not exceed acregmax 10");
+		     " acregmax = 10\n}\n", 6,
+		     "export \"/a\": acregmax 10 is below acregmin 100");
 	expect_error(EXPORT_A "export \"/b\" {\n id = 2\n"
-		     " upstream = \"nfs://u/b\"\n acdirmin = 61\n}\n", 5,
-		     "export \"/b\": acdirmin 61 must not exceed acdirmax 60");
+		     " upstream = \"nfs://u/b\"\n acdirmin = 61\n}\n", 8,
+		     "export \"/b\": acdirmin 61 exceeds acdirmax 60 (its "
+		     "default)");
+	expect_error(EXPORT_A "export \"/b\" {\n id = 2\n"
+		     " upstream = \"nfs://u/b\"\n acregmax = 1\n}\n", 8,
+		     "export \"/b\": acregmax 1 is below acregmin 3 (its "
+		     "default)");
 }
 
 static void test_syntax_errors_carry_a_line(void)
@@ -577,8 +751,9 @@ static void test_syntax_errors_carry_a_line(void)
 	expect_error(EXPORT_A "/* two\nlines */\ncache_size = -5\n", 7,
 		     "cache_size -5 out of range 0..1048576");
 	expect_error("nfs_port =\n", 2, "premature end of file");
-	expect_error("export {\n}\n", 1,
-		     "missing title for section 'export'");
+	expect_error("export {\n}\n", 1, "\"export {\" is ganesha.conf "
+		     "syntax; nfscached's export is export \"/PATH\" { id = N  "
+		     "upstream = \"nfs://HOST/PATH\" }");
 }
 
 static void test_unreadable_file_is_refused(void)
@@ -1151,13 +1326,16 @@ int test_register(void)
 		T(test_harness_style_config_loads),
 		T(test_comments_keep_line_numbers),
 		T(test_comment_markers_inside_strings_are_kept),
-		T(test_last_of_repeated_directive_wins),
+		T(test_suffixes_scale_sizes_and_durations),
+		T(test_suffixed_values_dump_and_load_back_equal),
 		T(test_empty_metrics_listen_disables),
 		T(test_lookups_by_id_and_path),
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo bad[] = {
 		T(test_unknown_directive_is_refused_at_its_line),
+		T(test_every_error_of_a_file_is_reported),
+		T(test_other_servers_habits_get_a_hint),
 		T(test_wrong_type_is_refused_at_its_line),
 		T(test_out_of_range_is_refused_at_its_line),
 		T(test_bad_strings_are_refused_at_their_line),
