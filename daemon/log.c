@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * log: leveled one-line messages to stderr. When stderr is connected to the
- * journal (JOURNAL_STREAM matches stderr's device and inode) each line gets
- * the sd-daemon "<N>" priority prefix so journald records the level.
+ * journal (JOURNAL_STREAM matches stderr's device and inode, as
+ * systemd.exec(5) documents) each line gets the sd-daemon "<N>" priority
+ * prefix so journald records the level, and no time (the journal adds its
+ * own). Anywhere else (a terminal, a file, a pipe to another logger) each
+ * line starts with the wall-clock time, RFC 3339 in local time with
+ * milliseconds and the UTC offset: "2026-12-02T05:43:21.123+01:00".
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -53,6 +58,23 @@ static int stderr_is_journal(void)
 	return st.st_dev == dev && st.st_ino == ino;
 }
 
+void log_format_time(const struct timespec *ts, char *buf, size_t len)
+{
+	struct tm tm;
+	char date[32], zone[8];
+
+	if (!localtime_r(&ts->tv_sec, &tm) ||
+	    !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) ||
+	    !strftime(zone, sizeof(zone), "%z", &tm) || strlen(zone) != 5) {
+		snprintf(buf, len, "%lld.%03ld", (long long)ts->tv_sec,
+			 ts->tv_nsec / 1000000);
+		return;
+	}
+	/* %z gives +0100; RFC 3339 wants +01:00. */
+	snprintf(buf, len, "%s.%03ld%.3s:%.2s", date, ts->tv_nsec / 1000000,
+		 zone, zone + 3);
+}
+
 /* Print one formatted line. */
 static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
@@ -61,10 +83,17 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	if (journal < 0)
 		journal = stderr_is_journal();
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	if (journal)
+	if (journal) {
 		fprintf(stderr, "<%d>%s\n", level_prio[level], buf);
-	else
-		fprintf(stderr, "nfscached: %s: %s\n", level_names[level], buf);
+	} else {
+		struct timespec ts;
+		char when[48];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		log_format_time(&ts, when, sizeof(when));
+		fprintf(stderr, "%s nfscached: %s: %s\n", when,
+			level_names[level], buf);
+	}
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

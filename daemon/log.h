@@ -2,11 +2,15 @@
 /*
  * log: one line per event on stderr (which the journal picks up), with a
  * level prefix systemd understands ("<3>".."<7>") when stderr is the
- * journal, a plain "error:".."debug:" prefix otherwise. No per-request
+ * journal, a timestamp and a plain "error:".."debug:" prefix otherwise
+ * ("2026-12-02T05:43:21.123+01:00 nfscached: info: ..."). No per-request
  * lines at the default level (info).
  */
 #ifndef NFSCACHED_DAEMON_LOG_H
 #define NFSCACHED_DAEMON_LOG_H
+
+#include <stddef.h>
+#include <time.h>
 
 enum log_level {
 	LOG_LEVEL_ERROR = 0,
@@ -31,6 +35,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 #define log_info(...)  log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
 #define log_debug(...) do { if (log_enabled(LOG_LEVEL_DEBUG)) \
 	log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__); } while (0)
+
+/*
+ * Write ts (CLOCK_REALTIME) into buf[0..len) as RFC 3339 local time with
+ * milliseconds and the UTC offset, "2026-12-02T05:43:21.123+01:00" (the
+ * time a line outside the journal starts with); "SECONDS.mmm" if the local
+ * time cannot be had. Always terminated.
+ */
+void log_format_time(const struct timespec *ts, char *buf, size_t len);
 
 /* Print an error and exit(1). Only before serving or for impossible states. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
