@@ -209,6 +209,32 @@ static void log_conf_errors(const char *prefix, const char *err,
 	}
 }
 
+/*
+ * Warn, once per export, about each export every host may mount: an empty
+ * clients list, which the quick start (--upstream) always has. At start
+ * and after each reload.
+ */
+static void warn_open_exports(const struct conf *c)
+{
+	bool quick = c->source && strcmp(c->source, "command line") == 0;
+
+	for (size_t i = 0; i < c->nexports; i++) {
+		const struct conf_export *e = &c->exports[i];
+
+		if (e->nclients)
+			continue;
+		if (quick)
+			log_warn("export \"%s\": any host may mount it (the "
+				 "quick start has no clients list); use "
+				 "--config with clients = {\"ADDR/PREFIX\"} "
+				 "to limit it", e->path);
+		else
+			log_warn("export \"%s\": clients = {} lets any host "
+				 "mount it; list the networks that may, "
+				 "clients = {\"ADDR/PREFIX\"}", e->path);
+	}
+}
+
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -425,6 +451,7 @@ static void reload(struct daemon *d, const struct opts *o)
 		return;
 	}
 	kept = reload_apply(d, &next);
+	warn_open_exports(d->conf);
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
 		 d->nexports == 1 ? "" : "s",
 		 kept ? "; some settings wait for a restart" : "");
@@ -494,6 +521,7 @@ int main(int argc, char **argv)
 	}
 	if (log_set_level_name(d.conf->log_level) != 0)
 		fatal("unknown log level %s", d.conf->log_level);
+	warn_open_exports(d.conf);
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);
 	ec = event_config_new();

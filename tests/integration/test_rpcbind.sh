@@ -20,7 +20,8 @@
 #            can only have found the export through them.
 #   phase 2: Ganesha restarted (registered again) before nfscached
 #            starts: nfscached replaces the stale mappings, as
-#            daemon/registrar.h promises.
+#            daemon/registrar.h promises, with a warning naming the port
+#            of each mapping it replaced.
 # In both: `rpcinfo -p 127.0.0.1` lists 100003 3 tcp and 100005 3 tcp on
 # the proxy's ports and no other port for them; `nfs-ls` with no ports in
 # its URL lists the export, and the proxy counted exactly one MNT; after
@@ -254,6 +255,13 @@ expect_mapped 100005 3 "$G_MNT"
 start_proxy
 expect_mapped 100003 3 "$P_NFS"
 expect_mapped 100005 3 "$P_MNT"
+for m in "NFS v3 mapping to tcp/$G_NFS" "MOUNT v3 mapping to tcp/$G_MNT"; do
+	if grep -qF "warn: rpcbind: replacing the $m" "$tmp/nfscached.log"; then
+		pass "phase 2: warned: replacing the $m"
+	else
+		fail "phase 2: no warning 'rpcbind: replacing the $m' in the log"
+	fi
+done
 expect_listing_through_rpcbind "phase 2"
 expect_clean_stop "phase 2"
 
