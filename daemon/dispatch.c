@@ -4,21 +4,36 @@
  * section 3) and MOUNT v3 (RFC 1813 section 5). Rows are grouped by program
  * and version and ordered by procedure number, so a row's procedure number
  * is its offset from the program's first row.
+ *
+ * An NFSv3 row is everything the procedure does: its XDR routines, its
+ * handler, its flags (DISPATCH_MUTATING, DISPATCH_NONIDEMPOTENT for the
+ * duplicate request cache) and its descriptor (nfs3_proc.h): argument
+ * handles and names, the result's attributes, its learn, present and
+ * names hooks. "What CREATE teaches the cache" is the CREATE row plus the
+ * hooks it names.
  */
 #include <stddef.h>
 
 #include "dispatch.h"
 #include "mount3_prot.h"
+#include "mount_ops.h"
+#include "nfs3_fwd.h"
+#include "nfs3_learn.h"
 #include "nfs3_meta.h"
+#include "nfs3_proc.h"
 #include "nfs3_prot.h"
-#include "ops.h"
+#include "nfs3_read.h"
+#include "nfs3_write.h"
 
-#define NFS(P, name, A, R, h, fl) \
+/* An NFSv3 row: procedure P named name with arguments A and result R
+ * (rpcgen types), handler h, flags fl and the descriptor's fields. */
+#define NFS(P, name, A, R, h, fl, ...) \
 	{ NFS_PROGRAM, NFS_V3, P, "nfs3", name, (xdrproc_t)xdr_##A, \
-	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, fl }
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, fl, \
+	  &(const struct nfs3_proc){ __VA_ARGS__ } }
 #define MNT(P, name, A, R, h) \
 	{ MOUNT_PROGRAM, MOUNT_V3, P, "mount3", name, (xdrproc_t)xdr_##A, \
-	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0 }
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
 
 typedef char void_t;
 #define xdr_void_t dispatch_xdr_void
@@ -26,29 +41,119 @@ typedef char void_t;
 #define MUT DISPATCH_MUTATING
 #define NONIDEM (DISPATCH_MUTATING | DISPATCH_NONIDEMPOTENT)
 
+#define A1 NFS3_A1
+#define A2 NFS3_A2
+#define RESOK NFS3_RESOK
+#define SLOT NFS3_SLOT
+#define BOTH NFS3_BOTH
+#define CHILD NFS3_CHILD
+#define ATTRS NFS3_ATTRS
+#define DIRWCC NFS3_DIRWCC
+
+/* A row creating a name: CREATE, MKDIR, SYMLINK, MKNOD. */
+#define MAKES(T) .nfh = A1(T##3args, where.dir), \
+	.nname = A1(T##3args, where.name), .mutates_first = true, \
+	.res = CHILD(T##3res), .attr = { DIRWCC(T##3res) }, \
+	.names = nfs3_names_create
+
 static const struct dispatch_entry table[] = {
-	NFS(NFSPROC3_NULL, "null", void_t, void_t, nfs3_op_null, 0),
-	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args, GETATTR3res, nfs3_op_getattr, 0),
-	NFS(NFSPROC3_SETATTR, "setattr", SETATTR3args, SETATTR3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_LOOKUP, "lookup", LOOKUP3args, LOOKUP3res, nfs3_op_lookup, 0),
-	NFS(NFSPROC3_ACCESS, "access", ACCESS3args, ACCESS3res, nfs3_op_access, 0),
-	NFS(NFSPROC3_READLINK, "readlink", READLINK3args, READLINK3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0),
-	NFS(NFSPROC3_WRITE, "write", WRITE3args, WRITE3res, nfs3_op_write, MUT),
-	NFS(NFSPROC3_CREATE, "create", CREATE3args, CREATE3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_MKDIR, "mkdir", MKDIR3args, MKDIR3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_SYMLINK, "symlink", SYMLINK3args, SYMLINK3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_MKNOD, "mknod", MKNOD3args, MKNOD3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_REMOVE, "remove", REMOVE3args, REMOVE3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_RMDIR, "rmdir", RMDIR3args, RMDIR3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_RENAME, "rename", RENAME3args, RENAME3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_LINK, "link", LINK3args, LINK3res, nfs3_op_forward, NONIDEM),
-	NFS(NFSPROC3_READDIR, "readdir", READDIR3args, READDIR3res, nfs3_op_readdir, 0),
-	NFS(NFSPROC3_READDIRPLUS, "readdirplus", READDIRPLUS3args, READDIRPLUS3res, nfs3_op_readdirplus, 0),
-	NFS(NFSPROC3_FSSTAT, "fsstat", FSSTAT3args, FSSTAT3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_FSINFO, "fsinfo", FSINFO3args, FSINFO3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_PATHCONF, "pathconf", PATHCONF3args, PATHCONF3res, nfs3_op_forward, 0),
-	NFS(NFSPROC3_COMMIT, "commit", COMMIT3args, COMMIT3res, nfs3_op_commit, MUT),
+	NFS(NFSPROC3_NULL, "null", void_t, void_t, nfs3_op_null, 0, .nfh = 0),
+	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args, GETATTR3res,
+	    nfs3_op_getattr, 0, .nfh = A1(GETATTR3args, object),
+	    .attr = { { AT_FATTR, RESOK(GETATTR3res, obj_attributes), 0 } },
+	    .stale = STALE_ATTRS, .present = nfs3_present_getattr),
+	NFS(NFSPROC3_SETATTR, "setattr", SETATTR3args, SETATTR3res,
+	    nfs3_op_forward, NONIDEM, .nfh = A1(SETATTR3args, object),
+	    .mutates_first = true,
+	    .attr = { SLOT(AT_WCC, SETATTR3res, obj_wcc, obj_wcc) },
+	    .present_at = BOTH(SETATTR3res, obj_wcc.after),
+	    .learn = nfs3_learn_setattr),
+	NFS(NFSPROC3_LOOKUP, "lookup", LOOKUP3args, LOOKUP3res,
+	    nfs3_op_lookup, 0, .nfh = A1(LOOKUP3args, what.dir),
+	    .nname = A1(LOOKUP3args, what.name),
+	    .res = RES_FH, .res_off = RESOK(LOOKUP3res, object),
+	    .child_attr = RESOK(LOOKUP3res, obj_attributes),
+	    .child_first = true,
+	    .attr = { ATTRS(LOOKUP3res, dir_attributes) },
+	    .present = nfs3_present_lookup,
+	    .names = nfs3_names_lookup, .names_fill = true),
+	NFS(NFSPROC3_ACCESS, "access", ACCESS3args, ACCESS3res,
+	    nfs3_op_access, 0, .nfh = A1(ACCESS3args, object),
+	    .attr = { ATTRS(ACCESS3res, obj_attributes) },
+	    .present_at = BOTH(ACCESS3res, obj_attributes),
+	    .learn = nfs3_learn_access),
+	NFS(NFSPROC3_READLINK, "readlink", READLINK3args, READLINK3res,
+	    nfs3_op_forward, 0, .nfh = A1(READLINK3args, symlink),
+	    .attr = { ATTRS(READLINK3res, symlink_attributes) }),
+	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0,
+	    .nfh = A1(READ3args, file), .count = { offsetof(READ3args, count) }),
+	NFS(NFSPROC3_WRITE, "write", WRITE3args, WRITE3res, nfs3_op_write, MUT,
+	    .nfh = A1(WRITE3args, file), .mutates_first = true,
+	    .attr = { SLOT(AT_WCC, WRITE3res, file_wcc, file_wcc) },
+	    .learn = nfs3_learn_write),
+	NFS(NFSPROC3_CREATE, "create", CREATE3args, CREATE3res,
+	    nfs3_op_forward, NONIDEM, MAKES(CREATE)),
+	NFS(NFSPROC3_MKDIR, "mkdir", MKDIR3args, MKDIR3res,
+	    nfs3_op_forward, NONIDEM, MAKES(MKDIR)),
+	NFS(NFSPROC3_SYMLINK, "symlink", SYMLINK3args, SYMLINK3res,
+	    nfs3_op_forward, NONIDEM, MAKES(SYMLINK),
+	    .path = offsetof(SYMLINK3args, symlink.symlink_data)),
+	NFS(NFSPROC3_MKNOD, "mknod", MKNOD3args, MKNOD3res,
+	    nfs3_op_forward, NONIDEM, MAKES(MKNOD)),
+	NFS(NFSPROC3_REMOVE, "remove", REMOVE3args, REMOVE3res,
+	    nfs3_op_forward, NONIDEM, .nfh = A1(REMOVE3args, object.dir),
+	    .nname = A1(REMOVE3args, object.name), .mutates_first = true,
+	    .attr = { DIRWCC(REMOVE3res) }, .names = nfs3_names_remove),
+	NFS(NFSPROC3_RMDIR, "rmdir", RMDIR3args, RMDIR3res,
+	    nfs3_op_forward, NONIDEM, .nfh = A1(RMDIR3args, object.dir),
+	    .nname = A1(RMDIR3args, object.name), .mutates_first = true,
+	    .attr = { DIRWCC(RMDIR3res) }, .names = nfs3_names_remove),
+	NFS(NFSPROC3_RENAME, "rename", RENAME3args, RENAME3res,
+	    nfs3_op_forward, NONIDEM,
+	    .nfh = A2(RENAME3args, from.dir, to.dir),
+	    .nname = A2(RENAME3args, from.name, to.name),
+	    .mutates_first = true,
+	    .attr = { SLOT(AT_WCC, RENAME3res, fromdir_wcc, fromdir_wcc),
+		      SLOT(AT_WCC, RENAME3res, todir_wcc, todir_wcc) },
+	    .names = nfs3_names_rename),
+	NFS(NFSPROC3_LINK, "link", LINK3args, LINK3res,
+	    nfs3_op_forward, NONIDEM, .nfh = A2(LINK3args, file, link.dir),
+	    .nname = A1(LINK3args, link.name), .mutates_first = true,
+	    .attr = { SLOT(AT_POSTOP_WCC, LINK3res, file_attributes,
+			   file_attributes),
+		      SLOT(AT_WCC, LINK3res, linkdir_wcc, linkdir_wcc) },
+	    .names = nfs3_names_link),
+	NFS(NFSPROC3_READDIR, "readdir", READDIR3args, READDIR3res,
+	    nfs3_op_readdir, 0, .nfh = A1(READDIR3args, dir),
+	    .count = { offsetof(READDIR3args, count) },
+	    .attr = { ATTRS(READDIR3res, dir_attributes) },
+	    .names = nfs3_names_readdir, .names_fill = true),
+	NFS(NFSPROC3_READDIRPLUS, "readdirplus", READDIRPLUS3args,
+	    READDIRPLUS3res, nfs3_op_readdirplus, 0,
+	    .nfh = A1(READDIRPLUS3args, dir),
+	    .count = { offsetof(READDIRPLUS3args, dircount),
+		       offsetof(READDIRPLUS3args, maxcount) },
+	    .res = RES_DIRPLUS,
+	    .attr = { ATTRS(READDIRPLUS3res, dir_attributes) },
+	    .present = nfs3_present_dirplus,
+	    .names = nfs3_names_readdir, .names_fill = true),
+	NFS(NFSPROC3_FSSTAT, "fsstat", FSSTAT3args, FSSTAT3res,
+	    nfs3_op_forward, 0, .nfh = A1(FSSTAT3args, fsroot),
+	    .attr = { ATTRS(FSSTAT3res, obj_attributes) },
+	    .stale = STALE_REMEMBER),
+	NFS(NFSPROC3_FSINFO, "fsinfo", FSINFO3args, FSINFO3res,
+	    nfs3_op_forward, 0, .nfh = A1(FSINFO3args, fsroot),
+	    .attr = { ATTRS(FSINFO3res, obj_attributes) },
+	    .stale = STALE_REMEMBER, .present = nfs3_present_fsinfo),
+	NFS(NFSPROC3_PATHCONF, "pathconf", PATHCONF3args, PATHCONF3res,
+	    nfs3_op_forward, 0, .nfh = A1(PATHCONF3args, object),
+	    .attr = { ATTRS(PATHCONF3res, obj_attributes) },
+	    .stale = STALE_REMEMBER),
+	NFS(NFSPROC3_COMMIT, "commit", COMMIT3args, COMMIT3res,
+	    nfs3_op_commit, MUT, .nfh = A1(COMMIT3args, file),
+	    .attr = { ATTRS(COMMIT3res, file_wcc.after) },
+	    .present_at = BOTH(COMMIT3res, file_wcc.after),
+	    .present = nfs3_present_commit),
 	MNT(MOUNTPROC3_NULL, "null", void_t, void_t, mount_op_null),
 	MNT(MOUNTPROC3_MNT, "mnt", dirpath, mountres3, mount_op_mnt),
 	MNT(MOUNTPROC3_DUMP, "dump", void_t, mountlist, mount_op_dump),

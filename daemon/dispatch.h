@@ -2,7 +2,9 @@
 /*
  * dispatch: the procedure table. One row per (program, version, procedure)
  * the proxy serves: XDR routines for arguments and results, the handler,
- * flags, and the row's index into per-procedure counters.
+ * flags, the row's index into per-procedure counters and, for NFSv3, the
+ * procedure's descriptor (nfs3_proc.h), so that what one procedure does
+ * is its one row.
  */
 #ifndef NFSCACHED_DAEMON_DISPATCH_H
 #define NFSCACHED_DAEMON_DISPATCH_H
@@ -12,6 +14,7 @@
 #include <rpc/rpc.h>
 
 struct req;
+struct nfs3_proc;
 
 /* What a handler did with the request. */
 enum op_status {
@@ -37,6 +40,9 @@ struct dispatch_entry {
 	size_t res_size;
 	enum op_status (*handler)(struct req *r);
 	unsigned flags;
+	const struct nfs3_proc *nfs3;	/* NFSv3: the rest of what the
+					 * procedure does (nfs3_proc.h);
+					 * NULL for MOUNT */
 };
 
 enum dispatch_miss {

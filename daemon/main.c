@@ -45,7 +45,7 @@
 #include "mount3_prot.h"
 #include "nfs3_meta.h"
 #include "nfs3_prot.h"
-#include "ops.h"
+#include "mount_ops.h"
 #include "registrar.h"
 #include "reload.h"
 #include "server.h"

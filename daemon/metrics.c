@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
+#include "nfs3_write.h"
 #include "server.h"
 #include "service.h"
 #include "upstream.h"

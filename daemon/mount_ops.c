@@ -20,7 +20,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "mount3_prot.h"
-#include "ops.h"
+#include "mount_ops.h"
 #include "server.h"
 #include "upstream.h"
 

@@ -6,7 +6,8 @@
  * Each handler prepares the call (handles unwrapped, client rules,
  * credential mapped) and then either replies from the caches (a hit) or
  * forwards the call through nfs3_forward_prepared() (a miss), whose reply
- * comes back through nfs3_meta_learn() to fill the caches. The rules:
+ * comes back through the procedure's names hook (nfs3_names_*, named by
+ * its row in daemon/dispatch.c) to fill the caches. The rules:
  *
  *   GETATTR      the file's attributes while cfile_attr_fresh() holds
  *                (acregmin..acregmax, acdirmin..acdirmax) and their
@@ -46,6 +47,8 @@
 #include "daemon.h"
 #include "log.h"
 #include "meta.h"
+#include "nfs3_fwd.h"
+#include "nfs3_guard.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
@@ -667,16 +670,17 @@ enum op_status nfs3_op_readdirplus(struct req *r)
 /* ---- learning from forwarded replies ---- */
 
 /* A LOOKUP reply: the name's entry and the caller's LOOKUP right. */
-static void learn_lookup(struct req *r, struct export_rt *ex,
-			 const struct ccred *cc, struct cfile *dir,
-			 const LOOKUP3res *x)
+void nfs3_names_lookup(struct req *r, struct export_rt *ex,
+		       const struct ccred *cc, struct cfile *dir, void *res)
 {
 	const LOOKUP3args *a = r->args;
+	const LOOKUP3res *x = res;
 	const nfs_fh3 *obj = &x->LOOKUP3res_u.resok.object;
 	struct meta_stamp st;
 	size_t nlen;
 
-	if (x->status != NFS3_OK && x->status != NFS3ERR_NOENT)
+	if (!meta_cache(r->d) ||
+	    (x->status != NFS3_OK && x->status != NFS3ERR_NOENT))
 		return;
 	/* The upstream searched the directory for this caller. */
 	cfile_access_record(dir, cc, ACCESS3_LOOKUP, ACCESS3_LOOKUP);
@@ -761,8 +765,8 @@ static struct meta_dirent *reply_entries(const void *first, bool plus,
 
 /* A READDIR or READDIRPLUS reply: a page of the listing, the caller's
  * READ right, and (READDIRPLUS) the children's attributes. */
-static void learn_readdir(struct req *r, struct export_rt *ex,
-			  const struct ccred *cc, struct cfile *dir, void *res)
+void nfs3_names_readdir(struct req *r, struct export_rt *ex,
+			const struct ccred *cc, struct cfile *dir, void *res)
 {
 	bool plus = r->call.proc == NFSPROC3_READDIRPLUS;
 	const nfs_fh3 *dfh;
@@ -774,7 +778,7 @@ static void learn_readdir(struct req *r, struct export_rt *ex,
 	bool eof;
 	size_t n;
 
-	if (*(nfsstat3 *)res != NFS3_OK)
+	if (!meta_cache(r->d) || *(nfsstat3 *)res != NFS3_OK)
 		return;
 	cfile_access_record(dir, cc, ACCESS3_READ, ACCESS3_READ);
 	if (plus) {
@@ -883,14 +887,17 @@ static void expire_child(struct daemon *d, const uint8_t *fh, size_t len)
 
 /* CREATE, MKDIR, SYMLINK or MKNOD: the new name (results share one
  * layout, and each call's arguments start with its diropargs3). */
-static void learn_create(struct req *r, struct export_rt *ex, void *res)
+void nfs3_names_create(struct req *r, struct export_rt *ex,
+		       const struct ccred *cc, struct cfile *dir, void *res)
 {
 	const diropargs3 *where = r->args;
 	CREATE3res *x = res;
 	const post_op_fh3 *obj = &x->CREATE3res_u.resok.obj;
 	struct meta_stamp st;
 
-	if (!dir_changed(r->d, &where->dir, x->status == NFS3_OK
+	(void)cc;
+	(void)dir;
+	if (!meta_cache(r->d) || !dir_changed(r->d, &where->dir, x->status == NFS3_OK
 			 ? &x->CREATE3res_u.resok.dir_wcc
 			 : &x->CREATE3res_u.resfail.dir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
@@ -904,7 +911,8 @@ static void learn_create(struct req *r, struct export_rt *ex, void *res)
 }
 
 /* REMOVE or RMDIR: the name is gone (same layouts). */
-static void learn_remove(struct req *r, struct export_rt *ex, void *res)
+void nfs3_names_remove(struct req *r, struct export_rt *ex,
+		       const struct ccred *cc, struct cfile *dir, void *res)
 {
 	const diropargs3 *obj = r->args;
 	REMOVE3res *x = res;
@@ -913,12 +921,14 @@ static void learn_remove(struct req *r, struct export_rt *ex, void *res)
 	size_t fhlen = 0, nlen;
 	bool cur;
 	/* Even a hint names the file whose link count the call changes. */
-	bool had = name_cacheable(obj->name, &nlen) &&
+	bool had = meta_cache(r->d) && name_cacheable(obj->name, &nlen) &&
 		   meta_name_peek(mc, fh_bytes(&obj->dir), obj->dir.data.data_len,
 				  (const uint8_t *)obj->name, nlen, fh, &fhlen,
 				  &cur);
 
-	if (!dir_changed(r->d, &obj->dir, x->status == NFS3_OK
+	(void)cc;
+	(void)dir;
+	if (!mc || !dir_changed(r->d, &obj->dir, x->status == NFS3_OK
 			 ? &x->REMOVE3res_u.resok.dir_wcc
 			 : &x->REMOVE3res_u.resfail.dir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
@@ -951,7 +961,8 @@ static bool dir_untouched(const wcc_data *w)
 
 /* RENAME: the old name is gone, the new one is the moved object; a
  * RENAME between two links of one file changes nothing. */
-static void learn_rename(struct req *r, struct export_rt *ex, void *res)
+void nfs3_names_rename(struct req *r, struct export_rt *ex,
+		       const struct ccred *cc, struct cfile *dir, void *res)
 {
 	const RENAME3args *a = r->args;
 	RENAME3res *x = res;
@@ -965,6 +976,10 @@ static void learn_rename(struct req *r, struct export_rt *ex, void *res)
 	struct meta_stamp fst, tst;
 	bool moved, replaced, fhave, thave, fkept, known = false, cur;
 
+	(void)cc;
+	(void)dir;
+	if (!meta_cache(r->d))
+		return;
 	moved = name_cacheable(a->from.name, &nlen) &&
 		meta_name_peek(mc, fh_bytes(&a->from.dir), a->from.dir.data.data_len,
 			       (const uint8_t *)a->from.name, nlen, fh, &fhlen,
@@ -1007,55 +1022,20 @@ static void learn_rename(struct req *r, struct export_rt *ex, void *res)
 }
 
 /* LINK: the new name is the file. */
-static void learn_link(struct req *r, struct export_rt *ex, void *res)
+void nfs3_names_link(struct req *r, struct export_rt *ex,
+		     const struct ccred *cc, struct cfile *dir, void *res)
 {
 	const LINK3args *a = r->args;
 	LINK3res *x = res;
 	struct meta_stamp st;
 
-	if (!dir_changed(r->d, &a->link.dir, x->status == NFS3_OK
+	(void)cc;
+	(void)dir;
+	if (!meta_cache(r->d) || !dir_changed(r->d, &a->link.dir, x->status == NFS3_OK
 			 ? &x->LINK3res_u.resok.linkdir_wcc
 			 : &x->LINK3res_u.resfail.linkdir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
 		return;
 	set_name(ex, &a->link.dir, a->link.name, &st, fh_bytes(&a->file),
 		 a->file.data.data_len);
-}
-
-void nfs3_meta_learn(struct req *r, struct export_rt *ex,
-		     const struct upstream_cred *uc, struct cfile *dir,
-		     uint64_t gen, void *res)
-{
-	uint32_t proc = r->call.proc;
-	bool fill = dir && cfile_gen(dir) == gen;
-	struct ccred cc;
-
-	if (!meta_cache(r->d))
-		return;
-	attr_cred(uc, &cc);
-	switch (proc) {
-	case NFSPROC3_LOOKUP:
-		if (fill)
-			learn_lookup(r, ex, &cc, dir, res);
-		break;
-	case NFSPROC3_READDIR: case NFSPROC3_READDIRPLUS:
-		if (fill)
-			learn_readdir(r, ex, &cc, dir, res);
-		break;
-	case NFSPROC3_CREATE: case NFSPROC3_MKDIR: case NFSPROC3_SYMLINK:
-	case NFSPROC3_MKNOD:
-		learn_create(r, ex, res);
-		break;
-	case NFSPROC3_REMOVE: case NFSPROC3_RMDIR:
-		learn_remove(r, ex, res);
-		break;
-	case NFSPROC3_RENAME:
-		learn_rename(r, ex, res);
-		break;
-	case NFSPROC3_LINK:
-		learn_link(r, ex, res);
-		break;
-	default:
-		break;
-	}
 }

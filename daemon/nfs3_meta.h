@@ -2,8 +2,8 @@
 /*
  * nfs3_meta: GETATTR, LOOKUP, ACCESS, READDIR and READDIRPLUS answered
  * from the proxy's caches where the consistency rules allow
- * (docs/semantics.md "Metadata"), forwarded otherwise; and the hook by
- * which forwarded replies feed the metadata cache (cache/meta.h).
+ * (docs/semantics.md "Metadata"), forwarded otherwise; and the names
+ * hooks by which forwarded replies feed the metadata cache (cache/meta.h).
  */
 #ifndef NFSCACHED_DAEMON_NFS3_META_H
 #define NFSCACHED_DAEMON_NFS3_META_H
@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "dispatch.h"
 #include "meta.h"
+#include "nfs3_proc.h"
 #include "upstream.h"
 
 struct req;
@@ -59,19 +60,20 @@ enum op_status nfs3_op_readdir(struct req *r);
 enum op_status nfs3_op_readdirplus(struct req *r);
 
 /*
- * Feed a forwarded call's decoded upstream result res (handles still
- * upstream handles) into the metadata cache: LOOKUP and READDIR(PLUS)
- * results fill it (when dir, the cached file of the call's first handle,
- * still has generation gen, its value when the call was sent), and the
- * proxy's own CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME and
- * LINK update the affected names or drop the directory (meta.h). uc is
- * the identity the call was made with. Called by the forward path after
- * the page cache has seen the reply (cfile_mutation_end done). dir may be
- * NULL.
+ * The names hooks (nfs3_proc.h nfs3_names_fn) of the table's rows: what a
+ * forwarded call's decoded upstream result res (handles still upstream
+ * handles) teaches the metadata cache. LOOKUP and READDIR(PLUS) results
+ * fill it (their rows ask for names_fill: only while dir, the cached file
+ * of the call's first handle, kept its generation since the call was
+ * sent), with the caller's (cc) LOOKUP or READ right; the proxy's own
+ * CREATE, MKDIR, SYMLINK, MKNOD (nfs3_names_create), REMOVE, RMDIR
+ * (nfs3_names_remove), RENAME and LINK update the affected names or drop
+ * the directory (meta.h). Called after the page cache has seen the reply
+ * (cfile_mutation_end done). Each does nothing without a metadata cache
+ * (no budget, or no memory for one).
  */
-void nfs3_meta_learn(struct req *r, struct export_rt *ex,
-		     const struct upstream_cred *uc, struct cfile *dir,
-		     uint64_t gen, void *res);
+nfs3_names_fn nfs3_names_lookup, nfs3_names_readdir, nfs3_names_create,
+	nfs3_names_remove, nfs3_names_rename, nfs3_names_link;
 
 /* Free the metadata cache (shutdown). */
 void nfs3_meta_shutdown(void);

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nfs3_ops: shared pieces of the NFSv3 handlers (the handlers themselves
- * are declared in ops.h) and their counters.
+ * nfs3_ops: what every NFSv3 handler shares: sending a call upstream
+ * (nfs3_send), the status for a failed upstream call, status-only replies,
+ * and the NFSv3 counters of struct nfs3_ops_stats (the boundary's refusals,
+ * JUKEBOX replies, READ outcomes and bytes). It calls no handler, and no
+ * handler module is below it: the forwarding path (nfs3_fwd.h), the
+ * security boundary (nfs3_guard.h), the handlers and write-back all call
+ * into it.
  */
 #ifndef NFSCACHED_DAEMON_NFS3_OPS_H
 #define NFSCACHED_DAEMON_NFS3_OPS_H
@@ -11,6 +16,7 @@
 #include "cache.h"
 #include "dispatch.h"
 #include "nfs3_prot.h"
+#include "upcall.h"
 #include "upstream.h"
 
 struct req;
@@ -37,43 +43,6 @@ struct nfs3_ops_stats {
 
 /* Copy the counters into *st. */
 void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
-
-/* Counters of WRITE and COMMIT (nfs3_write.c). */
-struct nfs3_write_stats {
-	uint64_t client_writes;		/* client WRITE calls */
-	uint64_t client_write_bytes;
-	uint64_t client_commits;	/* client COMMIT calls */
-	uint64_t absorbed;		/* WRITEs taken into the cache */
-	uint64_t absorbed_bytes;
-	uint64_t write_through;		/* WRITEs passed through (no room) */
-	uint64_t waited_for_room;	/* WRITEs that waited for write-back
-					 * to free cache room */
-	uint64_t revalidations;		/* GETATTRs sent before a WRITE */
-	uint64_t revalidations_shared;	/* WRITEs that took another WRITE's
-					 * GETATTR instead of their own */
-	uint64_t errors_reported;	/* WRITE/COMMIT replies with an error */
-};
-
-/* Copy the WRITE/COMMIT counters into *st. */
-void nfs3_write_stats_get(struct nfs3_write_stats *st);
-
-/*
- * Unwrap r's argument handles in place (they become upstream handles),
- * check the export's client rules and the file names in the arguments
- * (one holding a '/': NFS3ERR_ACCES, as knfsd answers) and map the
- * credential. Returns NFS3_OK with *ex and *uc set, or the nfsstat3 to
- * reply (NFS3ERR_BADHANDLE, NFS3ERR_STALE, NFS3ERR_ACCES, NFS3ERR_PERM).
- */
-nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
-		      struct upstream_cred *uc);
-
-/*
- * Forward r, already through nfs3_prepare (handles unwrapped, ex and uc
- * set), to the upstream and reply with its answer. Returns OP_PENDING, or
- * OP_DONE when it replied at once.
- */
-enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
-				     const struct upstream_cred *uc);
 
 /*
  * The nfsstat3 for a client call whose upstream call came back with st
@@ -105,6 +74,12 @@ void nfs3_note_status(nfsstat3 status);
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct upstream_cred *uc,
 	      upcall_cb cb, void *arg);
+
+/* Count a handle that failed to unwrap, one naming no configured export,
+ * and a file name refused (nfs3_guard.c). */
+void nfs3_count_badhandle(void);
+void nfs3_count_stale(void);
+void nfs3_count_bad_name(void);
 
 /* Count a client READ outcome and the bytes by source. */
 void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,

@@ -39,8 +39,9 @@
 #include "daemon.h"
 #include "fstate.h"
 #include "log.h"
+#include "nfs3_guard.h"
 #include "nfs3_ops.h"
-#include "ops.h"
+#include "nfs3_read.h"
 #include "server.h"
 #include "stale.h"
 

@@ -32,8 +32,10 @@
 #include "daemon.h"
 #include "fstate.h"
 #include "log.h"
+#include "nfs3_fwd.h"
+#include "nfs3_guard.h"
 #include "nfs3_ops.h"
-#include "ops.h"
+#include "nfs3_write.h"
 #include "server.h"
 #include "writeback.h"
 

@@ -11,6 +11,7 @@
 #include "cunit_main.h"
 #include "nfs3_harness.h"
 #include "nfs3_ops.h"
+#include "nfs3_write.h"
 #include "writeback.h"
 
 /* Send a WRITE of len bytes of value v at off. */

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfs3_guard: the security boundary (see nfs3_guard.h): handle unwrap and
+ * rewrap, client rules, name checks, credential mapping and clamping.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "daemon.h"
+#include "fh.h"
+#include "log.h"
+#include "nfs3_guard.h"
+#include "nfs3_ops.h"
+#include "nfs3_proc.h"
+#include "server.h"
+
+/* The nfs_fh3 at offset off inside obj. */
+static nfs_fh3 *fh_at(void *obj, size_t off)
+{
+	return (nfs_fh3 *)((char *)obj + off);
+}
+
+/*
+ * Whether export id may see handles with a short authenticator: only once
+ * its upstream has produced such a long handle itself. Otherwise a client
+ * could forge a handle by claiming a 62-byte upstream handle, whose
+ * authenticator is empty.
+ */
+static bool fh_long_ok(struct daemon *d, unsigned id)
+{
+	struct export_rt *ex = daemon_export(d, id);
+
+	return ex && ex->long_handles;
+}
+
+nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
+			   void *args, struct export_rt **ex)
+{
+	unsigned first_id = 0;
+
+	for (unsigned i = 0; i < m->nfh; i++) {
+		nfs_fh3 *fh = fh_at(args, m->fh[i]);
+		const uint8_t *up;
+		size_t up_len;
+		unsigned id;
+
+		if (fh_unwrap(d->fh_key, (const uint8_t *)fh->data.data_val,
+			      fh->data.data_len, &id, &up, &up_len) != FH_OK ||
+		    (up_len > FH_UP_FULLAUTH && !fh_long_ok(d, id))) {
+			nfs3_count_badhandle();
+			return NFS3ERR_BADHANDLE;
+		}
+		if (i == 0)
+			first_id = id;
+		else if (id != first_id)
+			return NFS3ERR_XDEV;
+		memmove(fh->data.data_val, up, up_len);
+		fh->data.data_len = (u_int)up_len;
+	}
+	*ex = daemon_export(d, first_id);
+	if (!*ex) {
+		nfs3_count_stale();
+		return NFS3ERR_STALE;
+	}
+	return NFS3_OK;
+}
+
+nfsstat3 nfs3_guard_client(const struct conf_export *e,
+			   const struct sockaddr *peer, bool privileged)
+{
+	if (!conf_client_allowed(e, peer))
+		return NFS3ERR_ACCES;
+	if (e->secure && !privileged)
+		return NFS3ERR_PERM;
+	return NFS3_OK;
+}
+
+nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args)
+{
+	for (unsigned i = 0; i < m->nname; i++) {
+		const char *name = *(char *const *)((const char *)args +
+						     m->name[i]);
+
+		if (!name || strchr(name, '/')) {
+			nfs3_count_bad_name();
+			return NFS3ERR_ACCES;
+		}
+		if (strlen(name) > NFS3_NAME_MAX)
+			return NFS3ERR_NAMETOOLONG;
+	}
+	if (m->path) {
+		const char *t = *(char *const *)((const char *)args + m->path);
+
+		if (t && strlen(t) > NFS3_PATH_MAX)
+			return NFS3ERR_NAMETOOLONG;
+	}
+	return NFS3_OK;
+}
+
+void nfs3_guard_cred(const struct rpcmsg_cred *c, const struct conf_export *e,
+		     struct upstream_cred *uc)
+{
+	memset(uc, 0, sizeof(*uc));
+	uc->machine = c->machine[0] ? c->machine : "nfscached";
+	if (c->flavor != AUTH_SYS) {
+		uc->uid = e->anonuid;
+		uc->gid = e->anongid;
+		return;
+	}
+	uc->uid = c->uid;
+	uc->gid = c->gid;
+	uc->ngids = c->ngids;
+	memcpy(uc->gids, c->gids, c->ngids * sizeof(c->gids[0]));
+	if (!e->root_squash)
+		return;
+	if (uc->uid == 0)
+		uc->uid = e->anonuid;
+	if (uc->gid == 0)
+		uc->gid = e->anongid;
+	for (uint32_t i = 0; i < uc->ngids; i++)
+		if (uc->gids[i] == 0)
+			uc->gids[i] = e->anongid;
+}
+
+/* Lower a count to max. */
+static void clamp(count3 *c, uint32_t max)
+{
+	if (max && *c > max)
+		*c = max;
+}
+
+void nfs3_guard_clamp_args(const struct nfs3_proc *m, void *args,
+			   uint32_t rtmax)
+{
+	for (unsigned i = 0; i < 2; i++)
+		if (m->count[i])
+			clamp((count3 *)((char *)args + m->count[i]), rtmax);
+}
+
+/* Replace an upstream handle by its client handle. 0, or -1 if too long. */
+static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
+{
+	uint8_t out[FH_SIZE_MAX];
+	size_t n;
+	char *buf;
+
+	if (fh_wrap(d->fh_key, ex->conf->id, (const uint8_t *)fh->data.data_val,
+		    fh->data.data_len, out, &n) != FH_OK) {
+		if (!ex->warned_fh_len)
+			log_error("export %s: upstream handle of %u bytes is over %d; it cannot be served",
+				  ex->conf->path, fh->data.data_len, FH_UP_MAX);
+		ex->warned_fh_len = true;
+		return -1;
+	}
+	if (fh->data.data_len > FH_UP_FULLAUTH)
+		ex->long_handles = true;
+	if (fh->data.data_len > FH_UP_FULLAUTH && !ex->warned_fh_len) {
+		log_warn("export %s: upstream handles of %u bytes get a %zu-byte authenticator",
+			 ex->conf->path, fh->data.data_len,
+			 fh_auth_len(fh->data.data_len));
+		ex->warned_fh_len = true;
+	}
+	buf = realloc(fh->data.data_val, n);
+	if (!buf)
+		return -1;
+	memcpy(buf, out, n);
+	fh->data.data_val = buf;
+	fh->data.data_len = (u_int)n;
+	return 0;
+}
+
+/* Wrap a post_op_fh3, dropping it if it cannot be wrapped. */
+static void postop_rewrap(struct daemon *d, struct export_rt *ex,
+			  post_op_fh3 *p)
+{
+	if (p->handle_follows &&
+	    fh_rewrap(d, ex, &p->post_op_fh3_u.handle) != 0) {
+		xdr_free((xdrproc_t)xdr_nfs_fh3, (char *)&p->post_op_fh3_u.handle);
+		p->handle_follows = FALSE;
+	}
+}
+
+nfsstat3 nfs3_guard_rewrap(struct daemon *d, struct export_rt *ex,
+			   const struct nfs3_proc *m, void *res)
+{
+	entryplus3 *e;
+
+	if (*(nfsstat3 *)res != NFS3_OK)
+		return NFS3_OK;
+	switch (m->res) {
+	case RES_FH:
+		if (fh_rewrap(d, ex, fh_at(res, m->res_off)) != 0)
+			return NFS3ERR_SERVERFAULT;
+		break;
+	case RES_POSTOP_FH:
+		postop_rewrap(d, ex, (post_op_fh3 *)((char *)res + m->res_off));
+		break;
+	case RES_DIRPLUS:
+		e = ((READDIRPLUS3res *)res)->READDIRPLUS3res_u.resok.reply.entries;
+		for (; e; e = e->nextentry)
+			postop_rewrap(d, ex, &e->name_handle);
+		break;
+	case RES_NONE:
+		break;
+	}
+	return NFS3_OK;
+}
+
+void nfs3_guard_clamp_fsinfo(FSINFO3res *res, uint32_t rtmax, uint32_t wtmax,
+			     uint32_t max_record)
+{
+	FSINFO3resok *ok = &res->FSINFO3res_u.resok;
+	uint32_t rec_w = max_record > 8192 ? (max_record - 4096) & ~4095u
+					   : 4096;
+
+	if (res->status != NFS3_OK)
+		return;
+	if (rec_w < wtmax || !wtmax)
+		wtmax = rec_w;
+	clamp(&ok->rtmax, rtmax);
+	clamp(&ok->rtpref, ok->rtmax);
+	clamp(&ok->wtmax, wtmax);
+	clamp(&ok->wtpref, ok->wtmax);
+	clamp(&ok->dtpref, ok->rtmax);
+}
+
+nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
+		      struct upstream_cred *uc)
+{
+	const struct nfs3_proc *m = r->ent->nfs3;
+	nfsstat3 st;
+
+	*ex = NULL;
+	if ((st = nfs3_guard_unwrap(r->d, m, r->args, ex)) != NFS3_OK ||
+	    (st = nfs3_guard_client((*ex)->conf, req_peer(r),
+				    req_peer_privileged(r))) != NFS3_OK ||
+	    (st = nfs3_guard_names(m, r->args)) != NFS3_OK)
+		return st;
+	nfs3_guard_clamp_args(m, r->args, upcall_rtmax(&(*ex)->upc));
+	nfs3_guard_cred(&r->call.cred, (*ex)->conf, uc);
+	return NFS3_OK;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nfs3_guard: the security boundary between NFSv3 clients and the
+ * upstream. Nothing a client sends reaches the upstream before it passed
+ * here, and no upstream handle reaches a client without being wrapped:
+ *
+ *   - client handles are unwrapped and authenticated (fh.h), must name a
+ *     configured export and all one export;
+ *   - the export's client rules (address, `secure`) are checked;
+ *   - file names must be one path component of at most NFS3_NAME_MAX
+ *     bytes, a symlink target at most NFS3_PATH_MAX;
+ *   - the caller's credential is mapped for upstream (root squash,
+ *     anonuid/anongid for AUTH_NONE);
+ *   - transfer counts are clamped to what the upstream link carries;
+ *   - handles in results are wrapped into client handles, and FSINFO never
+ *     advertises more than the proxy can take.
+ *
+ * Each check is a function of plain values so that it can be tested on its
+ * own (unit.nfs3_guard); nfs3_prepare() runs them all for a request. Where
+ * a procedure keeps its handles, names, counts and symlink target is its
+ * descriptor (nfs3_proc.h).
+ */
+#ifndef NFSCACHED_DAEMON_NFS3_GUARD_H
+#define NFSCACHED_DAEMON_NFS3_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nfs3_prot.h"
+#include "rpcmsg.h"
+#include "upstream.h"
+
+struct conf_export;
+struct daemon;
+struct export_rt;
+struct nfs3_proc;
+struct req;
+struct sockaddr;
+
+/*
+ * The longest name and symlink target passed upstream, bytes: Linux's
+ * NAME_MAX and PATH_MAX less its NUL, which every POSIX upstream enforces
+ * (NFS3ERR_NAMETOOLONG). Past them libnfs cannot even encode some calls,
+ * so they are answered here.
+ */
+#define NFS3_NAME_MAX 255
+#define NFS3_PATH_MAX 4095
+
+/*
+ * Unwrap the m->nfh client handles in args (an rpcgen arguments struct of
+ * m's procedure) in place: each becomes its upstream handle (same buffer,
+ * shorter). A handle whose authenticator does not check, or a short-
+ * authenticator handle of an export whose upstream never produced one
+ * (export_rt.long_handles), is NFS3ERR_BADHANDLE; handles of two exports
+ * NFS3ERR_XDEV; an export id not configured in d NFS3ERR_STALE. On
+ * NFS3_OK *ex is the export (borrowed). Some handles may already be
+ * unwrapped when it fails.
+ */
+nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
+			   void *args, struct export_rt **ex);
+
+/* Export e's client rules for a caller at peer (privileged: from a port
+ * below 1024): NFS3ERR_ACCES when the address is not allowed,
+ * NFS3ERR_PERM when `secure` wants a privileged port, else NFS3_OK. */
+nfsstat3 nfs3_guard_client(const struct conf_export *e,
+			   const struct sockaddr *peer, bool privileged);
+
+/*
+ * Refuse a call whose file name (filename3, RFC 1813 s2.6) holds a '/': a
+ * name is one path component. Forwarding a '/' would hand the upstream a
+ * path, and NFS-Ganesha 4.3's FSAL_VFS resolves one: a CREATE of "../../x"
+ * in the export's root makes x two directories above the export. Linux's
+ * knfsd refuses such a name with NFS3ERR_ACCES (the -EACCES of
+ * lookup_one_len), and so does the proxy, without asking upstream. A name
+ * over NFS3_NAME_MAX bytes, or a SYMLINK target over NFS3_PATH_MAX, is
+ * NFS3ERR_NAMETOOLONG, as the upstream would answer. Other odd names
+ * (empty, ".", "..") stay the upstream's to judge: they cannot leave the
+ * directory. args is m's procedure's arguments struct.
+ */
+nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args);
+
+/*
+ * Map the caller's credential c for upstream under export e's rules into
+ * *uc: AUTH_SYS keeps uid, gid and groups (root squashed to anonuid and
+ * anongid under root_squash, group 0 included), anything else becomes
+ * anonuid/anongid without groups. uc->machine borrows c->machine, or is
+ * "nfscached" when c has none.
+ */
+void nfs3_guard_cred(const struct rpcmsg_cred *c, const struct conf_export *e,
+		     struct upstream_cred *uc);
+
+/* Lower the transfer counts in args (m->count) to rtmax bytes (0: no
+ * limit known yet, left alone). */
+void nfs3_guard_clamp_args(const struct nfs3_proc *m, void *args,
+			   uint32_t rtmax);
+
+/*
+ * Wrap the upstream handles in a successful result res of m's procedure
+ * into client handles of export ex (d's key), in place. A post_op_fh3 that
+ * cannot be wrapped (an upstream handle over FH_UP_MAX bytes) is dropped;
+ * LOOKUP's nfs_fh3 then gives NFS3ERR_SERVERFAULT, else NFS3_OK. Logs the
+ * first over-long or long-authenticator handle of the export once.
+ */
+nfsstat3 nfs3_guard_rewrap(struct daemon *d, struct export_rt *ex,
+			   const struct nfs3_proc *m, void *res);
+
+/*
+ * Never advertise more than the upstream link (rtmax, wtmax bytes; 0:
+ * unknown) or the proxy's records (max_record bytes: writes up to the
+ * record less 4 KiB, in 4 KiB units) can carry: clamps rtmax, wtmax and
+ * the preferred sizes of a successful FSINFO result (RFC 1813 s3.3.19).
+ */
+void nfs3_guard_clamp_fsinfo(FSINFO3res *res, uint32_t rtmax, uint32_t wtmax,
+			     uint32_t max_record);
+
+/*
+ * Unwrap r's argument handles in place (they become upstream handles),
+ * check the export's client rules and the file names in the arguments
+ * (one holding a '/': NFS3ERR_ACCES, as knfsd answers), clamp counts and
+ * map the credential. Returns NFS3_OK with *ex and *uc set, or the
+ * nfsstat3 to reply (NFS3ERR_BADHANDLE, NFS3ERR_XDEV, NFS3ERR_STALE,
+ * NFS3ERR_ACCES, NFS3ERR_PERM, NFS3ERR_NAMETOOLONG).
+ */
+nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
+		      struct upstream_cred *uc);
+
+#endif
