@@ -3,13 +3,22 @@
  * unit.nfs3_guard: the security boundary in front of the upstream
  * (nfs3_prepare): client handles that do not unwrap, name no export or
  * cross exports, names holding a '/' or too long, and root squashing.
- * Each refused call is answered without any upstream call.
+ * Each refused call is answered without any upstream call. The boundary's
+ * functions (nfs3_guard.h) are also tested on their own, on plain values
+ * and the procedure table's descriptors.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
+#include "conf.h"
 #include "cunit_main.h"
+#include "dispatch.h"
 #include "fh.h"
+#include "nfs3_guard.h"
 #include "nfs3_harness.h"
+#include "nfs3_proc.h"
 
 /* Every upstream call the fake took. */
 static uint64_t upstream_calls(const struct nfs3_h *h)
@@ -106,6 +115,249 @@ static void test_root_is_squashed(void)
 	h_fini(&h);
 }
 
+/* The descriptor of NFSv3 procedure proc, from the dispatch table. */
+static const struct nfs3_proc *desc(uint32_t proc)
+{
+	enum dispatch_miss miss;
+	uint32_t lo, hi;
+	const struct dispatch_entry *e =
+		dispatch_find(NFS_PROGRAM, NFS_V3, proc, &miss, &lo, &hi);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->nfs3);
+	return e->nfs3;
+}
+
+static void test_guard_names(void)
+{
+	char name[NFS3_NAME_MAX + 2], target[NFS3_PATH_MAX + 2];
+	char slash[] = "a/b", ok[] = "ok";
+	CREATE3args ca;
+	RENAME3args ra;
+	SYMLINK3args sa;
+
+	memset(&ca, 0, sizeof(ca));
+	ca.where.name = slash;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_CREATE), &ca), NFS3ERR_ACCES);
+	ca.where.name = NULL;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_CREATE), &ca), NFS3ERR_ACCES);
+	memset(name, 'n', sizeof(name));
+	name[NFS3_NAME_MAX] = '\0';		/* 255 bytes: fine */
+	ca.where.name = name;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_CREATE), &ca), NFS3_OK);
+	name[NFS3_NAME_MAX] = 'n';		/* 256 bytes */
+	name[NFS3_NAME_MAX + 1] = '\0';
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_CREATE), &ca),
+			NFS3ERR_NAMETOOLONG);
+	/* RENAME's second name is checked too. */
+	memset(&ra, 0, sizeof(ra));
+	ra.from.name = ok;
+	ra.to.name = slash;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_RENAME), &ra), NFS3ERR_ACCES);
+	ra.to.name = ok;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_RENAME), &ra), NFS3_OK);
+	/* A symlink target may hold '/' but not be over NFS3_PATH_MAX. */
+	memset(&sa, 0, sizeof(sa));
+	sa.where.name = ok;
+	memset(target, '/', sizeof(target));
+	target[NFS3_PATH_MAX] = '\0';
+	sa.symlink.symlink_data = target;
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_SYMLINK), &sa), NFS3_OK);
+	target[NFS3_PATH_MAX] = 'x';
+	target[NFS3_PATH_MAX + 1] = '\0';
+	CU_ASSERT_EQUAL(nfs3_guard_names(desc(NFSPROC3_SYMLINK), &sa),
+			NFS3ERR_NAMETOOLONG);
+}
+
+static void test_guard_cred(void)
+{
+	struct conf_export e;
+	struct rpcmsg_cred c;
+	struct upstream_cred uc;
+
+	memset(&e, 0, sizeof(e));
+	e.anonuid = e.anongid = 65534;
+	e.root_squash = true;
+	memset(&c, 0, sizeof(c));
+	c.flavor = AUTH_SYS;
+	c.uid = 0;
+	c.gid = 0;
+	c.ngids = 3;
+	c.gids[0] = 5;
+	c.gids[1] = 0;
+	c.gids[2] = 7;
+	nfs3_guard_cred(&c, &e, &uc);
+	CU_ASSERT_EQUAL(uc.uid, 65534);
+	CU_ASSERT_EQUAL(uc.gid, 65534);
+	CU_ASSERT_EQUAL(uc.ngids, 3);
+	CU_ASSERT_EQUAL(uc.gids[0], 5);
+	CU_ASSERT_EQUAL(uc.gids[1], 65534);
+	CU_ASSERT_EQUAL(uc.gids[2], 7);
+	CU_ASSERT_STRING_EQUAL(uc.machine, "nfscached");
+	/* Without root_squash root stays root; the machine name is kept. */
+	e.root_squash = false;
+	strcpy(c.machine, "client1");
+	nfs3_guard_cred(&c, &e, &uc);
+	CU_ASSERT_EQUAL(uc.uid, 0);
+	CU_ASSERT_EQUAL(uc.gids[1], 0);
+	CU_ASSERT_STRING_EQUAL(uc.machine, "client1");
+	/* AUTH_NONE: the anonymous identity, no groups. */
+	c.flavor = AUTH_NONE;
+	c.uid = 1000;
+	nfs3_guard_cred(&c, &e, &uc);
+	CU_ASSERT_EQUAL(uc.uid, 65534);
+	CU_ASSERT_EQUAL(uc.gid, 65534);
+	CU_ASSERT_EQUAL(uc.ngids, 0);
+}
+
+static void test_guard_client(void)
+{
+	struct conf_net net = { .family = AF_INET, .prefix = 24 };
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct conf_export e;
+
+	memset(&e, 0, sizeof(e));
+	inet_pton(AF_INET, "192.0.2.0", net.addr);
+	e.clients = &net;
+	e.nclients = 1;
+	inet_pton(AF_INET, "192.0.2.9", &in.sin_addr);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, false),
+			NFS3_OK);
+	e.secure = true;
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, false),
+			NFS3ERR_PERM);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, true),
+			NFS3_OK);
+	inet_pton(AF_INET, "198.51.100.1", &in.sin_addr);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, true),
+			NFS3ERR_ACCES);
+}
+
+static void test_guard_clamps(void)
+{
+	READ3args ra = { .count = 1 << 20 };
+	READDIRPLUS3args pa = { .dircount = 1 << 20, .maxcount = 1 << 20 };
+	WRITE3args wa = { .count = 1 << 20 };
+	FSINFO3res fi;
+	FSINFO3resok *ok = &fi.FSINFO3res_u.resok;
+
+	nfs3_guard_clamp_args(desc(NFSPROC3_READ), &ra, 0);
+	CU_ASSERT_EQUAL(ra.count, 1 << 20);	/* rtmax not known yet */
+	nfs3_guard_clamp_args(desc(NFSPROC3_READ), &ra, 65536);
+	CU_ASSERT_EQUAL(ra.count, 65536);
+	nfs3_guard_clamp_args(desc(NFSPROC3_READDIRPLUS), &pa, 32768);
+	CU_ASSERT_EQUAL(pa.dircount, 32768);
+	CU_ASSERT_EQUAL(pa.maxcount, 32768);
+	nfs3_guard_clamp_args(desc(NFSPROC3_WRITE), &wa, 4096);
+	CU_ASSERT_EQUAL(wa.count, 1 << 20);	/* WRITE's data is not cut */
+	memset(&fi, 0, sizeof(fi));
+	fi.status = NFS3_OK;
+	ok->rtmax = ok->rtpref = ok->wtmax = ok->wtpref = ok->dtpref = 1 << 20;
+	/* Records of 256 KiB carry writes of 252 KiB. */
+	nfs3_guard_clamp_fsinfo(&fi, 131072, 1 << 20, 262144);
+	CU_ASSERT_EQUAL(ok->rtmax, 131072);
+	CU_ASSERT_EQUAL(ok->rtpref, 131072);
+	CU_ASSERT_EQUAL(ok->dtpref, 131072);
+	CU_ASSERT_EQUAL(ok->wtmax, 262144 - 4096);
+	CU_ASSERT_EQUAL(ok->wtpref, 262144 - 4096);
+}
+
+/* A client handle of export id for upstream handle up[0..len). */
+static void wrap_fh(struct nfs3_h *h, unsigned id, const uint8_t *up,
+		    size_t len, nfs_fh3 *fh, uint8_t *buf)
+{
+	size_t n;
+
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(h->d.fh_key, id, up, len, buf, &n), FH_OK);
+	fh->data.data_val = (char *)buf;
+	fh->data.data_len = (u_int)n;
+}
+
+static void test_guard_unwrap(void)
+{
+	uint8_t up[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b1[FH_SIZE_MAX],
+		b2[FH_SIZE_MAX], longup[FH_UP_FULLAUTH + 4];
+	unsigned id;
+	struct export_rt *ex;
+	GETATTR3args ga;
+	RENAME3args ra;
+	struct nfs3_h h;
+
+	h_init(&h, NULL);
+	id = h.d.conf->exports[0].id;
+	wrap_fh(&h, id, up, sizeof(up), &ga.object, b1);
+	CU_ASSERT_EQUAL(nfs3_guard_unwrap(&h.d, desc(NFSPROC3_GETATTR), &ga, &ex),
+			NFS3_OK);
+	CU_ASSERT_PTR_EQUAL(ex, &h.d.exports[0]);
+	CU_ASSERT_EQUAL(ga.object.data.data_len, sizeof(up));
+	CU_ASSERT_EQUAL(memcmp(ga.object.data.data_val, up, sizeof(up)), 0);
+	/* Handles of two exports in one call. */
+	memset(&ra, 0, sizeof(ra));
+	wrap_fh(&h, id, up, sizeof(up), &ra.from.dir, b1);
+	wrap_fh(&h, id + 1, up, sizeof(up), &ra.to.dir, b2);
+	CU_ASSERT_EQUAL(nfs3_guard_unwrap(&h.d, desc(NFSPROC3_RENAME), &ra, &ex),
+			NFS3ERR_XDEV);
+	/* A short-authenticator handle before the upstream produced one. */
+	memset(longup, 9, sizeof(longup));
+	wrap_fh(&h, id, longup, sizeof(longup), &ga.object, b1);
+	CU_ASSERT_FALSE(h.d.exports[0].long_handles);
+	CU_ASSERT_EQUAL(nfs3_guard_unwrap(&h.d, desc(NFSPROC3_GETATTR), &ga, &ex),
+			NFS3ERR_BADHANDLE);
+	h_fini(&h);
+}
+
+/* An nfs_fh3 holding a malloc'd copy of up[0..len) (as XDR decodes). */
+static void up_fh(nfs_fh3 *fh, const uint8_t *up, size_t len)
+{
+	fh->data.data_val = malloc(len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fh->data.data_val);
+	memcpy(fh->data.data_val, up, len);
+	fh->data.data_len = (u_int)len;
+}
+
+static void test_guard_rewrap(void)
+{
+	uint8_t up[8] = { 8, 7, 6, 5, 4, 3, 2, 1 }, toolong[FH_UP_MAX + 1];
+	const uint8_t *back;
+	unsigned id;
+	size_t len;
+	LOOKUP3res lr;
+	CREATE3res cr;
+	struct nfs3_h h;
+
+	h_init(&h, NULL);
+	memset(&lr, 0, sizeof(lr));
+	up_fh(&lr.LOOKUP3res_u.resok.object, up, sizeof(up));
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+					  desc(NFSPROC3_LOOKUP), &lr), NFS3_OK);
+	CU_ASSERT_EQUAL_FATAL(fh_unwrap(h.d.fh_key,
+		(const uint8_t *)lr.LOOKUP3res_u.resok.object.data.data_val,
+		lr.LOOKUP3res_u.resok.object.data.data_len, &id, &back, &len),
+		FH_OK);
+	CU_ASSERT_EQUAL(id, h.d.conf->exports[0].id);
+	CU_ASSERT_EQUAL(len, sizeof(up));
+	CU_ASSERT_EQUAL(memcmp(back, up, sizeof(up)), 0);
+	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&lr);
+	/* An upstream handle too long to wrap: LOOKUP fails, CREATE's
+	 * optional handle is dropped. */
+	memset(toolong, 1, sizeof(toolong));
+	memset(&lr, 0, sizeof(lr));
+	up_fh(&lr.LOOKUP3res_u.resok.object, toolong, sizeof(toolong));
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+					  desc(NFSPROC3_LOOKUP), &lr),
+			NFS3ERR_SERVERFAULT);
+	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&lr);
+	memset(&cr, 0, sizeof(cr));
+	cr.CREATE3res_u.resok.obj.handle_follows = TRUE;
+	up_fh(&cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle, toolong,
+	      sizeof(toolong));
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+					  desc(NFSPROC3_CREATE), &cr), NFS3_OK);
+	CU_ASSERT_FALSE(cr.CREATE3res_u.resok.obj.handle_follows);
+	xdr_free((xdrproc_t)xdr_CREATE3res, (char *)&cr);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_guard", NULL, NULL);
@@ -115,5 +367,11 @@ int test_register(void)
 	CU_add_test(s, "bad_handles_never_reach_upstream", test_bad_handles_never_reach_upstream);
 	CU_add_test(s, "names_are_one_component", test_names_are_one_component);
 	CU_add_test(s, "root_is_squashed", test_root_is_squashed);
+	CU_add_test(s, "guard_names", test_guard_names);
+	CU_add_test(s, "guard_cred", test_guard_cred);
+	CU_add_test(s, "guard_client", test_guard_client);
+	CU_add_test(s, "guard_clamps", test_guard_clamps);
+	CU_add_test(s, "guard_unwrap", test_guard_unwrap);
+	CU_add_test(s, "guard_rewrap", test_guard_rewrap);
 	return 0;
 }
