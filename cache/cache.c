@@ -793,23 +793,17 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 
 /* ---- access ---- */
 
-bool cred_eq(const struct ccred *a, const struct ccred *b)
-{
-	return a->uid == b->uid && a->gid == b->gid && a->ngids == b->ngids &&
-	       !memcmp(a->gids, b->gids, a->ngids * sizeof(a->gids[0]));
-}
-
 /* The slot of cr, or NULL. */
 static struct access_slot *access_find(const struct cfile *f,
-				       const struct ccred *cr)
+				       const struct nfs_cred *cr)
 {
 	for (unsigned i = 0; i < f->naccess; i++)
-		if (cred_eq(&f->access[i].cr, cr))
+		if (nfs_cred_eq(&f->access[i].cr, cr))
 			return &f->access[i];
 	return NULL;
 }
 
-void cfile_access_record(struct cfile *f, const struct ccred *cr,
+void cfile_access_record(struct cfile *f, const struct nfs_cred *cr,
 			 uint32_t asked, uint32_t granted)
 {
 	struct access_slot *s = access_find(f, cr);
@@ -828,14 +822,15 @@ void cfile_access_record(struct cfile *f, const struct ccred *cr,
 		}
 		memset(s, 0, sizeof(*s));
 		s->cr = *cr;
-		if (s->cr.ngids > CACHE_MAX_GIDS)
-			s->cr.ngids = CACHE_MAX_GIDS;
+		s->cr.machine = NULL;	/* borrowed by the caller */
+		if (s->cr.ngids > NFS_CRED_MAX_GIDS)
+			s->cr.ngids = NFS_CRED_MAX_GIDS;
 	}
 	s->known |= asked;
 	s->granted = (s->granted & ~asked) | (granted & asked);
 }
 
-bool cfile_access_allows(const struct cfile *f, const struct ccred *cr,
+bool cfile_access_allows(const struct cfile *f, const struct nfs_cred *cr,
 			 uint32_t bits)
 {
 	const struct access_slot *s = access_find(f, cr);
@@ -1202,7 +1197,7 @@ void cfile_hole_add(struct cache *c, struct cfile *f, uint64_t start,
 }
 
 void cache_write(struct cache *c, struct cfile *f, uint64_t off,
-		 const uint8_t *data, uint64_t len, const struct ccred *cr)
+		 const uint8_t *data, uint64_t len, const struct nfs_cred *cr)
 {
 	uint64_t e = off + len;
 	struct wbext ne;
@@ -1235,7 +1230,7 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
 		 * this one; then they are written again. */
 		wb_replace(c, p, (uint32_t)(s - ps), (uint32_t)(t - ps), NULL);
 		if (run_overlaps(f, s, t) &&
-		    (id = cred_intern(c, cr ? cr : &(struct ccred){ 0 })) >= 0) {
+		    (id = cred_intern(c, cr ? cr : &(struct nfs_cred){ 0 })) >= 0) {
 			ne.cred = (uint16_t)id;
 			ne.start = (uint32_t)(s - ps);
 			ne.end = (uint32_t)(t - ps);

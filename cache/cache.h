@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cred.h"
 #include "rangeset.h"
 #include "readahead.h"
 
@@ -36,7 +37,6 @@ struct cfile;
 #define CACHE_FH_MAX		64	/* longest upstream handle, bytes */
 #define CACHE_PAGE_MIN		4096
 #define CACHE_PAGE_MAX		(1024 * 1024)
-#define CACHE_MAX_GIDS		16
 #define CACHE_ACCESS_SLOTS	8	/* credentials remembered per file */
 /*
  * Bytes at or past this offset (2^63 - 1, the largest off_t, which caps a
@@ -118,14 +118,6 @@ struct cache_ac {
 	double max;
 };
 
-/* An AUTH_SYS identity, for the per-credential ACCESS cache. */
-struct ccred {
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t ngids;
-	uint32_t gids[CACHE_MAX_GIDS];
-};
-
 /* Write-back state of cached bytes (DESIGN.md "Write semantics"). */
 enum cache_wb_state {
 	WB_CLEAN = 0,	/* equal to the upstream's stable copy */
@@ -141,7 +133,7 @@ struct cache_wb_run {
 	uint64_t off;		/* file offset, bytes */
 	uint32_t len;		/* bytes, <= the wtmax asked for */
 	uint32_t seq;		/* names the run in cache_wb_done */
-	struct ccred cred;	/* the last writer of every byte in it */
+	struct nfs_cred cred;	/* the last writer of every byte in it */
 };
 
 /* How an upstream WRITE of a run ended. */
@@ -319,11 +311,11 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
  * Record an ACCESS result (RFC 1813 section 3.3.4): cr asked for `asked`
  * bits and got `granted`. Kept until the file's attributes change.
  */
-void cfile_access_record(struct cfile *f, const struct ccred *cr,
+void cfile_access_record(struct cfile *f, const struct nfs_cred *cr,
 			 uint32_t asked, uint32_t granted);
 
 /* True if cr is known to hold every bit of `bits` on f. */
-bool cfile_access_allows(const struct cfile *f, const struct ccred *cr,
+bool cfile_access_allows(const struct cfile *f, const struct nfs_cred *cr,
 			 uint32_t bits);
 
 /* ---- data ---- */
@@ -411,7 +403,7 @@ void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
  * so the newest data lands last. Like cache_fill for room.
  */
 void cache_write(struct cache *c, struct cfile *f, uint64_t off,
-		 const uint8_t *data, uint64_t len, const struct ccred *cr);
+		 const uint8_t *data, uint64_t len, const struct nfs_cred *cr);
 
 /*
  * The file's size became size (SETATTR, or a truncating CREATE): drop
@@ -438,7 +430,7 @@ void cfile_invalidate(struct cache *c, struct cfile *f);
  * CACHE_MAX_OFFSET (nothing changed; the caller writes through instead).
  */
 int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
-		      const uint8_t *data, uint64_t len, const struct ccred *cr,
+		      const uint8_t *data, uint64_t len, const struct nfs_cred *cr,
 		      double now, struct ctime3 wall);
 
 /*

@@ -77,7 +77,7 @@ struct ghost {
 };
 
 struct access_slot {
-	struct ccred cr;
+	struct nfs_cred cr;
 	uint32_t known;			/* bits asked so far */
 	uint32_t granted;		/* of those, bits granted */
 };
@@ -160,7 +160,7 @@ struct cache {
 	struct ghost *ghost_list;	/* head = newest */
 	uint64_t nghosts;
 	uint64_t next_id;
-	struct ccred *creds;		/* interned write-back credentials */
+	struct nfs_cred *creds;		/* interned write-back credentials */
 	unsigned ncreds;
 	uint32_t next_seq;
 	uint64_t wbbytes[WB_NSTATES];
@@ -195,8 +195,6 @@ void page_store(struct cache *c, struct cfile *f, struct cpage *p,
  * written, and the proxy's own times hide its write-back from clients. */
 void file_shown_update(struct cfile *f);
 
-/* Compare credentials. */
-bool cred_eq(const struct ccred *a, const struct ccred *b);
 
 /* ---- write-back (cache_wb.c) ---- */
 
@@ -219,7 +217,7 @@ int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
 	       uint32_t e, const struct wbext *ne);
 
 /* The index of credential cr in the cache's table, interned. */
-int cred_intern(struct cache *c, const struct ccred *cr);
+int cred_intern(struct cache *c, const struct nfs_cred *cr);
 
 /* True if [s, e) overlaps an upstream WRITE of f in flight. */
 bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e);

@@ -236,12 +236,12 @@ int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
 	return 0;
 }
 
-int cred_intern(struct cache *c, const struct ccred *cr)
+int cred_intern(struct cache *c, const struct nfs_cred *cr)
 {
-	struct ccred *t;
+	struct nfs_cred *t;
 
 	for (unsigned i = 0; i < c->ncreds; i++)
-		if (cred_eq(&c->creds[i], cr))
+		if (nfs_cred_eq(&c->creds[i], cr))
 			return (int)i;
 	if (c->ncreds >= UINT16_MAX)
 		return -1;
@@ -250,8 +250,9 @@ int cred_intern(struct cache *c, const struct ccred *cr)
 		return -1;
 	c->creds = t;
 	c->creds[c->ncreds] = *cr;
-	if (c->creds[c->ncreds].ngids > CACHE_MAX_GIDS)
-		c->creds[c->ncreds].ngids = CACHE_MAX_GIDS;
+	c->creds[c->ncreds].machine = NULL;	/* borrowed by the caller */
+	if (c->creds[c->ncreds].ngids > NFS_CRED_MAX_GIDS)
+		c->creds[c->ncreds].ngids = NFS_CRED_MAX_GIDS;
 	return (int)c->ncreds++;
 }
 
@@ -291,7 +292,7 @@ static void wb_unpin_range(struct cache *c, struct cfile *f, uint64_t from,
 }
 
 int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
-		      const uint8_t *data, uint64_t len, const struct ccred *cr,
+		      const uint8_t *data, uint64_t len, const struct nfs_cred *cr,
 		      double now, struct ctime3 wall)
 {
 	uint64_t e, dirty_before = f->wbbytes[WB_DIRTY];

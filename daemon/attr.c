@@ -78,12 +78,3 @@ bool attr_same_perm(const struct cfile *f, const struct cattr *a)
 	c = cfile_attr(f);
 	return c->mode == a->mode && c->uid == a->uid && c->gid == a->gid;
 }
-
-void attr_cred(const struct upstream_cred *uc, struct ccred *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->uid = uc->uid;
-	out->gid = uc->gid;
-	out->ngids = uc->ngids > CACHE_MAX_GIDS ? CACHE_MAX_GIDS : uc->ngids;
-	memcpy(out->gids, uc->gids, out->ngids * sizeof(out->gids[0]));
-}

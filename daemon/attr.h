@@ -28,7 +28,4 @@ const struct cwcc *attr_from_pre_op(const pre_op_attr *p, struct cwcc *tmp);
  * cached attributes: an ACCESS answer for a is still an answer for f. */
 bool attr_same_perm(const struct cfile *f, const struct cattr *a);
 
-/* An upstream credential as the cache's ACCESS key. */
-void attr_cred(const struct upstream_cred *uc, struct ccred *out);
-
 #endif

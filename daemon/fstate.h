@@ -36,8 +36,7 @@ struct fstate {
 					 * back (daemon_now) */
 	unsigned hold;			/* > 0: start no write-back (a
 					 * truncating SETATTR is in flight) */
-	struct upstream_cred commit_cred;	/* a recent writer's */
-	struct ccred commit_ccred;
+	struct nfs_cred commit_cred;	/* a recent writer's */
 	bool has_commit_cred;
 	bool reval_inflight;		/* a WRITE's revalidating GETATTR is
 					 * upstream (nfs3_write.c) */

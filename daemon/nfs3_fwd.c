@@ -379,7 +379,7 @@ static bool setattr_needs_idle(struct req *r, struct nfs3_fwd *w)
 enum op_status nfs3_op_forward(struct req *r)
 {
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	nfsstat3 st;
 
 	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
@@ -388,7 +388,7 @@ enum op_status nfs3_op_forward(struct req *r)
 }
 
 enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
-				     const struct upstream_cred *uc)
+				     const struct nfs_cred *uc)
 {
 	struct nfs3_fwd *w = calloc(1, sizeof(*w));
 

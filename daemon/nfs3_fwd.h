@@ -33,6 +33,6 @@ enum op_status nfs3_op_forward(struct req *r);
  * OP_PENDING, or OP_DONE when it replied at once.
  */
 enum op_status nfs3_forward_prepared(struct req *r, struct export_rt *ex,
-				     const struct upstream_cred *uc);
+				     const struct nfs_cred *uc);
 
 #endif

@@ -98,20 +98,18 @@ nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args)
 	return NFS3_OK;
 }
 
-void nfs3_guard_cred(const struct rpcmsg_cred *c, const struct conf_export *e,
-		     struct upstream_cred *uc)
+void nfs3_guard_cred(const struct rpcmsg_call *call,
+		     const struct conf_export *e, struct nfs_cred *uc)
 {
 	memset(uc, 0, sizeof(*uc));
-	uc->machine = c->machine[0] ? c->machine : "nfscached";
-	if (c->flavor != AUTH_SYS) {
+	uc->machine = call->machine[0] ? call->machine : "nfscached";
+	if (call->flavor != AUTH_SYS) {
 		uc->uid = e->anonuid;
 		uc->gid = e->anongid;
 		return;
 	}
-	uc->uid = c->uid;
-	uc->gid = c->gid;
-	uc->ngids = c->ngids;
-	memcpy(uc->gids, c->gids, c->ngids * sizeof(c->gids[0]));
+	*uc = call->cred;
+	uc->machine = call->machine[0] ? call->machine : "nfscached";
 	if (!e->root_squash)
 		return;
 	if (uc->uid == 0)
@@ -226,7 +224,7 @@ void nfs3_guard_clamp_fsinfo(FSINFO3res *res, uint32_t rtmax, uint32_t wtmax,
 }
 
 nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
-		      struct upstream_cred *uc)
+		      struct nfs_cred *uc)
 {
 	const struct nfs3_proc *m = r->ent->nfs3;
 	nfsstat3 st;
@@ -238,6 +236,6 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 	    (st = nfs3_guard_names(m, r->args)) != NFS3_OK)
 		return st;
 	nfs3_guard_clamp_args(m, r->args, upcall_rtmax(&(*ex)->upc));
-	nfs3_guard_cred(&r->call.cred, (*ex)->conf, uc);
+	nfs3_guard_cred(&r->call, (*ex)->conf, uc);
 	return NFS3_OK;
 }

@@ -80,14 +80,14 @@ nfsstat3 nfs3_guard_client(const struct conf_export *e,
 nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args);
 
 /*
- * Map the caller's credential c for upstream under export e's rules into
- * *uc: AUTH_SYS keeps uid, gid and groups (root squashed to anonuid and
- * anongid under root_squash, group 0 included), anything else becomes
- * anonuid/anongid without groups. uc->machine borrows c->machine, or is
- * "nfscached" when c has none.
+ * Map the credential of call (a decoded call header) for upstream under
+ * export e's rules into *uc: AUTH_SYS keeps uid, gid and groups (root
+ * squashed to anonuid and anongid under root_squash, group 0 included),
+ * anything else becomes anonuid/anongid without groups. uc->machine
+ * borrows call->machine, or is "nfscached" when the call has none.
  */
-void nfs3_guard_cred(const struct rpcmsg_cred *c, const struct conf_export *e,
-		     struct upstream_cred *uc);
+void nfs3_guard_cred(const struct rpcmsg_call *call,
+		     const struct conf_export *e, struct nfs_cred *uc);
 
 /* Lower the transfer counts in args (m->count) to rtmax bytes (0: no
  * limit known yet, left alone). */
@@ -122,6 +122,6 @@ void nfs3_guard_clamp_fsinfo(FSINFO3res *res, uint32_t rtmax, uint32_t wtmax,
  * NFS3ERR_ACCES, NFS3ERR_PERM, NFS3ERR_NAMETOOLONG).
  */
 nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
-		      struct upstream_cred *uc);
+		      struct nfs_cred *uc);
 
 #endif

@@ -209,13 +209,10 @@ void nfs3_learn_access(struct req *r, struct nfs3_fwd *w, void *res)
 {
 	ACCESS3res *x = res;
 	ACCESS3args *a = r->args;
-	struct ccred cc;
 
-	if (x->status == NFS3_OK && w->f && cfile_gen(w->f) == w->gen) {
-		attr_cred(&w->uc, &cc);
-		cfile_access_record(w->f, &cc, a->access,
+	if (x->status == NFS3_OK && w->f && cfile_gen(w->f) == w->gen)
+		cfile_access_record(w->f, &w->uc, a->access,
 				    x->ACCESS3res_u.resok.access);
-	}
 }
 
 /* WRITE (passed through): the written bytes enter the cache. */
@@ -223,15 +220,13 @@ void nfs3_learn_write(struct req *r, struct nfs3_fwd *w, void *res)
 {
 	WRITE3res *x = res;
 	WRITE3args *a = r->args;
-	struct ccred cc;
 
-	attr_cred(&w->uc, &cc);
 	if (x->status == NFS3_OK && w->f)
 		cache_write(r->d->cache, w->f, a->offset,
 			    (const uint8_t *)a->data.data_val,
 			    x->WRITE3res_u.resok.count < a->data.data_len
 				    ? x->WRITE3res_u.resok.count
-				    : a->data.data_len, &cc);
+				    : a->data.data_len, &w->uc);
 }
 
 /* Apply attribute slot i of a reply to the call's file i. */
@@ -301,12 +296,8 @@ void nfs3_learn_reply(struct req *r, struct nfs3_fwd *w, void *res)
 	/* Names and listings: the metadata cache learns (nfs3_meta.c),
 	 * called after the page cache has seen the reply. A reply filling
 	 * the cache counts only if the directory did not change meanwhile. */
-	if (m->names && (!m->names_fill || (w->f && cfile_gen(w->f) == w->gen))) {
-		struct ccred cc;
-
-		attr_cred(&w->uc, &cc);
-		m->names(r, w->ex, &cc, w->f, res);
-	}
+	if (m->names && (!m->names_fill || (w->f && cfile_gen(w->f) == w->gen)))
+		m->names(r, w->ex, &w->uc, w->f, res);
 }
 
 void nfs3_learn_failed(struct req *r, struct nfs3_fwd *w)

@@ -174,7 +174,7 @@ static bool name_cacheable(const char *name, size_t *len)
 
 /* Count a miss of p and forward r. */
 static enum op_status miss(struct req *r, struct export_rt *ex,
-			   const struct upstream_cred *uc,
+			   const struct nfs_cred *uc,
 			   enum nfs3_meta_proc p)
 {
 	stats.misses[p]++;
@@ -187,7 +187,7 @@ enum op_status nfs3_op_getattr(struct req *r)
 {
 	GETATTR3args *a = r->args;
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	struct cfile *f;
 	GETATTR3res res;
 	nfsstat3 st;
@@ -215,19 +215,17 @@ enum op_status nfs3_op_access(struct req *r)
 {
 	ACCESS3args *a = r->args;
 	struct export_rt *ex;
-	struct upstream_cred uc;
-	struct ccred cc;
+	struct nfs_cred uc;
 	struct cfile *f;
 	ACCESS3res res;
 	nfsstat3 st;
 
 	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
 		return nfs3_reply_status(r, st);
-	attr_cred(&uc, &cc);
 	f = fh_find(r->d, &a->object);
 	/* Denied bits are not answered locally: the cache keeps only
 	 * whether every bit asked for was granted (cfile_access_allows). */
-	if (!fresh(ex, f) || !cfile_access_allows(f, &cc, a->access)) {
+	if (!fresh(ex, f) || !cfile_access_allows(f, &uc, a->access)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
@@ -273,7 +271,7 @@ static enum op_status lookup_reply(struct req *r, struct export_rt *ex,
 /* Answer a LOOKUP from the cache if the rules allow: OP_PENDING when
  * they do not (the caller forwards), else the reply's status. */
 static enum op_status lookup_local(struct req *r, struct export_rt *ex,
-				   const struct upstream_cred *uc,
+				   const struct nfs_cred *uc,
 				   struct cfile *dir)
 {
 	LOOKUP3args *a = r->args;
@@ -282,15 +280,13 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	struct cfile *child = NULL;
 	enum meta_found found;
 	enum op_status os = OP_PENDING;
-	struct ccred cc;
 	size_t nlen, fhlen = 0;
 	struct daemon *d = r->d;
 	struct meta *m = meta_cache(d);
 
-	attr_cred(uc, &cc);
 	if (!m || !name_cacheable(a->what.name, &nlen) || !fresh(ex, dir) ||
 	    cfile_attr(dir)->type != NF3DIR ||
-	    !cfile_access_allows(dir, &cc, ACCESS3_LOOKUP) ||
+	    !cfile_access_allows(dir, uc, ACCESS3_LOOKUP) ||
 	    !dir_stamp(dir, &st))
 		return OP_PENDING;
 	found = meta_name_get(m, fh_bytes(&a->what.dir),
@@ -313,7 +309,7 @@ enum op_status nfs3_op_lookup(struct req *r)
 	LOOKUP3args *a = r->args;
 	struct daemon *d = r->d;
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	struct cfile *dir;
 	enum op_status os;
 	nfsstat3 st;
@@ -335,7 +331,7 @@ struct dir_op {
 	struct daemon *d;		/* outlives r, which a reply frees */
 	struct req *r;
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	struct cfile *dir;		/* reference */
 	uint64_t gen;			/* dir's generation when sent */
 	bool plus;
@@ -393,7 +389,7 @@ static enum op_status dir_forward(struct dir_op *op)
 {
 	struct req *r = op->r;
 	struct export_rt *ex = op->ex;
-	struct upstream_cred uc = op->uc;
+	struct nfs_cred uc = op->uc;
 	enum nfs3_meta_proc p = dir_proc(op);
 
 	dir_op_free(op);
@@ -629,9 +625,8 @@ static enum op_status op_readdir(struct req *r, bool plus)
 {
 	struct dir_op *op;
 	struct dir_args da;
-	struct ccred cc;
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	nfsstat3 st;
 
 	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
@@ -646,10 +641,9 @@ static enum op_status op_readdir(struct req *r, bool plus)
 	op->plus = plus;
 	da = dir_args_of(op);
 	op->dir = fh_find(r->d, da.dir);
-	attr_cred(&uc, &cc);
 	if (!op->dir || !cfile_has_attr(op->dir) ||
 	    cfile_attr(op->dir)->type != NF3DIR ||
-	    !cfile_access_allows(op->dir, &cc, ACCESS3_READ) ||
+	    !cfile_access_allows(op->dir, &uc, ACCESS3_READ) ||
 	    !meta_cache(r->d))
 		return dir_forward(op);
 	if (!fresh(op->ex, op->dir) || (ex->conf->strict && da.cookie == 0))
@@ -671,7 +665,7 @@ enum op_status nfs3_op_readdirplus(struct req *r)
 
 /* A LOOKUP reply: the name's entry and the caller's LOOKUP right. */
 void nfs3_names_lookup(struct req *r, struct export_rt *ex,
-		       const struct ccred *cc, struct cfile *dir, void *res)
+		       const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	const LOOKUP3args *a = r->args;
 	const LOOKUP3res *x = res;
@@ -766,7 +760,7 @@ static struct meta_dirent *reply_entries(const void *first, bool plus,
 /* A READDIR or READDIRPLUS reply: a page of the listing, the caller's
  * READ right, and (READDIRPLUS) the children's attributes. */
 void nfs3_names_readdir(struct req *r, struct export_rt *ex,
-			const struct ccred *cc, struct cfile *dir, void *res)
+			const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	bool plus = r->call.proc == NFSPROC3_READDIRPLUS;
 	const nfs_fh3 *dfh;
@@ -888,7 +882,7 @@ static void expire_child(struct daemon *d, const uint8_t *fh, size_t len)
 /* CREATE, MKDIR, SYMLINK or MKNOD: the new name (results share one
  * layout, and each call's arguments start with its diropargs3). */
 void nfs3_names_create(struct req *r, struct export_rt *ex,
-		       const struct ccred *cc, struct cfile *dir, void *res)
+		       const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	const diropargs3 *where = r->args;
 	CREATE3res *x = res;
@@ -912,7 +906,7 @@ void nfs3_names_create(struct req *r, struct export_rt *ex,
 
 /* REMOVE or RMDIR: the name is gone (same layouts). */
 void nfs3_names_remove(struct req *r, struct export_rt *ex,
-		       const struct ccred *cc, struct cfile *dir, void *res)
+		       const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	const diropargs3 *obj = r->args;
 	REMOVE3res *x = res;
@@ -962,7 +956,7 @@ static bool dir_untouched(const wcc_data *w)
 /* RENAME: the old name is gone, the new one is the moved object; a
  * RENAME between two links of one file changes nothing. */
 void nfs3_names_rename(struct req *r, struct export_rt *ex,
-		       const struct ccred *cc, struct cfile *dir, void *res)
+		       const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	const RENAME3args *a = r->args;
 	RENAME3res *x = res;
@@ -1023,7 +1017,7 @@ void nfs3_names_rename(struct req *r, struct export_rt *ex,
 
 /* LINK: the new name is the file. */
 void nfs3_names_link(struct req *r, struct export_rt *ex,
-		     const struct ccred *cc, struct cfile *dir, void *res)
+		     const struct nfs_cred *cc, struct cfile *dir, void *res)
 {
 	const LINK3args *a = r->args;
 	LINK3res *x = res;

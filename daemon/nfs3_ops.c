@@ -47,7 +47,7 @@ enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
 }
 
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
-	      const void *args, const struct upstream_cred *uc,
+	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg)
 {
 	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);

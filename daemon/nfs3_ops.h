@@ -72,7 +72,7 @@ void nfs3_note_status(nfsstat3 status);
  * one callback, given the decoded result (freed after it).
  */
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
-	      const void *args, const struct upstream_cred *uc,
+	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg);
 
 /* Count a handle that failed to unwrap, one naming no configured export,

@@ -65,7 +65,7 @@ enum nfs3_stale {
  */
 struct nfs3_fwd {
 	struct export_rt *ex;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	struct cfile *f;
 	struct cfile *f2;
 	uint64_t gen;
@@ -95,7 +95,7 @@ typedef void nfs3_hook_fn(struct req *r, struct nfs3_fwd *w, void *res);
  * with, dir the cached file of the call's first handle (may be NULL).
  */
 typedef void nfs3_names_fn(struct req *r, struct export_rt *ex,
-			   const struct ccred *cc, struct cfile *dir,
+			   const struct nfs_cred *cc, struct cfile *dir,
 			   void *res);
 
 /* One NFSv3 procedure. */

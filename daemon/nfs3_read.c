@@ -68,8 +68,7 @@ struct read_op {
 	struct req *r;
 	struct export_rt *ex;
 	struct cfile *f;		/* reference */
-	struct upstream_cred uc;
-	struct ccred cc;
+	struct nfs_cred uc;
 	uint64_t off, end;		/* the window, end clamped at size */
 	uint8_t *buf;			/* end - off bytes */
 	struct rangeset need;		/* absolute bytes still missing */
@@ -634,7 +633,7 @@ static void read_access_done(enum upstream_status status, void *decoded,
 		/* The proxy's own writes meanwhile do not make the answer
 		 * stale; a change of owner or mode does. */
 		if (cfile_gen(op->f) == op->gen || attr_same_perm(op->f, a))
-			cfile_access_record(op->f, &op->cc, ACCESS3_READ,
+			cfile_access_record(op->f, &op->uc, ACCESS3_READ,
 					    res->ACCESS3res_u.resok.access);
 	}
 	read_continue(op);
@@ -692,7 +691,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 		 * writes of the file it has not written back: its bytes are
 		 * newer than the upstream's. Serve the READ from the cache. */
 		op->bypassed_local = true;
-		cfile_access_record(op->f, &op->cc, ACCESS3_READ, ACCESS3_READ);
+		cfile_access_record(op->f, &op->uc, ACCESS3_READ, ACCESS3_READ);
 		read_plan(op);
 		return;
 	}
@@ -705,7 +704,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 		/* The upstream let this credential read the file. */
 		if (cfile_gen(op->f) == op->gen ||
 		    attr_same_perm(op->f, attr_from_post_op(&ok->file_attributes, &tmp)))
-			cfile_access_record(op->f, &op->cc, ACCESS3_READ,
+			cfile_access_record(op->f, &op->uc, ACCESS3_READ,
 					    ACCESS3_READ);
 		memset(&fe, 0, sizeof(fe));
 		fe.d = op->r->d;
@@ -738,7 +737,7 @@ static void read_continue(struct read_op *op)
 		read_bypass(op);
 		return;
 	}
-	if (cfile_access_allows(op->f, &op->cc, ACCESS3_READ)) {
+	if (cfile_access_allows(op->f, &op->uc, ACCESS3_READ)) {
 		read_plan(op);
 		return;
 	}
@@ -774,7 +773,6 @@ enum op_status nfs3_op_read(struct req *r)
 		free(op);
 		return nfs3_reply_status(r, st);
 	}
-	attr_cred(&op->uc, &op->cc);
 	r->op = op;
 	/* Offsets no upstream file reaches are the upstream's to answer. */
 	if (a->offset >= CACHE_MAX_OFFSET ||

@@ -47,8 +47,7 @@
 struct write_op {
 	struct req *r;
 	struct export_rt *ex;
-	struct upstream_cred uc;
-	struct ccred cc;
+	struct nfs_cred uc;
 	struct cfile *f;		/* reference, may be NULL */
 	struct cattr pre;		/* shown attributes before */
 	bool has_pre;
@@ -143,13 +142,13 @@ static void write_through_done(enum upstream_status status, void *decoded,
 				    (const uint8_t *)a->data.data_val,
 				    res->WRITE3res_u.resok.count < op->count
 					    ? res->WRITE3res_u.resok.count : op->count,
-				    &op->cc);
+				    &op->uc);
 	}
 	if (st == NFS3_OK && res->WRITE3res_u.resok.count < op->count)
 		op->count = res->WRITE3res_u.resok.count;
 	/* The upstream let this credential write the file. */
 	if (st == NFS3_OK && op->f)
-		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
+		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    ACCESS3_MODIFY | ACCESS3_EXTEND);
 	write_reply(op, st, FILE_SYNC);
 }
@@ -199,7 +198,7 @@ static void write_access_done(enum upstream_status status, void *decoded,
 	if (status == UPSTREAM_OK)
 		res = decoded;
 	if (res && res->status == NFS3_OK)
-		cfile_access_record(op->f, &op->cc, ACCESS3_MODIFY | ACCESS3_EXTEND,
+		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    res->ACCESS3res_u.resok.access);
 	if (status != UPSTREAM_OK) {
 		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
@@ -224,8 +223,8 @@ static bool write_allowed(struct write_op *op, bool *asked)
 	*asked = false;
 	if (a->offset + op->count > cfile_attr(op->f)->size)
 		need |= ACCESS3_EXTEND;
-	if (cfile_access_allows(op->f, &op->cc, need) || op->asked_access)
-		return cfile_access_allows(op->f, &op->cc, need);
+	if (cfile_access_allows(op->f, &op->uc, need) || op->asked_access)
+		return cfile_access_allows(op->f, &op->uc, need);
 	op->asked_access = true;
 	aa.object = a->file;
 	aa.access = ACCESS3_MODIFY | ACCESS3_EXTEND;
@@ -308,7 +307,7 @@ static void write_continue(struct write_op *op)
 	}
 	if (cache_write_dirty(d->cache, op->f, a->offset,
 			      (const uint8_t *)a->data.data_val, op->count,
-			      &op->cc, daemon_now(), wall_now()) != 0) {
+			      &op->uc, daemon_now(), wall_now()) != 0) {
 		write_no_room(op);
 		return;
 	}
@@ -389,7 +388,6 @@ enum op_status nfs3_op_write(struct req *r)
 		free(op);
 		return nfs3_reply_status(r, st);
 	}
-	attr_cred(&op->uc, &op->cc);
 	op->count = a->count < a->data.data_len ? a->count : a->data.data_len;
 	stats.client_writes++;
 	stats.client_write_bytes += op->count;
@@ -503,7 +501,7 @@ enum op_status nfs3_op_commit(struct req *r)
 		/* Nothing held for it: the upstream answers (directories,
 		 * stale handles), under the proxy's verifier. */
 		struct export_rt *ex = op->ex;
-		struct upstream_cred uc = op->uc;
+		struct nfs_cred uc = op->uc;
 
 		op_free(op);
 		return nfs3_forward_prepared(r, ex, &uc);

@@ -52,7 +52,7 @@ static void libnfs_done(enum upstream_status status, const uint8_t *xdr,
 
 /* Encode args with xargs and send them on the libnfs upstream impl. */
 static int libnfs_call(void *impl, uint32_t proc, xdrproc_t xargs,
-		       const void *args, const struct upstream_cred *cred,
+		       const void *args, const struct nfs_cred *cred,
 		       upcall_cb cb, void *arg)
 {
 	size_t len;

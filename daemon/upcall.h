@@ -44,7 +44,7 @@ typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
  */
 struct upcall_ops {
 	int (*call)(void *impl, uint32_t proc, xdrproc_t xargs,
-		    const void *args, const struct upstream_cred *cred,
+		    const void *args, const struct nfs_cred *cred,
 		    upcall_cb cb, void *arg);
 	enum upstream_state (*state)(const void *impl);
 	uint32_t (*rtmax)(const void *impl);

@@ -225,17 +225,6 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 		room_wake(d);
 }
 
-/* Build the upstream identity of a run's writer. */
-static void run_cred(const struct ccred *cc, struct upstream_cred *uc)
-{
-	memset(uc, 0, sizeof(*uc));
-	uc->uid = cc->uid;
-	uc->gid = cc->gid;
-	uc->ngids = cc->ngids;
-	memcpy(uc->gids, cc->gids, cc->ngids * sizeof(cc->gids[0]));
-	uc->machine = "nfscached";
-}
-
 /* Close the own-mutation bracket of a write-back WRITE. */
 static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
 		       const WRITE3res *res)
@@ -351,7 +340,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	char fh[CACHE_FH_MAX];
 	const uint8_t *p;
 	WRITE3args a;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	size_t n;
 
 	if (!call)
@@ -366,7 +355,8 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	a.stable = fs->stable ? FILE_SYNC : UNSTABLE;
 	a.data.data_len = run->len;
 	a.data.data_val = (char *)buf;
-	run_cred(&run->cred, &uc);
+	uc = run->cred;			/* the run's writer */
+	uc.machine = "nfscached";
 	call->seq = run->seq;
 	call->len = run->len;
 	cfile_mutation_begin(f);
@@ -382,7 +372,6 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	fs->wb_inflight++;
 	fs->wb_inflight_bytes += run->len;
 	fs->commit_cred = uc;
-	fs->commit_ccred = run->cred;
 	fs->has_commit_cred = true;
 	stats.writes++;
 	stats.write_bytes += run->len;
@@ -397,7 +386,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	char fh[CACHE_FH_MAX];
 	const uint8_t *p;
 	COMMIT3args a;
-	struct upstream_cred uc;
+	struct nfs_cred uc;
 	size_t n;
 	uint32_t tag;
 

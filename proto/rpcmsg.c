@@ -80,32 +80,35 @@ rd_auth(struct rd *r, uint32_t *flavor, const uint8_t **body,
 	return rd_opaque(r, *blen, body);
 }
 
-/* Fill cred as the anonymous caller of an AUTH_NONE call. */
+/* Fill call's identity as the anonymous caller of an AUTH_NONE call. */
 static void
-cred_set_none(struct rpcmsg_cred *cred)
+cred_set_none(struct rpcmsg_call *call)
 {
-	memset(cred, 0, sizeof(*cred));
-	cred->flavor = AUTH_NONE;
-	cred->uid = RPCMSG_NOBODY;
-	cred->gid = RPCMSG_NOBODY;
+	memset(&call->cred, 0, sizeof(call->cred));
+	call->flavor = AUTH_NONE;
+	call->stamp = 0;
+	call->machine[0] = '\0';
+	call->cred.uid = RPCMSG_NOBODY;
+	call->cred.gid = RPCMSG_NOBODY;
 }
 
 /* Parse an AUTH_SYS body (authsys_parms, RFC 5531 appendix A). */
 static bool
-cred_parse_sys(const uint8_t *body, uint32_t blen, struct rpcmsg_cred *cred)
+cred_parse_sys(const uint8_t *body, uint32_t blen, struct rpcmsg_call *call)
 {
+	struct nfs_cred *cred = &call->cred;
 	struct rd r = { body, blen, 0 };
 	const uint8_t *mach;
 	uint32_t mlen, i;
 
 	memset(cred, 0, sizeof(*cred));
-	cred->flavor = AUTH_SYS;
-	if (!rd_u32(&r, &cred->stamp) || !rd_u32(&r, &mlen))
+	call->flavor = AUTH_SYS;
+	if (!rd_u32(&r, &call->stamp) || !rd_u32(&r, &mlen))
 		return false;
 	if (mlen > RPCMSG_MAX_MACHINE || !rd_opaque(&r, mlen, &mach))
 		return false;
-	memcpy(cred->machine, mach, mlen);
-	cred->machine[mlen] = '\0';
+	memcpy(call->machine, mach, mlen);
+	call->machine[mlen] = '\0';
 	if (!rd_u32(&r, &cred->uid) || !rd_u32(&r, &cred->gid) ||
 	    !rd_u32(&r, &cred->ngids))
 		return false;
@@ -118,19 +121,20 @@ cred_parse_sys(const uint8_t *body, uint32_t blen, struct rpcmsg_cred *cred)
 	return r.off == r.len;
 }
 
-/* Check the credential of a well-formed header and fill call->cred. */
+/* Check the credential of a well-formed header and fill call's flavor,
+ * stamp, machine and cred. */
 static enum rpcmsg_status
 cred_decode(uint32_t flavor, const uint8_t *body, uint32_t blen,
-	    struct rpcmsg_cred *cred)
+	    struct rpcmsg_call *call)
 {
 	switch (flavor) {
 	case AUTH_NONE:
 		if (blen != 0)
 			return RPCMSG_AUTH_BADCRED;
-		cred_set_none(cred);
+		cred_set_none(call);
 		return RPCMSG_OK;
 	case AUTH_SYS:
-		if (!cred_parse_sys(body, blen, cred))
+		if (!cred_parse_sys(body, blen, call))
 			return RPCMSG_AUTH_BADCRED;
 		return RPCMSG_OK;
 	default:
@@ -163,7 +167,7 @@ rpcmsg_decode_call(const uint8_t *rec, size_t len, struct rpcmsg_call *call)
 	if (!rd_auth(&r, &vflavor, &vbody, &vlen, &st))
 		return st;
 	call->args_off = r.off;
-	return cred_decode(cflavor, cbody, clen, &call->cred);
+	return cred_decode(cflavor, cbody, clen, call);
 }
 
 /* Encode msg as one framed record appended whole to out, or not at all. */

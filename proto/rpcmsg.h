@@ -16,31 +16,27 @@
 #include <stdint.h>
 #include <rpc/rpc.h>
 
+#include "cred.h"
+
 struct evbuffer;
 
-#define RPCMSG_MAX_GIDS		16
+#define RPCMSG_MAX_GIDS		NFS_CRED_MAX_GIDS
 #define RPCMSG_MAX_MACHINE	255
 #define RPCMSG_MAX_AUTH_BYTES	400
 
-/* The caller's identity as the call header carried it. */
-struct rpcmsg_cred {
-	uint32_t flavor;			/* AUTH_NONE or AUTH_SYS */
-	uint32_t stamp;
-	uint32_t uid;				/* AUTH_NONE: 65534 */
-	uint32_t gid;				/* AUTH_NONE: 65534 */
-	uint32_t ngids;				/* <= RPCMSG_MAX_GIDS */
-	uint32_t gids[RPCMSG_MAX_GIDS];
-	char machine[RPCMSG_MAX_MACHINE + 1];	/* NUL-terminated */
-};
-
 /* A decoded call header. args_off is where the procedure's arguments start
- * inside the record that was decoded. */
+ * inside the record that was decoded. The caller's identity is cred
+ * (AUTH_NONE: uid and gid 65534, no groups; cred.machine is left NULL: the
+ * machine name the header carried is machine). */
 struct rpcmsg_call {
 	uint32_t xid;
 	uint32_t prog;
 	uint32_t vers;
 	uint32_t proc;
-	struct rpcmsg_cred cred;
+	uint32_t flavor;			/* AUTH_NONE or AUTH_SYS */
+	uint32_t stamp;				/* AUTH_SYS stamp */
+	struct nfs_cred cred;
+	char machine[RPCMSG_MAX_MACHINE + 1];	/* NUL-terminated */
 	size_t args_off;
 };
 

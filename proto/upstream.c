@@ -150,15 +150,6 @@ struct up_call {
 
 TAILQ_HEAD(up_call_list, up_call);
 
-/* The credential last set on the context, owned copy. */
-struct up_cred_copy {
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t ngids;
-	uint32_t gids[UPSTREAM_MAX_GIDS];
-	char machine[UP_MACHINE_MAX + 1];
-};
-
 struct upstream {
 	uint32_t magic;
 	struct event_base *base;
@@ -202,7 +193,9 @@ struct upstream {
 	uint32_t wtmax;
 
 	bool cred_valid;
-	struct up_cred_copy cred;
+	struct nfs_cred cred;		/* last set on the context; its
+					 * machine points at cred_machine */
+	char cred_machine[UP_MACHINE_MAX + 1];
 
 	struct up_call_list calls;
 	struct up_call_list failed;
@@ -1148,27 +1141,24 @@ static void up_call_cb(struct rpc_context *rpc, int status, void *data,
  */
 
 /* Set cred as the context's AUTH_SYS credential unless it already is. */
-static int up_set_cred(struct upstream *u, const struct upstream_cred *cred)
+static int up_set_cred(struct upstream *u, const struct nfs_cred *cred)
 {
 	const char *m = cred->machine ? cred->machine : UP_DEFAULT_MACHINE;
 	size_t mlen = strnlen(m, UP_MACHINE_MAX);
-	struct up_cred_copy *cc = &u->cred;
 	struct AUTH *auth;
 
-	if (u->cred_valid && cc->uid == cred->uid && cc->gid == cred->gid &&
-	    cc->ngids == cred->ngids &&
-	    memcmp(cc->gids, cred->gids, cred->ngids * sizeof(uint32_t)) == 0 &&
-	    strlen(cc->machine) == mlen && memcmp(cc->machine, m, mlen) == 0)
+	if (u->cred_valid && nfs_cred_eq(&u->cred, cred) &&
+	    strlen(u->cred_machine) == mlen &&
+	    memcmp(u->cred_machine, m, mlen) == 0)
 		return 0;
-	cc->uid = cred->uid;
-	cc->gid = cred->gid;
-	cc->ngids = cred->ngids;
-	memcpy(cc->gids, cred->gids, cred->ngids * sizeof(uint32_t));
-	memcpy(cc->machine, m, mlen);
-	cc->machine[mlen] = '\0';
+	u->cred = *cred;
+	memcpy(u->cred_machine, m, mlen);
+	u->cred_machine[mlen] = '\0';
+	u->cred.machine = u->cred_machine;
 	u->cred_valid = false;
-	auth = libnfs_authunix_create(cc->machine, cc->uid, cc->gid, cc->ngids,
-				      cc->gids);
+	auth = libnfs_authunix_create(u->cred_machine, u->cred.uid,
+				      u->cred.gid, u->cred.ngids,
+				      u->cred.gids);
 	if (auth == NULL)
 		return -1;
 	rpc_set_auth(u->rpc, auth);	/* frees the previous AUTH */
@@ -1243,7 +1233,7 @@ static bool up_probe_due(const struct upstream *u, double now)
 /* Send the NULL probe with its short timeout. */
 static void up_probe_send(struct upstream *u)
 {
-	struct upstream_cred root = { 0, 0, 0, { 0 }, NULL };
+	struct nfs_cred root = { 0, 0, 0, { 0 }, NULL };
 	struct timeval tv = up_tv(up_probe_timeout(u));
 	struct up_call *c;
 
@@ -1403,7 +1393,7 @@ static void *up_decode_args(const struct up_proc *p, ZDR *z,
 
 int upstream_call(struct upstream *u, uint32_t proc,
 		  const uint8_t *args_xdr, size_t args_len,
-		  const struct upstream_cred *cred,
+		  const struct nfs_cred *cred,
 		  upstream_cb cb, void *arg)
 {
 	const struct up_proc *p;

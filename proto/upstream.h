@@ -25,13 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cred.h"
 #include "histogram.h"
 
 struct event_base;
 struct upstream;
 
 #define UPSTREAM_NPROCS		22	/* NFSv3 procedures 0..21 */
-#define UPSTREAM_MAX_GIDS	16
+#define UPSTREAM_MAX_GIDS	NFS_CRED_MAX_GIDS
 #define UPSTREAM_LIBNFS_MAX	(1024 * 1024)	/* libnfs 4.0 data limit */
 
 enum upstream_state {
@@ -46,15 +47,6 @@ enum upstream_status {
 	UPSTREAM_EDOWN,		/* connection lost before the reply */
 	UPSTREAM_ETIMEDOUT,	/* no reply within the call timeout */
 	UPSTREAM_EPROTO,	/* RPC-level failure (denied, garbage, ...) */
-};
-
-/* The AUTH_SYS identity a call is made with (RFC 5531 appendix A). */
-struct upstream_cred {
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t ngids;				/* <= UPSTREAM_MAX_GIDS */
-	uint32_t gids[UPSTREAM_MAX_GIDS];
-	const char *machine;			/* borrowed for the call */
 };
 
 struct upstream_params {
@@ -139,8 +131,9 @@ uint32_t upstream_wtmax(const struct upstream *u);
 
 /*
  * Send NFSv3 procedure proc (0..21) with XDR-encoded arguments
- * args_xdr[0..args_len) (borrowed; copied before return) as cred (required;
- * cred->machine NULL means "nfscached"; longer than 255 bytes is cut).
+ * args_xdr[0..args_len) (borrowed; copied before return) as the AUTH_SYS
+ * identity cred (required; cred->machine NULL means "nfscached"; longer
+ * than 255 bytes is cut).
  * Async contract: returns -1 when the call cannot be sent now (state not
  * UP, proc out of range, arguments that do not decode, a call libnfs 4.0
  * cannot encode, about 4 KiB for every procedure but WRITE, ENOMEM) and
@@ -157,7 +150,7 @@ uint32_t upstream_wtmax(const struct upstream *u);
  */
 int upstream_call(struct upstream *u, uint32_t proc,
 		  const uint8_t *args_xdr, size_t args_len,
-		  const struct upstream_cred *cred,
+		  const struct nfs_cred *cred,
 		  upstream_cb cb, void *arg);
 
 /*

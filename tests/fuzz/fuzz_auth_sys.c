@@ -55,9 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	st = rpcmsg_decode_call(rec, len, &call);
 	if (st == RPCMSG_OK) {
 		assert(size <= 400);
-		assert(call.cred.flavor == AUTH_SYS);
+		assert(call.flavor == AUTH_SYS);
 		assert(call.cred.ngids <= RPCMSG_MAX_GIDS);
-		assert(strlen(call.cred.machine) <= RPCMSG_MAX_MACHINE);
+		assert(strlen(call.machine) <= RPCMSG_MAX_MACHINE);
 		assert(call.args_off == len);
 	}
 	free(rec);

@@ -20,9 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rpcmsg_decode_call(data, size, &call) == RPCMSG_OK) {
 		assert(call.args_off <= size);
 		assert(call.args_off % 4 == 0);
-		if (call.cred.flavor == AUTH_SYS)
+		if (call.flavor == AUTH_SYS)
 			assert(call.cred.ngids <= RPCMSG_MAX_GIDS &&
-			       strlen(call.cred.machine) <= RPCMSG_MAX_MACHINE);
+			       strlen(call.machine) <= RPCMSG_MAX_MACHINE);
 	}
 	return 0;
 }

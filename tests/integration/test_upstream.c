@@ -135,7 +135,7 @@ static void result_clear(struct result *r)
 
 /* Call upstream_call, noting that we are inside it. */
 static int call(struct upstream *u, uint32_t proc, const uint8_t *args,
-		size_t len, const struct upstream_cred *cred, struct result *r)
+		size_t len, const struct nfs_cred *cred, struct result *r)
 {
 	int rc;
 
@@ -233,9 +233,9 @@ static struct upstream *new_up(const struct upstream_params *p,
 }
 
 /* The AUTH_SYS identity uid/gid with no groups. */
-static struct upstream_cred cred_of(uint32_t uid, uint32_t gid)
+static struct nfs_cred cred_of(uint32_t uid, uint32_t gid)
 {
-	struct upstream_cred c = { .uid = uid, .gid = gid, .ngids = 0,
+	struct nfs_cred c = { .uid = uid, .gid = gid, .ngids = 0,
 				   .machine = "test" };
 	return c;
 }
@@ -309,7 +309,7 @@ static struct fh root_fh(struct upstream *u)
 
 /* Run one call to completion; return its status (or -1 if not sent). */
 static int call_sync(struct upstream *u, uint32_t proc, const uint8_t *args,
-		     size_t len, const struct upstream_cred *cred,
+		     size_t len, const struct nfs_cred *cred,
 		     struct result *r)
 {
 	result_clear(r);
@@ -325,7 +325,7 @@ static int call_sync(struct upstream *u, uint32_t proc, const uint8_t *args,
 
 /* LOOKUP name in dir as cred; fills *out. Returns the NFS status. */
 static uint32_t lookup(struct upstream *u, const struct fh *dir,
-		       const char *name, const struct upstream_cred *cred,
+		       const char *name, const struct nfs_cred *cred,
 		       struct fh *out)
 {
 	uint8_t args[512];
@@ -491,7 +491,7 @@ static void test_max_transfer_caps_sizes(void)
 
 static void test_null_call_answers(void)
 {
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct upstream_stats st0, st1;
 	struct result r = { 0 };
 
@@ -506,7 +506,7 @@ static void test_null_call_answers(void)
 
 static void test_getattr_root_is_directory(void)
 {
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct fh root = root_fh(up);
 	struct upstream_stats st0, st1;
 	uint8_t args[128];
@@ -531,7 +531,7 @@ static void test_getattr_root_is_directory(void)
 static void test_lookup_and_read_file(void)
 {
 	static const char text[] = "hello, upstream\n";	/* 16 bytes */
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct fh root = root_fh(up), file = { .len = 0 };
 	char path[512];
 	uint8_t args[256];
@@ -592,7 +592,7 @@ static void test_lookup_and_read_file(void)
 
 static void test_access_follows_credential(void)
 {
-	struct upstream_cred root = cred_of(0, 0), other = cred_of(4242, 4242);
+	struct nfs_cred root = cred_of(0, 0), other = cred_of(4242, 4242);
 	struct fh dir = root_fh(up), priv = { .len = 0 };
 	struct result r[3] = { { 0 } };
 	struct results rs = { r, 3 };
@@ -640,7 +640,7 @@ static void test_access_follows_credential(void)
 /* Send proc with w's bytes as root, synchronously; 0 if NFS3_OK. */
 static uint32_t nfs_sync(uint32_t proc, const struct xw *w, struct result *r)
 {
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 
 	if (call_sync(up, proc, w->p, w->off, &c, r) != UPSTREAM_OK)
 		return 0xffffffff;
@@ -657,7 +657,7 @@ static const char *export_path(char *buf, size_t size, const char *name)
 static void test_every_procedure_round_trips(void)
 {
 	struct fh root = root_fh(up), file = { .len = 0 }, lnk = { .len = 0 };
-	struct upstream_cred me = cred_of(0, 0);
+	struct nfs_cred me = cred_of(0, 0);
 	struct upstream_stats st;
 	uint8_t args[1024];
 	struct xw w = { args, 0 };
@@ -815,7 +815,7 @@ static void test_every_procedure_round_trips(void)
 
 static void test_bad_calls_are_refused_without_callback(void)
 {
-	struct upstream_cred c = cred_of(0, 0), many = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0), many = cred_of(0, 0);
 	struct fh root = root_fh(up);
 	struct upstream_stats st0, st1;
 	uint8_t args[256];
@@ -876,7 +876,7 @@ static void test_free_completes_calls_in_flight(void)
 {
 	struct upstream_params p = params(10);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct result r[3] = { { 0 } };
 	struct upstream *u = new_up(&p, &log);
 	struct fh root;
@@ -921,7 +921,7 @@ static void test_free_from_inside_callback(void)
 {
 	struct upstream_params p = params(10);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct result r[2] = { { 0 } };
 	struct results rs = { r, 2 };
 	struct fh root;
@@ -1118,7 +1118,7 @@ static void test_call_timeout_drops_connection(void)
 	struct relay rl;
 	struct upstream_params p = params(0.5);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct result r[2] = { { 0 } };
 	struct results rs = { r, 2 };
 	struct upstream_stats st;
@@ -1188,7 +1188,7 @@ static void test_free_from_state_callback_on_timeout(void)
 {
 	struct relay rl;
 	struct upstream_params p = params(0.3);
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct result r[2] = { { 0 } };
 	struct results rs = { r, 2 };
 	struct fh root;
@@ -1224,7 +1224,7 @@ static void test_rpc_failure_is_eproto_and_keeps_connection(void)
 	struct relay rl;
 	struct upstream_params p = params(10);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct result r = { 0 };
 	struct upstream_stats st;
 	struct upstream *u;
@@ -1267,7 +1267,7 @@ static void test_rpc_failure_is_eproto_and_keeps_connection(void)
 
 static void test_server_stop_gives_edown_then_recovers(void)
 {
-	struct upstream_cred c = cred_of(0, 0);
+	struct nfs_cred c = cred_of(0, 0);
 	struct fh root = root_fh(up);
 	struct result r[4] = { { 0 } }, again = { 0 };
 	struct results rs = { r, 4 };

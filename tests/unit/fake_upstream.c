@@ -76,7 +76,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* upcall_ops.call: copy and count the call, queue it. */
 static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
-		     const void *args, const struct upstream_cred *cred,
+		     const void *args, const struct nfs_cred *cred,
 		     upcall_cb cb, void *arg)
 {
 	struct fake_up *fu = impl;

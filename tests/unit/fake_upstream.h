@@ -27,7 +27,7 @@ struct fake_call {
 	struct fake_up *fu;
 	uint32_t proc;
 	void *args;
-	struct upstream_cred cred;
+	struct nfs_cred cred;
 	upcall_cb cb;
 	void *cb_arg;
 	struct fake_call *next;
@@ -49,7 +49,7 @@ struct fake_up {
 	uint8_t root[64];
 	size_t root_len;
 	uint64_t calls[UPSTREAM_NPROCS];	/* accepted, by procedure */
-	struct upstream_cred last_cred[UPSTREAM_NPROCS]; /* of the last call
+	struct nfs_cred last_cred[UPSTREAM_NPROCS]; /* of the last call
 					 * (machine not kept) */
 	bool hold[UPSTREAM_NPROCS];		/* calls of proc wait */
 	fake_responder respond;

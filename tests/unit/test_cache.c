@@ -53,7 +53,7 @@
 static const struct cache_ac AC = { 3.0, 60.0 };
 
 /* The client of the tests' write-through writes. */
-static const struct ccred WRITER = { 1000, 1000, 0, { 0 } };
+static const struct nfs_cred WRITER = { 1000, 1000, 0, { 0 }, NULL };
 
 /* ---- helpers ---- */
 
@@ -1189,7 +1189,7 @@ static void test_own_links_change_keeps_data(void)
 	struct cache *c = new_cache(4096, 16);
 	struct cfile *f = get_file(c, 1);
 	struct cattr a = mkattr(10000, 100), b;
-	struct ccred me = WRITER;
+	struct nfs_cred me = WRITER;
 	uint64_t gen;
 
 	cfile_attr_observe(c, f, &a, 0.0, &AC);
@@ -1485,9 +1485,9 @@ static void test_gen_changes_when_state_may_be_overtaken(void)
 /* ---- ACCESS ---- */
 
 /* A credential: uid, gid and two groups. */
-static struct ccred mkcred(uint32_t uid, uint32_t gid, uint32_t g1, uint32_t g2)
+static struct nfs_cred mkcred(uint32_t uid, uint32_t gid, uint32_t g1, uint32_t g2)
 {
-	struct ccred cr;
+	struct nfs_cred cr;
 
 	memset(&cr, 0, sizeof(cr));
 	cr.uid = uid;
@@ -1502,7 +1502,7 @@ static void test_access_is_per_credential(void)
 {
 	struct cache *c = new_cache(4096, 16);
 	struct cfile *f = get_file(c, 1);
-	struct ccred me = mkcred(1000, 1000, 10, 20), x;
+	struct nfs_cred me = mkcred(1000, 1000, 10, 20), x;
 
 	CU_ASSERT_FALSE(cfile_access_allows(f, &me, ACCESS3_READ));
 	cfile_access_record(f, &me, ACCESS3_READ | ACCESS3_LOOKUP, ACCESS3_READ);
@@ -1544,13 +1544,13 @@ static void test_access_slots_are_bounded(void)
 	unsigned allowed = 0;
 
 	for (uint32_t u = 0; u <= CACHE_ACCESS_SLOTS; u++) {
-		struct ccred cr = mkcred(2000 + u, 100, 1, 2);
+		struct nfs_cred cr = mkcred(2000 + u, 100, 1, 2);
 
 		cfile_access_record(f, &cr, ACCESS3_READ, ACCESS3_READ);
 		CU_ASSERT_TRUE(cfile_access_allows(f, &cr, ACCESS3_READ));
 	}
 	for (uint32_t u = 0; u <= CACHE_ACCESS_SLOTS; u++) {
-		struct ccred cr = mkcred(2000 + u, 100, 1, 2);
+		struct nfs_cred cr = mkcred(2000 + u, 100, 1, 2);
 
 		allowed += cfile_access_allows(f, &cr, ACCESS3_READ);
 	}
@@ -1564,7 +1564,7 @@ static void test_access_dropped_on_other_writer(void)
 	struct cfile *f;
 	struct cattr s0, s1;
 	struct cache *c = mut_setup(&f, &s0);
-	struct ccred me = mkcred(1000, 1000, 10, 20);
+	struct nfs_cred me = mkcred(1000, 1000, 10, 20);
 	struct cwcc pre;
 
 	/* Observed change. */
@@ -1606,7 +1606,7 @@ static void test_access_dropped_when_own_mutation_changes_mode(void)
 	struct cfile *f;
 	struct cattr s0, s1;
 	struct cache *c = mut_setup(&f, &s0);
-	struct ccred me = mkcred(2000, 2000, 10, 20);
+	struct nfs_cred me = mkcred(2000, 2000, 10, 20);
 	struct cwcc pre = wcc_of(&s0);
 
 	cfile_access_record(f, &me, ACCESS3_READ, ACCESS3_READ);

@@ -20,7 +20,7 @@
 #define CHECK(c) CU_ASSERT_TRUE(cache_check(c))
 
 static const struct cache_ac AC = { 3.0, 60.0 };
-static const struct ccred U1 = { 1000, 1000, 0, { 0 } };
+static const struct nfs_cred U1 = { 1000, 1000, 0, { 0 }, NULL };
 static const struct ctime3 WALL = { 2000000000u, 0 };
 
 /* A cache of 16 pages of 4 KiB keeping at most max_files files. */

@@ -19,8 +19,8 @@
 #define CHECK(c) CU_ASSERT_TRUE(cache_check(c))
 
 static const struct cache_ac AC = { 3.0, 60.0 };
-static const struct ccred U1 = { 1000, 1000, 0, { 0 } };
-static const struct ccred U2 = { 2000, 2000, 0, { 0 } };
+static const struct nfs_cred U1 = { 1000, 1000, 0, { 0 }, NULL };
+static const struct nfs_cred U2 = { 2000, 2000, 0, { 0 }, NULL };
 static const struct ctime3 WALL = { 2000000000u, 0 };
 
 /* A cache of budget pages of ps bytes with zero detection at g. */
@@ -139,7 +139,7 @@ static void test_write_past_eof_leaves_a_hole_and_shows_size(void)
 
 /* Absorb len bytes of v at off by cr. */
 static void put(struct cache *c, struct cfile *f, uint64_t off, uint64_t len,
-		uint8_t v, const struct ccred *cr)
+		uint8_t v, const struct nfs_cred *cr)
 {
 	uint8_t *b = malloc(len);
 

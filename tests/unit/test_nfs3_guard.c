@@ -172,20 +172,20 @@ static void test_guard_names(void)
 static void test_guard_cred(void)
 {
 	struct conf_export e;
-	struct rpcmsg_cred c;
-	struct upstream_cred uc;
+	struct rpcmsg_call c;
+	struct nfs_cred uc;
 
 	memset(&e, 0, sizeof(e));
 	e.anonuid = e.anongid = 65534;
 	e.root_squash = true;
 	memset(&c, 0, sizeof(c));
 	c.flavor = AUTH_SYS;
-	c.uid = 0;
-	c.gid = 0;
-	c.ngids = 3;
-	c.gids[0] = 5;
-	c.gids[1] = 0;
-	c.gids[2] = 7;
+	c.cred.uid = 0;
+	c.cred.gid = 0;
+	c.cred.ngids = 3;
+	c.cred.gids[0] = 5;
+	c.cred.gids[1] = 0;
+	c.cred.gids[2] = 7;
 	nfs3_guard_cred(&c, &e, &uc);
 	CU_ASSERT_EQUAL(uc.uid, 65534);
 	CU_ASSERT_EQUAL(uc.gid, 65534);
@@ -203,7 +203,7 @@ static void test_guard_cred(void)
 	CU_ASSERT_STRING_EQUAL(uc.machine, "client1");
 	/* AUTH_NONE: the anonymous identity, no groups. */
 	c.flavor = AUTH_NONE;
-	c.uid = 1000;
+	c.cred.uid = 1000;
 	nfs3_guard_cred(&c, &e, &uc);
 	CU_ASSERT_EQUAL(uc.uid, 65534);
 	CU_ASSERT_EQUAL(uc.gid, 65534);

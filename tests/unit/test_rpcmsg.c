@@ -95,9 +95,9 @@ test_auth_sys_16_gids_ok(void)
 	CU_ASSERT_EQUAL(c.prog, 100003);
 	CU_ASSERT_EQUAL(c.vers, 3);
 	CU_ASSERT_EQUAL(c.proc, 6);
-	CU_ASSERT_EQUAL(c.cred.flavor, AUTH_SYS);
-	CU_ASSERT_EQUAL(c.cred.stamp, 777);
-	CU_ASSERT_STRING_EQUAL(c.cred.machine, "mmmmmmmmm");
+	CU_ASSERT_EQUAL(c.flavor, AUTH_SYS);
+	CU_ASSERT_EQUAL(c.stamp, 777);
+	CU_ASSERT_STRING_EQUAL(c.machine, "mmmmmmmmm");
 	CU_ASSERT_EQUAL(c.cred.uid, 1000);
 	CU_ASSERT_EQUAL(c.cred.gid, 100);
 	CU_ASSERT_EQUAL(c.cred.ngids, 16);
@@ -129,7 +129,7 @@ test_machine_name_255_ok_256_badcred(void)
 	authsys_body(&cred, 255, 0);
 	call_with(&w, 2, AUTH_SYS, &cred);
 	CU_ASSERT_EQUAL_FATAL(rpcmsg_decode_call(w.b, w.n, &c), RPCMSG_OK);
-	CU_ASSERT_EQUAL(strlen(c.cred.machine), 255);
+	CU_ASSERT_EQUAL(strlen(c.machine), 255);
 	CU_ASSERT_EQUAL(c.cred.ngids, 0);
 
 	authsys_body(&cred, 256, 0);
@@ -187,11 +187,11 @@ test_auth_none(void)
 
 	call_with(&w, 2, AUTH_NONE, &cred);
 	CU_ASSERT_EQUAL_FATAL(rpcmsg_decode_call(w.b, w.n, &c), RPCMSG_OK);
-	CU_ASSERT_EQUAL(c.cred.flavor, AUTH_NONE);
+	CU_ASSERT_EQUAL(c.flavor, AUTH_NONE);
 	CU_ASSERT_EQUAL(c.cred.uid, 65534);
 	CU_ASSERT_EQUAL(c.cred.gid, 65534);
 	CU_ASSERT_EQUAL(c.cred.ngids, 0);
-	CU_ASSERT_EQUAL(c.cred.machine[0], '\0');
+	CU_ASSERT_EQUAL(c.machine[0], '\0');
 	CU_ASSERT_EQUAL(c.args_off, 40);
 	/* AUTH_NONE with a body is malformed. */
 	put32(&cred, 0);
