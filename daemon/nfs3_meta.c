@@ -1033,3 +1033,13 @@ void nfs3_names_link(struct req *r, struct export_rt *ex,
 	set_name(ex, &a->link.dir, a->link.name, &st, fh_bytes(&a->file),
 		 a->file.data.data_len);
 }
+
+void nfs3_names_none(struct req *r, struct export_rt *ex,
+		     const struct nfs_cred *cc, struct cfile *dir, void *res)
+{
+	(void)ex;
+	(void)cc;
+	(void)dir;
+	(void)res;
+	meta_cache(r->d);
+}

@@ -70,10 +70,12 @@ enum op_status nfs3_op_readdirplus(struct req *r);
  * (nfs3_names_remove), RENAME and LINK update the affected names or drop
  * the directory (meta.h). Called after the page cache has seen the reply
  * (cfile_mutation_end done). Each does nothing without a metadata cache
- * (no budget, or no memory for one).
+ * (no budget, or no memory for one). nfs3_names_none learns nothing: the
+ * rows of the other procedures name it because every forwarded reply
+ * creates the metadata cache or applies a reloaded meta_cache_size.
  */
 nfs3_names_fn nfs3_names_lookup, nfs3_names_readdir, nfs3_names_create,
-	nfs3_names_remove, nfs3_names_rename, nfs3_names_link;
+	nfs3_names_remove, nfs3_names_rename, nfs3_names_link, nfs3_names_none;
 
 /* Free the metadata cache (shutdown). */
 void nfs3_meta_shutdown(void);
