@@ -10,8 +10,10 @@
  * and for which of the call's files, what an outage may answer from
  * remembered state, and the hooks that learn or present more than the
  * generic code (nfs3_learn.h) does. Offsets are into the rpcgen structs of
- * nfs3_prot.h; 0 means "none" (no slot sits at offset 0 of a result, whose
- * status comes first).
+ * nfs3_prot.h. Handles and names are counted (nfh, nname); for the
+ * optional slots (path, count, res_off, child_attr, present_at) 0 means
+ * "none", since none can sit at offset 0: a result starts with its
+ * status, and such arguments with a handle.
  */
 #ifndef NFSCACHED_DAEMON_NFS3_PROC_H
 #define NFSCACHED_DAEMON_NFS3_PROC_H
