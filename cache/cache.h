@@ -160,37 +160,77 @@ struct cache_params {
 				 * and no user is forgotten; 0: no limit */
 };
 
-/* Counters and gauges this module owns (cache_stats_get). */
+/*
+ * Counters and gauges this module owns (cache_stats_get), declared once
+ * for struct cache_stats and for /metrics (HACKING.md "Adding a
+ * counter"): X(C type, field, Prometheus type, metric name, help) is one
+ * value; A(field, length, Prometheus type, metric name, label, label set,
+ * help) an array of uint64_t, one series per index, the label's value
+ * named by the label set (daemon/metrics.c). A name may carry fixed
+ * labels ("family{k=\"v\"}"); a row whose help is NULL continues the
+ * previous row's family.
+ */
+#define CACHE_METRICS(X, A) \
+	X(uint64_t, hole_bytes, gauge, "nfscached_cache_hole_bytes", \
+	  "Bytes recorded as known zeros (holes), held without page memory.") \
+	X(uint64_t, zero_blocks, counter, "nfscached_cache_zero_blocks_total", \
+	  "All-zero blocks of fetched data recorded as holes instead of stored.") \
+	X(uint64_t, wb_pinned_pages, gauge, "nfscached_cache_pinned_pages", \
+	  "Pages that hold bytes not yet committed upstream (not evictable).") \
+	X(uint64_t, dirty_files, gauge, "nfscached_cache_dirty_files", \
+	  "Files holding bytes not yet committed upstream.") \
+	X(uint64_t, wb_resend_bytes, counter, \
+	  "nfscached_writeback_resent_bytes_total", \
+	  "Bytes written upstream again because the upstream's write verifier changed.") \
+	X(uint64_t, wb_failed_bytes, counter, \
+	  "nfscached_writeback_failed_bytes_total", \
+	  "Bytes dropped because their write-back failed.") \
+	X(uint64_t, ra_filled_bytes, counter, \
+	  "nfscached_readahead_fetched_bytes_total", \
+	  "Bytes readahead brought into the cache.") \
+	X(uint64_t, ra_used_bytes, counter, "nfscached_readahead_used_bytes_total", \
+	  "Prefetched bytes whose page a client READ then used.") \
+	X(uint64_t, ra_wasted_bytes, counter, \
+	  "nfscached_readahead_wasted_bytes_total", \
+	  "Prefetched bytes dropped before any client READ used them.") \
+	X(uint64_t, page_bytes, gauge, "nfscached_cache_page_bytes", \
+	  "Memory held by page buffers (pages times page_size).") \
+	X(uint64_t, budget, gauge, "nfscached_cache_budget_bytes", \
+	  "Configured budget for pages with their metadata (cache_size).") \
+	X(uint64_t, page_cost, gauge, "nfscached_cache_page_cost_bytes", \
+	  "Bytes each page is charged against the budget: page_size plus its metadata.") \
+	X(uint64_t, pages, gauge, "nfscached_cache_pages", "Pages held.") \
+	X(uint64_t, files, gauge, "nfscached_cache_files", \
+	  "Files the cache knows.") \
+	X(uint64_t, files_forgotten, counter, \
+	  "nfscached_cache_files_forgotten_total", \
+	  "Idle file records freed to stay within max_files.") \
+	X(uint64_t, meta_bytes, gauge, "nfscached_cache_metadata_bytes", \
+	  "Memory held by cache metadata (files, pages, range sets).") \
+	X(uint64_t, evictions, counter, "nfscached_cache_evictions_total", \
+	  "Pages evicted to stay within the budget.") \
+	X(uint64_t, invalidations, counter, "nfscached_cache_invalidations_total", \
+	  "Files whose cached data was dropped because another writer changed them.") \
+	A(invalidations_by, CACHE_INVAL_NCAUSES, counter, \
+	  "nfscached_cache_invalidations_by_cause_total", "cause", inval_cause, \
+	  "The same invalidations, by what showed the other writer's change.") \
+	X(uint64_t, fill_skipped, counter, "nfscached_cache_fill_skipped_total", \
+	  "Fetched or written bytes not kept for lack of room.")
+
 struct cache_stats {
-	uint64_t files;			/* gauge: cfiles held */
-	uint64_t files_forgotten;	/* cfiles freed for max_files */
-	uint64_t pages;			/* gauge: cpages held */
-	uint64_t page_bytes;		/* gauge: page data allocated */
-	uint64_t valid_bytes;		/* gauge: bytes valid in pages */
-	uint64_t meta_bytes;		/* gauge: metadata (cfile, cpage,
-					 * range arrays, ghosts) */
-	uint64_t budget;		/* configured budget, bytes */
-	uint64_t page_cost;		/* bytes a page takes of the budget:
-					 * page_size plus its metadata */
-	uint64_t evictions;		/* pages evicted for room */
-	uint64_t invalidations;		/* files dropped: another writer */
-	uint64_t invalidations_by[CACHE_INVAL_NCAUSES];	/* the same, by
-							 * cause */
-	uint64_t fill_skipped;		/* bytes not stored: no room */
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	CACHE_METRICS(X, A)
+#undef X
+#undef A
+	/* Not exported as such: */
+	uint64_t valid_bytes;		/* gauge: bytes valid in pages (the
+					 * nfscached_cache_bytes family) */
+	uint64_t wb_bytes[WB_NSTATES];	/* gauges: bytes by wb state (same) */
 	uint64_t promotions;		/* pages admitted to Am */
-	uint64_t zero_blocks;		/* fetched blocks kept as holes */
-	uint64_t ra_filled_bytes;	/* bytes stored by readahead fills */
-	uint64_t ra_used_bytes;		/* of those, read by a client */
-	uint64_t ra_wasted_bytes;	/* of those, dropped unread */
 	struct ra_stats ra;		/* readahead windows (all files) */
-	uint64_t hole_bytes;		/* gauge: bytes known to be zeros */
-	uint64_t wb_bytes[WB_NSTATES];	/* gauges: bytes by wb state */
 	uint64_t wb_runs;		/* runs handed out */
 	uint64_t wb_run_bytes;
-	uint64_t wb_resend_bytes;	/* redirtied: verifier changed */
-	uint64_t wb_failed_bytes;	/* dropped on a hard error */
-	uint64_t wb_pinned_pages;	/* gauge: pages with wb extents */
-	uint64_t dirty_files;		/* gauge */
 };
 
 /*

@@ -77,18 +77,36 @@ struct meta_view {
 	uint8_t verf[META_VERF_SIZE];	/* the upstream's cookieverf */
 };
 
-/* Counters and gauges this module owns (meta_stats_get). */
+/*
+ * Counters and gauges this module owns (meta_stats_get), declared once for
+ * struct meta_stats and for /metrics: rows as in cache.h's CACHE_METRICS
+ * (HACKING.md "Adding a counter"). names and listing_entries are exported
+ * summed, as nfscached_meta_entries (daemon/metrics.c).
+ */
+#define META_METRICS(X, A) \
+	X(uint64_t, negatives, gauge, "nfscached_meta_negative_entries", \
+	  "Cached negative name entries (no such name).") \
+	X(uint64_t, listings, gauge, "nfscached_meta_listings", \
+	  "Cached directory listings.") \
+	X(uint64_t, bytes, gauge, "nfscached_meta_bytes", \
+	  "Memory held by cached names and listings.") \
+	X(uint64_t, budget, gauge, "nfscached_meta_budget_bytes", \
+	  "Configured budget for names and listings (meta_cache_size).") \
+	X(uint64_t, evictions, counter, "nfscached_meta_evictions_total", \
+	  "Names and listings evicted to stay within the budget.") \
+	X(uint64_t, dir_drops, counter, "nfscached_meta_invalidations_total", \
+	  "Directories whose cached names and listing were dropped because they changed.")
+
 struct meta_stats {
+#define X(t, f, k, n, h) t f;
+	META_METRICS(X, )
+#undef X
+	/* Not exported as such: */
 	uint64_t dirs;			/* gauge: directory records */
-	uint64_t names;			/* gauge: name entries */
-	uint64_t negatives;		/* gauge: of those, negative */
+	uint64_t names;			/* gauge: name entries (of those,
+					 * negatives are negative) */
 	uint64_t stale;			/* gauge: of those, hints only */
-	uint64_t listings;		/* gauge: listings */
 	uint64_t listing_entries;	/* gauge: entries in listings */
-	uint64_t bytes;			/* gauge: memory held, bytes */
-	uint64_t budget;		/* configured budget, bytes */
-	uint64_t evictions;		/* entries or listings evicted */
-	uint64_t dir_drops;		/* directories dropped: changed */
 	uint64_t refused;		/* fills not stored: no room */
 };
 

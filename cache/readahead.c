@@ -383,8 +383,8 @@ ra_stats_get(const struct ra_state *s, struct ra_stats *st)
 void
 ra_stats_add(struct ra_stats *sum, const struct ra_stats *x)
 {
-#define X(f, name, help) sum->f += x->f;
-	RA_COUNTERS(X)
+#define X(t, f, k, n, h) sum->f += x->f;
+	RA_METRICS(X, )
 #undef X
 }
 

@@ -74,19 +74,24 @@ struct ra_params {
 	unsigned max_streams;	/* streams per file, 1..RA_STREAMS_MAX */
 };
 
-/* Counters kept per file, folded by the caller (ra_stats_add). X(field,
- * metric name, help text); the names follow DESIGN.md "Metrics". */
-#define RA_COUNTERS(X) \
-	X(windows, "nfscached_readahead_windows_total", \
-	  "Readahead windows issued") \
-	X(bytes, "nfscached_readahead_issued_bytes_total", \
-	  "Bytes asked for by readahead (before the cache drops what it has)") \
-	X(streams, "nfscached_readahead_streams_total", \
-	  "Sequential streams detected")
+/*
+ * Counters kept per file, folded by the caller (ra_stats_add), declared
+ * once for struct ra_stats and for /metrics: X(C type, field, Prometheus
+ * type, metric name, help). The names follow DESIGN.md "Metrics";
+ * daemon/metrics.c renders the list (HACKING.md "Adding a counter"). A is
+ * the list's array row (none here).
+ */
+#define RA_METRICS(X, A) \
+	X(uint64_t, windows, counter, "nfscached_readahead_windows_total", \
+	  "Readahead windows issued.") \
+	X(uint64_t, bytes, counter, "nfscached_readahead_issued_bytes_total", \
+	  "Bytes asked for by readahead (before the cache drops what it has).") \
+	X(uint64_t, streams, counter, "nfscached_readahead_streams_total", \
+	  "Sequential streams detected.")
 
 struct ra_stats {
-#define X(f, name, help) uint64_t f;
-	RA_COUNTERS(X)
+#define X(t, f, k, n, h) t f;
+	RA_METRICS(X, )
 #undef X
 };
 

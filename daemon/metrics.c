@@ -54,6 +54,200 @@ static void scalar(struct evbuffer *o, const char *name, const char *type,
 }
 
 /*
+ * The label sets the declarations name (the A rows' label set column):
+ * label_SET(i) is index i's label value, NULL for an index not exported.
+ */
+static const char *label_nfs3_proc(unsigned p)
+{
+	return p < UPSTREAM_NPROCS ? dispatch_rows[p].name : NULL;
+}
+
+/* The procedures stale_on_error answers (stale.h). */
+static const char *label_stale_proc(unsigned p)
+{
+	switch (p) {
+	case NFSPROC3_GETATTR: case NFSPROC3_READ: case NFSPROC3_FSSTAT:
+	case NFSPROC3_FSINFO: case NFSPROC3_PATHCONF:
+		return label_nfs3_proc(p);
+	default:
+		return NULL;
+	}
+}
+
+/* Label of a connection close reason (server.h). */
+static const char *label_close_reason(unsigned i)
+{
+	static const char *const names[] = {
+#define X(e, s) s,
+		CONN_CLOSE_REASONS(X)
+#undef X
+	};
+
+	return i < CLOSE_NREASONS ? names[i] : NULL;
+}
+
+/* Label of an RPC rejection reason (server.h). */
+static const char *label_reject_reason(unsigned i)
+{
+	static const char *const names[] = {
+#define X(e, s) s,
+		RPC_REJECT_REASONS(X)
+#undef X
+	};
+
+	return i < REJECT_NREASONS ? names[i] : NULL;
+}
+
+/* Label of an invalidation cause (cache.h). */
+static const char *label_inval_cause(unsigned i)
+{
+	return i < CACHE_INVAL_NCAUSES ?
+	       cache_inval_cause_name((enum cache_inval_cause)i) : NULL;
+}
+
+/*
+ * The table builder: ROW_X and ROW_A turn a module's X and A declarations
+ * into struct metrics_row, for the stats struct named ROW_T. The value's
+ * kind comes from the field's own C type, so a row cannot misread it.
+ */
+#define ROW_VALUE(e) _Generic((e), uint64_t: METRICS_U64, \
+			      bool: METRICS_BOOL, double: METRICS_DOUBLE)
+#define ROW_X(t, f, k, n, h) \
+	{ n, #k, h, offsetof(ROW_T, f), ROW_VALUE(((ROW_T *)0)->f), 0, NULL, \
+	  NULL },
+#define ROW_A(f, len, k, n, l, ls, h) \
+	{ n, #k, h, offsetof(ROW_T, f), METRICS_U64, len, l, label_##ls },
+#define ROWS(name, list) \
+	static const struct metrics_row name[] = { list(ROW_X, ROW_A) }
+
+#define ROW_T struct service_stats
+ROWS(service_rows, SERVICE_METRICS);
+#undef ROW_T
+#define ROW_T struct server_stats
+ROWS(server_rows, SERVER_METRICS);
+#undef ROW_T
+#define ROW_T struct upstream_stats
+ROWS(upstream_rows, UPSTREAM_METRICS);
+#undef ROW_T
+#define ROW_T struct cache_stats
+ROWS(cache_rows, CACHE_METRICS);
+#undef ROW_T
+#define ROW_T struct ra_stats
+ROWS(ra_rows, RA_METRICS);
+#undef ROW_T
+#define ROW_T struct writeback_stats
+ROWS(writeback_rows, WRITEBACK_METRICS);
+#undef ROW_T
+#define ROW_T struct stale_stats
+ROWS(stale_rows, STALE_METRICS);
+#undef ROW_T
+#define ROW_T struct nfs3_meta_stats
+ROWS(nfs3_meta_rows, NFS3_META_METRICS);
+#undef ROW_T
+#define ROW_T struct meta_stats
+ROWS(meta_rows, META_METRICS);
+#undef ROW_T
+
+#define NROWS(a) (sizeof(a) / sizeof((a)[0]))
+#define TABLE(m, rows) { m, rows, NROWS(rows) }
+
+const struct metrics_table metrics_tables[] = {
+	TABLE("service", service_rows),
+	TABLE("server", server_rows),
+	TABLE("upstream", upstream_rows),
+	TABLE("cache", cache_rows),
+	TABLE("writeback", writeback_rows),
+	TABLE("stale", stale_rows),
+	TABLE("readahead", ra_rows),
+	TABLE("nfs3_meta", nfs3_meta_rows),
+	TABLE("meta", meta_rows),
+};
+const size_t metrics_ntables = NROWS(metrics_tables);
+
+/* Write row r's value(s), read from the stats struct at base. */
+static void row_values(struct evbuffer *o, const struct metrics_row *r,
+		       const void *base)
+{
+	const char *p = (const char *)base + r->offset;
+	uint64_t u;
+	double v;
+	bool b;
+
+	for (unsigned i = 0; i < r->n; i++) {
+		const char *lv = r->label_value(i);
+		uint64_t x;
+
+		memcpy(&x, p + i * sizeof(x), sizeof(x));
+		if (lv)
+			evbuffer_add_printf(o, "%s{%s=\"%s\"} %llu\n", r->name,
+					    r->label, lv, (unsigned long long)x);
+	}
+	if (r->n)
+		return;
+	switch (r->value) {
+	case METRICS_U64:
+		memcpy(&u, p, sizeof(u));
+		evbuffer_add_printf(o, "%s %llu\n", r->name, (unsigned long long)u);
+		break;
+	case METRICS_BOOL:
+		memcpy(&b, p, sizeof(b));
+		evbuffer_add_printf(o, "%s %d\n", r->name, b ? 1 : 0);
+		break;
+	case METRICS_DOUBLE:
+		memcpy(&v, p, sizeof(v));
+		evbuffer_add_printf(o, strcmp(r->type, "counter") == 0 ?
+				    "%s %.6f\n" : "%s %.3f\n", r->name, v);
+		break;
+	}
+}
+
+void metrics_render_rows(struct evbuffer *o, const struct metrics_row *rows,
+			 size_t n, const void *base)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct metrics_row *r = &rows[i];
+		int flen = (int)strcspn(r->name, "{");
+
+		if (r->help)
+			evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
+					    flen, r->name, r->help, flen,
+					    r->name, r->type);
+		row_values(o, r, base);
+	}
+}
+
+void metrics_add_rows(const struct metrics_row *rows, size_t n, void *dst,
+		      const void *src)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct metrics_row *r = &rows[i];
+		char *d = (char *)dst + r->offset;
+		const char *s = (const char *)src + r->offset;
+		uint64_t a, b;
+		double x, y;
+
+		if (r->value == METRICS_DOUBLE) {
+			memcpy(&x, d, sizeof(x));
+			memcpy(&y, s, sizeof(y));
+			x += y;
+			memcpy(d, &x, sizeof(x));
+			continue;
+		}
+		if (r->value == METRICS_BOOL)
+			continue;
+		for (unsigned k = 0; k < (r->n ? r->n : 1); k++) {
+			memcpy(&a, d + k * sizeof(a), sizeof(a));
+			memcpy(&b, s + k * sizeof(b), sizeof(b));
+			a += b;
+			memcpy(d + k * sizeof(a), &a, sizeof(a));
+		}
+	}
+}
+
+/* Render module table rows (a static array) from the stats struct *st. */
+#define RENDER(o, rows, st) metrics_render_rows(o, rows, NROWS(rows), st)
+
+/*
  * Write the series of histogram h of metric name: cumulative _bucket lines
  * (le = each bound, then +Inf), _sum and _count. labels is the label list
  * without braces, e.g. procedure="read".
@@ -77,7 +271,8 @@ static void histogram_lines(struct evbuffer *o, const char *name,
 			    (unsigned long long)h->count);
 }
 
-/* Write per-procedure client call counters and latency histograms. */
+/* Write per-procedure client call counters and latency histograms (by
+ * dispatch row, a length known at run time: rendered by hand). */
 static void render_client(struct evbuffer *o, const struct server_stats *st)
 {
 	char labels[96];
@@ -98,53 +293,6 @@ static void render_client(struct evbuffer *o, const struct server_stats *st)
 		histogram_lines(o, "nfscached_client_rpc_duration_seconds",
 				labels, &st->latency[i]);
 	}
-}
-
-/* Write connection and RPC-level rejection counters. */
-static void render_server(struct evbuffer *o, const struct server_stats *st)
-{
-	static const char *const close_names[] = {
-#define X(e, s) s,
-		CONN_CLOSE_REASONS(X)
-#undef X
-	};
-	static const char *const reject_names[] = {
-#define X(e, s) s,
-		RPC_REJECT_REASONS(X)
-#undef X
-	};
-
-	scalar(o, "nfscached_connections_accepted_total", "counter",
-	       "Client TCP connections accepted.", st->connections_accepted);
-	scalar(o, "nfscached_connections_open", "gauge",
-	       "Client TCP connections open now.", st->connections_open);
-	scalar(o, "nfscached_connections_max", "gauge",
-	       "Client connections allowed at once (max_connections, capped by "
-	       "the descriptor limit).", st->max_connections);
-	scalar(o, "nfscached_accept_errors_total", "counter",
-	       "accept() failures on the NFS and MOUNT listeners (EMFILE...).",
-	       st->accept_errors);
-	head(o, "nfscached_connections_closed_total", "counter",
-	     "Client TCP connections closed, by reason.");
-	for (int i = 0; i < CLOSE_NREASONS; i++)
-		evbuffer_add_printf(o, "nfscached_connections_closed_total{reason=\"%s\"} %llu\n",
-				    close_names[i], (unsigned long long)st->closed[i]);
-	head(o, "nfscached_rpc_rejected_total", "counter",
-	     "Client calls rejected at the RPC level, by reason.");
-	for (int i = 0; i < REJECT_NREASONS; i++)
-		evbuffer_add_printf(o, "nfscached_rpc_rejected_total{reason=\"%s\"} %llu\n",
-				    reject_names[i], (unsigned long long)st->rejected[i]);
-	scalar(o, "nfscached_rpc_records_oversize_total", "counter",
-	       "Client RPC records over max_record_size (each closed its connection).",
-	       st->records_oversize);
-	scalar(o, "nfscached_requests_inflight", "gauge",
-	       "Client calls being served now.", st->requests_inflight);
-	scalar(o, "nfscached_backpressure_pauses_total", "counter",
-	       "Times a connection stopped reading because of its limits.",
-	       st->reads_paused);
-	scalar(o, "nfscached_drc_hits_total", "counter",
-	       "Retransmitted non-idempotent calls answered from the duplicate request cache.",
-	       st->drc_hits);
 }
 
 /* Write the upstream call latency histograms, by procedure. */
@@ -172,45 +320,12 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	memset(&sum, 0, sizeof(sum));
 	for (size_t i = 0; i < d->nexports; i++) {
 		upstream_stats_get(d->exports[i].up, &one);
-		for (int p = 0; p < UPSTREAM_NPROCS; p++) {
-			sum.calls[p] += one.calls[p];
-			sum.replies[p] += one.replies[p];
+		metrics_add_rows(upstream_rows, NROWS(upstream_rows), &sum, &one);
+		for (int p = 0; p < UPSTREAM_NPROCS; p++)
 			histogram_merge(&sum.latency[p], &one.latency[p]);
-		}
-		sum.errors += one.errors;
-		sum.timeouts += one.timeouts;
-		sum.probes += one.probes;
-		sum.stalls += one.stalls;
-		sum.connects += one.connects;
-		sum.disconnects += one.disconnects;
-		sum.bytes_sent += one.bytes_sent;
-		sum.bytes_received += one.bytes_received;
 	}
-	head(o, "nfscached_upstream_rpcs_total", "counter",
-	     "NFSv3 calls sent to the upstream server, by procedure.");
-	for (int p = 0; p < UPSTREAM_NPROCS; p++)
-		evbuffer_add_printf(o, "nfscached_upstream_rpcs_total{procedure=\"%s\"} %llu\n",
-				    dispatch_rows[p].name, (unsigned long long)sum.calls[p]);
+	RENDER(o, upstream_rows, &sum);
 	render_upstream_latency(o, &sum);
-	scalar(o, "nfscached_upstream_errors_total", "counter",
-	       "Upstream calls that got no reply (connection lost, timeout, RPC error).",
-	       sum.errors);
-	scalar(o, "nfscached_upstream_timeouts_total", "counter",
-	       "Upstream calls that timed out.", sum.timeouts);
-	scalar(o, "nfscached_upstream_probes_total", "counter",
-	       "RPC NULL probes sent because calls waited 1 s (2 x the link latency if longer) with no upstream reply.",
-	       sum.probes);
-	scalar(o, "nfscached_upstream_stalls_total", "counter",
-	       "Probes unanswered within 2 s (4 x the link latency if longer): the upstream was taken as stalled and its connection dropped.",
-	       sum.stalls);
-	scalar(o, "nfscached_upstream_connects_total", "counter",
-	       "Successful upstream (re)connections.", sum.connects);
-	scalar(o, "nfscached_upstream_disconnects_total", "counter",
-	       "Upstream connections lost.", sum.disconnects);
-	scalar(o, "nfscached_upstream_sent_bytes_total", "counter",
-	       "XDR argument bytes sent upstream.", sum.bytes_sent);
-	scalar(o, "nfscached_upstream_received_bytes_total", "counter",
-	       "XDR result bytes received from upstream.", sum.bytes_received);
 	head(o, "nfscached_upstream_up", "gauge",
 	     "1 when the export's upstream connection is up.");
 	for (size_t i = 0; i < d->nexports; i++)
@@ -219,30 +334,12 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP);
 }
 
-/* Write the answers given from stale state (stale_on_error). */
-static void render_stale(struct evbuffer *o)
-{
-	static const uint32_t procs[] = { NFSPROC3_READ, NFSPROC3_GETATTR,
-		NFSPROC3_FSINFO, NFSPROC3_FSSTAT, NFSPROC3_PATHCONF };
-	struct stale_stats st;
-
-	stale_stats_get(&st);
-	head(o, "nfscached_stale_answers_total", "counter",
-	     "Calls answered from expired cached state while the upstream was unreachable (stale_on_error), by procedure.");
-	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++)
-		evbuffer_add_printf(o, "nfscached_stale_answers_total{procedure=\"%s\"} %llu\n",
-				    dispatch_rows[procs[i]].name,
-				    (unsigned long long)st.answers[procs[i]]);
-}
-
-/* Write the write-back counters (client side, upstream side, resends). */
-static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
+/* Write the WRITE and COMMIT handlers' counters (by hand until moved). */
+static void render_nfs3_write(struct evbuffer *o)
 {
 	struct nfs3_write_stats ws;
-	struct writeback_stats wb;
 
 	nfs3_write_stats_get(&ws);
-	writeback_stats_get(&wb);
 	scalar(o, "nfscached_client_write_calls_total", "counter",
 	       "Client WRITE calls.", ws.client_writes);
 	scalar(o, "nfscached_client_write_bytes_total", "counter",
@@ -257,59 +354,15 @@ static void render_writeback(struct evbuffer *o, const struct cache_stats *cs)
 	scalar(o, "nfscached_writes_waited_for_room_total", "counter",
 	       "Client WRITEs that waited for write-back to free cache room.",
 	       ws.waited_for_room);
-	scalar(o, "nfscached_write_room_waits_total", "counter",
-	       "Waits of client WRITEs for cache room that ended (woken or timed out).",
-	       wb.room_waits);
-	scalar(o, "nfscached_write_room_wait_timeouts_total", "counter",
-	       "Of those, waits that reached their 10 s limit (the WRITE then went through).",
-	       wb.room_timeouts);
-	head(o, "nfscached_write_room_wait_seconds_total", "counter",
-	     "Total time client WRITEs spent waiting for cache room.");
-	evbuffer_add_printf(o, "nfscached_write_room_wait_seconds_total %.6f\n",
-			    wb.room_wait_seconds);
 	scalar(o, "nfscached_writes_revalidated_total", "counter",
 	       "Client WRITEs that sent a GETATTR upstream first.",
 	       ws.revalidations);
 	scalar(o, "nfscached_writes_revalidation_shared_total", "counter",
 	       "Client WRITEs that took another WRITE's GETATTR of the file instead of sending one.",
 	       ws.revalidations_shared);
-	scalar(o, "nfscached_upstream_write_calls_total", "counter",
-	       "Upstream WRITEs sent by write-back.", wb.writes);
-	scalar(o, "nfscached_upstream_write_bytes_total", "counter",
-	       "Bytes written upstream by write-back.", wb.write_bytes);
-	scalar(o, "nfscached_upstream_commit_calls_total", "counter",
-	       "Upstream COMMITs sent by write-back.", wb.commits);
-	scalar(o, "nfscached_writeback_resent_bytes_total", "counter",
-	       "Bytes written upstream again because the upstream's write verifier changed.",
-	       cs->wb_resend_bytes);
-	scalar(o, "nfscached_writeback_retries_total", "counter",
-	       "Write-back WRITEs that got no answer and were made dirty again.",
-	       wb.retries);
-	scalar(o, "nfscached_writeback_errors_total", "counter",
-	       "Write-back failures kept for the file and reported to its next WRITE or COMMIT.",
-	       wb.errors);
-	scalar(o, "nfscached_writeback_failed_bytes_total", "counter",
-	       "Bytes dropped because their write-back failed.", cs->wb_failed_bytes);
 	scalar(o, "nfscached_writeback_errors_reported_total", "counter",
 	       "WRITE and COMMIT replies with an error status (a kept write-back failure, NFS3ERR_JUKEBOX, ...).",
 	       ws.errors_reported);
-}
-
-/* Write the readahead counters: windows issued, bytes fetched, used and
- * wasted (prefetched pages that went unread). */
-static void render_readahead(struct evbuffer *o, const struct cache_stats *cs)
-{
-#define X(f, name, help) scalar(o, name, "counter", help ".", cs->ra.f);
-	RA_COUNTERS(X)
-#undef X
-	scalar(o, "nfscached_readahead_fetched_bytes_total", "counter",
-	       "Bytes readahead brought into the cache.", cs->ra_filled_bytes);
-	scalar(o, "nfscached_readahead_used_bytes_total", "counter",
-	       "Prefetched bytes whose page a client READ then used.",
-	       cs->ra_used_bytes);
-	scalar(o, "nfscached_readahead_wasted_bytes_total", "counter",
-	       "Prefetched bytes dropped before any client READ used them.",
-	       cs->ra_wasted_bytes);
 }
 
 /* Write the client READ counters and the reads they caused upstream. */
@@ -343,13 +396,37 @@ static void render_reads(struct evbuffer *o, const struct nfs3_ops_stats *ns)
 	       ns->access_checks);
 }
 
-/* Write the cache's read outcomes, byte sources and memory. */
-static void render_cache(struct evbuffer *o, struct daemon *d,
-			 const struct nfs3_ops_stats *ns)
+/* Write the NFSv3 handlers' own counters (by hand until moved). */
+static void render_nfs3_ops(struct evbuffer *o)
+{
+	struct nfs3_ops_stats ns;
+
+	nfs3_ops_stats_get(&ns);
+	render_reads(o, &ns);
+	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
+	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
+	       ns.jukebox);
+	scalar(o, "nfscached_upstream_protocol_errors_total", "counter",
+	       "Upstream replies that contradicted themselves (a READ's count, "
+	       "eof or status against its own post-op size), corrected.",
+	       ns.protocol_errors);
+	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
+	       "Client file handles that failed to decode or authenticate.",
+	       ns.badhandle);
+	scalar(o, "nfscached_nfs3_bad_names_total", "counter",
+	       "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a "
+	       "file name held a '/'.", ns.bad_names);
+}
+
+/*
+ * Write the page cache's families: the bytes by write-back state (derived
+ * from valid_bytes and wb_bytes[], by hand), the declared rows, readahead
+ * and the page size (a parameter, not a counter).
+ */
+static void render_cache(struct evbuffer *o, struct daemon *d)
 {
 	struct cache_stats cs;
 
-	render_reads(o, ns);
 	cache_stats_get(d->cache, &cs);
 	head(o, "nfscached_cache_bytes", "gauge",
 	     "Valid bytes held in cache pages, by state.");
@@ -363,51 +440,10 @@ static void render_cache(struct evbuffer *o, struct daemon *d,
 			    (unsigned long long)cs.wb_bytes[WB_DIRTY],
 			    (unsigned long long)cs.wb_bytes[WB_WRITING],
 			    (unsigned long long)cs.wb_bytes[WB_UNSTABLE]);
-	scalar(o, "nfscached_cache_hole_bytes", "gauge",
-	       "Bytes recorded as known zeros (holes), held without page memory.",
-	       cs.hole_bytes);
-	scalar(o, "nfscached_cache_zero_blocks_total", "counter",
-	       "All-zero blocks of fetched data recorded as holes instead of stored.",
-	       cs.zero_blocks);
-	scalar(o, "nfscached_cache_pinned_pages", "gauge",
-	       "Pages that hold bytes not yet committed upstream (not evictable).",
-	       cs.wb_pinned_pages);
-	scalar(o, "nfscached_cache_dirty_files", "gauge",
-	       "Files holding bytes not yet committed upstream.", cs.dirty_files);
-	render_writeback(o, &cs);
-	render_stale(o);
-	render_readahead(o, &cs);
-	scalar(o, "nfscached_cache_page_bytes", "gauge",
-	       "Memory held by page buffers (pages times page_size).", cs.page_bytes);
-	scalar(o, "nfscached_cache_budget_bytes", "gauge",
-	       "Configured budget for pages with their metadata (cache_size).",
-	       cs.budget);
-	scalar(o, "nfscached_cache_page_cost_bytes", "gauge",
-	       "Bytes each page is charged against the budget: page_size plus its metadata.",
-	       cs.page_cost);
-	scalar(o, "nfscached_cache_pages", "gauge", "Pages held.", cs.pages);
-	scalar(o, "nfscached_cache_files", "gauge", "Files the cache knows.", cs.files);
-	scalar(o, "nfscached_cache_files_forgotten_total", "counter",
-	       "Idle file records freed to stay within max_files.",
-	       cs.files_forgotten);
-	scalar(o, "nfscached_cache_metadata_bytes", "gauge",
-	       "Memory held by cache metadata (files, pages, range sets).",
-	       cs.meta_bytes);
+	RENDER(o, cache_rows, &cs);
+	RENDER(o, ra_rows, &cs.ra);
 	scalar(o, "nfscached_cache_page_size_bytes", "gauge",
 	       "Configured page size.", cache_page_size(d->cache));
-	scalar(o, "nfscached_cache_evictions_total", "counter",
-	       "Pages evicted to stay within the budget.", cs.evictions);
-	scalar(o, "nfscached_cache_invalidations_total", "counter",
-	       "Files whose cached data was dropped because another writer changed them.",
-	       cs.invalidations);
-	head(o, "nfscached_cache_invalidations_by_cause_total", "counter",
-	     "The same invalidations, by what showed the other writer's change.");
-	for (unsigned k = 0; k < CACHE_INVAL_NCAUSES; k++)
-		evbuffer_add_printf(o, "nfscached_cache_invalidations_by_cause_total{cause=\"%s\"} %llu\n",
-				    cache_inval_cause_name(k),
-				    (unsigned long long)cs.invalidations_by[k]);
-	scalar(o, "nfscached_cache_fill_skipped_total", "counter",
-	       "Fetched or written bytes not kept for lack of room.", cs.fill_skipped);
 }
 
 /* Write a gauge holding a double. */
@@ -418,40 +454,6 @@ static void gauge_f(struct evbuffer *o, const char *name, const char *help,
 	evbuffer_add_printf(o, "%s %.9g\n", name, v);
 }
 
-/* Write a gauge holding seconds since the Unix epoch, to the millisecond
- * (%g's 9 digits would round today's times to 10 s). */
-static void gauge_time(struct evbuffer *o, const char *name, const char *help,
-		       double v)
-{
-	head(o, name, "gauge", help);
-	evbuffer_add_printf(o, "%s %.3f\n", name, v);
-}
-
-/* Write the process's start, readiness and reload counters. */
-static void render_service(struct evbuffer *o)
-{
-	struct service_stats sv;
-
-	service_stats_get(&sv);
-	gauge_time(o, "nfscached_start_time_seconds",
-		   "When the daemon started, in seconds since the Unix epoch.",
-		   sv.start_time);
-	scalar(o, "nfscached_ready", "gauge",
-	       "1 once the daemon told its service manager it is ready.", sv.ready);
-	head(o, "nfscached_config_reloads_total", "counter",
-	     "Configuration reloads (SIGHUP), by result.");
-	evbuffer_add_printf(o, "nfscached_config_reloads_total{result=\"ok\"} %llu\n"
-			    "nfscached_config_reloads_total{result=\"refused\"} %llu\n",
-			    (unsigned long long)sv.reloads_ok,
-			    (unsigned long long)sv.reloads_refused);
-	scalar(o, "nfscached_config_last_reload_successful", "gauge",
-	       "0 when the last reload was refused (the daemon runs on the "
-	       "previous configuration), else 1.", sv.last_reload_ok);
-	gauge_time(o, "nfscached_config_last_reload_success_timestamp_seconds",
-		   "When a reload last succeeded, in seconds since the Unix "
-		   "epoch; 0 if none.", sv.last_reload_time);
-}
-
 /* Write one per-export configuration value with an extra label. */
 static void export_value(struct evbuffer *o, const char *name,
 			 const char *export, const char *label, double v)
@@ -459,7 +461,6 @@ static void export_value(struct evbuffer *o, const char *name,
 	evbuffer_add_printf(o, "%s{export=\"%s\"%s} %.9g\n", name, export,
 			    label, v);
 }
-
 /* Write the configuration in force as gauges. */
 static void render_config(struct evbuffer *o, const struct conf *c)
 {
@@ -514,7 +515,8 @@ static void render_config(struct evbuffer *o, const struct conf *c)
 	}
 }
 
-/* Write the metadata cache's hits and misses, entries and memory. */
+/* Write the metadata cache's hits and misses (one family with two labels,
+ * by hand), entries and memory. */
 static void render_meta(struct evbuffer *o)
 {
 	struct nfs3_meta_stats ms;
@@ -531,64 +533,37 @@ static void render_meta(struct evbuffer *o)
 			(unsigned long long)ms.hits[p],
 			nfs3_meta_proc_name((enum nfs3_meta_proc)p),
 			(unsigned long long)ms.misses[p]);
-	scalar(o, "nfscached_meta_negative_hits_total", "counter",
-	       "LOOKUPs answered NFS3ERR_NOENT from a cached negative entry "
-	       "(also counted as lookup hits).", ms.negative_hits);
-	scalar(o, "nfscached_meta_revalidations_total", "counter",
-	       "GETATTRs sent to revalidate a directory before serving its "
-	       "cached listing.", ms.revalidations);
+	RENDER(o, nfs3_meta_rows, &ms);
 	scalar(o, "nfscached_meta_entries", "gauge",
 	       "Cached name entries plus entries of cached listings.",
 	       ms.cache.names + ms.cache.listing_entries);
-	scalar(o, "nfscached_meta_negative_entries", "gauge",
-	       "Cached negative name entries (no such name).",
-	       ms.cache.negatives);
-	scalar(o, "nfscached_meta_listings", "gauge",
-	       "Cached directory listings.", ms.cache.listings);
-	scalar(o, "nfscached_meta_bytes", "gauge",
-	       "Memory held by cached names and listings.", ms.cache.bytes);
-	scalar(o, "nfscached_meta_budget_bytes", "gauge",
-	       "Configured budget for names and listings (meta_cache_size).",
-	       ms.cache.budget);
-	scalar(o, "nfscached_meta_evictions_total", "counter",
-	       "Names and listings evicted to stay within the budget.",
-	       ms.cache.evictions);
-	scalar(o, "nfscached_meta_invalidations_total", "counter",
-	       "Directories whose cached names and listing were dropped "
-	       "because they changed.", ms.cache.dir_drops);
+	RENDER(o, meta_rows, &ms.cache);
 }
 
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
-	struct nfs3_ops_stats ns;
+	struct service_stats sv;
+	struct writeback_stats wb;
+	struct stale_stats ss;
 
 	head(o, "nfscached_build_info", "gauge", "Build information.");
 	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\",libevent=\"%s\"} 1\n",
 			    NFSCACHED_VERSION, event_get_version());
-	render_service(o);
+	service_stats_get(&sv);
+	RENDER(o, service_rows, &sv);
 	render_config(o, d->conf);
 	server_stats_get(d->server, &st);
 	render_client(o, &st);
-	render_server(o, &st);
+	RENDER(o, server_rows, &st);
 	render_upstream(o, d);
-	nfs3_ops_stats_get(&ns);
-	render_cache(o, d, &ns);
-	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
-	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
-	       ns.jukebox);
-	scalar(o, "nfscached_upstream_protocol_errors_total", "counter",
-	       "Upstream replies that contradicted themselves (a READ's count, "
-	       "eof or status against its own post-op size), corrected.",
-	       ns.protocol_errors);
-	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
-	       "Client file handles that failed to decode or authenticate.",
-	       ns.badhandle);
-	scalar(o, "nfscached_nfs3_bad_names_total", "counter",
-	       "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a "
-	       "file name held a '/'.", ns.bad_names);
-	scalar(o, "nfscached_drc_entries", "gauge",
-	       "Entries in the duplicate request cache.", st.drc_entries);
+	render_nfs3_ops(o);
+	render_cache(o, d);
+	render_nfs3_write(o);
+	writeback_stats_get(&wb);
+	RENDER(o, writeback_rows, &wb);
+	stale_stats_get(&ss);
+	RENDER(o, stale_rows, &ss);
 	render_meta(o);
 }
 

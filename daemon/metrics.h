@@ -10,6 +10,43 @@
 
 #include <stddef.h>
 
+/*
+ * One row of a module's metric declarations (the *_METRICS(X, A) lists
+ * next to each stats struct: cache.h, meta.h, readahead.h, upstream.h,
+ * server.h, service.h, stale.h, writeback.h, nfs3_meta.h, nfs3_ops.h),
+ * made by metrics.c's table builder. HACKING.md "Adding a counter".
+ */
+enum metrics_value {
+	METRICS_U64,		/* uint64_t, printed as an integer */
+	METRICS_BOOL,		/* bool, printed 0 or 1 */
+	METRICS_DOUBLE,		/* double seconds: a counter to the
+				 * microsecond, a gauge to the millisecond */
+};
+
+struct metrics_row {
+	const char *name;	/* sample name: "family" or "family{k=\"v\"}" */
+	const char *type;	/* Prometheus type: "counter" or "gauge" */
+	const char *help;	/* NULL: more series of the previous row's
+				 * family (no HELP/TYPE lines of its own) */
+	size_t offset;		/* of the value in the module's stats struct */
+	enum metrics_value value;
+	unsigned n;		/* 0: one value; else an array of n
+				 * uint64_t, one series per index ... */
+	const char *label;	/* ... labelled label="label_value(i)" */
+	const char *(*label_value)(unsigned i);	/* NULL skips index i */
+};
+
+/* A module's declared rows and its name (for tests and error texts). */
+struct metrics_table {
+	const char *module;	/* e.g. "cache" */
+	const struct metrics_row *rows;
+	size_t nrows;
+};
+
+/* Every module's table, in the order /metrics renders them. */
+extern const struct metrics_table metrics_tables[];
+extern const size_t metrics_ntables;
+
 struct daemon;
 struct metrics;
 struct evbuffer;
@@ -24,6 +61,19 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 
 /* Append the whole exposition of d's metrics to out. */
 void metrics_render(struct daemon *d, struct evbuffer *out);
+
+/*
+ * Append the series of rows[0..n) to out, their values read from the
+ * stats struct at base (the struct the rows were declared for): HELP and
+ * TYPE before each family's first row, then one line per value in the
+ * text format 0.0.4 (prometheus.io/docs/instrumenting/exposition_formats).
+ */
+void metrics_render_rows(struct evbuffer *out, const struct metrics_row *rows,
+			 size_t n, const void *base);
+
+/* Add every value rows[0..n) declare in src's stats struct to dst's. */
+void metrics_add_rows(const struct metrics_row *rows, size_t n, void *dst,
+		      const void *src);
 
 /* Stop listening, free *m and clear the caller's pointer. */
 void metrics_free(struct metrics **m);

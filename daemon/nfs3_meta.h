@@ -34,14 +34,25 @@ enum nfs3_meta_proc {
 	NFS3_META_NPROCS
 };
 
-/* Counters of the metadata handlers and the cache's own. */
+/*
+ * Counters of the metadata handlers, declared once for struct
+ * nfs3_meta_stats and for /metrics (rows as in server.h's
+ * SERVER_METRICS), and the cache's own (META_METRICS). hits and misses
+ * are rendered by hand as one family with two labels,
+ * nfscached_meta_requests_total{procedure,result} (daemon/metrics.c).
+ */
+#define NFS3_META_METRICS(X, A) \
+	X(uint64_t, negative_hits, counter, "nfscached_meta_negative_hits_total", \
+	  "LOOKUPs answered NFS3ERR_NOENT from a cached negative entry (also counted as lookup hits).") \
+	X(uint64_t, revalidations, counter, "nfscached_meta_revalidations_total", \
+	  "GETATTRs sent to revalidate a directory before serving its cached listing.")
+
 struct nfs3_meta_stats {
+#define X(t, f, k, n, h) t f;
+	NFS3_META_METRICS(X, )
+#undef X
 	uint64_t hits[NFS3_META_NPROCS];	/* answered locally */
 	uint64_t misses[NFS3_META_NPROCS];	/* forwarded upstream */
-	uint64_t negative_hits;		/* LOOKUP hits that were NOENT */
-	uint64_t revalidations;		/* GETATTRs sent to revalidate a
-					 * directory before serving its
-					 * listing */
 	struct meta_stats cache;	/* entries, memory, evictions */
 };
 

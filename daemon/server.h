@@ -74,23 +74,52 @@ enum rpc_reject_reason {
 	REJECT_NREASONS
 };
 
-/* Counters this module owns (server_stats_get). */
+/*
+ * Counters this module owns (server_stats_get), declared once for struct
+ * server_stats and for /metrics: X(C type, field, Prometheus type, metric
+ * name, help) one value, A(field, length, Prometheus type, metric name,
+ * label, label set, help) one series per index (daemon/metrics.c;
+ * HACKING.md "Adding a counter").
+ */
+#define SERVER_METRICS(X, A) \
+	X(uint64_t, connections_accepted, counter, \
+	  "nfscached_connections_accepted_total", \
+	  "Client TCP connections accepted.") \
+	X(uint64_t, connections_open, gauge, "nfscached_connections_open", \
+	  "Client TCP connections open now.") \
+	X(uint64_t, max_connections, gauge, "nfscached_connections_max", \
+	  "Client connections allowed at once (max_connections, capped by the descriptor limit).") \
+	X(uint64_t, accept_errors, counter, "nfscached_accept_errors_total", \
+	  "accept() failures on the NFS and MOUNT listeners (EMFILE...).") \
+	A(closed, CLOSE_NREASONS, counter, "nfscached_connections_closed_total", \
+	  "reason", close_reason, "Client TCP connections closed, by reason.") \
+	A(rejected, REJECT_NREASONS, counter, "nfscached_rpc_rejected_total", \
+	  "reason", reject_reason, \
+	  "Client calls rejected at the RPC level, by reason.") \
+	X(uint64_t, records_oversize, counter, \
+	  "nfscached_rpc_records_oversize_total", \
+	  "Client RPC records over max_record_size (each closed its connection).") \
+	X(uint64_t, requests_inflight, gauge, "nfscached_requests_inflight", \
+	  "Client calls being served now.") \
+	X(uint64_t, reads_paused, counter, "nfscached_backpressure_pauses_total", \
+	  "Times a connection stopped reading because of its limits.") \
+	X(uint64_t, drc_hits, counter, "nfscached_drc_hits_total", \
+	  "Retransmitted non-idempotent calls answered from the duplicate request cache.") \
+	X(uint64_t, drc_entries, gauge, "nfscached_drc_entries", \
+	  "Entries in the duplicate request cache.")
+
 struct server_stats {
-	uint64_t connections_accepted;
-	uint64_t connections_open;		/* gauge */
-	uint64_t closed[CLOSE_NREASONS];
-	uint64_t rejected[REJECT_NREASONS];
-	uint64_t records_oversize;
-	uint64_t drc_hits;
-	uint64_t drc_entries;			/* gauge */
-	uint64_t requests_inflight;		/* gauge */
-	uint64_t reads_paused;			/* backpressure engaged */
-	uint64_t accept_errors;			/* accept() failures (EMFILE..) */
-	uint64_t max_connections;		/* gauge: the effective cap */
-	uint64_t *calls;			/* by dispatch row */
-	uint64_t *replies;			/* by dispatch row */
-	struct histogram *latency;		/* arrival to reply, seconds,
-						 * by dispatch row */
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	SERVER_METRICS(X, A)
+#undef X
+#undef A
+	/* By dispatch row, rendered by daemon/metrics.c as
+	 * nfscached_client_rpcs_total and
+	 * nfscached_client_rpc_duration_seconds: */
+	uint64_t *calls;
+	uint64_t *replies;			/* not exported */
+	struct histogram *latency;		/* arrival to reply, seconds */
 };
 
 /* One call in flight. Handlers read these fields; the server owns it. */

@@ -23,15 +23,33 @@
 struct daemon;
 struct export_rt;
 
-/* Counters and gauges this module owns (service_stats_get). */
+/*
+ * Counters and gauges this module owns (service_stats_get), declared once
+ * for struct service_stats and for /metrics: X(C type, field, Prometheus
+ * type, metric name, help); a NULL help continues the previous row's
+ * family with other labels. Doubles are seconds: gauges are rendered to
+ * the millisecond (daemon/metrics.c; HACKING.md "Adding a counter").
+ */
+#define SERVICE_METRICS(X, A) \
+	X(double, start_time, gauge, "nfscached_start_time_seconds", \
+	  "When the daemon started, in seconds since the Unix epoch.") \
+	X(bool, ready, gauge, "nfscached_ready", \
+	  "1 once the daemon told its service manager it is ready.") \
+	X(uint64_t, reloads_ok, counter, \
+	  "nfscached_config_reloads_total{result=\"ok\"}", \
+	  "Configuration reloads (SIGHUP), by result.") \
+	X(uint64_t, reloads_refused, counter, \
+	  "nfscached_config_reloads_total{result=\"refused\"}", NULL) \
+	X(bool, last_reload_ok, gauge, "nfscached_config_last_reload_successful", \
+	  "0 when the last reload was refused (the daemon runs on the previous configuration), else 1.") \
+	X(double, last_reload_time, gauge, \
+	  "nfscached_config_last_reload_success_timestamp_seconds", \
+	  "When a reload last succeeded, in seconds since the Unix epoch; 0 if none.")
+
 struct service_stats {
-	double start_time;		/* wall clock, seconds since the epoch */
-	uint64_t reloads_ok;		/* configurations swapped in */
-	uint64_t reloads_refused;	/* invalid or needing a restart */
-	double last_reload_time;	/* wall clock of the last successful
-					 * reload; 0 = none yet */
-	bool last_reload_ok;		/* true until a reload is refused */
-	bool ready;			/* READY=1 was sent (or would be) */
+#define X(t, f, k, n, h) t f;
+	SERVICE_METRICS(X, )
+#undef X
 };
 
 /*

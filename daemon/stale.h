@@ -24,10 +24,21 @@
 struct daemon;
 struct export_rt;
 
-/* Counters this module owns: answers given from stale state, by NFSv3
- * procedure number. */
+/*
+ * Counters this module owns, declared once for struct stale_stats and for
+ * /metrics (rows as in server.h's SERVER_METRICS): answers given from
+ * stale state, by NFSv3 procedure number; the label set stale_proc names
+ * only the procedures stale_on_error answers (daemon/metrics.c).
+ */
+#define STALE_METRICS(X, A) \
+	A(answers, UPSTREAM_NPROCS, counter, "nfscached_stale_answers_total", \
+	  "procedure", stale_proc, \
+	  "Calls answered from expired cached state while the upstream was unreachable (stale_on_error), by procedure.")
+
 struct stale_stats {
-	uint64_t answers[UPSTREAM_NPROCS];
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	STALE_METRICS(, A)
+#undef A
 };
 
 /* The status to judge a call nfs3_send refused by: UPSTREAM_EDOWN when

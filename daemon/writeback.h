@@ -43,18 +43,37 @@ typedef void (*wb_wait_fn)(struct daemon *d, nfsstat3 status, void *arg);
  * again (the caller retries and may wait again), false at its deadline. */
 typedef void (*wb_room_fn)(struct daemon *d, bool room, void *arg);
 
-/* Counters this module owns. */
+/*
+ * Counters this module owns, declared once for struct writeback_stats and
+ * for /metrics: X(C type, field, Prometheus type, metric name, help);
+ * double counters are seconds, rendered to the microsecond
+ * (daemon/metrics.c; HACKING.md "Adding a counter").
+ */
+#define WRITEBACK_METRICS(X, A) \
+	X(uint64_t, room_waits, counter, "nfscached_write_room_waits_total", \
+	  "Waits of client WRITEs for cache room that ended (woken or timed out).") \
+	X(uint64_t, room_timeouts, counter, \
+	  "nfscached_write_room_wait_timeouts_total", \
+	  "Of those, waits that reached their 10 s limit (the WRITE then went through).") \
+	X(double, room_wait_seconds, counter, \
+	  "nfscached_write_room_wait_seconds_total", \
+	  "Total time client WRITEs spent waiting for cache room.") \
+	X(uint64_t, writes, counter, "nfscached_upstream_write_calls_total", \
+	  "Upstream WRITEs sent by write-back.") \
+	X(uint64_t, write_bytes, counter, "nfscached_upstream_write_bytes_total", \
+	  "Bytes written upstream by write-back.") \
+	X(uint64_t, commits, counter, "nfscached_upstream_commit_calls_total", \
+	  "Upstream COMMITs sent by write-back.") \
+	X(uint64_t, retries, counter, "nfscached_writeback_retries_total", \
+	  "Write-back WRITEs that got no answer and were made dirty again.") \
+	X(uint64_t, errors, counter, "nfscached_writeback_errors_total", \
+	  "Write-back failures kept for the file and reported to its next WRITE or COMMIT.")
+
 struct writeback_stats {
-	uint64_t room_waits;		/* room waits ended (woken or timed
-					 * out) */
-	uint64_t room_timeouts;		/* of those, ended by the deadline */
-	double room_wait_seconds;	/* their total length, s */
-	uint64_t writes;		/* upstream WRITEs sent */
-	uint64_t write_bytes;
-	uint64_t commits;		/* upstream COMMITs sent */
-	uint64_t errors;		/* write-back failures kept for clients */
-	uint64_t retries;		/* runs dirtied again (no answer) */
-	uint64_t waits_timed_out;
+#define X(t, f, k, n, h) t f;
+	WRITEBACK_METRICS(X, )
+#undef X
+	uint64_t waits_timed_out;	/* not exported */
 };
 
 /*

@@ -60,22 +60,47 @@ struct upstream_params {
 					 * 0 = 30 s */
 };
 
-/* Counters this module owns (upstream_stats_get). */
+/*
+ * Counters this module owns (upstream_stats_get), one set per upstream,
+ * declared once for struct upstream_stats and for /metrics: X(C type,
+ * field, Prometheus type, metric name, help) one value, A(field, length,
+ * Prometheus type, metric name, label, label set, help) one series per
+ * index. daemon/metrics.c sums them over the exports and renders them
+ * (HACKING.md "Adding a counter").
+ */
+#define UPSTREAM_METRICS(X, A) \
+	A(calls, UPSTREAM_NPROCS, counter, "nfscached_upstream_rpcs_total", \
+	  "procedure", nfs3_proc, \
+	  "NFSv3 calls sent to the upstream server, by procedure.") \
+	X(uint64_t, errors, counter, "nfscached_upstream_errors_total", \
+	  "Upstream calls that got no reply (connection lost, timeout, RPC error).") \
+	X(uint64_t, timeouts, counter, "nfscached_upstream_timeouts_total", \
+	  "Upstream calls that timed out.") \
+	X(uint64_t, probes, counter, "nfscached_upstream_probes_total", \
+	  "RPC NULL probes sent because calls waited 1 s (2 x the link latency if longer) with no upstream reply.") \
+	X(uint64_t, stalls, counter, "nfscached_upstream_stalls_total", \
+	  "Probes unanswered within 2 s (4 x the link latency if longer): the upstream was taken as stalled and its connection dropped.") \
+	X(uint64_t, connects, counter, "nfscached_upstream_connects_total", \
+	  "Successful upstream (re)connections.") \
+	X(uint64_t, disconnects, counter, "nfscached_upstream_disconnects_total", \
+	  "Upstream connections lost.") \
+	X(uint64_t, bytes_sent, counter, "nfscached_upstream_sent_bytes_total", \
+	  "XDR argument bytes sent upstream.") \
+	X(uint64_t, bytes_received, counter, \
+	  "nfscached_upstream_received_bytes_total", \
+	  "XDR result bytes received from upstream.")
+
 struct upstream_stats {
-	uint64_t calls[UPSTREAM_NPROCS];	/* sent, by procedure */
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	UPSTREAM_METRICS(X, A)
+#undef X
+#undef A
+	/* Not exported as such: */
 	uint64_t replies[UPSTREAM_NPROCS];	/* UPSTREAM_OK, by procedure */
-	uint64_t errors;			/* EDOWN/ETIMEDOUT/EPROTO */
-	uint64_t timeouts;
-	uint64_t probes;			/* NULL probes sent: calls
-						 * waited with no reply */
-	uint64_t stalls;			/* probes unanswered: the
-						 * connection was given up */
-	uint64_t connects;			/* successful (re)connects */
-	uint64_t disconnects;
-	uint64_t bytes_sent;			/* XDR argument bytes */
-	uint64_t bytes_received;		/* XDR result bytes */
 	struct histogram latency[UPSTREAM_NPROCS];	/* seconds from send
-					 * to reply, UPSTREAM_OK only */
+					 * to reply, UPSTREAM_OK only
+					 * (nfscached_upstream_rpc_duration_seconds) */
 };
 
 /*
