@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics: Prometheus exposition of the counters every module owns. Each
- * metric is declared once below with its name, type and help text; the
- * values come from server_stats_get, upstream_stats_get, nfs3_ops_stats_get
- * and drc_count at scrape time. Names follow Prometheus conventions:
- * nfscached_ prefix, _total for counters, _seconds and _bytes for units.
+ * module declares its counters once, next to its stats struct, in a
+ * *_METRICS(X, A) list (name, Prometheus type, help text, the field); the
+ * table builder below turns every list into a const table of rows with
+ * the field's offset, and metrics_render_rows renders a table over the
+ * struct its module's *_stats_get() fills at scrape time. What a row
+ * cannot say is rendered by hand here: histograms, the families by
+ * dispatch row, values derived from several fields
+ * (nfscached_cache_bytes{state}, nfscached_meta_entries), the two-label
+ * nfscached_meta_requests_total, per-export state and configuration.
+ * Names follow Prometheus conventions: nfscached_ prefix, _total for
+ * counters, _seconds and _bytes for units (unit.test_metrics_table).
  */
 #include <sys/queue.h>
 
@@ -98,6 +105,13 @@ static const char *label_reject_reason(unsigned i)
 	return i < REJECT_NREASONS ? names[i] : NULL;
 }
 
+/* Label of a READ's cache outcome (cache.h). */
+static const char *label_cache_outcome(unsigned i)
+{
+	return i < CACHE_NOUTCOMES ?
+	       cache_outcome_name((enum cache_outcome)i) : NULL;
+}
+
 /* Label of an invalidation cause (cache.h). */
 static const char *label_inval_cause(unsigned i)
 {
@@ -147,6 +161,12 @@ ROWS(nfs3_meta_rows, NFS3_META_METRICS);
 #define ROW_T struct meta_stats
 ROWS(meta_rows, META_METRICS);
 #undef ROW_T
+#define ROW_T struct nfs3_ops_stats
+ROWS(nfs3_ops_rows, NFS3_OPS_METRICS);
+#undef ROW_T
+#define ROW_T struct nfs3_write_stats
+ROWS(nfs3_write_rows, NFS3_WRITE_METRICS);
+#undef ROW_T
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 #define TABLE(m, rows) { m, rows, NROWS(rows) }
@@ -155,7 +175,9 @@ const struct metrics_table metrics_tables[] = {
 	TABLE("service", service_rows),
 	TABLE("server", server_rows),
 	TABLE("upstream", upstream_rows),
+	TABLE("nfs3_ops", nfs3_ops_rows),
 	TABLE("cache", cache_rows),
+	TABLE("nfs3_write", nfs3_write_rows),
 	TABLE("writeback", writeback_rows),
 	TABLE("stale", stale_rows),
 	TABLE("readahead", ra_rows),
@@ -334,90 +356,6 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP);
 }
 
-/* Write the WRITE and COMMIT handlers' counters (by hand until moved). */
-static void render_nfs3_write(struct evbuffer *o)
-{
-	struct nfs3_write_stats ws;
-
-	nfs3_write_stats_get(&ws);
-	scalar(o, "nfscached_client_write_calls_total", "counter",
-	       "Client WRITE calls.", ws.client_writes);
-	scalar(o, "nfscached_client_write_bytes_total", "counter",
-	       "Bytes clients asked to WRITE.", ws.client_write_bytes);
-	scalar(o, "nfscached_client_commit_calls_total", "counter",
-	       "Client COMMIT calls.", ws.client_commits);
-	scalar(o, "nfscached_writes_absorbed_total", "counter",
-	       "Client WRITEs taken into the cache (write-back).", ws.absorbed);
-	scalar(o, "nfscached_writes_through_total", "counter",
-	       "Client WRITEs sent straight upstream FILE_SYNC (no room in the cache).",
-	       ws.write_through);
-	scalar(o, "nfscached_writes_waited_for_room_total", "counter",
-	       "Client WRITEs that waited for write-back to free cache room.",
-	       ws.waited_for_room);
-	scalar(o, "nfscached_writes_revalidated_total", "counter",
-	       "Client WRITEs that sent a GETATTR upstream first.",
-	       ws.revalidations);
-	scalar(o, "nfscached_writes_revalidation_shared_total", "counter",
-	       "Client WRITEs that took another WRITE's GETATTR of the file instead of sending one.",
-	       ws.revalidations_shared);
-	scalar(o, "nfscached_writeback_errors_reported_total", "counter",
-	       "WRITE and COMMIT replies with an error status (a kept write-back failure, NFS3ERR_JUKEBOX, ...).",
-	       ws.errors_reported);
-}
-
-/* Write the client READ counters and the reads they caused upstream. */
-static void render_reads(struct evbuffer *o, const struct nfs3_ops_stats *ns)
-{
-	head(o, "nfscached_reads_total", "counter",
-	     "Client READs by cache result.");
-	for (int i = 0; i < CACHE_NOUTCOMES; i++)
-		evbuffer_add_printf(o, "nfscached_reads_total{result=\"%s\"} %llu\n",
-				    cache_outcome_name((enum cache_outcome)i),
-				    (unsigned long long)ns->reads[i]);
-	head(o, "nfscached_read_bytes_total", "counter",
-	     "Bytes returned to client READs, by where they came from.");
-	evbuffer_add_printf(o, "nfscached_read_bytes_total{source=\"cache\"} %llu\n"
-			    "nfscached_read_bytes_total{source=\"upstream\"} %llu\n"
-			    "nfscached_read_bytes_total{source=\"hole\"} %llu\n",
-			    (unsigned long long)ns->read_bytes_cache,
-			    (unsigned long long)ns->read_bytes_upstream,
-			    (unsigned long long)ns->read_bytes_hole);
-	scalar(o, "nfscached_cache_fetches_total", "counter",
-	       "Upstream READs sent to fill cache pages.", ns->fetches);
-	scalar(o, "nfscached_cache_fetch_bytes_total", "counter",
-	       "Bytes the page-filling upstream READs returned.", ns->fetch_bytes);
-	scalar(o, "nfscached_upstream_read_bytes_total", "counter",
-	       "Bytes every upstream READ returned (cache fills, readahead "
-	       "and bypassed READs): the read traffic on the upstream link.",
-	       ns->upstream_read_bytes);
-	scalar(o, "nfscached_access_checks_total", "counter",
-	       "ACCESS calls the proxy sent upstream on its own, to authorize "
-	       "serving a READ from cache or taking a WRITE into it.",
-	       ns->access_checks);
-}
-
-/* Write the NFSv3 handlers' own counters (by hand until moved). */
-static void render_nfs3_ops(struct evbuffer *o)
-{
-	struct nfs3_ops_stats ns;
-
-	nfs3_ops_stats_get(&ns);
-	render_reads(o, &ns);
-	scalar(o, "nfscached_nfs3_jukebox_replies_total", "counter",
-	       "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.",
-	       ns.jukebox);
-	scalar(o, "nfscached_upstream_protocol_errors_total", "counter",
-	       "Upstream replies that contradicted themselves (a READ's count, "
-	       "eof or status against its own post-op size), corrected.",
-	       ns.protocol_errors);
-	scalar(o, "nfscached_nfs3_bad_handles_total", "counter",
-	       "Client file handles that failed to decode or authenticate.",
-	       ns.badhandle);
-	scalar(o, "nfscached_nfs3_bad_names_total", "counter",
-	       "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a "
-	       "file name held a '/'.", ns.bad_names);
-}
-
 /*
  * Write the page cache's families: the bytes by write-back state (derived
  * from valid_bytes and wb_bytes[], by hand), the declared rows, readahead
@@ -546,6 +484,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct service_stats sv;
 	struct writeback_stats wb;
 	struct stale_stats ss;
+	struct nfs3_ops_stats ns;
+	struct nfs3_write_stats ws;
 
 	head(o, "nfscached_build_info", "gauge", "Build information.");
 	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\",libevent=\"%s\"} 1\n",
@@ -557,9 +497,11 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_client(o, &st);
 	RENDER(o, server_rows, &st);
 	render_upstream(o, d);
-	render_nfs3_ops(o);
+	nfs3_ops_stats_get(&ns);
+	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
-	render_nfs3_write(o);
+	nfs3_write_stats_get(&ws);
+	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
 	RENDER(o, writeback_rows, &wb);
 	stale_stats_get(&ss);

@@ -22,23 +22,51 @@
 struct req;
 struct export_rt;
 
+/*
+ * Counters of the NFSv3 handlers (READ's included), declared once for
+ * struct nfs3_ops_stats and for /metrics: X(C type, field, Prometheus
+ * type, metric name, help) one value, a name with fixed labels and a NULL
+ * help continuing the previous row's family; A(field, length, Prometheus
+ * type, metric name, label, label set, help) one series per index
+ * (daemon/metrics.c; HACKING.md "Adding a counter").
+ */
+#define NFS3_OPS_METRICS(X, A) \
+	A(reads, CACHE_NOUTCOMES, counter, "nfscached_reads_total", "result", \
+	  cache_outcome, "Client READs by cache result.") \
+	X(uint64_t, read_bytes_cache, counter, \
+	  "nfscached_read_bytes_total{source=\"cache\"}", \
+	  "Bytes returned to client READs, by where they came from.") \
+	X(uint64_t, read_bytes_upstream, counter, \
+	  "nfscached_read_bytes_total{source=\"upstream\"}", NULL) \
+	X(uint64_t, read_bytes_hole, counter, \
+	  "nfscached_read_bytes_total{source=\"hole\"}", NULL) \
+	X(uint64_t, fetches, counter, "nfscached_cache_fetches_total", \
+	  "Upstream READs sent to fill cache pages.") \
+	X(uint64_t, fetch_bytes, counter, "nfscached_cache_fetch_bytes_total", \
+	  "Bytes the page-filling upstream READs returned.") \
+	X(uint64_t, upstream_read_bytes, counter, \
+	  "nfscached_upstream_read_bytes_total", \
+	  "Bytes every upstream READ returned (cache fills, readahead and bypassed READs): the read traffic on the upstream link.") \
+	X(uint64_t, access_checks, counter, "nfscached_access_checks_total", \
+	  "ACCESS calls the proxy sent upstream on its own, to authorize serving a READ from cache or taking a WRITE into it.") \
+	X(uint64_t, jukebox, counter, "nfscached_nfs3_jukebox_replies_total", \
+	  "NFSv3 replies NFS3ERR_JUKEBOX because the upstream could not serve the call.") \
+	X(uint64_t, protocol_errors, counter, \
+	  "nfscached_upstream_protocol_errors_total", \
+	  "Upstream replies that contradicted themselves (a READ's count, eof or status against its own post-op size), corrected.") \
+	X(uint64_t, badhandle, counter, "nfscached_nfs3_bad_handles_total", \
+	  "Client file handles that failed to decode or authenticate.") \
+	X(uint64_t, bad_names, counter, "nfscached_nfs3_bad_names_total", \
+	  "NFSv3 calls refused NFS3ERR_ACCES, not forwarded, because a file name held a '/'.")
+
 struct nfs3_ops_stats {
-	uint64_t jukebox;	/* NFS3ERR_JUKEBOX replies (upstream unable) */
-	uint64_t badhandle;	/* handles that failed to unwrap */
-	uint64_t stale;		/* handles naming no configured export */
-	uint64_t bad_names;	/* file names refused (holding a '/') */
-	uint64_t reads[CACHE_NOUTCOMES];	/* client READs by outcome */
-	uint64_t read_bytes_cache;	/* READ bytes served from pages */
-	uint64_t read_bytes_upstream;	/* READ bytes that came from upstream */
-	uint64_t read_bytes_hole;	/* READ bytes served from holes */
-	uint64_t fetches;		/* upstream READs sent to fill pages */
-	uint64_t fetch_bytes;		/* bytes those READs returned */
-	uint64_t upstream_read_bytes;	/* bytes of every upstream READ reply:
-					 * fetches (readahead included) and
-					 * bypassed READs */
-	uint64_t access_checks;		/* ACCESS sent to authorize a hit */
-	uint64_t protocol_errors;	/* upstream replies that contradicted
-					 * themselves, corrected */
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	NFS3_OPS_METRICS(X, A)
+#undef X
+#undef A
+	uint64_t stale;		/* handles naming no configured export
+				 * (not exported) */
 };
 
 /* Copy the counters into *st. */

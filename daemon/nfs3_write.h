@@ -12,20 +12,36 @@
 
 struct req;
 
-/* Counters of WRITE and COMMIT (nfs3_write.c). */
+/* Counters of WRITE and COMMIT (nfs3_write.c), declared once for struct
+ * nfs3_write_stats and for /metrics (rows as in NFS3_OPS_METRICS). */
+#define NFS3_WRITE_METRICS(X, A) \
+	X(uint64_t, client_writes, counter, "nfscached_client_write_calls_total", \
+	  "Client WRITE calls.") \
+	X(uint64_t, client_write_bytes, counter, \
+	  "nfscached_client_write_bytes_total", "Bytes clients asked to WRITE.") \
+	X(uint64_t, client_commits, counter, \
+	  "nfscached_client_commit_calls_total", "Client COMMIT calls.") \
+	X(uint64_t, absorbed, counter, "nfscached_writes_absorbed_total", \
+	  "Client WRITEs taken into the cache (write-back).") \
+	X(uint64_t, write_through, counter, "nfscached_writes_through_total", \
+	  "Client WRITEs sent straight upstream FILE_SYNC (no room in the cache).") \
+	X(uint64_t, waited_for_room, counter, \
+	  "nfscached_writes_waited_for_room_total", \
+	  "Client WRITEs that waited for write-back to free cache room.") \
+	X(uint64_t, revalidations, counter, "nfscached_writes_revalidated_total", \
+	  "Client WRITEs that sent a GETATTR upstream first.") \
+	X(uint64_t, revalidations_shared, counter, \
+	  "nfscached_writes_revalidation_shared_total", \
+	  "Client WRITEs that took another WRITE's GETATTR of the file instead of sending one.") \
+	X(uint64_t, errors_reported, counter, \
+	  "nfscached_writeback_errors_reported_total", \
+	  "WRITE and COMMIT replies with an error status (a kept write-back failure, NFS3ERR_JUKEBOX, ...).")
+
 struct nfs3_write_stats {
-	uint64_t client_writes;		/* client WRITE calls */
-	uint64_t client_write_bytes;
-	uint64_t client_commits;	/* client COMMIT calls */
-	uint64_t absorbed;		/* WRITEs taken into the cache */
-	uint64_t absorbed_bytes;
-	uint64_t write_through;		/* WRITEs passed through (no room) */
-	uint64_t waited_for_room;	/* WRITEs that waited for write-back
-					 * to free cache room */
-	uint64_t revalidations;		/* GETATTRs sent before a WRITE */
-	uint64_t revalidations_shared;	/* WRITEs that took another WRITE's
-					 * GETATTR instead of their own */
-	uint64_t errors_reported;	/* WRITE/COMMIT replies with an error */
+#define X(t, f, k, n, h) t f;
+	NFS3_WRITE_METRICS(X, )
+#undef X
+	uint64_t absorbed_bytes;	/* not exported */
 };
 
 /* Copy the WRITE/COMMIT counters into *st. */
