@@ -32,6 +32,7 @@
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_write.h"
+#include "procstat.h"
 #include "server.h"
 #include "service.h"
 #include "upstream.h"
@@ -134,6 +135,9 @@ static const char *label_inval_cause(unsigned i)
 #define ROWS(name, list) \
 	static const struct metrics_row name[] = { list(ROW_X, ROW_A) }
 
+#define ROW_T struct procstat
+ROWS(procstat_rows, PROCSTAT_METRICS);
+#undef ROW_T
 #define ROW_T struct service_stats
 ROWS(service_rows, SERVICE_METRICS);
 #undef ROW_T
@@ -172,6 +176,7 @@ ROWS(nfs3_write_rows, NFS3_WRITE_METRICS);
 #define TABLE(m, rows) { m, rows, NROWS(rows) }
 
 const struct metrics_table metrics_tables[] = {
+	TABLE("procstat", procstat_rows),
 	TABLE("service", service_rows),
 	TABLE("server", server_rows),
 	TABLE("upstream", upstream_rows),
@@ -486,10 +491,13 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct stale_stats ss;
 	struct nfs3_ops_stats ns;
 	struct nfs3_write_stats ws;
+	struct procstat ps;
 
 	head(o, "nfscached_build_info", "gauge", "Build information.");
 	evbuffer_add_printf(o, "nfscached_build_info{version=\"%s\",libevent=\"%s\"} 1\n",
 			    NFSCACHED_VERSION, event_get_version());
+	procstat_get(&ps);
+	RENDER(o, procstat_rows, &ps);
 	service_stats_get(&sv);
 	RENDER(o, service_rows, &sv);
 	render_config(o, d->conf);

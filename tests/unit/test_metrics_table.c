@@ -16,9 +16,14 @@
 #include <string.h>
 #include <CUnit/CUnit.h>
 #include <event2/buffer.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cunit_main.h"
 #include "metrics.h"
+#include "procstat.h"
 #include "server.h"
 #include "service.h"
 #include "stale.h"
@@ -45,7 +50,10 @@ static void check_row(const struct metrics_table *t, size_t i)
 	bool counter = strcmp(r->type, "counter") == 0;
 	bool total = fl > 6 && strncmp(r->name + fl - 6, "_total", 6) == 0;
 
-	CU_ASSERT_EQUAL(strncmp(r->name, "nfscached_", 10), 0);
+	/* process_*: the Prometheus clients' process metrics (procstat.h). */
+	CU_ASSERT(strncmp(r->name, "nfscached_", 10) == 0 ||
+		  (strcmp(t->module, "procstat") == 0 &&
+		   strncmp(r->name, "process_", 8) == 0));
 	CU_ASSERT(counter || strcmp(r->type, "gauge") == 0);
 	CU_ASSERT_EQUAL(counter, total);
 	if (r->help) {
@@ -217,6 +225,31 @@ static void test_add_rows(void)
 	CU_ASSERT_EQUAL(s.closed[CLOSE_LIMIT], 3);
 }
 
+/* procstat_get reads this process: an fd opened shows in open_fds, the
+ * soft RLIMIT_NOFILE is max_fds, the start time is before now and after
+ * boot, memory is non-zero. */
+static void test_procstat(void)
+{
+	struct procstat a, b;
+	struct rlimit rl;
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(procstat_get(&a), 0);
+	fd = open("/dev/null", O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(procstat_get(&b), 0);
+	CU_ASSERT_EQUAL(b.open_fds, a.open_fds + 1);
+	close(fd);
+	CU_ASSERT(a.open_fds >= 3);
+	CU_ASSERT_EQUAL(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	CU_ASSERT_EQUAL(a.max_fds, (uint64_t)rl.rlim_cur);
+	CU_ASSERT(a.resident_memory_bytes > 0);
+	CU_ASSERT(a.virtual_memory_bytes >= a.resident_memory_bytes);
+	CU_ASSERT(a.cpu_seconds >= 0 && b.cpu_seconds >= a.cpu_seconds);
+	CU_ASSERT(a.start_time <= (double)time(NULL) + 1);
+	CU_ASSERT(a.start_time > 1.5e9);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("metrics_table", NULL, NULL);
@@ -226,7 +259,8 @@ int test_register(void)
 	    !CU_add_test(s, "render_service", test_render_service) ||
 	    !CU_add_test(s, "render_double_counter", test_render_double_counter) ||
 	    !CU_add_test(s, "render_arrays", test_render_arrays) ||
-	    !CU_add_test(s, "add_rows", test_add_rows))
+	    !CU_add_test(s, "add_rows", test_add_rows) ||
+	    !CU_add_test(s, "procstat", test_procstat))
 		return -1;
 	return 0;
 }
