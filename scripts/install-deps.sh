@@ -8,7 +8,8 @@
 # The kernel tests (tests/kernel/) need a QEMU guest's packages too; they
 # are installed without their recommendations (qemu-system-x86 would bring
 # a desktop's worth). The guest's kernel is not a package installed here:
-# tests/kernel/vm.sh fetches it with `apt-get download` into the build tree.
+# tests/kernel/vm.sh fetches it with `apt-get download` into the build tree,
+# as tests/prometheus/test_rules.sh does promtool (package prometheus).
 # nfs-common (for mount.nfs, run in the guest) ships init scripts that
 # would start rpc.statd on this host: while it is installed, a temporary
 # /usr/sbin/policy-rc.d denies every service start (invoke-rc.d's
@@ -39,6 +40,11 @@ packages=(
 	clang libclang-rt-14-dev bc
 	# run-tests.sh --stress: the timing-sensitivity check (CPU hogs)
 	stress-ng
+	# metrics.rules reads the Grafana dashboard's JSON; its promtool is
+	# not installed: the test fetches Debian's prometheus package with
+	# apt-get download and unpacks it into the build tree (dpkg-deb -x),
+	# so no Prometheus service is ever set up here
+	python3
 )
 # The kernel tests: QEMU, mount.nfs (run in the guest), a static busybox
 # for the guest's initramfs, cpio and xz to build it and unpack the
