@@ -94,6 +94,12 @@ static const char *label_close_reason(unsigned i)
 	return i < CLOSE_NREASONS ? names[i] : NULL;
 }
 
+/* Label of an NFSv3 reply status (server.h). */
+static const char *label_nfs3_status(unsigned i)
+{
+	return server_nfs3_status_name(i);
+}
+
 /* Label of an RPC rejection reason (server.h). */
 static const char *label_reject_reason(unsigned i)
 {

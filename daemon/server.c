@@ -40,6 +40,7 @@
 #include "drc.h"
 #include "log.h"
 #include "mclock.h"
+#include "nfs3_prot.h"
 #include "rpcrec.h"
 #include "server.h"
 
@@ -253,11 +254,45 @@ static void req_release(struct req *r)
 	conn_put(&c);
 }
 
-/* Account for a finished call of row ent that arrived at start. */
-static void count_reply(struct server *s, const struct req *r)
+unsigned server_nfs3_status_index(uint32_t v)
+{
+	switch (v) {
+#define X(s, val) case val: return NFS3_STATUS_##s;
+	NFS3_STATUSES(X)
+#undef X
+	default:
+		return NFS3_STATUS_OTHER;
+	}
+}
+
+const char *server_nfs3_status_name(unsigned i)
+{
+	static const char *const names[] = {
+#define X(s, v) #s,
+		NFS3_STATUSES(X)
+#undef X
+		"other",
+	};
+
+	return i < NFS3_NSTATUSES ? names[i] : NULL;
+}
+
+/*
+ * Account for r's finished call; res is its result (NULL for an RPC-level
+ * error). Every NFSv3 result but NULL's is an rpcgen union whose first
+ * member is its nfsstat3 discriminant (RFC 1813 s3.3), counted by value.
+ */
+static void count_reply(struct server *s, const struct req *r, const void *res)
 {
 	if (!r->ent)
 		return;
+	if (res && r->ent->prog == NFS_PROGRAM && r->ent->vers == NFS_V3 &&
+	    r->ent->proc != NFSPROC3_NULL) {
+		uint32_t status;
+
+		memcpy(&status, res, sizeof(status));
+		s->st.nfs3_replies[server_nfs3_status_index(status)]++;
+	}
 	s->st.replies[dispatch_index(r->ent)]++;
 	histogram_observe(&s->st.latency[dispatch_index(r->ent)],
 			  daemon_now() - r->start);
@@ -296,7 +331,7 @@ enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res)
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
-	count_reply(r->conn->srv, r);
+	count_reply(r->conn->srv, r, res);
 	if (out) {
 		if (rpcmsg_reply_success(out, r->call.xid, proc, res) != 0) {
 			log_warn("cannot encode reply to %s xid %08x",
@@ -318,7 +353,7 @@ enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat)
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
-	count_reply(r->conn->srv, r);
+	count_reply(r->conn->srv, r, NULL);
 	if (out) {
 		rpcmsg_reply_accept_error(out, r->call.xid, stat, 0, 0);
 		if (scratch) {

@@ -75,6 +75,40 @@ enum rpc_reject_reason {
 };
 
 /*
+ * The nfsstat3 values of RFC 1813 s2.6, X(name, value); the names are the
+ * status label of nfscached_nfs3_replies_total. A reply whose status is
+ * none of them counts as NFS3_STATUS_OTHER ("other").
+ */
+#define NFS3_STATUSES(X) \
+	X(NFS3_OK, 0) X(NFS3ERR_PERM, 1) X(NFS3ERR_NOENT, 2) X(NFS3ERR_IO, 5) \
+	X(NFS3ERR_NXIO, 6) X(NFS3ERR_ACCES, 13) X(NFS3ERR_EXIST, 17) \
+	X(NFS3ERR_XDEV, 18) X(NFS3ERR_NODEV, 19) X(NFS3ERR_NOTDIR, 20) \
+	X(NFS3ERR_ISDIR, 21) X(NFS3ERR_INVAL, 22) X(NFS3ERR_FBIG, 27) \
+	X(NFS3ERR_NOSPC, 28) X(NFS3ERR_ROFS, 30) X(NFS3ERR_MLINK, 31) \
+	X(NFS3ERR_NAMETOOLONG, 63) X(NFS3ERR_NOTEMPTY, 66) \
+	X(NFS3ERR_DQUOT, 69) X(NFS3ERR_STALE, 70) X(NFS3ERR_REMOTE, 71) \
+	X(NFS3ERR_BADHANDLE, 10001) X(NFS3ERR_NOT_SYNC, 10002) \
+	X(NFS3ERR_BAD_COOKIE, 10003) X(NFS3ERR_NOTSUPP, 10004) \
+	X(NFS3ERR_TOOSMALL, 10005) X(NFS3ERR_SERVERFAULT, 10006) \
+	X(NFS3ERR_BADTYPE, 10007) X(NFS3ERR_JUKEBOX, 10008)
+
+enum nfs3_status_index {
+#define X(s, v) NFS3_STATUS_##s,
+	NFS3_STATUSES(X)
+#undef X
+	NFS3_STATUS_OTHER,
+	NFS3_NSTATUSES
+};
+
+/* The enum nfs3_status_index of nfsstat3 value v (NFS3_STATUS_OTHER if
+ * RFC 1813 s2.6 lists no such value). */
+unsigned server_nfs3_status_index(uint32_t v);
+
+/* The status label of index i ("NFS3_OK", "NFS3ERR_NOENT", ..., "other"),
+ * NULL past the end. */
+const char *server_nfs3_status_name(unsigned i);
+
+/*
  * Counters this module owns (server_stats_get), declared once for struct
  * server_stats and for /metrics: X(C type, field, Prometheus type, metric
  * name, help) one value, A(field, length, Prometheus type, metric name,
@@ -103,6 +137,9 @@ enum rpc_reject_reason {
 	  "Client calls being served now.") \
 	X(uint64_t, reads_paused, counter, "nfscached_backpressure_pauses_total", \
 	  "Times a connection stopped reading because of its limits.") \
+	A(nfs3_replies, NFS3_NSTATUSES, counter, "nfscached_nfs3_replies_total", \
+	  "status", nfs3_status, \
+	  "NFSv3 replies sent to clients (the NULL procedure and retransmissions answered from the duplicate request cache aside), by NFS status.") \
 	X(uint64_t, drc_hits, counter, "nfscached_drc_hits_total", \
 	  "Retransmitted non-idempotent calls answered from the duplicate request cache.") \
 	X(uint64_t, drc_entries, gauge, "nfscached_drc_entries", \
