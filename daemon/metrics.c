@@ -518,6 +518,10 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
 	RENDER(o, writeback_rows, &wb);
+	head(o, "nfscached_writeback_oldest_dirty_age_seconds", "gauge",
+	     "Age of the oldest bytes written by clients and not yet sent upstream (0 when none).");
+	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",
+			    writeback_oldest_dirty_age(d, daemon_now()));
 	stale_stats_get(&ss);
 	RENDER(o, stale_rows, &ss);
 	render_meta(o);

@@ -657,3 +657,17 @@ void writeback_stats_get(struct writeback_stats *st)
 {
 	*st = stats;
 }
+
+double writeback_oldest_dirty_age(struct daemon *d, double now)
+{
+	double oldest = now;
+
+	if (!d->cache)
+		return 0;
+	for (struct cfile *f = cache_wb_file_first(d->cache); f;
+	     f = cache_wb_file_next(d->cache, f))
+		if (cfile_wb_bytes(f, WB_DIRTY) > 0 && cfile_dirty_since(f) > 0 &&
+		    cfile_dirty_since(f) < oldest)
+			oldest = cfile_dirty_since(f);
+	return now - oldest;
+}

@@ -132,4 +132,14 @@ struct wb_wait *writeback_wait_unlink(struct wb_wait *w);
 /* Copy the counters into *st. */
 void writeback_stats_get(struct writeback_stats *st);
 
+/*
+ * Seconds (now - then, monotonic, as daemon_now()) since the oldest DIRTY
+ * bytes of d's cache appeared: bytes a client wrote that no upstream WRITE
+ * has taken yet (cfile_dirty_since). 0 when there are none. Bytes made
+ * dirty again by a retry or a verifier change have no age (they are due
+ * at once) and are not counted; WRITING and UNSTABLE bytes neither. Walks
+ * the files with write-back state: call it at scrape time, not per call.
+ */
+double writeback_oldest_dirty_age(struct daemon *d, double now);
+
 #endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_nfs3_dirty_age: nfscached_writeback_oldest_dirty_age_seconds
+ * (writeback_oldest_dirty_age) on the fake upstream, on the test clock:
+ * 0 with nothing dirty, the age of the first absorbed WRITE's bytes as
+ * time passes, unchanged by a later WRITE to another file, and 0 again
+ * once write-back has sent the bytes upstream.
+ */
+#include <string.h>
+#include <CUnit/CUnit.h>
+
+#include "cunit_main.h"
+#include "daemon.h"
+#include "nfs3_harness.h"
+#include "writeback.h"
+
+/* Write-back waits an hour unless the test moves the clock. */
+static void tune(struct conf *c)
+{
+	c->readahead_max = 0;
+	c->writeback_delay = 3600;
+	c->writeback_commit_delay = 3600;
+}
+
+/* WRITE 4096 bytes UNSTABLE at offset 0 of toy file id; wait for NFS3_OK. */
+static void write_one(struct nfs3_h *h, uint64_t id)
+{
+	static uint8_t data[4096];
+	uint8_t buf[FH_SIZE_MAX];
+	WRITE3args a = { .offset = 0, .count = sizeof(data), .stable = UNSTABLE };
+	WRITE3res res;
+
+	h_fh(h, id, &a.file, buf);
+	a.data.data_len = sizeof(data);
+	a.data.data_val = (char *)data;
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, NFSPROC3_WRITE,
+		(xdrproc_t)xdr_WRITE3args, &a), (xdrproc_t)xdr_WRITE3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
+}
+
+/* The gauge's value now. */
+static double age(struct nfs3_h *h)
+{
+	return writeback_oldest_dirty_age(&h->d, daemon_now());
+}
+
+static void test_oldest_dirty_age_follows_first_write(void)
+{
+	struct nfs3_h h;
+	uint64_t a, b;
+
+	h_init(&h, tune);
+	a = toy_add_file(&h.toy, "a", 0);
+	b = toy_add_file(&h.toy, "b", 0);
+	CU_ASSERT_DOUBLE_EQUAL(age(&h), 0, 1e-9);
+	write_one(&h, a);
+	CU_ASSERT_DOUBLE_EQUAL(age(&h), 0, 0.01);
+	h_advance(&h, 5);
+	CU_ASSERT_DOUBLE_EQUAL(age(&h), 5, 0.01);
+	write_one(&h, b);
+	h_advance(&h, 2);
+	CU_ASSERT_DOUBLE_EQUAL(age(&h), 7, 0.01);
+	/* Past the delay write-back sends both (held upstream: WRITING). */
+	h.fu.hold[NFSPROC3_WRITE] = true;
+	h_advance(&h, 3600);
+	h_turns(&h, 50);
+	CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] >= 1);
+	CU_ASSERT_DOUBLE_EQUAL(age(&h), 0, 1e-9);
+	fake_up_release(&h.fu, NFSPROC3_WRITE);
+	h_turns(&h, 50);
+	h_fini(&h);
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite("nfs3_dirty_age", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "oldest_dirty_age_follows_first_write",
+			 test_oldest_dirty_age_follows_first_write))
+		return -1;
+	return 0;
+}
