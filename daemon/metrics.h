@@ -13,8 +13,9 @@
 /*
  * One row of a module's metric declarations (the *_METRICS(X, A) lists
  * next to each stats struct: cache.h, meta.h, readahead.h, upstream.h,
- * server.h, service.h, stale.h, writeback.h, nfs3_meta.h, nfs3_ops.h),
- * made by metrics.c's table builder. HACKING.md "Adding a counter".
+ * server.h, service.h, stale.h, writeback.h, nfs3_meta.h, nfs3_ops.h,
+ * procstat.h), made by metrics.c's table builder. HACKING.md "Adding a
+ * counter".
  */
 enum metrics_value {
 	METRICS_U64,		/* uint64_t, printed as an integer */
