@@ -72,7 +72,7 @@ static void usage(FILE *f)
 		"       nfscached --dump-config [--config FILE]\n"
 		"       nfscached --dump-config --upstream URL [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
-		"                       [--watch [--interval SECS] [--count N]]\n"
+		"                       [--watch [SECS]] [--interval SECS] [--count N] [--json]\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --version  --help\n");
 }

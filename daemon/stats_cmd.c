@@ -8,6 +8,12 @@
  * listed in the table below and sums over labels it does not need (for
  * example upstream calls over procedures); everything else is skipped, so
  * new metrics never break it.
+ *
+ * --watch keeps the previous snapshot and prints the difference
+ * (stats_interval): counters are deltas, gauges (dirty, cached bytes) are
+ * the newer values, latency quantiles come from the deltas of the
+ * cumulative bucket counts. The interval's length is measured on the
+ * monotonic clock between the two fetches, not assumed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -59,7 +65,11 @@ static const struct stats_field fields[] = {
 	F("nfscached_upstream_timeouts_total", upstream_timeouts),
 	F("nfscached_upstream_rpc_duration_seconds_sum{", upstream_lat_sum),
 	F("nfscached_upstream_rpc_duration_seconds_count{", upstream_lat_count),
+	F("nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"read\"}", client_reads),
+	F("nfscached_meta_requests_total{", meta_requests),
 	F("nfscached_cache_bytes{state=\"dirty\"}", dirty_bytes),
+	F("nfscached_cache_bytes{state=\"writing\"}", dirty_bytes),
+	F("nfscached_cache_bytes{state=\"unstable\"}", dirty_bytes),
 	F("nfscached_cache_bytes{", cached_bytes),
 	F("nfscached_cache_budget_bytes", budget_bytes),
 	F("nfscached_cache_evictions_total", evictions),
@@ -105,8 +115,8 @@ static int label_value(const char *name, const char *key, char *out,
 	return 0;
 }
 
-/* Add an upstream latency _bucket sample to the cumulative counts. */
-static void add_bucket(struct stats_snap *s, const char *name, double v)
+/* Add a latency _bucket sample to the cumulative counts cum[]. */
+static void add_bucket(double *cum, const char *name, double v)
 {
 	char le[32];
 	unsigned i;
@@ -114,14 +124,37 @@ static void add_bucket(struct stats_snap *s, const char *name, double v)
 	if (label_value(name, "le", le, sizeof(le)) != 0)
 		return;
 	if (strcmp(le, "+Inf") == 0) {
-		s->upstream_lat_cum[HISTOGRAM_NBOUNDS] += v;
+		cum[HISTOGRAM_NBOUNDS] += v;
 		return;
 	}
 	for (i = 0; i < HISTOGRAM_NBOUNDS; i++)
 		if (fabs(strtod(le, NULL) - histogram_bound(i)) < 1e-12) {
-			s->upstream_lat_cum[i] += v;
+			cum[i] += v;
 			return;
 		}
+}
+
+/* True when label key of name has the value want. */
+static bool label_is(const char *name, const char *key, const char *want)
+{
+	char v[32];
+
+	return label_value(name, key, v, sizeof(v)) == 0 && strcmp(v, want) == 0;
+}
+
+/* Take in the client histogram and metadata samples; 1 if it was one. */
+static unsigned parse_client_meta(struct stats_snap *s, const char *name, double v)
+{
+	if (strncmp(name, "nfscached_client_rpc_duration_seconds_bucket{", 45) == 0) {
+		if (label_is(name, "program", "nfs3") &&
+		    label_is(name, "procedure", "read"))
+			add_bucket(s->read_lat_cum, name, v);
+		return 1;
+	}
+	if (strncmp(name, "nfscached_meta_requests_total{", 30) == 0 &&
+	    label_is(name, "result", "hit"))
+		s->meta_hits += v;
+	return 0;
 }
 
 /* Take in one sample line "NAME[{LABELS}] VALUE". */
@@ -142,8 +175,9 @@ static void parse_sample(struct stats_snap *s, const char *line, size_t len)
 	if (end == sp + 1)
 		return;
 	s->samples += add_fields(s, name, v);
+	s->samples += parse_client_meta(s, name, v);
 	if (strncmp(name, "nfscached_upstream_rpc_duration_seconds_bucket{", 47) == 0) {
-		add_bucket(s, name, v);
+		add_bucket(s->upstream_lat_cum, name, v);
 		s->samples++;
 	} else if (strncmp(name, "nfscached_upstream_up{", 22) == 0) {
 		s->exports++;
@@ -175,10 +209,15 @@ int stats_parse(const char *text, struct stats_snap *s)
 	return s->samples ? 0 : -1;
 }
 
-/* Percentage a of b, 0 when b is 0. */
-static double pct(double a, double b)
+/* Format a of b as a percentage padded to w + 1 columns, or "-" (as
+ * wide) when b is 0: nothing to measure. */
+static const char *pct(double a, double b, int w, char *buf, size_t len)
 {
-	return b > 0 ? 100.0 * a / b : 0;
+	if (b > 0)
+		snprintf(buf, len, "%*.1f%%", w, 100.0 * a / b);
+	else
+		snprintf(buf, len, "%*s", w + 1, "-");
+	return buf;
 }
 
 /* Format a byte count as "12.3 MiB" into buf. */
@@ -259,21 +298,22 @@ static void print_reads(FILE *f, const struct stats_snap *s)
 	double saved = bytes > s->upstream_read_bytes ?
 		       bytes - s->upstream_read_bytes : 0;
 	double other = s->reads[CACHE_COALESCED] + s->reads[CACHE_BYPASS];
-	char b1[32], b2[32];
+	char b1[32], b2[32], p1[16], p2[16];
 
-	fprintf(f, "hit ratio  %5.1f%% of %.0f READs, %.1f%% of %s read\n",
-		pct(hits, reads), reads, pct(local, bytes),
-		human_bytes(bytes, b1, sizeof(b1)));
-	fprintf(f, "  hits     %5.1f%% of READs all from cache\n",
-		pct(s->reads[CACHE_HIT], reads));
-	fprintf(f, "  holes    %5.1f%% of READs, %.1f%% of bytes (known zeros)\n",
-		pct(s->reads[CACHE_HOLE], reads), pct(s->bytes_hole, bytes));
-	fprintf(f, "  partial  %5.1f%% of READs (part cache, part upstream)\n",
-		pct(s->reads[CACHE_PARTIAL], reads));
-	fprintf(f, "  misses   %5.1f%% of READs", pct(s->reads[CACHE_MISS], reads));
+	fprintf(f, "hit ratio  %s of %.0f READs, %s of %s read\n",
+		pct(hits, reads, 5, p1, sizeof(p1)), reads,
+		pct(local, bytes, 0, p2, sizeof(p2)), human_bytes(bytes, b1, sizeof(b1)));
+	fprintf(f, "  hits     %s of READs all from cache\n",
+		pct(s->reads[CACHE_HIT], reads, 5, p1, sizeof(p1)));
+	fprintf(f, "  holes    %s of READs, %s of bytes (known zeros)\n",
+		pct(s->reads[CACHE_HOLE], reads, 5, p1, sizeof(p1)),
+		pct(s->bytes_hole, bytes, 0, p2, sizeof(p2)));
+	fprintf(f, "  partial  %s of READs (part cache, part upstream)\n",
+		pct(s->reads[CACHE_PARTIAL], reads, 5, p1, sizeof(p1)));
+	fprintf(f, "  misses   %s of READs", pct(s->reads[CACHE_MISS], reads, 5, p1, sizeof(p1)));
 	if (other > 0)
 		fprintf(f, "; %.1f%% waited on another fetch or bypassed the cache",
-			pct(other, reads));
+			100.0 * other / reads);
 	fprintf(f, "\nsaved      %s of reads not fetched from upstream (%s fetched)\n",
 		human_bytes(saved, b1, sizeof(b1)),
 		human_bytes(s->upstream_read_bytes, b2, sizeof(b2)));
@@ -303,23 +343,155 @@ static void print_rest(FILE *f, const struct stats_snap *s)
 		human_bytes(s->budget_bytes, b2, sizeof(b2)), s->evictions);
 }
 
-/* Print the rates between prev and s over interval seconds. */
-static void print_rates(FILE *f, const struct stats_snap *s,
-			const struct stats_snap *prev, double interval)
+double stats_quantile(const double *cur, const double *prev, double q)
 {
-	double reads = total_reads(s) - total_reads(prev);
-	double hits = s->reads[CACHE_HIT] + s->reads[CACHE_HOLE] -
-		      prev->reads[CACHE_HIT] - prev->reads[CACHE_HOLE];
-	double bytes = s->bytes_cache + s->bytes_hole + s->bytes_upstream -
-		       prev->bytes_cache - prev->bytes_hole - prev->bytes_upstream;
-	char b1[32];
+	double n = cur[HISTOGRAM_NBOUNDS] - (prev ? prev[HISTOGRAM_NBOUNDS] : 0);
+	double rank = q * n, below = 0;
 
-	if (interval <= 0)
+	if (!(n > 0))
+		return -1;
+	for (unsigned i = 0; i < HISTOGRAM_NBOUNDS; i++) {
+		double c = cur[i] - (prev ? prev[i] : 0);
+		double lo = i ? histogram_bound(i - 1) : 0;
+
+		if (c >= rank) {
+			if (c <= below)
+				return lo;
+			return lo + (histogram_bound(i) - lo) * (rank - below) / (c - below);
+		}
+		below = c;
+	}
+	return histogram_bound(HISTOGRAM_NBOUNDS - 1);
+}
+
+/* True when some counter of s is below prev's (the daemon restarted). */
+static bool counters_went_back(const struct stats_snap *s,
+			       const struct stats_snap *prev)
+{
+	return s->start_time != prev->start_time ||
+	       s->client_calls < prev->client_calls ||
+	       s->upstream_calls < prev->upstream_calls ||
+	       s->read_lat_cum[HISTOGRAM_NBOUNDS] < prev->read_lat_cum[HISTOGRAM_NBOUNDS] ||
+	       s->meta_requests < prev->meta_requests ||
+	       s->bytes_cache + s->bytes_hole + s->bytes_upstream <
+	       prev->bytes_cache + prev->bytes_hole + prev->bytes_upstream;
+}
+
+/* Ratio a / b, or -1 when b is 0. */
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : -1;
+}
+
+void stats_interval(const struct stats_snap *s, const struct stats_snap *prev,
+		    double secs, double now, struct stats_rates *r)
+{
+	static const struct stats_snap zero;
+	double local;
+
+	memset(r, 0, sizeof(*r));
+	if (!prev || counters_went_back(s, prev)) {
+		prev = &zero;
+		r->since_start = true;
+		secs = s->start_time > 0 ? now - s->start_time : 0;
+	}
+	r->secs = secs > 0 ? secs : 0;
+	r->reads = s->client_reads - prev->client_reads;
+	r->writes = s->client_writes - prev->client_writes;
+	r->upstream_calls = s->upstream_calls - prev->upstream_calls;
+	local = s->bytes_cache + s->bytes_hole - prev->bytes_cache - prev->bytes_hole;
+	r->read_bytes = local + s->bytes_upstream - prev->bytes_upstream;
+	r->hit_ratio = ratio(local, r->read_bytes);
+	r->read_p50 = stats_quantile(s->read_lat_cum, prev->read_lat_cum, 0.5);
+	r->read_p99 = stats_quantile(s->read_lat_cum, prev->read_lat_cum, 0.99);
+	r->meta_requests = s->meta_requests - prev->meta_requests;
+	r->meta_hit_ratio = ratio(s->meta_hits - prev->meta_hits, r->meta_requests);
+	r->dirty_bytes = s->dirty_bytes;
+	r->cached_bytes = s->cached_bytes;
+	r->exports = s->exports;
+	r->exports_up = s->exports_up;
+}
+
+void stats_row_header(FILE *f)
+{
+	fprintf(f, "%-8s %9s %9s %9s %6s %8s %8s %6s %8s %8s %5s\n", "time",
+		"READ/s", "WRITE/s", "upcalls/s", "hit%", "rd_p50ms", "rd_p99ms",
+		"meta%", "dirty", "cached", "up");
+}
+
+/* Format a byte count in 8 columns or fewer: "980.5M", "12K", "0". */
+static const char *short_bytes(double b, char *buf, size_t len)
+{
+	static const char units[] = "BKMGTP";
+	unsigned u = 0;
+
+	while (b >= 1024 && u + 1 < sizeof(units) - 1) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f%c" : "%.0f%c", b, units[u]);
+	return buf;
+}
+
+/* Format v scaled by mul with prec decimals, or none when v is negative. */
+static const char *opt_num(double v, double mul, int prec, const char *none,
+			   char *buf, size_t len)
+{
+	if (v < 0)
+		snprintf(buf, len, "%s", none);
+	else
+		snprintf(buf, len, "%.*f", prec, v * mul);
+	return buf;
+}
+
+/* Print r as one JSON object on a line. */
+static void row_json(FILE *f, const struct stats_rates *r, double when)
+{
+	char h[24], p50[24], p99[24], m[24];
+	double d = r->secs > 0 ? r->secs : 1;
+
+	fprintf(f, "{\"time\":%.3f,\"interval_seconds\":%.3f,\"since_start\":%s,"
+		"\"reads\":%.0f,\"reads_per_second\":%.3f,"
+		"\"writes\":%.0f,\"writes_per_second\":%.3f,"
+		"\"upstream_calls\":%.0f,\"upstream_calls_per_second\":%.3f,"
+		"\"read_bytes\":%.0f,\"hit_ratio_bytes\":%s,"
+		"\"read_p50_seconds\":%s,\"read_p99_seconds\":%s,"
+		"\"meta_requests\":%.0f,\"meta_hit_ratio\":%s,"
+		"\"dirty_bytes\":%.0f,\"cached_bytes\":%.0f,"
+		"\"exports\":%u,\"exports_up\":%u}\n",
+		when, r->secs, r->since_start ? "true" : "false",
+		r->reads, r->reads / d, r->writes, r->writes / d,
+		r->upstream_calls, r->upstream_calls / d, r->read_bytes,
+		opt_num(r->hit_ratio, 1, 6, "null", h, sizeof(h)),
+		opt_num(r->read_p50, 1, 6, "null", p50, sizeof(p50)),
+		opt_num(r->read_p99, 1, 6, "null", p99, sizeof(p99)),
+		r->meta_requests,
+		opt_num(r->meta_hit_ratio, 1, 6, "null", m, sizeof(m)),
+		r->dirty_bytes, r->cached_bytes, r->exports, r->exports_up);
+}
+
+void stats_row(FILE *f, const struct stats_rates *r, double when, bool json)
+{
+	char t[16], h[16], p50[16], p99[16], m[16], b1[16], b2[16], up[16];
+	double d = r->secs > 0 ? r->secs : 1;
+	time_t tt = (time_t)when;
+	struct tm tm;
+
+	if (json) {
+		row_json(f, r, when);
 		return;
-	fprintf(f, "last %gs  %.1f READs/s (%.1f%% hits), %s/s read, %.1f upstream calls/s\n",
-		interval, reads / interval, pct(hits, reads),
-		human_bytes(bytes / interval, b1, sizeof(b1)),
-		(s->upstream_calls - prev->upstream_calls) / interval);
+	}
+	localtime_r(&tt, &tm);
+	strftime(t, sizeof(t), "%H:%M:%S", &tm);
+	snprintf(up, sizeof(up), "%u/%u", r->exports_up, r->exports);
+	fprintf(f, "%-8s %9.1f %9.1f %9.1f %6s %8s %8s %6s %8s %8s %5s\n", t,
+		r->reads / d, r->writes / d, r->upstream_calls / d,
+		opt_num(r->hit_ratio, 100, 1, "-", h, sizeof(h)),
+		opt_num(r->read_p50, 1e3, 3, "-", p50, sizeof(p50)),
+		opt_num(r->read_p99, 1e3, 3, "-", p99, sizeof(p99)),
+		opt_num(r->meta_hit_ratio, 100, 1, "-", m, sizeof(m)),
+		short_bytes(r->dirty_bytes, b1, sizeof(b1)),
+		short_bytes(r->cached_bytes, b2, sizeof(b2)), up);
 }
 
 void stats_print(FILE *f, const struct stats_snap *s,
@@ -338,8 +510,14 @@ void stats_print(FILE *f, const struct stats_snap *s,
 	fputc('\n', f);
 	print_reads(f, s);
 	print_rest(f, s);
-	if (prev)
-		print_rates(f, s, prev, interval);
+	if (prev) {
+		struct stats_rates r;
+
+		stats_interval(s, prev, interval, now, &r);
+		fputc('\n', f);
+		stats_row_header(f);
+		stats_row(f, &r, now, false);
+	}
 }
 
 /* Connect to host:port (numeric) with timeouts; the fd, or -1 with err. */
@@ -449,6 +627,7 @@ struct stats_opts {
 	const char *metrics;
 	const char *config;
 	bool watch;
+	bool json;
 	double interval;
 	long count;
 };
@@ -457,7 +636,7 @@ struct stats_opts {
 static void stats_usage(FILE *f)
 {
 	fprintf(f, "usage: nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
-		   "                       [--watch] [--interval SECS] [--count N]\n");
+		   "                       [--watch [SECS]] [--interval SECS] [--count N] [--json]\n");
 }
 
 /* Parse s whole as a number into *v; false if it is not one. */
@@ -470,15 +649,27 @@ static bool whole_number(const char *s, double *v)
 	return !errno && end != s && !*end;
 }
 
+/* Take --watch's optional SECS: "--watch=S", or a number as the next word. */
+static int watch_arg(int argc, char **argv, struct stats_opts *o)
+{
+	o->watch = true;
+	if (optarg)
+		return whole_number(optarg, &o->interval) ? 0 : -1;
+	if (optind < argc && whole_number(argv[optind], &o->interval))
+		optind++;
+	return 0;
+}
+
 /* Parse the subcommand's flags; -1 on bad usage. */
 static int stats_flags(int argc, char **argv, struct stats_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "config", required_argument, NULL, 'c' },
-		{ "watch", no_argument, NULL, 'w' },
+		{ "watch", optional_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'n' },
 		{ "count", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -488,11 +679,15 @@ static int stats_flags(int argc, char **argv, struct stats_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->interval = 2;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "c:n:wh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:n:wh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'M': o->metrics = optarg; break;
 		case 'c': o->config = optarg; break;
-		case 'w': o->watch = true; break;
+		case 'w':
+			if (watch_arg(argc, argv, o) != 0)
+				return -1;
+			break;
+		case 'j': o->json = true; break;
 		case 'n':
 			if (!whole_number(optarg, &o->interval))
 				return -1;
@@ -549,24 +744,44 @@ static int stats_target(const struct stats_opts *o, char *host, size_t hlen,
 	return rc;
 }
 
-/* Sleep secs seconds (fractions allowed). */
-static void sleep_secs(double secs)
+/* Unix time in seconds, with fractions. */
+static double wall_now(void)
 {
-	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+	struct timespec ts;
 
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seconds on the monotonic clock. */
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until the monotonic clock reads t (fractions allowed). */
+static void sleep_until(double t)
+{
+	double secs = t - mono_now();
+	struct timespec ts;
+
+	if (secs <= 0)
+		return;
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
 
-/* Fetch, parse and print once; 0, or 1 with the reason on stderr. */
-static int stats_once(const char *host, int port, struct stats_snap *s,
-		      const struct stats_snap *prev, double interval, bool clear)
+/* Fetch and parse one snapshot into *s; 0, or 1 with the reason on stderr. */
+static int stats_sample(const char *host, int port, struct stats_snap *s)
 {
-	char err[600], where[300];
+	char err[600];
 	char *body = stats_fetch(host, port, err, sizeof(err));
 
-	snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-		 host, port);
 	if (!body || stats_parse(body, s) != 0) {
 		fprintf(stderr, "nfscached stats: %s\n",
 			body ? "the endpoint serves no nfscached metrics" : err);
@@ -574,20 +789,61 @@ static int stats_once(const char *host, int port, struct stats_snap *s,
 		return 1;
 	}
 	free(body);
-	if (clear)
+	return 0;
+}
+
+/* Print one --watch sample: the redrawn summary and its row on a terminal,
+ * else the row alone (the header before the first text row). */
+static void watch_print(const struct stats_opts *o, bool tty, const char *where,
+			const struct stats_snap *s, const struct stats_snap *prev,
+			double secs, long i)
+{
+	struct stats_rates r;
+	double now = wall_now();
+
+	stats_interval(s, prev, secs, now, &r);
+	if (tty && !o->json) {
 		fputs("\033[H\033[2J", stdout);
-	stats_print(stdout, s, prev, interval, where, (double)time(NULL));
+		stats_print(stdout, s, NULL, 0, where, now);
+		fputc('\n', stdout);
+		stats_row_header(stdout);
+	} else if (i == 0 && !o->json) {
+		stats_row_header(stdout);
+	}
+	stats_row(stdout, &r, now, o->json);
 	fflush(stdout);
+}
+
+/* Sample every o->interval seconds until o->count samples (or forever). */
+static int stats_watch(const struct stats_opts *o, const char *host, int port,
+		       const char *where)
+{
+	struct stats_snap cur, prev;
+	bool tty = isatty(1);
+	double t0, t1;
+
+	t0 = mono_now();
+	if (stats_sample(host, port, &cur) != 0)
+		return 1;
+	watch_print(o, tty, where, &cur, NULL, 0, 0);
+	for (long i = 1; o->count <= 0 || i < o->count; i++) {
+		prev = cur;
+		sleep_until(t0 + o->interval);
+		t1 = mono_now();
+		if (stats_sample(host, port, &cur) != 0)
+			return 1;
+		watch_print(o, tty, where, &cur, &prev, t1 - t0, i);
+		t0 = t1;
+	}
 	return 0;
 }
 
 int stats_main(int argc, char **argv)
 {
 	struct stats_opts o;
-	struct stats_snap cur, prev;
-	char host[64], err[600];
+	struct stats_snap cur;
+	char host[64], err[600], where[300];
 	int port;
-	bool tty = isatty(1);
 
 	if (stats_flags(argc, argv, &o) != 0) {
 		stats_usage(stderr);
@@ -597,15 +853,14 @@ int stats_main(int argc, char **argv)
 		fprintf(stderr, "nfscached stats: %s\n", err);
 		return 1;
 	}
-	if (stats_once(host, port, &cur, NULL, 0, o.watch && tty) != 0)
+	snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+		 host, port);
+	if (o.json && !o.watch)
+		o.count = 1;
+	if (o.watch || o.json)
+		return stats_watch(&o, host, port, where);
+	if (stats_sample(host, port, &cur) != 0)
 		return 1;
-	for (long i = 1; o.watch && (o.count <= 0 || i < o.count); i++) {
-		prev = cur;
-		sleep_secs(o.interval);
-		if (!tty)
-			fputc('\n', stdout);
-		if (stats_once(host, port, &cur, &prev, o.interval, tty) != 0)
-			return 1;
-	}
+	stats_print(stdout, &cur, NULL, 0, where, (double)time(NULL));
 	return 0;
 }

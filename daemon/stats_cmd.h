@@ -5,8 +5,13 @@
  * Prometheus samples it needs (docs/metrics.md names them) and prints the
  * hit ratio by requests and by bytes, partial and hole hits, the upstream
  * bytes saved, write coalescing, dirty bytes, upstream latency and errors.
- * `--watch` redraws it in place every few seconds with the rates of the
- * last interval.
+ * `--watch [SECS]` samples every SECS seconds like vmstat(8)/nfsiostat(8):
+ * one row per interval (rates, hit ratio by bytes, READ latency p50/p99
+ * from the histogram's bucket deltas, metadata hit ratio, dirty bytes),
+ * the first row covering the time since the daemon started; on a terminal
+ * the summary is redrawn in place above the row, otherwise a header line
+ * is printed once and then the rows; `--json` prints one JSON object per
+ * row instead.
  */
 #ifndef NFSCACHED_DAEMON_STATS_CMD_H
 #define NFSCACHED_DAEMON_STATS_CMD_H
@@ -39,7 +44,12 @@ struct stats_snap {
 	double upstream_lat_cum[HISTOGRAM_NBUCKETS];	/* cumulative */
 	unsigned exports;		/* nfscached_upstream_up samples */
 	unsigned exports_up;
-	double dirty_bytes;		/* nfscached_cache_bytes{state=dirty} */
+	double client_reads;		/* client_rpcs_total{procedure=read} */
+	double read_lat_cum[HISTOGRAM_NBUCKETS];	/* client READ, cumulative */
+	double meta_requests;		/* nfscached_meta_requests_total */
+	double meta_hits;		/* ... {result="hit"} */
+	double dirty_bytes;		/* nfscached_cache_bytes{state=dirty,
+					 * writing, unstable}: not committed */
 	double cached_bytes;		/* nfscached_cache_bytes, all states */
 	double budget_bytes;
 	double evictions;
@@ -55,18 +65,76 @@ struct stats_snap {
 int stats_parse(const char *text, struct stats_snap *s);
 
 /*
+ * What happened between two snapshots (stats_interval). Counts are deltas
+ * over secs seconds; a ratio or latency is negative when the interval had
+ * nothing to measure (no READ bytes, no timed READ, no metadata call), so
+ * that it prints "-" and never "0.0%".
+ */
+struct stats_rates {
+	double secs;		/* length of the interval, seconds */
+	bool since_start;	/* no usable earlier snapshot: since start */
+	double reads;		/* client NFSv3 READs */
+	double writes;		/* client NFSv3 WRITEs */
+	double upstream_calls;	/* NFSv3 calls sent upstream */
+	double read_bytes;	/* bytes returned to READs */
+	double hit_ratio;	/* of read_bytes, from cache or holes; 0..1 */
+	double read_p50;	/* seconds, client READ arrival to reply */
+	double read_p99;
+	double meta_requests;	/* GETATTR, LOOKUP, ACCESS, READDIR(PLUS) */
+	double meta_hit_ratio;	/* 0..1 */
+	double dirty_bytes;	/* gauges at the end of the interval */
+	double cached_bytes;
+	unsigned exports, exports_up;
+};
+
+/*
+ * The q-quantile (0 < q < 1) of the observations between two cumulative
+ * bucket arrays of HISTOGRAM_NBUCKETS counts (prev may be NULL: all of
+ * cur), estimated as PromQL's histogram_quantile() does: linear
+ * interpolation inside the bucket that holds the rank, 0 as the lower
+ * bound of the first bucket, the highest finite bound (10 s) when the rank
+ * falls in +Inf. Seconds, or -1 when there was no observation.
+ */
+double stats_quantile(const double *cur, const double *prev, double q);
+
+/*
+ * Fill *r with the interval from prev to s, secs seconds long. When prev
+ * is NULL, comes from another daemon run (another start time) or has a
+ * counter larger than s's (a reset), the interval is taken from the
+ * daemon's start instead: counts are s's totals and secs becomes
+ * now - s->start_time (now: Unix time), as vmstat's first line covers the
+ * time since boot; r->since_start says so.
+ */
+void stats_interval(const struct stats_snap *s, const struct stats_snap *prev,
+		    double secs, double now, struct stats_rates *r);
+
+/* Print the column header of stats_row() rows to f. */
+void stats_row_header(FILE *f);
+
+/*
+ * Print r as one line to f: as text under stats_row_header()'s columns
+ * (when: the wall-clock time of the sample, shown as local HH:MM:SS), or
+ * with json as one JSON object ("time" is then Unix seconds; a ratio or
+ * latency with nothing to measure is null). docs/operations.md lists the
+ * columns and keys.
+ */
+void stats_row(FILE *f, const struct stats_rates *r, double when, bool json);
+
+/*
  * Print the summary of s to f. where names the endpoint ("127.0.0.1:9655");
  * now is the wall-clock time (seconds since the epoch) for the uptime.
- * With prev (an earlier snapshot taken interval seconds before) a line of
- * rates over that interval is added.
+ * With prev (an earlier snapshot taken interval seconds before) the
+ * header and row of that interval (stats_row) are added.
  */
 void stats_print(FILE *f, const struct stats_snap *s,
 		 const struct stats_snap *prev, double interval,
 		 const char *where, double now);
 
 /*
- * `nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch]
- * [--interval SECS] [--count N]`; argv[0] is "stats". Returns the exit
+ * `nfscached stats [--metrics ADDR:PORT | --config FILE] [--watch [SECS]]
+ * [--interval SECS] [--count N] [--json]`; argv[0] is "stats". --count
+ * is the number of samples (rows) before it exits; without it --watch
+ * runs until interrupted. Returns the exit
  * status: 0, 1 when the daemon cannot be reached or answers no metrics,
  * 2 for bad usage.
  */

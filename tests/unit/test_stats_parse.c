@@ -3,9 +3,10 @@
  * test_stats_parse: the pieces behind `nfscached stats` and the latency
  * histograms, without a daemon: stats_parse() on a hand-written
  * exposition (CRLF line ends, comments, unknown series, a last line with
- * no newline), stats_print()'s summary lines for it, and the bucket rule
+ * no newline), stats_print()'s summary lines for it, the bucket rule
  * of histogram_observe() (Prometheus le: an observation equal to a bound
- * belongs to that bound's bucket).
+ * belongs to that bound's bucket), and `--watch`'s interval arithmetic
+ * (stats_interval, stats_quantile, stats_row) on two recorded scrapes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ static const char page[] =
 	"nfscached_upstream_up{export=\"/b\"} 0\n"
 	"nfscached_cache_bytes{state=\"clean\"} 1048576\n"
 	"nfscached_cache_bytes{state=\"dirty\"} 2048\n"
+	"nfscached_cache_bytes{state=\"writing\"} 1024\n"
+	"nfscached_cache_bytes{state=\"unstable\"} 1024\n"
 	"nfscached_cache_budget_bytes 1073741824\n"
 	"nfscached_cache_evictions_total 7\n"
 	"nfscached_nfs3_jukebox_replies_total 5\n"
@@ -89,8 +92,9 @@ static void test_parse_fields(void)
 	CU_ASSERT_EQUAL(s.upstream_lat_cum[HISTOGRAM_NBOUNDS], 16);
 	CU_ASSERT_EQUAL(s.exports, 2);
 	CU_ASSERT_EQUAL(s.exports_up, 1);
-	CU_ASSERT_EQUAL(s.dirty_bytes, 2048);
-	CU_ASSERT_EQUAL(s.cached_bytes, 1050624);
+	CU_ASSERT_EQUAL(s.dirty_bytes, 4096);	/* dirty + writing + unstable */
+	CU_ASSERT_EQUAL(s.cached_bytes, 1052672);
+	CU_ASSERT_EQUAL(s.client_reads, 100);
 	CU_ASSERT_EQUAL(s.budget_bytes, 1073741824);
 	CU_ASSERT_EQUAL(s.evictions, 7);
 	CU_ASSERT_EQUAL(s.jukebox, 5);
@@ -129,9 +133,12 @@ static void test_print_summary(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  partial    4.0% of READs"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  misses     2.0% of READs; 1.0% waited on another fetch"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "saved      2.5 MiB of reads not fetched from upstream (1.5 MiB fetched)\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes     40 client WRITEs -> 10 upstream WRITEs (coalescing 4.00x); 2.0 KiB dirty\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes     40 client WRITEs -> 10 upstream WRITEs (coalescing 4.00x); 4.0 KiB dirty\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "upstream   20 calls, mean 1.50 ms, 99% within 2.50 ms; 3 errors (1 timeouts), 5 JUKEBOX replies\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "last 2s  10.0 READs/s (50.0% hits)"));
+	/* The interval row: no client READ counter moved, so 0 READs/s and no
+	 * hit ratio, no latency, no metadata ratio: "-", never "0.0". */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ntime        READ/s   WRITE/s upcalls/s   hit%"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -     4.0K     1.0M   1/2\n"));
 	if (CU_get_number_of_failures() > 0)
 		fprintf(stderr, "\n%s", out);
 	free(out);
@@ -163,6 +170,191 @@ static void test_histogram_buckets(void)
 	CU_ASSERT_EQUAL(m.count, 10);
 }
 
+/* A daemon that served no READ yet shows "-" for its hit ratios. */
+static void test_summary_without_reads_prints_dash(void)
+{
+	struct stats_snap s;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(stats_parse("nfscached_start_time_seconds 7\n"
+					  "nfscached_reads_total{result=\"hit\"} 0\n", &s), 0);
+	stats_print(f, &s, NULL, 0, "x:1", 8);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "hit ratio       - of 0 READs, - of 0 B read\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  misses        - of READs\n"));
+	CU_ASSERT_PTR_NULL(strstr(out, "0.0%"));
+	if (CU_get_number_of_failures() > 0)
+		fprintf(stderr, "\n%s", out);
+	free(out);
+}
+
+/*
+ * Two scrapes 2 s apart, as the daemon renders them (trimmed to the
+ * series --watch reads, plus some it must ignore). Between them: 100
+ * client READs (60 in (0.25 ms, 0.5 ms], 38 in (0.5 ms, 1 ms], 2 in
+ * (5 ms, 10 ms]), 20 WRITEs, 30 upstream calls, 3 MiB read from cache and
+ * 1 MiB from upstream, 40 metadata calls of which 30 hits.
+ */
+static const char scrape_a[] =
+	"nfscached_start_time_seconds 5000\n"
+	"nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"read\"} 10\n"
+	"nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"write\"} 5\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.00025\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.0005\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.001\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.005\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.01\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"+Inf\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"write\",le=\"+Inf\"} 5\n"
+	"nfscached_upstream_rpcs_total{procedure=\"read\"} 2\n"
+	"nfscached_read_bytes_total{source=\"cache\"} 1000\n"
+	"nfscached_read_bytes_total{source=\"upstream\"} 0\n"
+	"nfscached_read_bytes_total{source=\"hole\"} 0\n"
+	"nfscached_meta_requests_total{procedure=\"getattr\",result=\"hit\"} 10\n"
+	"nfscached_meta_requests_total{procedure=\"getattr\",result=\"miss\"} 5\n"
+	"nfscached_meta_requests_total{procedure=\"lookup\",result=\"hit\"} 3\n"
+	"nfscached_meta_requests_total{procedure=\"lookup\",result=\"miss\"} 2\n"
+	"nfscached_cache_bytes{state=\"clean\"} 0\n"
+	"nfscached_cache_bytes{state=\"dirty\"} 0\n"
+	"nfscached_upstream_up{export=\"/export\"} 1\n";
+static const char scrape_b[] =
+	"nfscached_start_time_seconds 5000\n"
+	"nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"read\"} 110\n"
+	"nfscached_client_rpcs_total{program=\"nfs3\",procedure=\"write\"} 25\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.00025\"} 10\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.0005\"} 70\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.001\"} 108\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.005\"} 108\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"0.01\"} 110\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"read\",le=\"+Inf\"} 110\n"
+	"nfscached_client_rpc_duration_seconds_bucket{program=\"nfs3\",procedure=\"write\",le=\"+Inf\"} 25\n"
+	"nfscached_upstream_rpcs_total{procedure=\"read\"} 22\n"
+	"nfscached_upstream_rpcs_total{procedure=\"commit\"} 10\n"
+	"nfscached_read_bytes_total{source=\"cache\"} 3146728\n"
+	"nfscached_read_bytes_total{source=\"upstream\"} 1048576\n"
+	"nfscached_read_bytes_total{source=\"hole\"} 0\n"
+	"nfscached_meta_requests_total{procedure=\"getattr\",result=\"hit\"} 40\n"
+	"nfscached_meta_requests_total{procedure=\"getattr\",result=\"miss\"} 5\n"
+	"nfscached_meta_requests_total{procedure=\"lookup\",result=\"hit\"} 3\n"
+	"nfscached_meta_requests_total{procedure=\"lookup\",result=\"miss\"} 12\n"
+	"nfscached_cache_bytes{state=\"clean\"} 1048576\n"
+	"nfscached_cache_bytes{state=\"dirty\"} 4096\n"
+	"nfscached_cache_bytes{state=\"writing\"} 8192\n"
+	"nfscached_cache_bytes{state=\"unstable\"} 16384\n"
+	"nfscached_upstream_up{export=\"/export\"} 1\n";
+
+/* The interval between the two scrapes: deltas, ratios, quantiles. */
+static void test_interval_between_scrapes(void)
+{
+	struct stats_snap a, b;
+	struct stats_rates r;
+
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_a, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_b, &b), 0);
+	stats_interval(&b, &a, 2, 9999, &r);
+	CU_ASSERT_FALSE(r.since_start);
+	CU_ASSERT_DOUBLE_EQUAL(r.secs, 2, 0);
+	CU_ASSERT_EQUAL(r.reads, 100);
+	CU_ASSERT_EQUAL(r.writes, 20);
+	CU_ASSERT_EQUAL(r.upstream_calls, 30);
+	CU_ASSERT_EQUAL(r.read_bytes, 4194304);
+	CU_ASSERT_DOUBLE_EQUAL(r.hit_ratio, 0.75, 1e-12);
+	/* p50: rank 50 of 100, in (0.25 ms, 0.5 ms] holding 60: 0.25 ms +
+	 * 0.25 ms * 50/60. p99: rank 99, 98 at or below 1 ms (and 5 ms),
+	 * the last 2 in (5 ms, 10 ms]: 5 ms + 5 ms * 1/2. */
+	CU_ASSERT_DOUBLE_EQUAL(r.read_p50, 0.00025 + 0.00025 * 50 / 60, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(r.read_p99, 0.0075, 1e-12);
+	CU_ASSERT_EQUAL(r.meta_requests, 40);
+	CU_ASSERT_DOUBLE_EQUAL(r.meta_hit_ratio, 0.75, 1e-12);
+	CU_ASSERT_EQUAL(r.dirty_bytes, 28672);
+	CU_ASSERT_EQUAL(r.cached_bytes, 1048576 + 28672);
+	CU_ASSERT_EQUAL(r.exports, 1);
+	CU_ASSERT_EQUAL(r.exports_up, 1);
+}
+
+/* Quantiles: empty is -1, a rank in +Inf is the last finite bound, an
+ * exact bucket edge is that bound. */
+static void test_quantile_edges(void)
+{
+	double none[HISTOGRAM_NBUCKETS] = { 0 }, inf[HISTOGRAM_NBUCKETS] = { 0 };
+	double edge[HISTOGRAM_NBUCKETS] = { 0 };
+
+	CU_ASSERT_EQUAL(stats_quantile(none, NULL, 0.5), -1);
+	CU_ASSERT_EQUAL(stats_quantile(none, none, 0.99), -1);
+	inf[HISTOGRAM_NBOUNDS] = 4;	/* all four slower than 10 s */
+	CU_ASSERT_DOUBLE_EQUAL(stats_quantile(inf, NULL, 0.5), 10, 0);
+	for (unsigned i = 0; i < HISTOGRAM_NBUCKETS; i++)
+		edge[i] = i >= 3 ? 2 : i >= 2 ? 1 : 0;	/* 1 in (.25,.5] ms, 1 in (.5,1] ms */
+	CU_ASSERT_DOUBLE_EQUAL(stats_quantile(edge, NULL, 0.5), 0.0005, 1e-15);
+	CU_ASSERT_DOUBLE_EQUAL(stats_quantile(edge, NULL, 0.99),
+			       0.0005 + 0.0005 * 0.98, 1e-15);
+}
+
+/* An interval with no READ and no metadata call has no ratio and no
+ * latency: "-" in text, null in JSON, never 0. */
+static void test_idle_interval_prints_dash(void)
+{
+	struct stats_snap b;
+	struct stats_rates r;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_b, &b), 0);
+	stats_interval(&b, &b, 1, 9999, &r);
+	CU_ASSERT_EQUAL(r.reads, 0);
+	CU_ASSERT(r.hit_ratio < 0 && r.read_p50 < 0 && r.read_p99 < 0 &&
+		  r.meta_hit_ratio < 0);
+	f = open_memstream(&out, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	stats_row(f, &r, 0, false);
+	stats_row(f, &r, 1234.5, true);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -    28.0K     1.0M   1/1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n{\"time\":1234.500,\"interval_seconds\":1.000,\"since_start\":false,"
+		"\"reads\":0,\"reads_per_second\":0.000,\"writes\":0,\"writes_per_second\":0.000,"
+		"\"upstream_calls\":0,\"upstream_calls_per_second\":0.000,\"read_bytes\":0,"
+		"\"hit_ratio_bytes\":null,\"read_p50_seconds\":null,\"read_p99_seconds\":null,"
+		"\"meta_requests\":0,\"meta_hit_ratio\":null,\"dirty_bytes\":28672,"
+		"\"cached_bytes\":1077248,\"exports\":1,\"exports_up\":1}\n"));
+	if (CU_get_number_of_failures() > 0)
+		fprintf(stderr, "\n%s", out);
+	free(out);
+}
+
+/* No earlier snapshot, or one from before a restart (counters went back):
+ * the row covers the time since the daemon started. */
+static void test_first_and_after_restart_cover_since_start(void)
+{
+	struct stats_snap a, b;
+	struct stats_rates r;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_a, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_b, &b), 0);
+	stats_interval(&a, NULL, 0, 5010, &r);
+	CU_ASSERT_TRUE(r.since_start);
+	CU_ASSERT_DOUBLE_EQUAL(r.secs, 10, 0);
+	CU_ASSERT_EQUAL(r.reads, 10);
+	CU_ASSERT_DOUBLE_EQUAL(r.hit_ratio, 1, 0);
+	CU_ASSERT_DOUBLE_EQUAL(r.meta_hit_ratio, 13.0 / 20, 1e-12);
+	stats_interval(&a, &b, 2, 5010, &r);	/* b is "older": went back */
+	CU_ASSERT_TRUE(r.since_start);
+	CU_ASSERT_EQUAL(r.reads, 10);
+	f = open_memstream(&out, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	stats_row(f, &r, 0, true);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"interval_seconds\":10.000,\"since_start\":true,"
+		"\"reads\":10,\"reads_per_second\":1.000,"));
+	free(out);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("stats_parse", NULL, NULL);
@@ -171,7 +363,14 @@ int test_register(void)
 	    !CU_add_test(s, "parse_fields", test_parse_fields) ||
 	    !CU_add_test(s, "parse_foreign_page", test_parse_foreign_page) ||
 	    !CU_add_test(s, "print_summary", test_print_summary) ||
-	    !CU_add_test(s, "histogram_buckets", test_histogram_buckets))
+	    !CU_add_test(s, "histogram_buckets", test_histogram_buckets) ||
+	    !CU_add_test(s, "summary_without_reads_prints_dash",
+			 test_summary_without_reads_prints_dash) ||
+	    !CU_add_test(s, "interval_between_scrapes", test_interval_between_scrapes) ||
+	    !CU_add_test(s, "quantile_edges", test_quantile_edges) ||
+	    !CU_add_test(s, "idle_interval_prints_dash", test_idle_interval_prints_dash) ||
+	    !CU_add_test(s, "first_and_after_restart_cover_since_start",
+			 test_first_and_after_restart_cover_since_start))
 		return -1;
 	return 0;
 }
