@@ -609,6 +609,18 @@ void cfile_invalidate(struct cache *c, struct cfile *f)
 	f->access_next = 0;
 }
 
+uint64_t cache_drop_clean(struct cache *c)
+{
+	uint64_t before = c->st.valid_bytes;
+	struct cfile *f;
+
+	DL_FOREACH2(c->lru, f, lnext) {
+		cfile_invalidate(c, f);
+		cfile_attr_expire(f);
+	}
+	return before - c->st.valid_bytes;
+}
+
 /* Drop f's data because another writer changed it (seen by why). */
 static void other_writer(struct cache *c, struct cfile *f,
 			 const struct cache_ac *ac, enum cache_inval_cause why)

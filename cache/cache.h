@@ -456,6 +456,12 @@ void cfile_truncate(struct cache *c, struct cfile *f, uint64_t size);
  * write-back state stay (they are still to be written upstream). */
 void cfile_invalidate(struct cache *c, struct cfile *f);
 
+/* cfile_invalidate() and cfile_attr_expire() on every file the cache
+ * holds (`nfscached cache drop`): clean data goes, bytes in write-back
+ * state stay. Returns the valid bytes dropped. Not counted as an
+ * invalidation (nfscached_cache_invalidations_total). */
+uint64_t cache_drop_clean(struct cache *c);
+
 /* ---- write-back (DESIGN.md "Write semantics") ---- */
 
 /*

@@ -109,6 +109,7 @@ union dval {
 static int check_ip(const char *s, char *why, size_t len);
 static int check_metrics(const char *s, char *why, size_t len);
 static int check_nonempty(const char *s, char *why, size_t len);
+static int check_admin_socket(const char *s, char *why, size_t len);
 static int check_log_level(const char *s, char *why, size_t len);
 static int check_url(const char *s, char *why, size_t len);
 static int check_net(const char *s, char *why, size_t len);
@@ -134,6 +135,10 @@ static const struct directive directives[] = {
 	STR("metrics_listen", GLOBAL(metrics_listen), K_STR, "127.0.0.1:9655",
 	    check_metrics,
 	    "ADDR:PORT of the Prometheus /metrics endpoint; \"\" disables it."),
+	STR("admin_socket", GLOBAL(admin_socket), K_STR,
+	    "/run/nfscached/admin.sock", check_admin_socket,
+	    "Unix socket (mode 0600) of `nfscached cache` commands; \"\" "
+	    "disables it."),
 	STR("state_dir", GLOBAL(state_dir), K_STR, "/var/lib/nfscached",
 	    check_nonempty,
 	    "Directory for persistent state (the file handle key, mode 0600)."),
@@ -741,6 +746,22 @@ static int check_nonempty(const char *s, char *why, size_t len)
 		return 0;
 	snprintf(why, len, "must not be empty");
 	return -1;
+}
+
+/* Check "" or an absolute path that fits a Unix socket address. */
+static int check_admin_socket(const char *s, char *why, size_t len)
+{
+	if (!*s)
+		return 0;
+	if (s[0] != '/') {
+		snprintf(why, len, "\"%s\" is not an absolute path", s);
+		return -1;
+	}
+	if (strlen(s) >= 108) {	/* sizeof(sockaddr_un.sun_path) on Linux */
+		snprintf(why, len, "longer than 107 bytes");
+		return -1;
+	}
+	return 0;
 }
 
 /* Check a log level name. */

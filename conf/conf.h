@@ -70,6 +70,7 @@ struct conf {
 	int mount_port;			/* 0 = serve MOUNT on nfs_port only */
 	char *metrics_listen;		/* "ADDR:PORT", "" disables, owned */
 	char *state_dir;		/* holds the handle key, owned */
+	char *admin_socket;		/* Unix socket path, "" = off, owned */
 	uint32_t max_record_size;	/* bytes, client RPC record cap */
 	uint32_t max_transfer;		/* bytes, cap on rsize/wsize */
 	bool register_rpcbind;

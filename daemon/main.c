@@ -51,6 +51,7 @@
 #include "server.h"
 #include "service.h"
 #include "stats_cmd.h"
+#include "admin.h"
 #include "upstream.h"
 #include "stale.h"
 #include "writeback.h"
@@ -58,6 +59,7 @@
 #define NFSCACHED_MMAP_THRESHOLD (256 * 1024)	/* bytes, see main() */
 
 static struct event *stop_timer;
+static struct admin *admin;	/* the admin socket, NULL when off */
 static double flush_deadline;	/* no new write-back after this */
 static double stop_deadline;	/* nor waiting for calls in flight */
 
@@ -73,6 +75,8 @@ static void usage(FILE *f)
 		"       nfscached --dump-config --upstream URL [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
 		"                       [--watch [SECS]] [--interval SECS] [--count N] [--json]\n"
+		"       nfscached cache [--socket PATH] [--timeout SECS]\n"
+		"                       status | warm PATH... | forget PATH | flush | drop\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --version  --help\n");
 }
@@ -350,6 +354,10 @@ static void start_listeners(struct daemon *d)
 	if (c->metrics_listen[0] &&
 	    !(d->metrics = metrics_start(d, c->metrics_listen, err, sizeof(err))))
 		fatal("%s", err);
+	/* Cache control is a convenience: without it the daemon still serves. */
+	if (c->admin_socket[0] &&
+	    !(admin = admin_start(d, c->admin_socket, err, sizeof(err))))
+		log_warn("admin socket %s: %s; `nfscached cache` is off", c->admin_socket, err);
 	log_info("serving NFS v3 on %s:%d, MOUNT v3 on port %d, metrics on %s",
 		 c->listen, c->nfs_port, c->mount_port ? c->mount_port : c->nfs_port,
 		 c->metrics_listen[0] ? c->metrics_listen : "(off)");
@@ -476,6 +484,7 @@ static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
 /* Release everything the daemon holds. */
 static void daemon_free(struct daemon *d)
 {
+	admin_stop(&admin);
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	for (size_t i = 0; i < d->nexports; i++)
@@ -502,6 +511,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "stats") == 0)
 		return stats_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "cache") == 0)
+		return admin_main(argc - 1, argv + 1);
 	/*
 	 * Transfer buffers (up to 1 MiB: upstream replies, write-back runs)
 	 * come and go while page buffers stay. glibc's dynamic threshold

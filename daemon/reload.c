@@ -91,6 +91,7 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += keep_str("listen", &cur->listen, &next->listen);
 	n += keep_str("metrics_listen", &cur->metrics_listen, &next->metrics_listen);
 	n += keep_str("state_dir", &cur->state_dir, &next->state_dir);
+	n += keep_str("admin_socket", &cur->admin_socket, &next->admin_socket);
 	n += KEEP_NUM(cur, next, nfs_port);
 	n += KEEP_NUM(cur, next, mount_port);
 	n += KEEP_NUM(cur, next, register_rpcbind);

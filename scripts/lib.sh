@@ -454,6 +454,7 @@ nfs_port = $nfs_port
 mount_port = $mnt_port
 metrics_listen = "$metrics"
 state_dir = "$state"
+admin_socket = "$state/admin.sock"
 register_rpcbind = false
 EOF
 	echo 'export "/export" {'

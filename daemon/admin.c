@@ -1,0 +1,1184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * admin: the cache-control socket and `nfscached cache` (admin.h).
+ *
+ * One struct aconn per accepted connection: it reads one request line,
+ * runs the command and closes once its last line is written out. States:
+ * READING -> (BUSY: an upstream call or the flush timer pending) ->
+ * CLOSING (last line queued; freed when the output drains). A client that
+ * goes away while BUSY leaves the connection GONE: its bufferevent is
+ * freed at once and the command stops, and the connection with it, at
+ * the next callback. At most one upstream call per connection is in
+ * flight.
+ *
+ * warm and forget walk a queue of items: a client-visible path is resolved
+ * from its export's root handle with one LOOKUP per name (RFC 1813
+ * 3.3.3), as the root credential; a directory's entries (READDIRPLUS,
+ * 3.3.17) are queued behind it with the handles the listing gave. warm
+ * then READs a regular file from offset 0 to EOF in rtmax pieces (3.3.6)
+ * and stores what comes back as a cache fill (cache_fill, the attributes
+ * with cfile_attr_observe, counted as fetches), so later client READs are
+ * hits; forget kicks the file's write-back and drops its clean data and
+ * attributes (cfile_invalidate, cfile_attr_expire): write-back state
+ * stays, as everywhere. Names cached for the tree are not dropped (they
+ * stay valid until their directory changes).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <utlist.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "admin.h"
+#include "attr.h"
+#include "cache.h"
+#include "daemon.h"
+#include "fstate.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "writeback.h"
+
+#define ADMIN_MAX_LINE		65536	/* bytes of one request line */
+#define ADMIN_MAX_WORDS		1024	/* words of one request */
+#define ADMIN_POLL_US		20000	/* flush: how often to look */
+#define ADMIN_DIR_COUNT		65536	/* READDIRPLUS maxcount, bytes */
+
+/* One file or directory to warm or forget. */
+struct witem {
+	struct witem *next;
+	char *path;			/* client-visible, for the lines */
+	struct export_rt *ex;
+	uint8_t fh[NFS3_FHSIZE];	/* upstream handle reached so far */
+	size_t fhlen;
+	char **names;			/* names left to LOOKUP (owned) */
+	size_t nnames, i;
+	uint32_t type;			/* ftype3 once resolved */
+	uint64_t cookie;		/* READDIRPLUS position */
+	uint8_t verf[NFS3_COOKIEVERFSIZE];
+};
+
+struct admin;
+
+struct aconn {
+	struct admin *a;		/* NULL once admin_stop let it go */
+	struct aconn *prev, *next;
+	struct bufferevent *bev;	/* NULL once the client went away */
+	bool busy, closing;
+	bool forget;			/* the walk forgets instead of warming */
+	struct witem *head, *tail;	/* walk queue; head is current */
+	uint64_t off;			/* warm: next READ offset in head */
+	unsigned files, failed;
+	uint64_t bytes;
+	struct event *timer;		/* flush poll */
+	double deadline;		/* flush: monotonic seconds */
+	struct flush_ctx *fctx;		/* flush: waits handed out */
+};
+
+/* What flush's write-back waits call back into; it outlives the
+ * connection while waits are out (freed by whichever lets go last). */
+struct flush_ctx {
+	struct aconn *c;		/* NULL once the connection is gone */
+	unsigned pending;		/* writeback_wait calls not yet back */
+};
+
+struct admin {
+	struct daemon *d;
+	struct evconnlistener *lev;
+	char *path;
+	struct aconn *conns;
+};
+
+static void walk_next(struct aconn *c);
+
+/* Seconds on the monotonic clock (real time: flush's deadline). */
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- connections ---- */
+
+/* Free c's walk queue. */
+static void queue_free(struct aconn *c)
+{
+	while (c->head) {
+		struct witem *w = c->head;
+
+		c->head = w->next;
+		for (size_t i = 0; i < w->nnames; i++)
+			free(w->names[i]);
+		free(w->names);
+		free(w->path);
+		free(w);
+	}
+	c->tail = NULL;
+}
+
+/* Free c and everything it holds. */
+static void conn_free(struct aconn *c)
+{
+	if (c->a)
+		DL_DELETE(c->a->conns, c);
+	if (c->bev)
+		bufferevent_free(c->bev);
+	if (c->timer)
+		event_free(c->timer);
+	if (c->fctx) {
+		c->fctx->c = NULL;
+		if (!c->fctx->pending)
+			free(c->fctx);
+	}
+	queue_free(c);
+	free(c);
+}
+
+/* Queue a line of text to the client (dropped if it went away). */
+static void conn_line(struct aconn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void conn_line(struct aconn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->bev)
+		return;
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(bufferevent_get_output(c->bev), fmt, ap);
+	va_end(ap);
+	evbuffer_add(bufferevent_get_output(c->bev), "\n", 1);
+}
+
+/* Write the last line ("ok", or "error STATUS why") and close after it. */
+static void conn_finish(struct aconn *c, int status, const char *why)
+{
+	c->busy = false;
+	if (!c->bev || !c->a) {
+		conn_free(c);
+		return;
+	}
+	if (status)
+		conn_line(c, "error %d %s", status, why);
+	else
+		conn_line(c, "ok");
+	c->closing = true;
+}
+
+/* The output drained: close a finished connection. */
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct aconn *c = arg;
+
+	(void)bev;
+	if (c->closing)
+		conn_free(c);
+}
+
+/* EOF or error from the client. */
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct aconn *c = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (!c->busy) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_free(c->bev);
+	c->bev = NULL;
+}
+
+/* ---- request words ---- */
+
+/* Undo %XX escapes in s, in place; -1 on a bad escape. */
+static int unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		unsigned v;
+
+		if (*s != '%') {
+			*o++ = *s;
+			continue;
+		}
+		if (sscanf(s + 1, "%2x", &v) != 1 || !s[1] || !s[2] || v == 0)
+			return -1;
+		*o++ = (char)v;
+		s += 2;
+	}
+	*o = 0;
+	return 0;
+}
+
+/* Split line into at most max words in place; their count, or -1. */
+static int split_words(char *line, char **w, int max)
+{
+	int n = 0;
+	char *save = NULL;
+
+	for (char *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (n == max || unescape(t) != 0)
+			return -1;
+		w[n++] = t;
+	}
+	return n;
+}
+
+/* Print s to f as a JSON string, escaped (RFC 8259 section 7). */
+static void json_string(struct evbuffer *o, const char *s)
+{
+	evbuffer_add(o, "\"", 1);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			evbuffer_add_printf(o, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			evbuffer_add_printf(o, "\\u%04x", ch);
+		else
+			evbuffer_add(o, s, 1);
+	}
+	evbuffer_add(o, "\"", 1);
+}
+
+/* ---- path resolution ---- */
+
+/* The export whose path is the longest prefix of path (at a '/'), and
+ * where the rest of path starts; NULL if none. */
+static struct export_rt *path_export(struct daemon *d, const char *path,
+				     const char **rest)
+{
+	struct export_rt *best = NULL;
+	size_t blen = 0;
+
+	for (size_t i = 0; i < d->nexports; i++) {
+		const char *ep = d->exports[i].conf->path;
+		size_t n = strlen(ep);
+
+		while (n > 1 && ep[n - 1] == '/')
+			n--;
+		if (strncmp(path, ep, n) == 0 &&
+		    (path[n] == '/' || path[n] == 0 || n == 1) && n >= blen) {
+			best = &d->exports[i];
+			blen = n;
+		}
+	}
+	if (best)
+		*rest = path + blen;
+	return best;
+}
+
+/* A new item for path under ex, starting at handle fh; NULL on ENOMEM. */
+static struct witem *item_new(const char *path, struct export_rt *ex,
+			      const uint8_t *fh, size_t fhlen)
+{
+	struct witem *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
+		return NULL;
+	}
+	w->ex = ex;
+	memcpy(w->fh, fh, fhlen);
+	w->fhlen = fhlen;
+	return w;
+}
+
+/* Split rest ("/a/b") into w's names; -1 on ENOMEM or a ".." name. */
+static int item_names(struct witem *w, const char *rest)
+{
+	char *copy = strdup(rest), *save = NULL;
+
+	if (!copy)
+		return -1;
+	for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		char **nn;
+
+		if (strcmp(t, ".") == 0)
+			continue;
+		if (strcmp(t, "..") == 0 ||
+		    !(nn = realloc(w->names, (w->nnames + 1) * sizeof(*nn))) ||
+		    !(nn[w->nnames] = strdup(t))) {
+			free(copy);
+			return -1;
+		}
+		w->names = nn;
+		w->nnames++;
+	}
+	free(copy);
+	return 0;
+}
+
+/* Append w to c's queue. */
+static void queue_add(struct aconn *c, struct witem *w)
+{
+	if (c->tail)
+		c->tail->next = w;
+	else
+		c->head = w;
+	c->tail = w;
+}
+
+/* Queue path (client-visible) on c; -1 after a line saying why not. */
+static int queue_path(struct aconn *c, const char *path)
+{
+	struct daemon *d = c->a->d;
+	const char *rest = NULL;
+	struct export_rt *ex = path_export(d, path, &rest);
+	const uint8_t *root;
+	size_t len = 0;
+	struct witem *w;
+
+	if (!ex) {
+		conn_line(c, "%s: no export holds this path", path);
+		return -1;
+	}
+	root = upcall_root_fh(&ex->upc, &len);
+	if (!root || !len || len > NFS3_FHSIZE) {
+		conn_line(c, "%s: the export's upstream is not mounted", path);
+		return -1;
+	}
+	if (!(w = item_new(path, ex, root, len)) || item_names(w, rest) != 0) {
+		conn_line(c, "%s: bad path (\"..\") or out of memory", path);
+		if (w)
+			queue_free(&(struct aconn){ .head = w });
+		return -1;
+	}
+	w->type = NF3DIR;	/* the export root, until a LOOKUP says */
+	queue_add(c, w);
+	return 0;
+}
+
+/* ---- upstream calls ---- */
+
+/* Send proc through w's export as root; 0 or -1 (nothing sent). */
+static int admin_send(struct aconn *c, struct witem *w, uint32_t proc,
+		      xdrproc_t xargs, const void *args, upcall_cb cb)
+{
+	static const struct upstream_cred root = { .machine = "nfscached" };
+
+	c->busy = true;
+	if (nfs3_send(w->ex, proc, xargs, args, &root, cb, c) == 0)
+		return 0;
+	c->busy = false;
+	return -1;
+}
+
+/* Learn attributes a of w's current file into the cache. */
+static void learn_attr(struct aconn *c, struct witem *w, const struct cattr *a)
+{
+	struct daemon *d = c->a->d;
+	struct cfile *f = cache_get(d->cache, w->fh, w->fhlen);
+
+	if (!f)
+		return;
+	cfile_attr_observe(d->cache, f, a, daemon_now(), daemon_ac(w->ex, a->type));
+	cfile_put(d->cache, &f);
+}
+
+/* The walk item at the head failed: say so and go on with the next. */
+static void item_failed(struct aconn *c, const char *what, int status)
+{
+	conn_line(c, "%s: %s failed (%s %d)", c->head->path, what,
+		  status >= 0 ? "NFS3 status" : "upstream error", status);
+	c->failed++;
+	walk_next(c);
+}
+
+/* A callback found the client gone or the admin stopped: stop here. */
+static bool walk_abandoned(struct aconn *c)
+{
+	c->busy = false;
+	if (c->bev && c->a)
+		return false;
+	conn_free(c);
+	return true;
+}
+
+/* ---- warm and forget: one step per callback ---- */
+
+static void lookup_step(struct aconn *c);
+static void item_start(struct aconn *c);
+
+/* A LOOKUP of the next name came back. */
+static void lookup_done(enum upstream_status st, void *res, void *arg)
+{
+	struct aconn *c = arg;
+	struct witem *w = c->head;
+	LOOKUP3res *r = res;
+	struct cattr tmp;
+	const struct cattr *a;
+
+	if (walk_abandoned(c))
+		return;
+	if (st != UPSTREAM_OK || !r || r->status != NFS3_OK) {
+		item_failed(c, "LOOKUP", st != UPSTREAM_OK || !r ? -(int)st : (int)r->status);
+		return;
+	}
+	memcpy(w->fh, r->LOOKUP3res_u.resok.object.data.data_val,
+	       r->LOOKUP3res_u.resok.object.data.data_len);
+	w->fhlen = r->LOOKUP3res_u.resok.object.data.data_len;
+	w->i++;
+	if ((a = attr_from_post_op(&r->LOOKUP3res_u.resok.obj_attributes, &tmp))) {
+		w->type = a->type;
+		learn_attr(c, w, a);
+	} else {
+		w->type = 0;
+	}
+	if (w->i < w->nnames)
+		lookup_step(c);
+	else
+		item_start(c);
+}
+
+/* LOOKUP the head item's next name. */
+static void lookup_step(struct aconn *c)
+{
+	struct witem *w = c->head;
+	LOOKUP3args args;
+
+	if (w->fhlen > NFS3_FHSIZE || w->fhlen == 0) {
+		item_failed(c, "LOOKUP", -1);
+		return;
+	}
+	args.what.dir.data.data_len = (u_int)w->fhlen;
+	args.what.dir.data.data_val = (char *)w->fh;
+	args.what.name = w->names[w->i];
+	if (admin_send(c, w, NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args,
+		       &args, lookup_done) != 0)
+		item_failed(c, "LOOKUP", -1);
+}
+
+static void read_step(struct aconn *c);
+static void readdir_step(struct aconn *c);
+
+/* Forget the head item's file: kick its write-back, drop the rest. */
+static void forget_file(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	struct witem *w = c->head;
+	struct cfile *f = cache_find(d->cache, w->fh, w->fhlen);
+	uint64_t valid, kept;
+
+	if (!f) {
+		conn_line(c, "forgot %s: nothing cached", w->path);
+		return;
+	}
+	writeback_kick(d, f, w->ex, true);
+	valid = cfile_valid_bytes(f);
+	cfile_invalidate(d->cache, f);
+	cfile_attr_expire(f);
+	kept = cfile_valid_bytes(f);
+	cfile_put(d->cache, &f);
+	c->bytes += valid - kept;
+	if (kept)
+		conn_line(c, "forgot %s: %llu bytes dropped, %llu bytes kept until written back",
+			  w->path, (unsigned long long)(valid - kept),
+			  (unsigned long long)kept);
+	else
+		conn_line(c, "forgot %s: %llu bytes dropped", w->path,
+			  (unsigned long long)valid);
+}
+
+/* The head item is resolved: walk a directory, warm or forget a file. */
+static void item_start(struct aconn *c)
+{
+	struct witem *w = c->head;
+
+	if (w->type == NF3DIR) {
+		if (c->forget)
+			forget_file(c);	/* the directory's own attributes */
+		w->cookie = 0;
+		memset(w->verf, 0, sizeof(w->verf));
+		readdir_step(c);
+		return;
+	}
+	if (w->type != NF3REG) {
+		walk_next(c);	/* symlinks, devices: nothing to cache */
+		return;
+	}
+	c->files++;
+	if (c->forget) {
+		forget_file(c);
+		walk_next(c);
+		return;
+	}
+	c->off = 0;
+	read_step(c);
+}
+
+/* Queue a directory entry found by READDIRPLUS behind the walk. */
+static void queue_entry(struct aconn *c, const entryplus3 *e)
+{
+	struct witem *w = c->head, *n;
+	const post_op_fh3 *h = &e->name_handle;
+	const char *sep = w->path[strlen(w->path) - 1] == '/' ? "" : "/";
+	struct cattr tmp;
+	const struct cattr *a = attr_from_post_op(&e->name_attributes, &tmp);
+	char *path;
+	size_t len;
+
+	if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
+		return;
+	if (!h->handle_follows || !a || h->post_op_fh3_u.handle.data.data_len > NFS3_FHSIZE ||
+	    (a->type != NF3REG && a->type != NF3DIR))
+		return;
+	len = strlen(w->path) + strlen(sep) + strlen(e->name) + 1;
+	if (!(path = malloc(len)))
+		return;
+	snprintf(path, len, "%s%s%s", w->path, sep, e->name);
+	n = item_new(path, w->ex, (const uint8_t *)h->post_op_fh3_u.handle.data.data_val,
+		     h->post_op_fh3_u.handle.data.data_len);
+	free(path);
+	if (!n)
+		return;
+	n->type = a->type;
+	learn_attr(c, n, a);
+	queue_add(c, n);
+}
+
+/* A READDIRPLUS of the head directory came back. */
+static void readdir_done(enum upstream_status st, void *res, void *arg)
+{
+	struct aconn *c = arg;
+	struct witem *w = c->head;
+	READDIRPLUS3res *r = res;
+	const entryplus3 *e;
+
+	if (walk_abandoned(c))
+		return;
+	if (st != UPSTREAM_OK || !r || r->status != NFS3_OK) {
+		item_failed(c, "READDIRPLUS", st != UPSTREAM_OK || !r ? -(int)st : (int)r->status);
+		return;
+	}
+	for (e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+		queue_entry(c, e);
+		w->cookie = e->cookie;
+	}
+	memcpy(w->verf, r->READDIRPLUS3res_u.resok.cookieverf, sizeof(w->verf));
+	if (r->READDIRPLUS3res_u.resok.reply.eof ||
+	    !r->READDIRPLUS3res_u.resok.reply.entries)
+		walk_next(c);
+	else
+		readdir_step(c);
+}
+
+/* List the head directory from its cookie on. */
+static void readdir_step(struct aconn *c)
+{
+	struct witem *w = c->head;
+	READDIRPLUS3args args;
+
+	memset(&args, 0, sizeof(args));
+	args.dir.data.data_len = (u_int)w->fhlen;
+	args.dir.data.data_val = (char *)w->fh;
+	args.cookie = w->cookie;
+	memcpy(args.cookieverf, w->verf, sizeof(args.cookieverf));
+	args.dircount = ADMIN_DIR_COUNT;
+	args.maxcount = ADMIN_DIR_COUNT;
+	if (admin_send(c, w, NFSPROC3_READDIRPLUS, (xdrproc_t)xdr_READDIRPLUS3args,
+		       &args, readdir_done) != 0)
+		item_failed(c, "READDIRPLUS", -1);
+}
+
+/* Store a READ's reply for the head file; false if the file is done. */
+static bool read_learn(struct aconn *c, READ3resok *ok)
+{
+	struct daemon *d = c->a->d;
+	struct witem *w = c->head;
+	struct cfile *f = cache_get(d->cache, w->fh, w->fhlen);
+	struct cattr tmp;
+	const struct cattr *a = attr_from_post_op(&ok->file_attributes, &tmp);
+
+	if (f) {
+		uint64_t gen = cfile_gen(f);
+
+		if (a)
+			cfile_attr_observe(d->cache, f, a, daemon_now(),
+					   daemon_ac(w->ex, a->type));
+		if (cfile_gen(f) == gen)
+			cache_fill(d->cache, f, c->off,
+				   (const uint8_t *)ok->data.data_val, ok->count);
+		cfile_put(d->cache, &f);
+	}
+	nfs3_count_fetch(ok->count);
+	c->off += ok->count;
+	c->bytes += ok->count;
+	return !ok->eof && ok->count > 0 && !(a && c->off >= a->size);
+}
+
+/* A READ of the head file came back. */
+static void read_done(enum upstream_status st, void *res, void *arg)
+{
+	struct aconn *c = arg;
+	READ3res *r = res;
+
+	if (walk_abandoned(c))
+		return;
+	if (st != UPSTREAM_OK || !r || r->status != NFS3_OK) {
+		item_failed(c, "READ", st != UPSTREAM_OK || !r ? -(int)st : (int)r->status);
+		return;
+	}
+	if (read_learn(c, &r->READ3res_u.resok)) {
+		read_step(c);
+		return;
+	}
+	conn_line(c, "warmed %s: %llu bytes", c->head->path, (unsigned long long)c->off);
+	walk_next(c);
+}
+
+/* READ the head file's next piece. */
+static void read_step(struct aconn *c)
+{
+	struct witem *w = c->head;
+	uint32_t rt = upcall_rtmax(&w->ex->upc);
+	READ3args args;
+
+	args.file.data.data_len = (u_int)w->fhlen;
+	args.file.data.data_val = (char *)w->fh;
+	args.offset = c->off;
+	args.count = rt && rt < (1u << 20) ? rt : (1u << 20);
+	if (admin_send(c, w, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &args,
+		       read_done) != 0)
+		item_failed(c, "READ", -1);
+}
+
+/* Done with the head item: start the next one, or finish. */
+static void walk_next(struct aconn *c)
+{
+	struct witem *w = c->head;
+	char why[96];
+
+	if (w) {
+		c->head = w->next;
+		if (!c->head)
+			c->tail = NULL;
+		w->next = NULL;
+		queue_free(&(struct aconn){ .head = w });
+	}
+	if (!c->head) {
+		conn_line(c, "%s %u files, %llu bytes%s", c->forget ? "forgot" : "warmed",
+			  c->files, (unsigned long long)c->bytes,
+			  c->failed ? "; some paths failed" : "");
+		snprintf(why, sizeof(why), "%u paths failed", c->failed);
+		conn_finish(c, c->failed ? 1 : 0, why);
+		return;
+	}
+	if (c->head->i < c->head->nnames)
+		lookup_step(c);
+	else
+		item_start(c);
+}
+
+/* warm PATH... / forget PATH: queue the paths and walk them. */
+static void cmd_walk(struct aconn *c, char **w, int n, bool forget)
+{
+	c->forget = forget;
+	if (n < 2 || (forget && n != 2)) {
+		conn_finish(c, 2, forget ? "usage: forget PATH" : "usage: warm PATH...");
+		return;
+	}
+	for (int i = 1; i < n; i++)
+		if (queue_path(c, w[i]) != 0)
+			c->failed++;
+	c->busy = true;
+	if (!c->head) {
+		conn_finish(c, 1, "no path could be resolved");
+		return;
+	}
+	if (c->head->nnames)
+		lookup_step(c);
+	else
+		item_start(c);
+}
+
+/* ---- flush, drop, status ---- */
+
+/* Bytes not yet committed upstream anywhere. */
+static uint64_t flush_left(struct aconn *c)
+{
+	uint64_t n = 0;
+
+	for (int s = WB_DIRTY; s < WB_NSTATES; s++)
+		n += cache_wb_bytes(c->a->d->cache, (enum cache_wb_state)s);
+	return n;
+}
+
+/* One of flush's write-back waits ended (its status is not needed: the
+ * poll looks at what is left). */
+static void flush_wait_done(struct daemon *d, nfsstat3 status, void *arg)
+{
+	struct flush_ctx *x = arg;
+
+	(void)d;
+	(void)status;
+	x->pending--;
+	if (!x->c && !x->pending)
+		free(x);
+}
+
+/* Ask write-back to write and commit every file with bytes not yet
+ * committed, as a client COMMIT does (writeback_wait WB_WAIT_ALL: no
+ * background delays). */
+static void flush_kick(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	struct cfile *f, *next;
+
+	for (f = cache_wb_file_first(d->cache); f; f = next) {
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (fs && fs->ex &&
+		    writeback_wait(d, f, fs->ex, WB_WAIT_ALL, 0, 0, flush_wait_done,
+				   c->fctx) == 0)
+			c->fctx->pending++;
+	}
+}
+
+/* The flush poll: done, timed out, or (when its waits ended) wait again. */
+static void flush_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct aconn *c = arg;
+	struct timeval tv = { 0, ADMIN_POLL_US };
+	uint64_t left = flush_left(c);
+	char why[160];
+
+	(void)fd;
+	(void)what;
+	if (!c->bev) {
+		c->busy = false;
+		conn_free(c);
+		return;
+	}
+	if (!left) {
+		conn_line(c, "flushed: nothing left to write back");
+		conn_finish(c, 0, NULL);
+		return;
+	}
+	if (mono() >= c->deadline) {
+		snprintf(why, sizeof(why), "flush timed out: %llu bytes not yet committed upstream",
+			 (unsigned long long)left);
+		conn_finish(c, 3, why);
+		return;
+	}
+	if (!c->fctx->pending)
+		flush_kick(c);
+	evtimer_add(c->timer, &tv);
+}
+
+/* flush TIMEOUT [PATH] */
+static void cmd_flush(struct aconn *c, char **w, int n)
+{
+	char *end;
+	double t = n >= 2 ? strtod(w[1], &end) : -1;
+
+	if (n < 2 || n > 3 || end == w[1] || *end || !(t >= 0) || t > 86400) {
+		conn_finish(c, 2, "usage: flush TIMEOUT [PATH]");
+		return;
+	}
+	if (n == 3) {
+		/* Not yet: one file's flush needs its handle resolved first. */
+		conn_finish(c, 2, "flush PATH is not implemented; flush without PATH writes back everything");
+		return;
+	}
+	c->timer = evtimer_new(c->a->d->base, flush_tick, c);
+	c->fctx = calloc(1, sizeof(*c->fctx));
+	if (!c->timer || !c->fctx) {
+		conn_finish(c, 1, "out of memory");
+		return;
+	}
+	c->fctx->c = c;
+	c->deadline = mono() + t;
+	c->busy = true;
+	flush_tick(-1, 0, c);
+}
+
+/* drop: every file's clean data. */
+static void cmd_drop(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	uint64_t n = cache_drop_clean(d->cache);
+
+	conn_line(c, "dropped %llu bytes; %llu bytes kept until written back",
+		  (unsigned long long)n,
+		  (unsigned long long)(cache_wb_bytes(d->cache, WB_DIRTY) +
+				       cache_wb_bytes(d->cache, WB_WRITING) +
+				       cache_wb_bytes(d->cache, WB_UNSTABLE)));
+	conn_finish(c, 0, NULL);
+}
+
+/* status: one JSON object. */
+static void cmd_status(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	struct evbuffer *o = bufferevent_get_output(c->bev);
+	struct cache_stats st;
+
+	cache_stats_get(d->cache, &st);
+	evbuffer_add_printf(o, "{\"cache_bytes\":%llu,\"budget_bytes\":%llu,"
+			    "\"dirty_bytes\":%llu,\"writing_bytes\":%llu,"
+			    "\"unstable_bytes\":%llu,\"hole_bytes\":%llu,"
+			    "\"pages\":%llu,\"files\":%llu,\"dirty_files\":%llu,"
+			    "\"exports\":[",
+			    (unsigned long long)st.valid_bytes, (unsigned long long)st.budget,
+			    (unsigned long long)st.wb_bytes[WB_DIRTY],
+			    (unsigned long long)st.wb_bytes[WB_WRITING],
+			    (unsigned long long)st.wb_bytes[WB_UNSTABLE],
+			    (unsigned long long)st.hole_bytes, (unsigned long long)st.pages,
+			    (unsigned long long)st.files, (unsigned long long)st.dirty_files);
+	for (size_t i = 0; i < d->nexports; i++) {
+		evbuffer_add_printf(o, "%s{\"path\":", i ? "," : "");
+		json_string(o, d->exports[i].conf->path);
+		evbuffer_add_printf(o, ",\"id\":%u,\"upstream_up\":%s}",
+				    d->exports[i].conf->id,
+				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP ?
+				    "true" : "false");
+	}
+	evbuffer_add_printf(o, "]}\n");
+	conn_finish(c, 0, NULL);
+}
+
+/* Run the request line. */
+static void conn_run(struct aconn *c, char *line)
+{
+	char *w[ADMIN_MAX_WORDS];
+	int n = split_words(line, w, ADMIN_MAX_WORDS);
+
+	if (n <= 0)
+		conn_finish(c, 2, "bad request");
+	else if (strcmp(w[0], "status") == 0 && n == 1)
+		cmd_status(c);
+	else if (strcmp(w[0], "drop") == 0 && n == 1)
+		cmd_drop(c);
+	else if (strcmp(w[0], "flush") == 0)
+		cmd_flush(c, w, n);
+	else if (strcmp(w[0], "warm") == 0)
+		cmd_walk(c, w, n, false);
+	else if (strcmp(w[0], "forget") == 0)
+		cmd_walk(c, w, n, true);
+	else
+		conn_finish(c, 2, "unknown command (status, warm, forget, flush, drop)");
+}
+
+/* The request line arrived (or part of it). */
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct aconn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t n = 0;
+	char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
+
+	if (!line) {
+		if (evbuffer_get_length(in) > ADMIN_MAX_LINE) {
+			bufferevent_disable(bev, EV_READ);
+			conn_finish(c, 2, "request line too long");
+		}
+		return;
+	}
+	bufferevent_disable(bev, EV_READ);
+	conn_run(c, line);
+	free(line);
+}
+
+/* A client connected. */
+static void admin_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+			    struct sockaddr *sa, int salen, void *arg)
+{
+	struct admin *a = arg;
+	struct aconn *c = calloc(1, sizeof(*c));
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	if (!c || !(c->bev = bufferevent_socket_new(a->d->base, fd,
+						     BEV_OPT_CLOSE_ON_FREE))) {
+		free(c);
+		close(fd);
+		return;
+	}
+	c->a = a;
+	DL_APPEND(a->conns, c);
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ);
+}
+
+/* ---- the listener ---- */
+
+/* Remove a stale socket at path; -1 with err if a daemon answers there. */
+static int clear_stale(const struct sockaddr_un *sun, char *err, size_t errlen)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, errlen, "%s: another process answers on it", sun->sun_path);
+		return -1;
+	}
+	if (errno == ECONNREFUSED)
+		unlink(sun->sun_path);
+	return 0;
+}
+
+/* Bind and listen on sun with mode 0600; the fd, or -1 with err. */
+static int bind_0600(const struct sockaddr_un *sun, char *err, size_t errlen)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old;
+	int rc;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0177);
+	rc = bind(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	umask(old);
+	if (rc != 0 || chmod(sun->sun_path, 0600) != 0 || listen(fd, 16) != 0) {
+		snprintf(err, errlen, "%s: %s", sun->sun_path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct admin *admin_start(struct daemon *d, const char *path, char *err,
+			  size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct admin *a;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "%s: path too long for a Unix socket", path);
+		return NULL;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (clear_stale(&sun, err, errlen) != 0 || (fd = bind_0600(&sun, err, errlen)) < 0)
+		return NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a || !(a->path = strdup(path)) ||
+	    !(a->lev = evconnlistener_new(d->base, admin_accept_cb, a,
+					  LEV_OPT_CLOSE_ON_FREE, -1, fd))) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		if (a)
+			free(a->path);
+		free(a);
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	a->d = d;
+	return a;
+}
+
+void admin_stop(struct admin **ap)
+{
+	struct admin *a = *ap;
+	struct aconn *c, *tmp;
+
+	if (!a)
+		return;
+	evconnlistener_free(a->lev);
+	DL_FOREACH_SAFE(a->conns, c, tmp) {
+		DL_DELETE(a->conns, c);
+		c->a = NULL;
+		if (c->timer || !c->busy) {
+			conn_free(c);
+			continue;
+		}
+		/* An upstream call is out: its callback frees c. */
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+	}
+	unlink(a->path);
+	free(a->path);
+	free(a);
+	*ap = NULL;
+}
+
+/* ---- the client: nfscached cache ---- */
+
+/* Print the client's usage to f. */
+static void cache_usage(FILE *f)
+{
+	fprintf(f, "usage: nfscached cache [--socket PATH] [--timeout SECS] COMMAND\n"
+		   "commands: status | warm PATH... | forget PATH | flush | drop\n"
+		   "  (--socket defaults to %s; --timeout is flush's, default %d s)\n",
+		   ADMIN_DEFAULT_SOCKET, ADMIN_FLUSH_TIMEOUT);
+}
+
+/* Append word w to buf (of cap bytes, used *len) %XX-escaped, after a
+ * space unless first; -1 when it does not fit. */
+static int add_word(char *buf, size_t cap, size_t *len, const char *w, bool first)
+{
+	if (!first) {
+		if (*len + 1 >= cap)
+			return -1;
+		buf[(*len)++] = ' ';
+	}
+	for (const unsigned char *p = (const unsigned char *)w; *p; p++) {
+		if (*len + 4 >= cap)
+			return -1;
+		if (*p <= ' ' || *p > '~' || *p == '%')
+			*len += (size_t)snprintf(buf + *len, cap - *len, "%%%02X", *p);
+		else
+			buf[(*len)++] = (char)*p;
+	}
+	buf[*len] = 0;
+	return 0;
+}
+
+/* Build the request line from the command words; -1 if bad usage. */
+static int cache_request(int argc, char **argv, double timeout, char *buf,
+			 size_t cap)
+{
+	const char *cmd = argv[0];
+	size_t len = 0;
+	char t[32];
+	bool ok = (!strcmp(cmd, "status") && argc == 1) ||
+		  (!strcmp(cmd, "drop") && argc == 1) ||
+		  (!strcmp(cmd, "flush") && argc <= 2) ||
+		  (!strcmp(cmd, "forget") && argc == 2) ||
+		  (!strcmp(cmd, "warm") && argc >= 2);
+
+	if (!ok || add_word(buf, cap, &len, cmd, true) != 0)
+		return -1;
+	if (!strcmp(cmd, "flush")) {
+		snprintf(t, sizeof(t), "%g", timeout);
+		if (add_word(buf, cap, &len, t, false) != 0)
+			return -1;
+	}
+	for (int i = 1; i < argc; i++)
+		if (add_word(buf, cap, &len, argv[i], false) != 0)
+			return -1;
+	if (len + 2 > cap)
+		return -1;
+	buf[len++] = '\n';
+	buf[len] = 0;
+	return 0;
+}
+
+/* Connect to the admin socket path; the fd or -1 (said on stderr). */
+static int cache_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "nfscached cache: %s: path too long\n", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		fprintf(stderr, "nfscached cache: cannot connect to %s: %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Print the daemon's lines; the exit status its last line gives. */
+static int cache_replies(FILE *in)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int status = -1;
+
+	while ((n = getline(&line, &cap, in)) > 0) {
+		if (line[n - 1] == '\n')
+			line[n - 1] = 0;
+		if (strcmp(line, "ok") == 0) {
+			status = 0;
+			break;
+		}
+		if (strncmp(line, "error ", 6) == 0) {
+			status = atoi(line + 6);
+			fprintf(stderr, "nfscached cache: %s\n",
+				strchr(line + 6, ' ') ? strchr(line + 6, ' ') + 1 : line);
+			if (status <= 0)
+				status = 1;
+			break;
+		}
+		printf("%s\n", line);
+		fflush(stdout);
+	}
+	free(line);
+	if (status < 0) {
+		fprintf(stderr, "nfscached cache: the daemon closed the connection\n");
+		status = 1;
+	}
+	return status;
+}
+
+int admin_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = ADMIN_DEFAULT_SOCKET;
+	double timeout = ADMIN_FLUSH_TIMEOUT;
+	char req[ADMIN_MAX_LINE], *end;
+	FILE *in;
+	int ch, fd;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+s:t:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': path = optarg; break;
+		case 't':
+			timeout = strtod(optarg, &end);
+			if (end == optarg || *end || !(timeout >= 0) || timeout > 86400) {
+				cache_usage(stderr);
+				return 2;
+			}
+			break;
+		case 'h': cache_usage(stdout); return 0;
+		default: cache_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc ||
+	    cache_request(argc - optind, argv + optind, timeout, req, sizeof(req)) != 0) {
+		cache_usage(stderr);
+		return 2;
+	}
+	if ((fd = cache_connect(path)) < 0)
+		return 1;
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) || !(in = fdopen(fd, "r"))) {
+		fprintf(stderr, "nfscached cache: sending the request: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	fd = cache_replies(in);
+	fclose(in);
+	return fd;
+}
