@@ -13,7 +13,9 @@
  *     and the export directory does not have them yet;
  *   - flush: exit 0, nothing dirty, writing or unstable left, and the
  *     absorbed bytes are in the file on Ganesha's disk;
- *   - warm of the export's root: every regular file under it, recursively;
+ *   - warm of a directory: every regular file under it, recursively;
+ *   - flush with the upstream stopped: exit 3 at --timeout, the data
+ *     kept; after the upstream restarts, flush writes it;
  *   - bad requests: exit status 2.
  * The socket path is the generated config's admin_socket (scripts/lib.sh).
  */
@@ -289,6 +291,28 @@ static void test_warm_tree(void)
 	CHECK_EQ(metric("nfscached_upstream_read_bytes_total") - before, 0);
 }
 
+/* With the upstream stopped, flush gives up at its timeout with status
+ * 3 and keeps the data; once the upstream is back, flush writes it. */
+static void test_flush_times_out_with_upstream_down(void)
+{
+	unsigned char *buf = absorb("held.bin");
+	char cmd[1024];
+
+	CHECK_EQ(metric("nfscached_cache_bytes{state=\"dirty\"}"), SMALL);
+	snprintf(cmd, sizeof(cmd), "%s stop", getenv("NFSC_UPSTREAMCTL"));
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	CHECK_EQ(cache_cmd("--timeout 1 flush", NULL), 3);
+	CHECK_EQ(metric("nfscached_cache_bytes{state=\"dirty\"}") +
+		 metric("nfscached_cache_bytes{state=\"writing\"}") +
+		 metric("nfscached_cache_bytes{state=\"unstable\"}"), SMALL);
+	CHECK_EQ(disk_size("held.bin"), 0);
+	snprintf(cmd, sizeof(cmd), "%s start", getenv("NFSC_UPSTREAMCTL"));
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	CHECK_EQ(cache_cmd("--timeout 120 flush", NULL), 0);
+	CHECK_EQ(disk_size("held.bin"), SMALL);
+	free(buf);
+}
+
 /* Bad requests exit 2; a path no export holds exits 1. */
 static void test_bad_requests(void)
 {
@@ -310,6 +334,8 @@ int test_register(void)
 	    !CU_add_test(s, "warm_then_forget", test_warm_then_forget) ||
 	    !CU_add_test(s, "drop_keeps_dirty_flush_writes", test_drop_keeps_dirty_flush_writes) ||
 	    !CU_add_test(s, "warm_tree", test_warm_tree) ||
+	    !CU_add_test(s, "flush_times_out_with_upstream_down",
+			 test_flush_times_out_with_upstream_down) ||
 	    !CU_add_test(s, "bad_requests", test_bad_requests))
 		return -1;
 	return 0;
