@@ -10,10 +10,10 @@
  *
  *   status                    JSON of the cache (one line)
  *   warm PATH...              fetch files (directories recursively)
- *   forget PATH               write back, then drop a file's or a tree's
- *                             cached data and attributes
- *   flush TIMEOUT [PATH]      write back and commit, wait at most
- *                             TIMEOUT seconds
+ *   forget PATH               start write-back, then drop a file's or a
+ *                             tree's clean data and expire its attributes
+ *   flush TIMEOUT             write back and commit everything, wait at
+ *                             most TIMEOUT seconds (PATH: not yet, 2)
  *   drop                      drop every file's clean data
  *
  * PATH is client-visible: an export's path, then names below it
