@@ -371,7 +371,7 @@ static int queue_path(struct aconn *c, const char *path)
 static int admin_send(struct aconn *c, struct witem *w, uint32_t proc,
 		      xdrproc_t xargs, const void *args, upcall_cb cb)
 {
-	static const struct upstream_cred root = { .machine = "nfscached" };
+	static const struct nfs_cred root = { .machine = "nfscached" };
 
 	c->busy = true;
 	if (nfs3_send(w->ex, proc, xargs, args, &root, cb, c) == 0)
