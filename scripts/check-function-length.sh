@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Fail when a C function in daemon/ proto/ cache/ conf/ is longer than
+# Fail when a C function in daemon/ proto/ cache/ disk/ conf/ is longer than
 # MAX lines (default 80), counted from the line that opens its definition
 # (the one with its name) to its closing brace, as universal-ctags reports
 # them (fields line: and end:). Usage: check-function-length.sh SRCDIR [MAX]
@@ -15,6 +15,7 @@ if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then
 fi
 cd "$src"
 files=$(ls daemon/*.c daemon/*.h proto/*.c proto/*.h cache/*.c cache/*.h \
+	disk/*.c disk/*.h \
 	conf/*.c conf/*.h)
 ctags --languages=C --kinds-C=f --fields=+ne -o - $files |
 awk -F'\t' -v max="$max" '

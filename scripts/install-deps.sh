@@ -21,6 +21,8 @@ packages=(
 	build-essential cmake pkg-config
 	libevent-dev libtirpc-dev rpcsvc-proto libnfs-dev libssl-dev
 	libconfuse-dev uthash-dev
+	# the disk tier (disk/): its index, its page checksums
+	liblmdb-dev libxxhash-dev
 	# unit tests, and the function-length check (ctags over the sources)
 	libcunit1-dev universal-ctags
 	# integration tests and demo: the upstream server, its rpcbind, the

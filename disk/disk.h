@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk: the persistent page store behind the RAM cache (issue 17,
+ * docs/disk-tier.md). A library of its own: it knows nothing of daemon/,
+ * of NFS or of libevent. Its callers hand it pages keyed by (upstream file
+ * handle, page index) and get them back later, possibly after a restart.
+ *
+ * Layout in the cache directory:
+ *   index.mdb/   LMDB environment: "pages" (key -> record), "lru"
+ *                (sequence -> key), "meta" (format, page size)
+ *   slab         one file of fixed page_size slots; slot n at n * page_size
+ * A record holds the slot, the stored length, the XXH3-64 checksum of the
+ * stored bytes (seeded with the key), the page's valid ranges and known
+ * holes, and the attributes of the file version the page came from.
+ *
+ * Threads: every disk access runs on one of two worker threads, never on
+ * the caller's: the reader serves loads; the writer serves stores, drops,
+ * LRU touches and culls (LMDB has a single writer anyway). Completions are
+ * queued and an eventfd (disk_fd) becomes readable; the caller's loop then
+ * calls disk_poll(), which runs the callbacks on the caller's thread. So
+ * every callback and the log hook run on the thread that calls disk_poll.
+ *
+ * States: ON -> OFF (one way). Any disk error at run time (ENOSPC, EIO,
+ * EFBIG, an LMDB error) turns the tier OFF: the error is counted, the log
+ * hook is called once from disk_poll, and from then on loads complete as
+ * DISK_OFF and stores are dropped; no caller ever sees an error for it.
+ *
+ * Never served wrong: a load returns bytes only when the record's checksum
+ * matches what was read back from the slot; otherwise the record is
+ * dropped and the load completes as DISK_CORRUPT (the caller refetches).
+ */
+#ifndef NFSCACHED_DISK_DISK_H
+#define NFSCACHED_DISK_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct disk;
+
+#define DISK_FH_MAX		64	/* longest upstream handle, bytes */
+#define DISK_PAGE_MIN		4096
+#define DISK_PAGE_MAX		(1024 * 1024)
+#define DISK_MAX_RANGES		64	/* valid or hole ranges kept per page */
+#define DISK_MAX_PENDING	256	/* queued operations, each queue */
+
+/* Identity of one stored page: upstream handle and page index. */
+struct disk_key {
+	uint8_t fh_len;			/* 1..DISK_FH_MAX */
+	uint8_t fh[DISK_FH_MAX];
+	uint64_t page;			/* page index: offset / page_size */
+};
+
+/* The attributes that identify a file version (RFC 1813 fattr3). */
+struct disk_attr {
+	uint64_t size;
+	uint64_t fileid;
+	uint32_t mtime_sec, mtime_nsec;
+	uint32_t ctime_sec, ctime_nsec;
+};
+
+/* A byte range inside a page: [off, off + len), off + len <= page_size. */
+struct disk_range {
+	uint32_t off;
+	uint32_t len;
+};
+
+/*
+ * A page as stored or loaded. data is page_size bytes; only the valid
+ * ranges of it mean anything (a load zeroes the rest). holes are ranges
+ * known to read as zeros (they hold no stored bytes).
+ */
+struct disk_page {
+	struct disk_attr attr;
+	uint32_t nvalid;
+	uint32_t nholes;
+	struct disk_range valid[DISK_MAX_RANGES];
+	struct disk_range holes[DISK_MAX_RANGES];
+	uint8_t *data;
+};
+
+/* The outcome of a load; also the metric label. */
+#define DISK_RESULTS(X) \
+	X(DISK_HIT, "hit") \
+	X(DISK_MISS, "miss") \
+	X(DISK_CORRUPT, "corrupt") \
+	X(DISK_OFF, "off")
+
+enum disk_result {
+#define X(e, s) e,
+	DISK_RESULTS(X)
+#undef X
+	DISK_NRESULTS
+};
+
+/* Lower-case label of a result ("hit", ...). */
+const char *disk_result_name(enum disk_result r);
+
+/* Which operation an injected fault hits (disk_fault_inject). */
+enum disk_fault_op {
+	DISK_FAULT_WRITE,		/* the data write of a store */
+	DISK_FAULT_READ,		/* the data read of a load */
+	DISK_FAULT_SYNC			/* the data fsync of a store */
+};
+
+/*
+ * Called once when the tier turns OFF, from disk_poll: reason is a line
+ * such as "slab write: No space left on device", borrowed for the call.
+ */
+typedef void disk_log_fn(void *arg, const char *reason);
+
+/* What disk_open needs. */
+struct disk_params {
+	const char *dir;		/* cache directory; created if missing */
+	uint32_t page_size;		/* power of two, DISK_PAGE_MIN..MAX */
+	uint64_t budget_bytes;		/* >= page_size; slots = budget / page */
+	bool durable;			/* fdatasync data + synced commits */
+	disk_log_fn *log;		/* may be NULL */
+	void *log_arg;
+};
+
+/*
+ * Counters and gauges this module owns (disk_stats_get), with help text,
+ * declared once: X(field, metric name suffix, type, help).
+ */
+#define DISK_COUNTERS(X) \
+	X(hits, "disk_hits_total", counter, "Pages loaded from the disk tier") \
+	X(hit_bytes, "disk_hit_bytes_total", counter, \
+	  "Valid bytes in pages loaded from the disk tier") \
+	X(misses, "disk_misses_total", counter, \
+	  "Loads that found no page on disk") \
+	X(stores, "disk_stores_total", counter, "Pages written to disk") \
+	X(store_bytes, "disk_store_bytes_total", counter, \
+	  "Valid bytes in pages written to disk") \
+	X(stores_dropped, "disk_stores_dropped_total", counter, \
+	  "Stores not done: queue full, tier off or no slot") \
+	X(culls, "disk_culls_total", counter, \
+	  "Pages removed from disk to stay within the budget") \
+	X(checksum_failures, "disk_checksum_failures_total", counter, \
+	  "Pages whose checksum did not match on load (dropped, refetched)") \
+	X(errors, "disk_errors_total", counter, \
+	  "Disk errors that turned the tier off") \
+	X(drops, "disk_drops_total", counter, \
+	  "Pages dropped because their file changed")
+
+/* Upper bounds of the I/O latency histogram buckets, in microseconds. */
+#define DISK_LAT_BUCKETS_US \
+	{ 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1000000 }
+#define DISK_LAT_NBUCKETS	11
+
+/* A snapshot of the counters and gauges (disk_stats_get). */
+struct disk_stats {
+#define X(f, n, t, h) uint64_t f;
+	DISK_COUNTERS(X)
+#undef X
+	uint64_t bytes_held;		/* slots in use * page_size */
+	uint64_t budget_bytes;		/* slots * page_size */
+	uint64_t pages_held;
+	bool on;
+	/* Per-operation latency (queue wait excluded), cumulative buckets. */
+	uint64_t lat_bucket[DISK_LAT_NBUCKETS];	/* count <= bound */
+	uint64_t lat_count;
+	uint64_t lat_sum_us;
+};
+
+/*
+ * Open (creating if needed) the store in p->dir and start its threads.
+ * What was stored before is found again; a store written with another
+ * page_size is emptied; records beyond a smaller budget are dropped.
+ * Runs synchronously (before serving). Returns the store, or NULL with
+ * errno set and a reason ("cache_dir /x: Not a directory") written to
+ * err (errlen bytes, may be NULL): EINVAL bad parameters, ENOTDIR,
+ * EACCES, EROFS..., or an LMDB failure as EIO.
+ */
+struct disk *disk_open(const struct disk_params *p, char *err, size_t errlen);
+
+/*
+ * Stop the threads (operations still queued complete as DISK_OFF at the
+ * next disk_poll, which disk_close runs once), sync and close. *dp is
+ * set to NULL. NULL is fine.
+ */
+void disk_close(struct disk **dp);
+
+/* The eventfd that becomes readable when completions wait for disk_poll. */
+int disk_fd(const struct disk *d);
+
+/* Run the callbacks of completed operations (on this thread). */
+void disk_poll(struct disk *d);
+
+/* True while the tier is ON. */
+bool disk_on(const struct disk *d);
+
+/*
+ * Store a page asynchronously, replacing any page under the same key.
+ * The page is copied now (only its valid ranges; at most DISK_MAX_RANGES
+ * valid and hole ranges are kept, the first ones: a subset of the valid
+ * bytes is still valid). Never blocks and never fails to the caller: a
+ * store that cannot be queued (queue full, tier off) is counted as
+ * dropped. Culling to the budget happens on the writer thread, a bounded
+ * number of pages per store.
+ */
+void disk_store(struct disk *d, const struct disk_key *k,
+		const struct disk_page *pg);
+
+/*
+ * A load's callback: r is the result; pg (valid only for DISK_HIT) and
+ * its data are borrowed for the duration of the call.
+ */
+typedef void disk_load_cb(void *arg, enum disk_result r,
+			  const struct disk_page *pg);
+
+/*
+ * Load a page asynchronously. cb is called exactly once, from disk_poll:
+ * DISK_HIT with the page, DISK_MISS (absent), DISK_CORRUPT (checksum or
+ * length did not match: counted, dropped; the caller fetches it again),
+ * DISK_OFF (tier off, or the queue was full); only when memory for the
+ * operation cannot be allocated is cb called at once, with DISK_OFF. A key
+ * with fh_len 0 or over DISK_FH_MAX is a DISK_MISS. There is no cancel: a caller
+ * whose object died must keep arg valid or make it a handle it checks.
+ */
+void disk_load(struct disk *d, const struct disk_key *k,
+	       disk_load_cb *cb, void *arg);
+
+/*
+ * Drop every page of the file fh (fh_len bytes) asynchronously: the
+ * caller found the file changed (its fresh attributes differ from those a
+ * loaded page recorded). Pages stored after this call are kept.
+ */
+void disk_drop_file(struct disk *d, const uint8_t *fh, uint8_t fh_len);
+
+/*
+ * Wait (blocking poll(2) on disk_fd, no timeout) until every operation
+ * submitted so far has completed and its callback ran. For tests and
+ * shutdown only; never from a serving event loop.
+ */
+void disk_drain(struct disk *d);
+
+/* Fill *st with the counters and gauges. Any thread. */
+void disk_stats_get(const struct disk *d, struct disk_stats *st);
+
+/*
+ * Test gate: while closed, the worker threads hold each operation before
+ * touching the disk. disk_gate_waiting tells how many are held now.
+ */
+void disk_gate_close(struct disk *d);
+void disk_gate_open(struct disk *d);
+unsigned disk_gate_waiting(struct disk *d);
+
+/* Test hook: make the next operation of kind op fail with error err. */
+void disk_fault_inject(struct disk *d, enum disk_fault_op op, int err);
+
+/*
+ * Check the store's invariants: the slot map agrees with the held count,
+ * and (while ON) with the index's record count; every record has its lru
+ * entry. Only meaningful when nothing is in flight (after disk_drain).
+ */
+bool disk_check(struct disk *d);
+
+#endif

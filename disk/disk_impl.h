@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk internals shared by disk.c (the store: index, slab, records, the
+ * operations as the worker threads run them) and disk_io.c (queues,
+ * threads, completions, the gate). Not for callers of disk.h.
+ */
+#ifndef NFSCACHED_DISK_DISK_IMPL_H
+#define NFSCACHED_DISK_DISK_IMPL_H
+
+#include <pthread.h>
+#include <lmdb.h>
+
+#include "disk.h"
+
+#define DISK_MAGIC		0x4449534bu	/* "DISK" */
+#define DISK_NO_SLOT		UINT32_MAX
+#define DISK_CULL_BATCH		8	/* pages culled per store, at most */
+#define DISK_DROP_BATCH		1024	/* pages dropped per transaction */
+
+enum disk_op_kind {
+	DISK_OP_LOAD,
+	DISK_OP_STORE,
+	DISK_OP_DROP_FILE,
+	DISK_OP_TOUCH,		/* move a loaded page to the LRU's young end */
+	DISK_OP_DROP_IF		/* drop a corrupt page if it is still the same */
+};
+
+/* One queued operation; owned by the queue, then the done list. */
+struct disk_op {
+	enum disk_op_kind kind;
+	enum disk_result result;
+	struct disk_key key;
+	struct disk_page pg;		/* store: the copy; load: the result */
+	disk_load_cb *cb;
+	void *arg;
+	uint32_t slot;			/* DROP_IF, TOUCH: the record seen */
+	uint64_t checksum;
+	uint64_t seq;
+	uint32_t data_len;		/* store: bytes to write */
+	uint64_t valid_bytes;		/* store: bytes in valid ranges */
+	struct disk_op *next;
+};
+
+/* A FIFO of operations. */
+struct disk_queue {
+	struct disk_op *head, *tail;
+	unsigned len;
+};
+
+/* The stored form of a record's fixed part; ranges follow it. */
+struct disk_rec {
+	uint32_t magic;
+	uint32_t slot;
+	uint32_t data_len;		/* bytes stored from the slot's start */
+	uint16_t nvalid, nholes;
+	uint64_t checksum;		/* XXH3-64 of the data, key as seed */
+	uint64_t seq;			/* LRU sequence, the lru DB's key */
+	struct disk_attr attr;
+};
+
+struct disk {
+	uint32_t magic;
+	char *dir;
+	uint32_t page_size;
+	bool durable;
+	disk_log_fn *log;
+	void *log_arg;
+
+	MDB_env *env;
+	MDB_dbi dbi_pages, dbi_lru, dbi_meta;
+	MDB_txn *rtxn;			/* the reader's, reset between loads */
+	int slab_fd;
+	int efd;
+
+	/* Slot map; slot_mu also orders the reader's pin against frees. */
+	pthread_mutex_t slot_mu;
+	uint32_t nslots;
+	uint8_t *slot_used;		/* one byte per slot: 0 free, 1 used */
+	uint32_t nfree;
+	uint32_t free_hint;
+	uint32_t pinned;		/* slot the reader is reading */
+	bool pinned_freed;		/* free it when unpinned */
+	uint64_t seq;			/* last LRU sequence given out */
+
+	/* Queues, completions, the gate, shutdown: under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv_work, cv_gate;
+	struct disk_queue rq, wq, done;
+	unsigned inflight;
+	bool stopping;
+	bool gate_closed;
+	unsigned gate_waiting;
+	int fault[3];
+	char off_reason[256];
+	bool off_logged;
+	pthread_t reader, writer;
+	bool threads_started;
+
+	bool on;			/* atomic access */
+	uint64_t pages_held;		/* atomic access */
+	struct disk_stats st;		/* counters: atomic access */
+};
+
+/* Add n to a counter (any thread). */
+#define DISK_COUNT(d, f, n) \
+	__atomic_fetch_add(&(d)->st.f, (uint64_t)(n), __ATOMIC_RELAXED)
+
+/* disk.c: run one operation on a worker thread. */
+void disk_run_load(struct disk *d, struct disk_op *op);
+void disk_run_store(struct disk *d, struct disk_op *op);
+void disk_run_drop_file(struct disk *d, struct disk_op *op);
+void disk_run_touch(struct disk *d, struct disk_op *op);
+void disk_run_drop_if(struct disk *d, struct disk_op *op);
+
+#define DISK_REC_MAGIC		0x52504431u	/* "RPD1" */
+
+/*
+ * disk.c: decode a record value v into rec and, when pg is not NULL, its
+ * ranges and attributes. 0, or -1 when it is malformed or names a slot
+ * at or past nslots.
+ */
+int disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
+		    struct disk_rec *rec, struct disk_page *pg);
+
+/* disk.c: open and close the index and slab (no threads). */
+int disk_store_open(struct disk *d, char *err, size_t errlen);
+void disk_store_close(struct disk *d);
+
+/* disk_io.c: turn the tier off for reason what: strerror(err). */
+void disk_degrade(struct disk *d, const char *what, int err);
+/* disk_io.c: the error injected for op (0 if none), consumed. */
+int disk_fault_take(struct disk *d, enum disk_fault_op op);
+/* disk_io.c: queue an internal operation for the writer (reader side). */
+void disk_submit_internal(struct disk *d, struct disk_op *op);
+/* disk_io.c: record one operation's latency, microseconds. */
+void disk_lat_record(struct disk *d, uint64_t us);
+
+#endif

@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk I/O: the two worker threads, their queues, the completion list and
+ * its eventfd, the test gate and fault hook, and the OFF transition.
+ *
+ * An operation is owned by exactly one place at a time: the reader queue
+ * (loads), the writer queue (everything else), a worker while it runs, or
+ * the done list until disk_poll runs its callback and frees it. inflight
+ * counts operations not yet freed, so disk_drain knows when all are done.
+ * Submitting takes only mu, never slot_mu or an LMDB lock, so a stalled
+ * disk cannot stall the submitter.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "disk_impl.h"
+
+static const char *const result_names[] = {
+#define X(e, s) s,
+	DISK_RESULTS(X)
+#undef X
+};
+
+/* Lower-case label of a result. */
+const char *
+disk_result_name(enum disk_result r)
+{
+	return (unsigned)r < DISK_NRESULTS ? result_names[r] : "?";
+}
+
+/* Append op to q. */
+static void
+queue_push(struct disk_queue *q, struct disk_op *op)
+{
+	op->next = NULL;
+	if (q->tail)
+		q->tail->next = op;
+	else
+		q->head = op;
+	q->tail = op;
+	q->len++;
+}
+
+/* Take q's first op, or NULL. */
+static struct disk_op *
+queue_pop(struct disk_queue *q)
+{
+	struct disk_op *op = q->head;
+
+	if (op) {
+		q->head = op->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->len--;
+	}
+	return op;
+}
+
+/* Signal the eventfd. */
+static void
+efd_kick(struct disk *d)
+{
+	uint64_t one = 1;
+	ssize_t w = write(d->efd, &one, sizeof(one));
+
+	(void)w;	/* EAGAIN: the counter is already non-zero */
+}
+
+/* Move op to the done list (mu held) and wake the poller. */
+static void
+complete_locked(struct disk *d, struct disk_op *op)
+{
+	queue_push(&d->done, op);
+	efd_kick(d);
+}
+
+/* Turn the tier off (once), counting the error and keeping the reason. */
+void
+disk_degrade(struct disk *d, const char *what, int err)
+{
+	bool was = true;
+
+	if (!__atomic_compare_exchange_n(&d->on, &was, false, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	DISK_COUNT(d, errors, 1);
+	pthread_mutex_lock(&d->mu);
+	snprintf(d->off_reason, sizeof(d->off_reason),
+		 "disk tier off: %s: %s: %s", d->dir, what,
+		 err > 0 ? strerror(err) : mdb_strerror(err));
+	efd_kick(d);
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* The injected error for op (0 if none), consumed. */
+int
+disk_fault_take(struct disk *d, enum disk_fault_op op)
+{
+	int e;
+
+	pthread_mutex_lock(&d->mu);
+	e = d->fault[op];
+	d->fault[op] = 0;
+	pthread_mutex_unlock(&d->mu);
+	return e;
+}
+
+/* Make the next operation of kind op fail with err (test hook). */
+void
+disk_fault_inject(struct disk *d, enum disk_fault_op op, int err)
+{
+	pthread_mutex_lock(&d->mu);
+	d->fault[op] = err;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Record one operation's latency in the histogram. */
+void
+disk_lat_record(struct disk *d, uint64_t us)
+{
+	static const uint64_t bound[DISK_LAT_NBUCKETS] = DISK_LAT_BUCKETS_US;
+
+	for (int i = 0; i < DISK_LAT_NBUCKETS; i++)
+		if (us <= bound[i])
+			DISK_COUNT(d, lat_bucket[i], 1);
+	DISK_COUNT(d, lat_count, 1);
+	DISK_COUNT(d, lat_sum_us, us);
+}
+
+/* Microseconds of the monotonic clock. */
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Run op on this worker thread. */
+static void
+run_op(struct disk *d, struct disk_op *op)
+{
+	uint64_t t0 = now_us();
+
+	switch (op->kind) {
+	case DISK_OP_LOAD:	disk_run_load(d, op); break;
+	case DISK_OP_STORE:	disk_run_store(d, op); break;
+	case DISK_OP_DROP_FILE:	disk_run_drop_file(d, op); break;
+	case DISK_OP_TOUCH:	disk_run_touch(d, op); break;
+	case DISK_OP_DROP_IF:	disk_run_drop_if(d, op); break;
+	}
+	disk_lat_record(d, now_us() - t0);
+}
+
+/* A worker: take ops from q, hold them at the gate, run, complete. */
+static void *
+worker(struct disk *d, struct disk_queue *q)
+{
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		struct disk_op *op;
+
+		while (!d->stopping && !q->head)
+			pthread_cond_wait(&d->cv_work, &d->mu);
+		if (d->stopping)
+			break;
+		op = queue_pop(q);
+		while (d->gate_closed && !d->stopping) {
+			d->gate_waiting++;
+			pthread_cond_broadcast(&d->cv_gate);
+			pthread_cond_wait(&d->cv_gate, &d->mu);
+			d->gate_waiting--;
+		}
+		pthread_mutex_unlock(&d->mu);
+		op->result = DISK_OFF;
+		if (!d->stopping)
+			run_op(d, op);
+		pthread_mutex_lock(&d->mu);
+		complete_locked(d, op);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+/* The reader thread's body. */
+static void *
+reader_main(void *arg)
+{
+	struct disk *d = arg;
+
+	return worker(d, &d->rq);
+}
+
+/* The writer thread's body. */
+static void *
+writer_main(void *arg)
+{
+	struct disk *d = arg;
+
+	return worker(d, &d->wq);
+}
+
+/*
+ * Queue op on q, or complete it at once as DISK_OFF when the tier is off,
+ * stopping or the queue is full (then *dropped is set).
+ */
+static void
+submit(struct disk *d, struct disk_queue *q, struct disk_op *op, bool *dropped)
+{
+	pthread_mutex_lock(&d->mu);
+	d->inflight++;
+	*dropped = !__atomic_load_n(&d->on, __ATOMIC_RELAXED) || d->stopping ||
+		   q->len >= DISK_MAX_PENDING;
+	if (*dropped) {
+		op->result = DISK_OFF;
+		complete_locked(d, op);
+	} else {
+		queue_push(q, op);
+		pthread_cond_broadcast(&d->cv_work);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Queue an internal op for the writer (from the reader thread). */
+void
+disk_submit_internal(struct disk *d, struct disk_op *op)
+{
+	bool dropped;
+
+	submit(d, &d->wq, op, &dropped);
+}
+
+/* Free op and its data. */
+static void
+op_free(struct disk_op *op)
+{
+	free(op->pg.data);
+	free(op);
+}
+
+/* Run the callbacks of completed operations (disk.h). */
+void
+disk_poll(struct disk *d)
+{
+	struct disk_queue done;
+	uint64_t v;
+	char reason[sizeof(d->off_reason)] = "";
+	ssize_t r = read(d->efd, &v, sizeof(v));
+
+	(void)r;
+	pthread_mutex_lock(&d->mu);
+	done = d->done;
+	d->done = (struct disk_queue){ 0 };
+	if (d->off_reason[0] && !d->off_logged) {
+		d->off_logged = true;
+		memcpy(reason, d->off_reason, sizeof(reason));
+	}
+	pthread_mutex_unlock(&d->mu);
+	if (reason[0] && d->log)
+		d->log(d->log_arg, reason);
+	for (struct disk_op *op = queue_pop(&done); op; op = queue_pop(&done)) {
+		if (op->kind == DISK_OP_LOAD)
+			op->cb(op->arg, op->result,
+			       op->result == DISK_HIT ? &op->pg : NULL);
+		op_free(op);
+		pthread_mutex_lock(&d->mu);
+		d->inflight--;
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
+/* Wait until nothing is in flight (disk.h; tests and shutdown only). */
+void
+disk_drain(struct disk *d)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = d->efd, .events = POLLIN };
+		unsigned n;
+
+		disk_poll(d);
+		pthread_mutex_lock(&d->mu);
+		n = d->inflight;
+		pthread_mutex_unlock(&d->mu);
+		if (n == 0)
+			return;
+		poll(&pfd, 1, -1);
+	}
+}
+
+/* Free d's memory and locks (threads stopped, store closed). */
+static void
+disk_free(struct disk *d)
+{
+	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->slot_mu);
+	pthread_cond_destroy(&d->cv_work);
+	pthread_cond_destroy(&d->cv_gate);
+	free(d->slot_used);
+	free(d->dir);
+	d->magic = 0;
+	free(d);
+}
+
+/* Check p; 0 or EINVAL with err filled. */
+static int
+params_check(const struct disk_params *p, char *err, size_t errlen)
+{
+	const char *why = NULL;
+
+	if (!p->dir || !p->dir[0])
+		why = "no directory";
+	else if (p->page_size < DISK_PAGE_MIN || p->page_size > DISK_PAGE_MAX ||
+		 (p->page_size & (p->page_size - 1)))
+		why = "page size not a power of two in 4 KiB..1 MiB";
+	else if (p->budget_bytes < p->page_size ||
+		 p->budget_bytes / p->page_size >= DISK_NO_SLOT)
+		why = "budget below one page or above 2^32 pages";
+	if (!why)
+		return 0;
+	if (err && errlen)
+		snprintf(err, errlen, "cache_dir %s: %s", p->dir ? p->dir : "",
+			 why);
+	return EINVAL;
+}
+
+/* Open the store and start its threads (disk.h). */
+struct disk *
+disk_open(const struct disk_params *p, char *err, size_t errlen)
+{
+	struct disk *d;
+	int e = params_check(p, err, errlen);
+
+	if (e != 0 || !(d = calloc(1, sizeof(*d)))) {
+		errno = e ? e : ENOMEM;
+		return NULL;
+	}
+	d->magic = DISK_MAGIC;
+	d->page_size = p->page_size;
+	d->durable = p->durable;
+	d->log = p->log;
+	d->log_arg = p->log_arg;
+	d->nslots = (uint32_t)(p->budget_bytes / p->page_size);
+	d->nfree = d->nslots;
+	d->pinned = DISK_NO_SLOT;
+	d->on = true;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->slot_mu, NULL);
+	pthread_cond_init(&d->cv_work, NULL);
+	pthread_cond_init(&d->cv_gate, NULL);
+	d->dir = strdup(p->dir);
+	d->slot_used = calloc(d->nslots, 1);
+	if (!d->dir || !d->slot_used) {
+		disk_free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (disk_store_open(d, err, errlen) != 0) {
+		e = errno;
+		disk_free(d);
+		errno = e;
+		return NULL;
+	}
+	if (pthread_create(&d->reader, NULL, reader_main, d) != 0 ||
+	    (d->threads_started = true,
+	     pthread_create(&d->writer, NULL, writer_main, d) != 0)) {
+		snprintf(err, errlen, "cache_dir %s: cannot start threads", p->dir);
+		d->stopping = true;
+		if (d->threads_started)
+			pthread_join(d->reader, NULL);
+		disk_store_close(d);
+		disk_free(d);
+		errno = EAGAIN;
+		return NULL;
+	}
+	return d;
+}
+
+/* Stop the threads, complete what is queued as OFF, close (disk.h). */
+void
+disk_close(struct disk **dp)
+{
+	struct disk *d = *dp;
+	struct disk_op *op;
+
+	if (!d)
+		return;
+	*dp = NULL;
+	pthread_mutex_lock(&d->mu);
+	d->stopping = true;
+	pthread_cond_broadcast(&d->cv_work);
+	pthread_cond_broadcast(&d->cv_gate);
+	pthread_mutex_unlock(&d->mu);
+	pthread_join(d->reader, NULL);
+	pthread_join(d->writer, NULL);
+	pthread_mutex_lock(&d->mu);
+	while ((op = queue_pop(&d->rq)) || (op = queue_pop(&d->wq))) {
+		op->result = DISK_OFF;
+		complete_locked(d, op);
+	}
+	pthread_mutex_unlock(&d->mu);
+	disk_poll(d);
+	disk_store_close(d);
+	disk_free(d);
+}
+
+/* The completion eventfd. */
+int
+disk_fd(const struct disk *d)
+{
+	return d->efd;
+}
+
+/* True while the tier is on. */
+bool
+disk_on(const struct disk *d)
+{
+	return __atomic_load_n(&d->on, __ATOMIC_RELAXED);
+}
+
+/* A new op of kind for key k, or NULL (counted by the caller). */
+static struct disk_op *
+op_new(enum disk_op_kind kind, const struct disk_key *k, size_t data)
+{
+	struct disk_op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return NULL;
+	op->kind = kind;
+	if (k)
+		op->key = *k;
+	if (data && !(op->pg.data = calloc(1, data))) {
+		free(op);
+		return NULL;
+	}
+	return op;
+}
+
+/* Copy pg's valid bytes and ranges (the first DISK_MAX_RANGES) into op. */
+static void
+store_copy(struct disk *d, struct disk_op *op, const struct disk_page *pg)
+{
+	uint32_t nv = pg->nvalid < DISK_MAX_RANGES ? pg->nvalid : DISK_MAX_RANGES;
+	uint32_t nh = pg->nholes < DISK_MAX_RANGES ? pg->nholes : DISK_MAX_RANGES;
+
+	op->pg.attr = pg->attr;
+	for (uint32_t i = 0; i < nv; i++) {
+		struct disk_range r = pg->valid[i];
+
+		if (r.off >= d->page_size || r.len == 0 ||
+		    r.len > d->page_size - r.off)
+			continue;
+		op->pg.valid[op->pg.nvalid++] = r;
+		memcpy(op->pg.data + r.off, pg->data + r.off, r.len);
+		if (r.off + r.len > op->data_len)
+			op->data_len = r.off + r.len;
+		op->valid_bytes += r.len;
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		struct disk_range r = pg->holes[i];
+
+		if (r.off < d->page_size && r.len && r.len <= d->page_size - r.off)
+			op->pg.holes[op->pg.nholes++] = r;
+	}
+}
+
+/* Store a page asynchronously (disk.h). */
+void
+disk_store(struct disk *d, const struct disk_key *k, const struct disk_page *pg)
+{
+	struct disk_op *op;
+	bool dropped;
+
+	if (!disk_on(d) || k->fh_len == 0 || k->fh_len > DISK_FH_MAX ||
+	    !(op = op_new(DISK_OP_STORE, k, d->page_size))) {
+		DISK_COUNT(d, stores_dropped, 1);
+		return;
+	}
+	store_copy(d, op, pg);
+	submit(d, &d->wq, op, &dropped);
+	if (dropped)
+		DISK_COUNT(d, stores_dropped, 1);
+}
+
+/* Load a page asynchronously (disk.h). */
+void
+disk_load(struct disk *d, const struct disk_key *k, disk_load_cb *cb, void *arg)
+{
+	struct disk_op *op = op_new(DISK_OP_LOAD, k, d->page_size);
+	bool dropped;
+
+	if (!op) {
+		cb(arg, DISK_OFF, NULL);	/* out of memory: at once */
+		return;
+	}
+	op->cb = cb;
+	op->arg = arg;
+	if (k->fh_len == 0 || k->fh_len > DISK_FH_MAX) {
+		pthread_mutex_lock(&d->mu);
+		d->inflight++;
+		op->result = DISK_MISS;
+		complete_locked(d, op);
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	submit(d, &d->rq, op, &dropped);
+}
+
+/* Drop every page of a file asynchronously (disk.h). */
+void
+disk_drop_file(struct disk *d, const uint8_t *fh, uint8_t fh_len)
+{
+	struct disk_key k = { .fh_len = fh_len };
+	struct disk_op *op;
+	bool dropped;
+
+	if (fh_len == 0 || fh_len > DISK_FH_MAX)
+		return;
+	memcpy(k.fh, fh, fh_len);
+	op = op_new(DISK_OP_DROP_FILE, &k, 0);
+	if (op)
+		submit(d, &d->wq, op, &dropped);
+}
+
+/* Close the test gate. */
+void
+disk_gate_close(struct disk *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->gate_closed = true;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Open the test gate, releasing held operations. */
+void
+disk_gate_open(struct disk *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->gate_closed = false;
+	pthread_cond_broadcast(&d->cv_gate);
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* How many operations the gate holds now. */
+unsigned
+disk_gate_waiting(struct disk *d)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&d->mu);
+	n = d->gate_waiting;
+	pthread_mutex_unlock(&d->mu);
+	return n;
+}
+
+/* Snapshot the counters and gauges (disk.h). */
+void
+disk_stats_get(const struct disk *d, struct disk_stats *st)
+{
+#define X(f, n, t, h) st->f = __atomic_load_n(&d->st.f, __ATOMIC_RELAXED);
+	DISK_COUNTERS(X)
+#undef X
+	for (int i = 0; i < DISK_LAT_NBUCKETS; i++)
+		st->lat_bucket[i] = __atomic_load_n(&d->st.lat_bucket[i],
+						    __ATOMIC_RELAXED);
+	st->lat_count = __atomic_load_n(&d->st.lat_count, __ATOMIC_RELAXED);
+	st->lat_sum_us = __atomic_load_n(&d->st.lat_sum_us, __ATOMIC_RELAXED);
+	st->pages_held = __atomic_load_n(&d->pages_held, __ATOMIC_RELAXED);
+	st->bytes_held = st->pages_held * d->page_size;
+	st->budget_bytes = (uint64_t)d->nslots * d->page_size;
+	st->on = disk_on(d);
+}
+
+/* Check the slot map against the held count and the index (disk.h). */
+bool
+disk_check(struct disk *d)
+{
+	uint32_t used = 0;
+	MDB_txn *txn;
+	MDB_stat ps, ls;
+	bool ok;
+
+	pthread_mutex_lock(&d->slot_mu);
+	for (uint32_t i = 0; i < d->nslots; i++)
+		used += d->slot_used[i];
+	ok = used + d->nfree == d->nslots &&
+	     used == __atomic_load_n(&d->pages_held, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&d->slot_mu);
+	if (mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn) != 0)
+		return false;
+	ok = ok && mdb_stat(txn, d->dbi_pages, &ps) == 0 &&
+	     mdb_stat(txn, d->dbi_lru, &ls) == 0 &&
+	     ps.ms_entries == ls.ms_entries &&
+	     (!disk_on(d) || ps.ms_entries == used);
+	mdb_txn_abort(txn);
+	return ok;
+}
