@@ -95,6 +95,66 @@ disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
 	return 0;
 }
 
+/* The presence hash of an encoded pages key. */
+uint64_t
+disk_key_hash(const void *kb, size_t len)
+{
+	return XXH3_64bits(kb, len);
+}
+
+/* Add (+1) or remove (-1) hash h in the presence set. */
+void
+disk_present_adjust(struct disk *d, uint64_t h, int delta)
+{
+	struct disk_present *p;
+
+	pthread_mutex_lock(&d->pres_mu);
+	HASH_FIND(hh, d->present, &h, sizeof(h), p);
+	if (!p && delta > 0 && (p = calloc(1, sizeof(*p)))) {
+		p->h = h;
+		HASH_ADD(hh, d->present, h, sizeof(p->h), p);
+	}
+	if (p && delta > 0)
+		p->n++;
+	if (p && delta < 0 && --p->n == 0) {
+		HASH_DEL(d->present, p);
+		free(p);
+	}
+	pthread_mutex_unlock(&d->pres_mu);
+}
+
+/* Empty the presence set. */
+void
+disk_present_clear(struct disk *d)
+{
+	struct disk_present *p, *tmp;
+
+	pthread_mutex_lock(&d->pres_mu);
+	HASH_ITER(hh, d->present, p, tmp) {
+		HASH_DEL(d->present, p);
+		free(p);
+	}
+	pthread_mutex_unlock(&d->pres_mu);
+}
+
+/* True when a record for k was committed (disk.h). */
+bool
+disk_has(struct disk *d, const struct disk_key *k)
+{
+	struct disk_kbuf kb;
+	struct disk_present *p;
+	uint64_t h;
+
+	if (!disk_on(d) || k->fh_len == 0 || k->fh_len > DISK_FH_MAX)
+		return false;
+	key_encode(k, true, &kb);
+	h = disk_key_hash(kb.b, kb.len);
+	pthread_mutex_lock(&d->pres_mu);
+	HASH_FIND(hh, d->present, &h, sizeof(h), p);
+	pthread_mutex_unlock(&d->pres_mu);
+	return p != NULL;
+}
+
 /* Take a free slot, or DISK_NO_SLOT. */
 static uint32_t
 slot_alloc(struct disk *d)
@@ -171,6 +231,7 @@ rec_delete(struct disk *d, MDB_txn *txn, MDB_val *kv, const struct disk_rec *rec
 	rc = mdb_del(txn, d->dbi_lru, &skv, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return rc;
+	disk_present_adjust(d, disk_key_hash(kv->mv_data, kv->mv_size), -1);
 	rc = mdb_del(txn, d->dbi_pages, kv, NULL);
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -372,6 +433,8 @@ store_index(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	seq_encode(seq, sk);
 	if (rc == 0)
 		rc = mdb_put(txn, d->dbi_lru, &skv, &kv, 0);
+	if (rc == 0)
+		disk_present_adjust(d, disk_key_hash(kb.b, kb.len), 1);
 	if (rc == 0)
 		rc = cull_batch(d, txn, cull_reserve(d), seq, freed, n);
 	return rc;
@@ -611,6 +674,7 @@ drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 			mdb_del(txn, d->dbi_lru, &skv, NULL);
 			freed[(*n)++] = rec.slot;
 		}
+		disk_present_adjust(d, disk_key_hash(kv.mv_data, kv.mv_size), -1);
 		rc = mdb_cursor_del(cur, 0);
 		kv = (MDB_val){ pre.len, pre.b };
 		if (rc == 0)

@@ -222,6 +222,15 @@ void disk_load(struct disk *d, const struct disk_key *k,
 	       disk_load_cb *cb, void *arg);
 
 /*
+ * True when a page under k is believed stored (a committed record, from
+ * an in-memory set of key hashes rebuilt at open): a hint that a load is
+ * worth its round trip, never a promise (the load may still miss, or find
+ * the page corrupt). False while OFF. Never touches the disk; any thread.
+ * Memory: about 64 bytes per stored page.
+ */
+bool disk_has(struct disk *d, const struct disk_key *k);
+
+/*
  * Drop every page of the file fh (fh_len bytes) asynchronously: the
  * caller found the file changed (its fresh attributes differ from those a
  * loaded page recorded). Pages stored after this call are kept.

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <lmdb.h>
+#include <uthash.h>
 
 #include "disk.h"
 
@@ -23,6 +24,13 @@ enum disk_op_kind {
 	DISK_OP_DROP_FILE,
 	DISK_OP_TOUCH,		/* move a loaded page to the LRU's young end */
 	DISK_OP_DROP_IF		/* drop a corrupt page if it is still the same */
+};
+
+/* One entry of the presence set: a key's hash and how many keys have it. */
+struct disk_present {
+	uint64_t h;
+	uint32_t n;
+	UT_hash_handle hh;
 };
 
 /* One queued operation; owned by the queue, then the done list. */
@@ -82,6 +90,10 @@ struct disk {
 	bool pinned_freed;		/* free it when unpinned */
 	uint64_t seq;			/* last LRU sequence given out */
 
+	/* Keys with a committed record, by hash (disk_has); under pres_mu. */
+	pthread_mutex_t pres_mu;
+	struct disk_present *present;
+
 	/* Queues, completions, the gate, shutdown: under mu. */
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work, cv_gate;
@@ -121,6 +133,13 @@ void disk_run_drop_if(struct disk *d, struct disk_op *op);
  */
 int disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
 		    struct disk_rec *rec, struct disk_page *pg);
+
+/* disk.c: the presence hash of an encoded pages key. */
+uint64_t disk_key_hash(const void *kb, size_t len);
+/* disk.c: add (+1) or remove (-1) the key hash h in the presence set. */
+void disk_present_adjust(struct disk *d, uint64_t h, int delta);
+/* disk.c: empty the presence set. */
+void disk_present_clear(struct disk *d);
 
 /* disk.c: open and close the index and slab (no threads). */
 int disk_store_open(struct disk *d, char *err, size_t errlen);

@@ -156,6 +156,8 @@ scan_pages(struct disk *d, MDB_txn *txn)
 			rc = mdb_cursor_del(cur, 0);
 			if (rc != 0)
 				break;
+		} else {
+			disk_present_adjust(d, disk_key_hash(k.mv_data, k.mv_size), 1);
 		}
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
@@ -213,6 +215,7 @@ index_load(struct disk *d, const char **what)
 		rc = scan_lru(d, txn);
 	if (rc != 0) {
 		mdb_txn_abort(txn);
+		disk_present_clear(d);
 		return rc;
 	}
 	rc = mdb_txn_commit(txn);

@@ -297,6 +297,8 @@ disk_drain(struct disk *d)
 static void
 disk_free(struct disk *d)
 {
+	disk_present_clear(d);
+	pthread_mutex_destroy(&d->pres_mu);
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->slot_mu);
 	pthread_cond_destroy(&d->cv_work);
@@ -351,6 +353,7 @@ disk_open(const struct disk_params *p, char *err, size_t errlen)
 	d->on = true;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_mutex_init(&d->slot_mu, NULL);
+	pthread_mutex_init(&d->pres_mu, NULL);
 	pthread_cond_init(&d->cv_work, NULL);
 	pthread_cond_init(&d->cv_gate, NULL);
 	d->dir = strdup(p->dir);

@@ -204,6 +204,12 @@ test_round_trip_keeps_ranges_holes_attrs(void)
 	expect_page(&g, 2, 0);
 	load_wait(d, key(1, 1), &g);
 	CU_ASSERT_EQUAL(g.r, DISK_MISS);
+	{
+		struct disk_key k15 = key(1, 5), k11 = key(1, 1);
+
+		CU_ASSERT_TRUE(disk_has(d, &k15));
+		CU_ASSERT_FALSE(disk_has(d, &k11));
+	}
 	disk_stats_get(d, &st);
 	CU_ASSERT_EQUAL(st.stores, 3);
 	CU_ASSERT_EQUAL(st.store_bytes, 3 * 1100);
@@ -262,7 +268,10 @@ test_reopen_finds_pages(void)
 	CU_ASSERT_EQUAL(st.pages_held, 10);
 	CU_ASSERT_TRUE(disk_check(d));
 	for (unsigned i = 0; i < 10; i++) {
-		load_wait(d, key(3, i), &g);
+		struct disk_key k = key(3, i);
+
+		CU_ASSERT_TRUE(disk_has(d, &k));
+		load_wait(d, k, &g);
 		expect_page(&g, 3, i);
 	}
 	/* New stores go to free slots, not over the found ones. */
@@ -356,6 +365,11 @@ test_flipped_byte_is_corrupt_and_dropped(void)
 	CU_ASSERT_EQUAL(st.checksum_failures, 1);
 	CU_ASSERT_EQUAL(st.hits, 0);
 	CU_ASSERT_EQUAL(st.pages_held, 0);	/* dropped */
+	{
+		struct disk_key k = key(5, 0);
+
+		CU_ASSERT_FALSE(disk_has(d, &k));
+	}
 	load_wait(d, key(5, 0), &g);
 	CU_ASSERT_EQUAL(g.r, DISK_MISS);
 	CU_ASSERT_TRUE(disk_check(d));
@@ -419,6 +433,13 @@ test_culling_keeps_bytes_under_budget(void)
 	expect_page(&g, 6, 299);
 	load_wait(d, key(6, 0), &g);
 	CU_ASSERT_EQUAL(g.r, DISK_MISS);
+	for (unsigned i = 0, has = 0; i <= 300; i++) {
+		struct disk_key k = key(6, i);
+
+		has += disk_has(d, &k);
+		if (i == 300)
+			CU_ASSERT_EQUAL(has, st.pages_held);
+	}
 	disk_close(&d);
 }
 
@@ -467,6 +488,10 @@ test_drop_file_drops_only_that_file(void)
 	CU_ASSERT_EQUAL(st.drops, 20);
 	CU_ASSERT_EQUAL(st.pages_held, 20);
 	for (unsigned i = 0; i < 20; i++) {
+		struct disk_key k1 = key(1, i), k2 = key(2, i);
+
+		CU_ASSERT_FALSE(disk_has(d, &k1));
+		CU_ASSERT_TRUE(disk_has(d, &k2));
 		load_wait(d, key(1, i), &g);
 		CU_ASSERT_EQUAL(g.r, DISK_MISS);
 		load_wait(d, key(2, i), &g);
