@@ -13,6 +13,7 @@
  *      previous lru entry, cull the LRU's oldest pages down to a reserve;
  *   5. after the commit, free the replaced record's slot and the culled
  *      ones. A slot is never rewritten while a committed record names it.
+ * Stores queued together (up to DISK_STORE_BATCH) share steps 3 and 4.
  * Invariants: a slot is used iff exactly one record names it, or it was
  * taken by a store that has not committed yet; pages_held = used slots;
  * every record has one lru entry with its seq, and the reverse.
@@ -298,12 +299,13 @@ cull_batch(struct disk *d, MDB_txn *txn, uint32_t want, uint64_t keep,
 	   uint32_t *out, unsigned *n)
 {
 	uint32_t nfree;
+	unsigned limit = *n + DISK_CULL_BATCH;
 	int rc = 0;
 
 	pthread_mutex_lock(&d->slot_mu);
 	nfree = d->nfree;
 	pthread_mutex_unlock(&d->slot_mu);
-	while (*n < DISK_CULL_BATCH && nfree + *n < want) {
+	while (*n < limit && nfree + *n < want) {
 		rc = cull_one(d, txn, keep, &out[*n]);
 		if (rc == MDB_NOTFOUND)
 			return 0;
@@ -355,27 +357,6 @@ pwrite_all(int fd, const uint8_t *buf, size_t len, off_t off)
 		off += w;
 	}
 	return 0;
-}
-
-/* Write the store's bytes to slot and sync them. 0 or an errno. */
-static int
-store_data(struct disk *d, const struct disk_op *op, uint32_t slot,
-	   const char **what)
-{
-	int err;
-
-	*what = "slab write";
-	err = disk_fault_take(d, DISK_FAULT_WRITE);
-	if (err == 0)
-		err = pwrite_all(d->slab_fd, op->pg.data, op->data_len,
-				 (off_t)slot * d->page_size);
-	if (err != 0 || !d->durable)
-		return err;
-	*what = "slab fdatasync";
-	err = disk_fault_take(d, DISK_FAULT_SYNC);
-	if (err == 0 && fdatasync(d->slab_fd) != 0)
-		err = errno;
-	return err;
 }
 
 /* Build the record value of a store into buf (room for the maximum). */
@@ -440,48 +421,103 @@ store_index(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	return rc;
 }
 
-/* Run a store: slot, data, sync, index, frees (the module comment). */
-void
-disk_run_store(struct disk *d, struct disk_op *op)
+/* Take a slot for op and write its bytes there (op->slot, or NO_SLOT
+ * when none is free: dropped). 0 or an errno with *what. */
+static int
+store_one_data(struct disk *d, struct disk_op *op, const char **what)
 {
-	uint32_t freed[DISK_CULL_BATCH + 1];
-	unsigned n = 0;
-	const char *what;
-	uint32_t slot = slot_alloc(d);
-	MDB_txn *txn;
 	int err;
 
-	if (slot == DISK_NO_SLOT) {
+	op->slot = slot_alloc(d);
+	if (op->slot == DISK_NO_SLOT) {
 		cull_now(d);
-		slot = slot_alloc(d);
+		op->slot = slot_alloc(d);
 	}
-	if (slot == DISK_NO_SLOT || !__atomic_load_n(&d->on, __ATOMIC_RELAXED)) {
-		if (slot != DISK_NO_SLOT)
-			slots_free(d, &slot, 1);
-		DISK_COUNT(d, stores_dropped, 1);
-		return;
+	if (op->slot == DISK_NO_SLOT)
+		return 0;
+	*what = "slab write";
+	err = disk_fault_take(d, DISK_FAULT_WRITE);
+	if (err == 0)
+		err = pwrite_all(d->slab_fd, op->pg.data, op->data_len,
+				 (off_t)op->slot * d->page_size);
+	return err;
+}
+
+/* Sync the slab (durable mode). 0 or an errno. */
+static int
+store_sync(struct disk *d)
+{
+	int err;
+
+	if (!d->durable)
+		return 0;
+	err = disk_fault_take(d, DISK_FAULT_SYNC);
+	if (err == 0 && fdatasync(d->slab_fd) != 0)
+		err = errno;
+	return err;
+}
+
+/* Index the stores of ops that got a slot, in one transaction. */
+static int
+store_commit(struct disk *d, struct disk_op **ops, unsigned n,
+	     uint32_t *freed, unsigned *nfreed)
+{
+	MDB_txn *txn;
+	int err = mdb_txn_begin(d->env, NULL, 0, &txn);
+
+	for (unsigned i = 0; i < n && err == 0; i++)
+		if (ops[i]->slot != DISK_NO_SLOT)
+			err = store_index(d, txn, ops[i], ops[i]->slot, freed,
+					  nfreed);
+	if (err == 0)
+		return mdb_txn_commit(txn);
+	if (txn)
+		mdb_txn_abort(txn);
+	return err;
+}
+
+/*
+ * Run n stores (at most DISK_STORE_BATCH) as one: take slots and write
+ * the data of each, one fdatasync, one transaction, then the frees (the
+ * module comment's steps, batched so a commit's syncs are shared).
+ */
+void
+disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n)
+{
+	uint32_t freed[DISK_STORE_BATCH * (DISK_CULL_BATCH + 1)];
+	unsigned nfreed = 0, nstored = 0;
+	const char *what = "slab write";
+	int err = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		ops[i]->slot = DISK_NO_SLOT;
+	for (unsigned i = 0; i < n && err == 0; i++) {
+		if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
+			break;
+		err = store_one_data(d, ops[i], &what);
 	}
-	err = store_data(d, op, slot, &what);
+	if (err == 0) {
+		what = "slab fdatasync";
+		err = store_sync(d);
+	}
 	if (err == 0) {
 		what = "index commit";
-		err = mdb_txn_begin(d->env, NULL, 0, &txn);
-		if (err == 0) {
-			err = store_index(d, txn, op, slot, freed, &n);
-			if (err == 0)
-				err = mdb_txn_commit(txn);
-			else
-				mdb_txn_abort(txn);
-		}
+		err = store_commit(d, ops, n, freed, &nfreed);
 	}
-	if (err != 0) {
-		slots_free(d, &slot, 1);
+	for (unsigned i = 0; i < n; i++) {
+		if (err != 0 && ops[i]->slot != DISK_NO_SLOT)
+			slots_free(d, &ops[i]->slot, 1);
+		if (err != 0 || ops[i]->slot == DISK_NO_SLOT)
+			continue;
+		nstored++;
+		DISK_COUNT(d, store_bytes, ops[i]->valid_bytes);
+	}
+	if (err != 0)
 		disk_degrade(d, what, err);
-		DISK_COUNT(d, stores_dropped, 1);
-		return;
-	}
-	slots_free(d, freed, n);
-	DISK_COUNT(d, stores, 1);
-	DISK_COUNT(d, store_bytes, op->valid_bytes);
+	else
+		slots_free(d, freed, nfreed);
+	DISK_COUNT(d, stores, nstored);
+	DISK_COUNT(d, stores_dropped, n - nstored);
 }
 
 /* Look up key's record and pin its slot. 0, MDB_NOTFOUND or an error. */

@@ -17,6 +17,7 @@
 #define DISK_NO_SLOT		UINT32_MAX
 #define DISK_CULL_BATCH		8	/* pages culled per store, at most */
 #define DISK_DROP_BATCH		1024	/* pages dropped per transaction */
+#define DISK_STORE_BATCH	32	/* stores sharing one sync and commit */
 
 enum disk_op_kind {
 	DISK_OP_LOAD,
@@ -119,7 +120,7 @@ struct disk {
 
 /* disk.c: run one operation on a worker thread. */
 void disk_run_load(struct disk *d, struct disk_op *op);
-void disk_run_store(struct disk *d, struct disk_op *op);
+void disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n);
 void disk_run_drop_file(struct disk *d, struct disk_op *op);
 void disk_run_touch(struct disk *d, struct disk_op *op);
 void disk_run_drop_if(struct disk *d, struct disk_op *op);

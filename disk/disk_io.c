@@ -142,15 +142,17 @@ now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* Run op on this worker thread. */
+/* Run ops[0..n) on this worker thread: n stores as one batch, or one
+ * other operation. */
 static void
-run_op(struct disk *d, struct disk_op *op)
+run_ops(struct disk *d, struct disk_op **ops, unsigned n)
 {
 	uint64_t t0 = now_us();
+	struct disk_op *op = ops[0];
 
 	switch (op->kind) {
 	case DISK_OP_LOAD:	disk_run_load(d, op); break;
-	case DISK_OP_STORE:	disk_run_store(d, op); break;
+	case DISK_OP_STORE:	disk_run_stores(d, ops, n); break;
 	case DISK_OP_DROP_FILE:	disk_run_drop_file(d, op); break;
 	case DISK_OP_TOUCH:	disk_run_touch(d, op); break;
 	case DISK_OP_DROP_IF:	disk_run_drop_if(d, op); break;
@@ -158,19 +160,34 @@ run_op(struct disk *d, struct disk_op *op)
 	disk_lat_record(d, now_us() - t0);
 }
 
+/* Take q's next op, and the stores queued right behind a store (mu held). */
+static unsigned
+take_ops(struct disk_queue *q, struct disk_op **ops)
+{
+	unsigned n = 0;
+
+	ops[n++] = queue_pop(q);
+	while (ops[0]->kind == DISK_OP_STORE && n < DISK_STORE_BATCH &&
+	       q->head && q->head->kind == DISK_OP_STORE)
+		ops[n++] = queue_pop(q);
+	return n;
+}
+
 /* A worker: take ops from q, hold them at the gate, run, complete. */
 static void *
 worker(struct disk *d, struct disk_queue *q)
 {
+	struct disk_op *ops[DISK_STORE_BATCH];
+
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
-		struct disk_op *op;
+		unsigned n;
 
 		while (!d->stopping && !q->head)
 			pthread_cond_wait(&d->cv_work, &d->mu);
 		if (d->stopping)
 			break;
-		op = queue_pop(q);
+		n = take_ops(q, ops);
 		while (d->gate_closed && !d->stopping) {
 			d->gate_waiting++;
 			pthread_cond_broadcast(&d->cv_gate);
@@ -178,11 +195,13 @@ worker(struct disk *d, struct disk_queue *q)
 			d->gate_waiting--;
 		}
 		pthread_mutex_unlock(&d->mu);
-		op->result = DISK_OFF;
+		for (unsigned i = 0; i < n; i++)
+			ops[i]->result = DISK_OFF;
 		if (!d->stopping)
-			run_op(d, op);
+			run_ops(d, ops, n);
 		pthread_mutex_lock(&d->mu);
-		complete_locked(d, op);
+		for (unsigned i = 0; i < n; i++)
+			complete_locked(d, ops[i]);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;

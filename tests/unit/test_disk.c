@@ -219,7 +219,7 @@ test_round_trip_keeps_ranges_holes_attrs(void)
 	CU_ASSERT_EQUAL(st.pages_held, 3);
 	CU_ASSERT_EQUAL(st.bytes_held, 3 * PAGE);
 	CU_ASSERT_EQUAL(st.budget_bytes, 16 * PAGE);
-	CU_ASSERT_TRUE(st.lat_count >= 6);
+	CU_ASSERT_TRUE(st.lat_count >= 4);	/* stores may share one batch */
 	CU_ASSERT_TRUE(disk_check(d));
 	disk_close(&d);
 	CU_ASSERT_PTR_NULL(d);
