@@ -65,6 +65,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define EXPORT_PATH_MAX 1024	/* MNTPATHLEN, RFC 1813 section 5.1 */
 #define WHY_MAX 512
@@ -111,6 +113,7 @@ static int check_metrics(const char *s, char *why, size_t len);
 static int check_nonempty(const char *s, char *why, size_t len);
 static int check_admin_socket(const char *s, char *why, size_t len);
 static int check_log_level(const char *s, char *why, size_t len);
+static int check_cache_dir(const char *s, char *why, size_t len);
 static int check_url(const char *s, char *why, size_t len);
 static int check_net(const char *s, char *why, size_t len);
 
@@ -200,6 +203,13 @@ static const struct directive directives[] = {
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
 	    "Budget for cached file data, each page charged with its "
 	    "metadata; 0 caches no data."),
+	STR("cache_dir", GLOBAL(cache_dir), K_STR, "", check_cache_dir,
+	    "Directory of the disk tier, an absolute path (created if "
+	    "missing); \"\" keeps the cache in RAM only."),
+	NUM("disk_cache_size", GLOBAL(disk_cache_size), K_U32, "1024", 1,
+	    4194304, "MiB",
+	    "Budget of the disk tier in cache_dir, in whole pages; the least "
+	    "recently used pages are culled past it."),
 	NUM("max_files", GLOBAL(max_files), K_U32, "65536", 16, 16777216,
 	    "files",
 	    "File records (attributes, holes, readahead state) kept; past it "
@@ -764,6 +774,50 @@ static int check_admin_socket(const char *s, char *why, size_t len)
 	return 0;
 }
 
+/* Check "" or an absolute path. */
+static int check_cache_dir(const char *s, char *why, size_t len)
+{
+	if (!*s || *s == '/')
+		return 0;
+	snprintf(why, len, "\"%s\" is not an absolute path", s);
+	return -1;
+}
+
+/* Check that cache_dir is, or can be made, a writable directory. */
+static int check_cache_dir_usable(const char *dir, char *why, size_t len)
+{
+	char parent[PATH_MAX];
+	struct stat sb;
+	char *slash;
+	int e;
+
+	if (stat(dir, &sb) == 0) {
+		if (!S_ISDIR(sb.st_mode)) {
+			snprintf(why, len, "cache_dir %s is not a directory", dir);
+			return -1;
+		}
+		if (access(dir, R_OK | W_OK | X_OK) != 0) {
+			snprintf(why, len, "cache_dir %s: %s", dir, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	e = errno;
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash)
+		*(slash == parent ? slash + 1 : slash) = '\0';
+	if (e == ENOENT && stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+	    access(parent, W_OK | X_OK) == 0)
+		return 0;
+	if (e == ENOENT)
+		snprintf(why, len, "cache_dir %s: no writable parent directory "
+			 "to create it in", dir);
+	else
+		snprintf(why, len, "cache_dir %s: %s", dir, strerror(e));
+	return -1;
+}
+
 /* Check a log level name. */
 static int check_log_level(const char *s, char *why, size_t len)
 {
@@ -891,7 +945,8 @@ static int check_rules(const struct conf *c, struct rules_out *o)
 	size_t rb = gidx("max_reply_buffer"), rs = gidx("max_record_size");
 	size_t hg = gidx("hole_granularity"), ps = gidx("page_size");
 	size_t ra = gidx("readahead_max"), mp = gidx("mount_port");
-	size_t np = gidx("nfs_port");
+	size_t np = gidx("nfs_port"), cd = gidx("cache_dir");
+	char why[WHY_MAX];
 
 	if (rule_applies(o, rb, rs) && c->max_reply_buffer < c->max_record_size) {
 		if (blame_second(gline_at(o, rb), gline_at(o, rs)))
@@ -933,6 +988,9 @@ static int check_rules(const struct conf *c, struct rules_out *o)
 			  nfs ? "mount_port" : "nfs_port", c->nfs_port,
 			  dflt(o, nfs ? mp : np));
 	}
+	if (rule_applies(o, cd, cd) && c->cache_dir && *c->cache_dir &&
+	    check_cache_dir_usable(c->cache_dir, why, sizeof(why)) != 0)
+		rule_fail(o, gline_at(o, cd), "%s", why);
 	return o->n ? -1 : 0;
 }
 

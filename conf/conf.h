@@ -91,6 +91,8 @@ struct conf {
 	char *log_level;		/* "error".."debug", owned */
 	uint32_t page_size;		/* cache page size, bytes */
 	uint32_t cache_size;		/* cache data budget, MiB */
+	char *cache_dir;		/* disk tier directory, "" none; owned */
+	uint32_t disk_cache_size;	/* disk tier budget, MiB */
 	uint32_t max_files;		/* file records kept, files */
 	uint32_t hole_granularity;	/* bytes; zero blocks become holes */
 	uint32_t readahead_max;		/* bytes, largest window; 0 off */

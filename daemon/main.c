@@ -38,6 +38,7 @@
 #include <event2/event.h>
 
 #include "daemon.h"
+#include "disk_tier.h"
 #include "fh.h"
 #include "log.h"
 #include "fstate.h"
@@ -482,9 +483,19 @@ static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Release everything the daemon holds. */
+/* Open the disk tier (cache_dir) or refuse to start, saying why. */
+static void start_disk_tier(struct daemon *d)
+{
+	char err[1024];
+
+	if (disk_tier_start(d, err, sizeof(err)) != 0)
+		fatal("%s: %s", d->conf->source, err);
+}
+
 static void daemon_free(struct daemon *d)
 {
 	admin_stop(&admin);
+	disk_tier_stop();	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	for (size_t i = 0; i < d->nexports; i++)
@@ -563,6 +574,7 @@ int main(int argc, char **argv)
 		if (writeback_start(&d) != 0)
 			fatal("cannot create the write verifier (RAND_bytes)");
 	}
+	start_disk_tier(&d);
 	service_init(&d);
 	start_upstreams(&d);
 	start_listeners(&d);

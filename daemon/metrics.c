@@ -26,6 +26,7 @@
 
 #include "cache.h"
 #include "daemon.h"
+#include "disk_tier.h"
 #include "dispatch.h"
 #include "log.h"
 #include "metrics.h"
@@ -514,6 +515,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	nfs3_ops_stats_get(&ns);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
+	disk_tier_render(o);
 	nfs3_write_stats_get(&ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);

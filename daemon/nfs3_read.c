@@ -37,6 +37,7 @@
 
 #include "attr.h"
 #include "daemon.h"
+#include "disk_tier.h"
 #include "fstate.h"
 #include "log.h"
 #include "nfs3_guard.h"
@@ -81,6 +82,7 @@ struct read_op {
 	bool bypassed_local;		/* forwarded once despite local data */
 	bool stale;			/* on expired attributes: the upstream
 					 * is unreachable (stale_on_error) */
+	bool disk_tried;		/* the disk tier was asked once */
 };
 
 static void read_continue(struct read_op *op);
@@ -330,10 +332,13 @@ static void fetch_learn(struct fetch *fe, READ3resok *ok)
 	if ((a = attr_from_post_op(&ok->file_attributes, &tmp)))
 		cfile_attr_observe(fe->d->cache, fe->f, a, daemon_now(),
 				   daemon_ac(fe->ex, a->type));
-	if (cfile_gen(fe->f) == fe->gen)
+	if (cfile_gen(fe->f) == fe->gen) {
 		cache_fill_ex(fe->d->cache, fe->f, fe->start,
 			      (const uint8_t *)ok->data.data_val, ok->count,
 			      fe->ra);
+		disk_tier_filled(fe->d, fe->f, fe->start,
+				 (const uint8_t *)ok->data.data_val, ok->count, a);
+	}
 }
 
 /* An upstream READ issued to fill pages came back. */
@@ -487,6 +492,7 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 		size_t np;
 
 		join_inflight(op, miss[i].start, miss[i].end, &rest);
+		disk_tier_take(op->d, op->f, &rest);
 		pieces = rangeset_ranges(&rest, &np);
 		for (size_t j = 0; j < np; j++)
 			for (uint64_t a = pieces[j].start, b; a < pieces[j].end; a = b) {
@@ -588,6 +594,14 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 		read_finish(op);
 }
 
+static void read_plan(struct read_op *op);
+
+/* The disk tier's loads for op are back: plan again (RAM has them now). */
+static void read_disk_done(void *arg)
+{
+	read_plan(arg);
+}
+
 /* Plan the READ against the cache and serve or fetch. */
 static void read_plan(struct read_op *op)
 {
@@ -607,6 +621,12 @@ static void read_plan(struct read_op *op)
 	if (n > READ_MAX_FETCH) {
 		read_bypass(op);
 		return;
+	}
+	if (!op->disk_tried) {
+		op->disk_tried = true;
+		if (disk_tier_load(op->d, op->f, fetch, n, false, read_disk_done,
+				   op))
+			return;
 	}
 	read_fetch(op, fetch, n);
 }

@@ -716,6 +716,28 @@ static void test_mount_port_equal_to_nfs_port_is_refused(void)
 		     "serve MOUNT on nfs_port only");
 }
 
+static void test_unusable_cache_dir_is_refused(void)
+{
+	char conf[512];
+
+	expect_error("nfs_port = 2049\ncache_dir = \"rel/dir\"\n" EXPORT_A, 2,
+		     "cache_dir: \"rel/dir\" is not an absolute path");
+	/* A regular file (the configuration file itself) is refused at its
+	 * line, so is a directory that cannot be created. */
+	snprintf(conf, sizeof(conf), "\ncache_dir = \"%s\"\n" EXPORT_A,
+		 conf_path);
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "cache_dir %s is not a directory",
+			 conf_path);
+		expect_error(conf, 2, want);
+	}
+	expect_error("cache_dir = \"/nonexistent-nfscached/a/b\"\n" EXPORT_A, 1,
+		     "cache_dir /nonexistent-nfscached/a/b: no writable parent "
+		     "directory to create it in");
+}
+
 static void test_attribute_timeouts_in_order(void)
 {
 	/* Reported at the directive to blame: the later of the two when
@@ -1298,7 +1320,7 @@ static void test_docs_name_every_directive(void)
 				want);
 		CU_ASSERT_PTR_NOT_NULL(strstr(docs, want));
 	}
-	CU_ASSERT_EQUAL(n, 45);	/* 32 global and 13 export directives */
+	CU_ASSERT_EQUAL(n, 47);	/* 34 global and 13 export directives */
 	free(gen);
 	free(docs);
 }
@@ -1348,6 +1370,7 @@ int test_register(void)
 		T(test_no_export_is_refused),
 		T(test_reply_buffer_below_record_size_is_refused),
 		T(test_mount_port_equal_to_nfs_port_is_refused),
+		T(test_unusable_cache_dir_is_refused),
 		T(test_syntax_errors_carry_a_line),
 		T(test_attribute_timeouts_in_order),
 		T(test_unreadable_file_is_refused),

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk_tier: the daemon's side of the disk page store (disk_tier.h).
+ *
+ * The tier is inclusive: a page filled from the upstream is stored with
+ * the post-operation attributes of the READ that brought it; a page loaded
+ * back is used only when those attributes equal the file's current ones
+ * (size, fileid, mtime, ctime). The READ path revalidates attributes that
+ * are not fresh before it plans, and after a restart none are, so a
+ * file's disk pages are used again only once the upstream has confirmed
+ * the version; a changed file's pages are dropped from disk. Loads run on
+ * the store's threads; their completions come back through its eventfd,
+ * watched here with a persistent libevent read event.
+ *
+ * A batch (struct dt_batch) is the loads of one call: it holds a file
+ * reference and the generation it was sent under, and frees itself when
+ * its last load is back.
+ */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "disk.h"
+#include "disk_tier.h"
+#include "log.h"
+
+#define DT_MAX_LOADS	256	/* pages one call loads, at most */
+
+static struct disk *tier;
+static struct event *tier_ev;
+
+struct dt_batch {
+	struct daemon *d;
+	struct cfile *f;		/* reference */
+	uint64_t gen;
+	unsigned pending;
+	bool readahead;
+	bool dropped;			/* the file's disk pages were dropped */
+	disk_tier_done_fn *done;
+	void *arg;
+};
+
+/* The store's log hook: one line when the tier turns off. */
+static void tier_log(void *arg, const char *reason)
+{
+	(void)arg;
+	log_error("%s; serving from RAM and the upstream only", reason);
+}
+
+/* The eventfd became readable: run the completions. */
+static void tier_ready(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what, (void)arg;
+	disk_poll(tier);
+}
+
+int disk_tier_start(struct daemon *d, char *err, size_t len)
+{
+	const struct conf *c = d->conf;
+	struct disk_params p = {
+		.dir = c->cache_dir,
+		.page_size = c->page_size,
+		.budget_bytes = (uint64_t)c->disk_cache_size << 20,
+		.durable = true,
+		.log = tier_log,
+	};
+
+	if (!c->cache_dir || !*c->cache_dir)
+		return 0;
+	tier = disk_open(&p, err, len);
+	if (!tier)
+		return -1;
+	tier_ev = event_new(d->base, disk_fd(tier), EV_READ | EV_PERSIST,
+			    tier_ready, NULL);
+	if (!tier_ev || event_add(tier_ev, NULL) != 0) {
+		snprintf(err, len, "cache_dir %s: cannot watch the disk tier",
+			 c->cache_dir);
+		disk_close(&tier);
+		return -1;
+	}
+	log_info("disk tier: %s, %" PRIu32 " MiB", c->cache_dir,
+		 c->disk_cache_size);
+	return 0;
+}
+
+void disk_tier_stop(void)
+{
+	if (tier_ev)
+		event_free(tier_ev);
+	tier_ev = NULL;
+	disk_close(&tier);
+}
+
+/* The disk key of page pg of f; false if f's handle does not fit. */
+static bool tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k)
+{
+	size_t len;
+	const uint8_t *fh = cfile_fh(f, &len);
+
+	if (!fh || len == 0 || len > DISK_FH_MAX)
+		return false;
+	k->fh_len = (uint8_t)len;
+	memcpy(k->fh, fh, len);
+	k->page = pg;
+	return true;
+}
+
+/* The version attributes of a. */
+static struct disk_attr tier_attr(const struct cattr *a)
+{
+	return (struct disk_attr){
+		.size = a->size, .fileid = a->fileid,
+		.mtime_sec = a->mtime.sec, .mtime_nsec = a->mtime.nsec,
+		.ctime_sec = a->ctime.sec, .ctime_nsec = a->ctime.nsec,
+	};
+}
+
+void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
+		      const uint8_t *data, uint64_t len, const struct cattr *a)
+{
+	uint32_t ps = cache_page_size(d->cache);
+	struct disk_page pg = { .nvalid = 1 };
+	struct disk_key k;
+
+	if (!tier || !a || !disk_on(tier) || len == 0)
+		return;
+	pg.attr = tier_attr(a);
+	for (uint64_t s = off, e; s < off + len; s = e) {
+		uint64_t base = s - s % ps;
+
+		e = base + ps < off + len ? base + ps : off + len;
+		if (!tier_key(f, base / ps, &k))
+			return;
+		pg.valid[0] = (struct disk_range){ (uint32_t)(s - base),
+						   (uint32_t)(e - s) };
+		if (base >= off) {
+			/* The page's byte i is data[base - off + i]. */
+			pg.data = (uint8_t *)(uintptr_t)(data + (base - off));
+		} else {
+			/* The page starts before the data: copy its part. */
+			static uint8_t buf[DISK_PAGE_MAX];
+
+			memcpy(buf + (s - base), data + (s - off), e - s);
+			pg.data = buf;
+		}
+		disk_store(tier, &k, &pg);
+	}
+}
+
+/* True when the stored version attributes equal f's current ones. */
+static bool tier_same_version(const struct cfile *f, const struct disk_attr *s)
+{
+	struct disk_attr now;
+
+	if (!cfile_has_attr(f))
+		return false;
+	now = tier_attr(cfile_attr(f));
+	return memcmp(&now, s, sizeof(now)) == 0;
+}
+
+/* One load of a batch: which page. */
+struct dt_load {
+	struct dt_batch *b;
+	uint64_t page;
+};
+
+/* Fill a loaded page into the cache, at page index pgi. */
+static void tier_fill(struct dt_batch *b, uint64_t pgi, const struct disk_page *pg)
+{
+	uint64_t base = pgi * cache_page_size(b->d->cache);
+
+	for (uint32_t i = 0; i < pg->nvalid; i++)
+		cache_fill_ex(b->d->cache, b->f, base + pg->valid[i].off,
+			      pg->data + pg->valid[i].off, pg->valid[i].len,
+			      b->readahead);
+}
+
+/* One page of a batch came back: fill it, or drop a changed file. */
+static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *pg)
+{
+	struct dt_load *l = arg;
+	struct dt_batch *b = l->b;
+
+	if (r == DISK_HIT && cfile_gen(b->f) == b->gen) {
+		if (tier_same_version(b->f, &pg->attr)) {
+			tier_fill(b, l->page, pg);
+		} else if (!b->dropped) {
+			size_t len;
+			const uint8_t *fh = cfile_fh(b->f, &len);
+
+			b->dropped = true;
+			log_debug("disk tier: a file changed since its pages "
+				  "were stored; dropping them");
+			disk_drop_file(tier, fh, (uint8_t)len);
+		}
+	}
+	free(l);
+	if (--b->pending > 0)
+		return;
+	if (b->done)
+		b->done(b->arg);
+	cfile_put(b->d->cache, &b->f);
+	free(b);
+}
+
+/* A new batch on f, or NULL. */
+static struct dt_batch *batch_new(struct daemon *d, struct cfile *f, bool ra)
+{
+	struct dt_batch *b = calloc(1, sizeof(*b));
+	size_t len;
+	const uint8_t *fh = cfile_fh(f, &len);
+
+	if (!b)
+		return NULL;
+	b->d = d;
+	b->f = cache_find(d->cache, fh, len);	/* a reference */
+	if (!b->f) {
+		free(b);
+		return NULL;
+	}
+	b->gen = cfile_gen(f);
+	b->readahead = ra;
+	b->pending = 1;		/* held while loads are sent */
+	return b;
+}
+
+/* Send the load of page pgi for b if the tier holds it. */
+static bool batch_load(struct dt_batch *b, uint64_t pgi)
+{
+	struct disk_key k;
+	struct dt_load *l;
+
+	if (!tier_key(b->f, pgi, &k) || !disk_has(tier, &k) ||
+	    !(l = malloc(sizeof(*l))))
+		return false;
+	l->b = b;
+	l->page = pgi;
+	b->pending++;
+	disk_load(tier, &k, tier_loaded, l);
+	return true;
+}
+
+/* Send loads for the pages [s, e) touches; the pages sent go to *taken. */
+static unsigned batch_range(struct dt_batch *b, uint64_t s, uint64_t e,
+			    unsigned budget, struct rangeset *taken)
+{
+	uint32_t ps = cache_page_size(b->d->cache);
+	unsigned sent = 0;
+
+	for (uint64_t p = s / ps; p * ps < e && sent < budget; p++) {
+		if (!batch_load(b, p))
+			continue;
+		sent++;
+		if (taken)
+			rangeset_add(taken, p * ps, (p + 1) * ps);
+	}
+	return sent;
+}
+
+/* Let go of the batch's hold; false if no load was sent (freed). */
+static bool batch_release(struct dt_batch *b, unsigned sent)
+{
+	if (sent == 0) {
+		cfile_put(b->d->cache, &b->f);
+		free(b);
+		return false;
+	}
+	if (--b->pending == 0) {	/* each completed at once (ENOMEM) */
+		if (b->done)
+			b->done(b->arg);
+		cfile_put(b->d->cache, &b->f);
+		free(b);
+	}
+	return true;
+}
+
+bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
+		    size_t n, bool readahead, disk_tier_done_fn *done, void *arg)
+{
+	struct dt_batch *b;
+	unsigned sent = 0;
+
+	if (!tier || !disk_on(tier) || !(b = batch_new(d, f, readahead)))
+		return false;
+	b->done = done;
+	b->arg = arg;
+	for (size_t i = 0; i < n; i++)
+		sent += batch_range(b, r[i].start, r[i].end, DT_MAX_LOADS - sent,
+				    NULL);
+	return batch_release(b, sent);
+}
+
+void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest)
+{
+	struct rangeset taken = RANGESET_INIT;
+	const struct range *r;
+	struct dt_batch *b;
+	unsigned sent = 0;
+	size_t n;
+
+	if (!tier || !disk_on(tier) || !(b = batch_new(d, f, true)))
+		return;
+	r = rangeset_ranges(rest, &n);
+	for (size_t i = 0; i < n; i++)
+		sent += batch_range(b, r[i].start, r[i].end, DT_MAX_LOADS - sent,
+				    &taken);
+	r = rangeset_ranges(&taken, &n);
+	for (size_t i = 0; i < n; i++)
+		rangeset_remove(rest, r[i].start, r[i].end);
+	rangeset_clear(&taken);
+	batch_release(b, sent);
+}
+
+/* Write one counter or gauge line with its HELP and TYPE. */
+static void render_one(struct evbuffer *o, const char *name, const char *type,
+		       const char *help, uint64_t v)
+{
+	evbuffer_add_printf(o, "# HELP nfscached_%s %s\n# TYPE nfscached_%s %s\n"
+			    "nfscached_%s %" PRIu64 "\n", name, help, name, type,
+			    name, v);
+}
+
+/* Write the disk I/O latency histogram. */
+static void render_latency(struct evbuffer *o, const struct disk_stats *st)
+{
+	static const uint64_t bound[DISK_LAT_NBUCKETS] = DISK_LAT_BUCKETS_US;
+	const char *n = "nfscached_disk_io_duration_seconds";
+
+	evbuffer_add_printf(o, "# HELP %s Time one disk tier operation (a "
+			    "load, or a batch of stores) took on its worker "
+			    "thread.\n# TYPE %s histogram\n", n, n);
+	for (int i = 0; i < DISK_LAT_NBUCKETS; i++)
+		evbuffer_add_printf(o, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", n,
+				    (double)bound[i] / 1e6, st->lat_bucket[i]);
+	evbuffer_add_printf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+			    "%s_sum %g\n%s_count %" PRIu64 "\n", n,
+			    st->lat_count, n, (double)st->lat_sum_us / 1e6, n,
+			    st->lat_count);
+}
+
+void disk_tier_render(struct evbuffer *o)
+{
+	struct disk_stats st;
+
+	if (!tier) {
+		render_one(o, "disk_on", "gauge", "1 while the disk tier is in "
+			   "use, 0 when off or not configured.", 0);
+		return;
+	}
+	disk_stats_get(tier, &st);
+#define X(f, name, type, help) render_one(o, name, #type, help, st.f);
+	DISK_COUNTERS(X)
+#undef X
+	render_one(o, "disk_bytes", "gauge", "Bytes of pages the disk tier "
+		   "holds (whole slots).", st.bytes_held);
+	render_one(o, "disk_budget_bytes", "gauge", "The disk tier's budget "
+		   "(disk_cache_size in whole pages).", st.budget_bytes);
+	render_one(o, "disk_on", "gauge", "1 while the disk tier is in use, 0 "
+		   "when off or not configured.", st.on);
+	render_latency(o, &st);
+}

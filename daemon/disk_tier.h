@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk_tier: the daemon's use of the disk page store (disk/disk.h,
+ * docs/disk-tier.md): opening it from cache_dir, watching its completion
+ * eventfd on the event loop, the hooks of the READ path (a fill from the
+ * upstream is stored; a RAM miss or a readahead window looks on disk
+ * first), and its metrics. One tier per process; every call is a no-op
+ * while no tier is open.
+ */
+#ifndef NFSCACHED_DAEMON_DISK_TIER_H
+#define NFSCACHED_DAEMON_DISK_TIER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+struct daemon;
+struct evbuffer;
+
+/*
+ * Open the tier in d->conf->cache_dir (nothing when it is ""), with
+ * disk_cache_size and page_size, and watch it on d->base. 0, or -1 with a
+ * reason in err (the caller refuses to start).
+ */
+int disk_tier_start(struct daemon *d, char *err, size_t len);
+
+/* Close the tier (pending loads complete first as misses). */
+void disk_tier_stop(void);
+
+/*
+ * The upstream returned data[0..len) of f at off with post-operation
+ * attributes a (the version those bytes belong to): store the pages it
+ * covers, the covered part of each (a partial page keeps only that part).
+ * Called while f's generation holds.
+ */
+void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
+		      const uint8_t *data, uint64_t len, const struct cattr *a);
+
+/* Called once when the disk loads of a disk_tier_load are all back. */
+typedef void disk_tier_done_fn(void *arg);
+
+/*
+ * Look on disk for the pages of f that the n ranges cover and that the
+ * tier holds; each page found whose stored attributes equal f's current
+ * ones is filled into the cache (readahead: as a prefetch). A page whose
+ * attributes differ means the file changed: all its disk pages are
+ * dropped. Returns true when loads were sent: done(arg) is then called
+ * once, from the loop, when they are all back (f's generation may have
+ * changed meanwhile: then nothing is filled). false: nothing to load, done
+ * is never called.
+ */
+bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
+		    size_t n, bool readahead, disk_tier_done_fn *done, void *arg);
+
+/*
+ * For readahead: load from disk the pages of f in *rest that the tier
+ * holds (as disk_tier_load, no callback) and remove them from *rest, so
+ * only the others are fetched upstream.
+ */
+void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest);
+
+/* Write the tier's metrics (docs/metrics.md, "Disk tier"). */
+void disk_tier_render(struct evbuffer *o);
+
+#endif
