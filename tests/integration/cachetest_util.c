@@ -106,24 +106,65 @@ uint64_t ct_metric_now(const char *series)
 	return v;
 }
 
+/* Series' value in m: from the next sample line at *cur (m's text ends at
+ * stop) if that line is series, else by a search of the whole page
+ * (ct_metric); *cur moves past that line either way, so two pages with
+ * their series in one order are read in one pass. n = strlen(series). */
+static uint64_t value_near(const struct ct_metrics *m, const char **cur,
+			   const char *stop, const char *series, size_t n)
+{
+	const char *line = *cur, *nl;
+	char *end;
+	double v;
+
+	for (;;) {
+		if (line >= stop)
+			return ct_metric(m, series);
+		nl = memchr(line, '\n', (size_t)(stop - line));
+		*cur = nl ? nl + 1 : stop;
+		if (*line != '#')
+			break;
+		line = *cur;	/* HELP and TYPE lines */
+	}
+	if ((size_t)((nl ? nl : stop) - line) > n && line[n] == ' ' &&
+	    memcmp(line, series, n) == 0) {
+		v = strtod(line + n + 1, &end);
+		if (end != line + n + 1)
+			return v < 0 ? CT_ABSENT : (uint64_t)(v + 0.5);
+	}
+	return ct_metric(m, series);
+}
+
 void ct_print_deltas(const char *tag, const struct ct_metrics *before,
 		     const struct ct_metrics *after)
 {
-	const char *line = after->text;
-	char series[256];
+	const char *line = after->text, *stop, *bcur, *bstop;
+	char series[256], *end;
+	double v;
 
-	while (line && *line) {
-		const char *sp = strchr(line, ' ');
-		const char *nl = strchr(line, '\n');
+	if (!line || !before->text)
+		return;
+	/* Lengths measured once, lines found with memchr: strchr from each
+	 * line rescans the rest of the page under ASan's
+	 * strict_string_checks (quadratic: minutes per call). */
+	stop = line + strlen(line);
+	bcur = before->text;
+	bstop = bcur + strlen(bcur);
+	while (line < stop) {
+		const char *nl = memchr(line, '\n', (size_t)(stop - line));
+		const char *eol = nl ? nl : stop;
+		const char *sp = memchr(line, ' ', (size_t)(eol - line));
 		size_t n = sp ? (size_t)(sp - line) : 0;
 
-		if (*line != '#' && sp && (!nl || sp < nl) && n < sizeof(series)) {
+		if (*line != '#' && sp && n < sizeof(series)) {
 			uint64_t a, b;
 
 			memcpy(series, line, n);
 			series[n] = '\0';
-			a = ct_metric(before, series);
-			b = ct_metric(after, series);
+			a = value_near(before, &bcur, bstop, series, n);
+			v = strtod(sp + 1, &end);
+			b = end != sp + 1 && v >= 0 ? (uint64_t)(v + 0.5) :
+				ct_metric(after, series);
 			if (a != b && a != CT_ABSENT && b != CT_ABSENT &&
 			    !strstr(series, "_seconds") &&
 			    !strstr(series, "_bytes_total"))
@@ -131,7 +172,7 @@ void ct_print_deltas(const char *tag, const struct ct_metrics *before,
 				       tag, series, (long long)(b - a),
 				       (unsigned long long)b);
 		}
-		line = nl ? nl + 1 : NULL;
+		line = nl ? nl + 1 : stop;
 	}
 }
 

@@ -168,18 +168,26 @@ int http_clock_advance(const char *hostport, double seconds)
 int prom_sample(const char *text, const char *series, double *value)
 {
 	size_t sl = strlen(series);
-	const char *line = text;
+	const char *line = text, *stop;
 	char *end;
 
-	while (line && *line) {
-		if (strncmp(line, series, sl) == 0 && line[sl] == ' ') {
+	if (!text)
+		return -1;
+	/* memchr over a length measured once: strchr from each line would
+	 * scan the rest of the page per line under ASan's
+	 * strict_string_checks, which made one lookup quadratic in the
+	 * page's size (minutes per ct_print_deltas). */
+	stop = text + strlen(text);
+	while (line < stop) {
+		const char *nl = memchr(line, '\n', (size_t)(stop - line));
+		size_t len = nl ? (size_t)(nl - line) : (size_t)(stop - line);
+
+		if (len > sl && line[sl] == ' ' && memcmp(line, series, sl) == 0) {
 			*value = strtod(line + sl + 1, &end);
 			if (end != line + sl + 1)
 				return 0;
 		}
-		line = strchr(line, '\n');
-		if (line)
-			line++;
+		line += len + 1;
 	}
 	return -1;
 }
