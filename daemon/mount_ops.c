@@ -9,6 +9,17 @@
  * A MNT that arrives before the export's upstream has been mounted once
  * waits (polled every 100 ms) until it is, or until upstream_timeout, and
  * then gets MNT3ERR_SERVERFAULT.
+ *
+ * MNT of a path below an export ("/export/sub/dir", as knfsd's mountd and
+ * Ganesha allow) is resolved upstream with one LOOKUP (RFC 1813 section
+ * 3.3.3) per component from the export's root, asynchronously, sent as
+ * root (uid 0, as mountd resolves the path). "." and ".." components and
+ * symlinks (NF3LNK, never followed) are refused with MNT3ERR_ACCES, a
+ * non-directory with MNT3ERR_NOTDIR, a missing component with
+ * MNT3ERR_NOENT, a LOOKUP the upstream failed (down, I/O, JUKEBOX,
+ * SERVERFAULT, no attributes) with MNT3ERR_SERVERFAULT, any other LOOKUP
+ * error with MNT3ERR_ACCES (mountd's mapping of stat(2) errors other than
+ * ENOENT). docs/operations.md has the table.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -21,6 +32,8 @@
 #include "log.h"
 #include "mount3_prot.h"
 #include "mount_ops.h"
+#include "nfs3_ops.h"
+#include "nfs3_prot.h"
 #include "server.h"
 #include "upstream.h"
 
@@ -33,12 +46,27 @@ struct mount_rec {
 
 static struct mount_rec *mounts;
 
-/* A MNT waiting for its upstream's first mount. */
+/* A MNT waiting for its upstream's first mount. sub is the path below the
+ * export (into the MNT's argument, which lives as long as r), "" for the
+ * export itself. */
 struct mnt_wait {
 	struct req *r;
 	struct export_rt *ex;
+	const char *sub;
 	struct event *timer;
 	double deadline;
+};
+
+/* A MNT of a subdirectory being resolved upstream, one LOOKUP at a time.
+ * next points into the MNT's argument at the components still to look up;
+ * fh is the handle (upstream's) of the directory reached so far. */
+struct mnt_walk {
+	struct req *r;
+	struct export_rt *ex;
+	const char *next;
+	char name[256];			/* the component being looked up */
+	uint8_t fh[NFS3_FHSIZE];
+	size_t fh_len;
 };
 
 /* Remember that host mounted path (once). */
@@ -101,21 +129,17 @@ static enum op_status mnt_fail(struct req *r, mountstat3 st)
 	return req_reply(r, (xdrproc_t)xdr_mountres3, &res);
 }
 
-/* Reply MNT3_OK with the export's wrapped root handle, or fail. */
-static enum op_status mnt_answer(struct req *r, struct export_rt *ex)
+/* Reply MNT3_OK with upstream handle root[0..root_len) of export ex
+ * wrapped (proto/fh.h), or fail. The mount list records the MNT's path. */
+static enum op_status mnt_reply_fh(struct req *r, struct export_rt *ex,
+				   const uint8_t *root, size_t root_len)
 {
-	const uint8_t *root;
-	size_t root_len, n;
+	const char *path = *(char **)r->args;
+	size_t n;
 	uint8_t fh[FH_SIZE_MAX];
 	int flavors[1] = { AUTH_SYS };
 	mountres3 res;
 
-	root = upcall_root_fh(&ex->upc, &root_len);
-	if (!root) {
-		log_warn("MNT %s from %s: upstream not mounted", ex->conf->path,
-			 req_peer_name(r));
-		return mnt_fail(r, MNT3ERR_SERVERFAULT);
-	}
 	if (fh_wrap(r->d->fh_key, ex->conf->id, root, root_len, fh, &n) != FH_OK) {
 		log_error("export %s: upstream root handle of %zu bytes cannot be wrapped",
 			  ex->conf->path, root_len);
@@ -123,15 +147,211 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex)
 	}
 	if (root_len > FH_UP_FULLAUTH)
 		ex->long_handles = true;
-	mount_list_add(req_peer_host(r), ex->conf->path);
+	mount_list_add(req_peer_host(r), path);
 	memset(&res, 0, sizeof(res));
 	res.fhs_status = MNT3_OK;
 	res.mountres3_u.mountinfo.fhandle.fhandle3_len = (u_int)n;
 	res.mountres3_u.mountinfo.fhandle.fhandle3_val = (char *)fh;
 	res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = 1;
 	res.mountres3_u.mountinfo.auth_flavors.auth_flavors_val = flavors;
-	log_debug("MNT %s from %s", ex->conf->path, req_peer_name(r));
+	log_debug("MNT %s from %s", path, req_peer_name(r));
 	return req_reply(r, (xdrproc_t)xdr_mountres3, &res);
+}
+
+/* Refuse the MNT being resolved and free its walk. */
+static enum op_status walk_fail(struct mnt_walk *w, mountstat3 st,
+				const char *why)
+{
+	struct req *r = w->r;
+
+	log_info("MNT %s refused for %s: %s", *(char **)r->args,
+		 req_peer_name(r), why);
+	free(w);
+	return mnt_fail(r, st);
+}
+
+/* Copy the next component of w->next into w->name and advance past it.
+ * Returns 1 with a name, 0 at the end, -1 for a name over 255 bytes. */
+static int walk_component(struct mnt_walk *w)
+{
+	size_t len;
+
+	while (*w->next == '/')
+		w->next++;
+	if (!*w->next)
+		return 0;
+	len = strcspn(w->next, "/");
+	if (len >= 256)
+		return -1;
+	memcpy(w->name, w->next, len);
+	w->name[len] = '\0';
+	w->next += len;
+	return 1;
+}
+
+static void walk_lookup_done(enum upstream_status status, void *res, void *arg);
+
+/* LOOKUP the next component, or answer with the handle reached. */
+static enum op_status walk_step(struct mnt_walk *w)
+{
+	static const struct nfs_cred root = { .machine = "nfscached" };
+	LOOKUP3args a;
+	int c = walk_component(w);
+
+	if (c < 0)
+		return walk_fail(w, MNT3ERR_NAMETOOLONG, "component too long");
+	if (c == 0) {
+		struct req *r = w->r;
+		enum op_status st = mnt_reply_fh(r, w->ex, w->fh, w->fh_len);
+
+		free(w);
+		return st;
+	}
+	a.what.dir.data.data_len = (u_int)w->fh_len;
+	a.what.dir.data.data_val = (char *)w->fh;
+	a.what.name = w->name;
+	if (nfs3_send(w->ex, NFSPROC3_LOOKUP, (xdrproc_t)xdr_LOOKUP3args, &a,
+		      &root, walk_lookup_done, w) != 0)
+		return walk_fail(w, MNT3ERR_SERVERFAULT, "upstream down");
+	return OP_PENDING;
+}
+
+/* The MNT status for a LOOKUP error (mountd: ENOENT, else EACCES). */
+static mountstat3 walk_status(nfsstat3 st)
+{
+	switch (st) {
+	case NFS3ERR_NOENT:
+		return MNT3ERR_NOENT;
+	case NFS3ERR_NOTDIR:
+		return MNT3ERR_NOTDIR;
+	case NFS3ERR_NAMETOOLONG:
+		return MNT3ERR_NAMETOOLONG;
+	case NFS3ERR_JUKEBOX:
+	case NFS3ERR_SERVERFAULT:
+	case NFS3ERR_IO:
+		return MNT3ERR_SERVERFAULT;
+	default:
+		return MNT3ERR_ACCES;
+	}
+}
+
+/* One component's LOOKUP came back: refuse, or descend into it. */
+static void walk_lookup_done(enum upstream_status status, void *res, void *arg)
+{
+	struct mnt_walk *w = arg;
+	LOOKUP3res *lr = res;
+	LOOKUP3resok *ok;
+	char why[320];
+
+	if (status != UPSTREAM_OK || !lr) {
+		walk_fail(w, MNT3ERR_SERVERFAULT, "upstream LOOKUP failed");
+		return;
+	}
+	if (lr->status != NFS3_OK) {
+		snprintf(why, sizeof(why), "LOOKUP %s: NFS3 status %d", w->name,
+			 (int)lr->status);
+		walk_fail(w, walk_status(lr->status), why);
+		return;
+	}
+	ok = &lr->LOOKUP3res_u.resok;
+	if (!ok->obj_attributes.attributes_follow) {
+		walk_fail(w, MNT3ERR_SERVERFAULT, "LOOKUP without attributes");
+		return;
+	}
+	switch (ok->obj_attributes.post_op_attr_u.attributes.type) {
+	case NF3DIR:
+		break;
+	case NF3LNK:
+		snprintf(why, sizeof(why), "%s is a symlink", w->name);
+		walk_fail(w, MNT3ERR_ACCES, why);
+		return;
+	default:
+		snprintf(why, sizeof(why), "%s is not a directory", w->name);
+		walk_fail(w, MNT3ERR_NOTDIR, why);
+		return;
+	}
+	if (ok->object.data.data_len > sizeof(w->fh)) {
+		walk_fail(w, MNT3ERR_SERVERFAULT, "upstream handle too long");
+		return;
+	}
+	memcpy(w->fh, ok->object.data.data_val, ok->object.data.data_len);
+	w->fh_len = ok->object.data.data_len;
+	walk_step(w);
+}
+
+/* Answer a MNT of export ex (its upstream mounted or not): the root's
+ * handle when sub is "", else start resolving sub below it. */
+static enum op_status mnt_answer(struct req *r, struct export_rt *ex,
+				 const char *sub)
+{
+	const uint8_t *root;
+	size_t root_len;
+	struct mnt_walk *w;
+
+	root = upcall_root_fh(&ex->upc, &root_len);
+	if (!root) {
+		log_warn("MNT %s from %s: upstream not mounted", ex->conf->path,
+			 req_peer_name(r));
+		return mnt_fail(r, MNT3ERR_SERVERFAULT);
+	}
+	if (!*sub)
+		return mnt_reply_fh(r, ex, root, root_len);
+	if (root_len > NFS3_FHSIZE || !(w = calloc(1, sizeof(*w))))
+		return mnt_fail(r, MNT3ERR_SERVERFAULT);
+	w->r = r;
+	w->ex = ex;
+	w->next = sub;
+	memcpy(w->fh, root, root_len);
+	w->fh_len = root_len;
+	return walk_step(w);
+}
+
+/*
+ * The export path is a prefix of, at a component boundary: the export with
+ * the longest such path, and *sub set to the rest of path ("" for the
+ * export itself, else what follows the export path). NULL when none is.
+ */
+static const struct conf_export *export_below(const struct conf *c,
+					      const char *path,
+					      const char **sub)
+{
+	const struct conf_export *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; i < c->nexports; i++) {
+		const char *ep = c->exports[i].path;
+		size_t n = strlen(ep);
+
+		while (n > 1 && ep[n - 1] == '/')
+			n--;
+		if (strncmp(path, ep, n) != 0 ||
+		    (path[n] && path[n] != '/' && !(n == 1 && ep[0] == '/')))
+			continue;
+		if (!best || n > best_len) {
+			best = &c->exports[i];
+			best_len = n;
+		}
+	}
+	if (best)
+		*sub = path + best_len;
+	return best;
+}
+
+/* Whether sub (a path below an export) has a "." or ".." component. */
+static bool sub_has_dots(const char *sub)
+{
+	while (*sub) {
+		size_t len;
+
+		while (*sub == '/')
+			sub++;
+		len = strcspn(sub, "/");
+		if ((len == 1 && sub[0] == '.') ||
+		    (len == 2 && sub[0] == '.' && sub[1] == '.'))
+			return true;
+		sub += len;
+	}
+	return false;
 }
 
 /* Poll a waiting MNT. */
@@ -147,7 +367,7 @@ static void mnt_wait_cb(evutil_socket_t fd, short what, void *arg)
 		mclock_timer_add(w->timer, &tv);
 		return;
 	}
-	mnt_answer(w->r, w->ex);
+	mnt_answer(w->r, w->ex, w->sub);
 	event_free(w->timer);
 	free(w);
 }
@@ -155,7 +375,8 @@ static void mnt_wait_cb(evutil_socket_t fd, short what, void *arg)
 enum op_status mount_op_mnt(struct req *r)
 {
 	const char *path = *(char **)r->args;
-	const struct conf_export *e = conf_export_by_path(r->d->conf, path);
+	const char *sub = "";
+	const struct conf_export *e = export_below(r->d->conf, path, &sub);
 	struct export_rt *ex;
 	struct mnt_wait *w;
 	struct timeval tv = { 0, 100000 };
@@ -172,9 +393,14 @@ enum op_status mount_op_mnt(struct req *r)
 			 req_peer_name(r));
 		return mnt_fail(r, MNT3ERR_PERM);
 	}
+	if (sub_has_dots(sub)) {
+		log_info("MNT %s refused for %s: . or .. component", path,
+			 req_peer_name(r));
+		return mnt_fail(r, MNT3ERR_ACCES);
+	}
 	ex = daemon_export(r->d, e->id);
 	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }))
-		return mnt_answer(r, ex);
+		return mnt_answer(r, ex, sub);
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->timer = evtimer_new(r->d->base, mnt_wait_cb, w))) {
 		free(w);
@@ -182,6 +408,7 @@ enum op_status mount_op_mnt(struct req *r)
 	}
 	w->r = r;
 	w->ex = ex;
+	w->sub = sub;
 	w->deadline = daemon_now() + r->d->conf->upstream_timeout;
 	mclock_timer_add(w->timer, &tv);
 	return OP_PENDING;
