@@ -539,6 +539,30 @@ def relay_table(cells):
                   "p50 us (no relay / 0 ms / 2 ms)"], rows)
 
 
+def relay_ceiling_section(results):
+    """The relay's own ceiling: RESULTS/relay_ceiling.jsonl lines of
+    bench/relay_ceiling.py (one bulk TCP stream through the relay alone),
+    as the median MB/s per delay. [] when the file is missing or empty."""
+    path = os.path.join(results, "relay_ceiling.jsonl")
+    if not results or not os.path.exists(path):
+        return []
+    per = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                d = json.loads(line)
+                per.setdefault(d["delay_ms"], []).append(d["mb_s"])
+    if not per:
+        return []
+    rows = [[fmt(k), " / ".join(fmt(v) for v in vs), fmt(sorted(vs)[len(vs) // 2])]
+            for k, vs in sorted(per.items())]
+    return ["## The relay's own ceiling", "",
+            "One TCP stream of bulk data through `delayrelay` alone (no NFS; bench/relay_ceiling.py), "
+            "runs in alternating order. A cell whose path moves more than a third of this measures the relay.",
+            "", table(["one-way delay ms", "MB/s per run", "median MB/s"], rows), ""]
+
+
 def relay_warning(cells):
     """A warning when the 0 ms relay itself slows direct sequential READs
     (one call in flight) by more than 2x: then it, not the path under
@@ -951,6 +975,7 @@ def write_report(cells, run, root, out, results_dir=""):
     a("")
     a(witness_table(cells))
     a("")
+    lines.extend(relay_ceiling_section(results_dir) if results_dir else [])
     lines.extend(hostile_section(results_dir) if results_dir else [])
     a("## Reproducing")
     a("")
