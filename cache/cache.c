@@ -335,6 +335,7 @@ static void file_free(struct cache *c, struct cfile *f);
 static bool file_forgettable(const struct cfile *f)
 {
 	return f->refs == 0 && f->npages == 0 && !f->owner &&
+	       !f->nfetches &&
 	       !f->mut_inflight && !f->on_dirty && f->nruns == 0 &&
 	       !f->wb_error && wb_total(f) == 0;
 }
@@ -421,6 +422,7 @@ static void file_free(struct cache *c, struct cfile *f)
 		ra_stats_add(&c->ra_gone, &rs);
 		ra_state_free(&f->ra);
 	}
+	fetch_free_all(f);
 	rangeset_clear(&f->holes);
 	rangeset_clear(&f->wbpages);
 	free(f->runs);
@@ -437,11 +439,17 @@ void cfile_put(struct cache *c, struct cfile **fp)
 	*fp = NULL;
 	if (!f || --f->refs > 0)
 		return;
-	if (!f->npages && !f->has_attr && !f->mut_inflight && !f->owner)
+	file_free_unused(c, f);
+}
+
+void file_free_unused(struct cache *c, struct cfile *f)
+{
+	if (!f->refs && !f->npages && !f->has_attr && !f->mut_inflight &&
+	    !f->owner && !f->nfetches)
 		file_free(c, f);
 }
 
-void cache_owner_clear(struct cache *c, void (*fn)(void *owner))
+void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner))
 {
 	struct cfile *f, *tmp;
 
@@ -457,7 +465,12 @@ uint64_t cfile_gen(const struct cfile *f)
 	return f->gen;
 }
 
-void **cfile_owner_slot(struct cfile *f)
+bool cfile_gen_holds(const struct cfile *f, uint64_t gen)
+{
+	return f->gen == gen;
+}
+
+struct fstate **cfile_owner_slot(struct cfile *f)
 {
 	return &f->owner;
 }
@@ -694,6 +707,15 @@ bool cfile_attr_observe(struct cache *c, struct cfile *f,
 	other_writer(c, f, ac, CACHE_INVAL_ATTRIBUTES);
 	attr_set(f, a, now);
 	return true;
+}
+
+bool cfile_attr_observe_gen(struct cache *c, struct cfile *f, uint64_t gen,
+			    const struct cattr *a, double now,
+			    const struct cache_ac *ac)
+{
+	if (a && f->gen == gen)
+		cfile_attr_observe(c, f, a, now, ac);
+	return f->gen == gen;
 }
 
 void cfile_mutation_begin(struct cfile *f)
@@ -1380,75 +1402,108 @@ static bool file_epochs_check(const struct cfile *f)
 	return memcmp(sum, f->wbbytes, sizeof(sum)) == 0;
 }
 
-bool cache_check(const struct cache *c)
+/* Why page p of f breaks an invariant, or NULL. */
+static const char *page_check_why(const struct cache *c, const struct cfile *f,
+				  const struct cpage *p)
 {
-	const struct cfile *f, *ftmp;
-	const struct cpage *p, *ptmp;
-	uint64_t n_a1in = 0, n_am = 0, n_ra = 0, pages = 0, valid = 0;
-	uint64_t pinned = 0, nfiles = 0;
+	size_t n;
+	const struct range *v = rangeset_ranges(&p->valid, &n);
+
+	if (p->file != f || !rangeset_check(&p->valid) ||
+	    (n && v[n - 1].end > c->page_size))
+		return "a page is not its file's, or its valid set is unsound";
+	for (unsigned i = 0; i < p->nwb; i++) {
+		const struct wbext *x = &p->wb[i];
+
+		if (x->start >= x->end || x->end > c->page_size ||
+		    (i && p->wb[i - 1].end > x->start) ||
+		    !rangeset_contains(&p->valid, x->start, x->end))
+			return "a write-back extent is unordered or not valid";
+	}
+	if ((p->nwb != 0) != (p->queue == Q_NONE))
+		return "a page with write-back extents is on a queue, or "
+		       "one without is on none";
+	for (size_t i = 0; i < n; i++)
+		if (rangeset_intersects(&f->holes,
+					(p->index << c->shift) + v[i].start,
+					(p->index << c->shift) + v[i].end))
+			return "holes and valid bytes overlap";
+	return NULL;
+}
+
+/* Why the queues break an invariant, or NULL. */
+static const char *queues_check_why(const struct cache *c)
+{
+	const struct cpage *p;
+	uint64_t n_a1in = 0, n_am = 0, n_ra = 0;
 
 	DL_FOREACH(c->a1in, p) {
 		if (p->queue != Q_A1IN)
-			return false;
+			return "a page on A1in names another queue";
 		n_a1in++;
 	}
 	DL_FOREACH(c->am, p) {
 		if (p->queue != Q_AM)
-			return false;
+			return "a page on Am names another queue";
 		n_am++;
 	}
 	DL_FOREACH(c->ra, p) {
 		if (p->queue != Q_RA)
-			return false;
+			return "a page on the readahead queue names another queue";
 		n_ra++;
 	}
 	if (n_a1in != c->n_a1in || n_am != c->n_am || n_ra != c->n_ra ||
 	    c->st.pages > c->max_pages)
-		return false;
+		return "queue lengths differ from their counters, or pages "
+		       "exceed max_pages";
+	return NULL;
+}
+
+const char *cache_check_why(const struct cache *c)
+{
+	const struct cfile *f, *ftmp;
+	const struct cpage *p, *ptmp;
+	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0;
+	const char *why;
+
+	if ((why = queues_check_why(c)))
+		return why;
 	DL_FOREACH2(c->lru, f, lnext) {
 		if (f->magic != CFILE_MAGIC)
-			return false;
+			return "a file on the LRU list has a bad magic number";
 		nfiles++;
 	}
 	if (nfiles != c->st.files || nfiles != HASH_COUNT(c->files))
-		return false;
+		return "the LRU list, the file hash and the file count differ";
 	HASH_ITER(hh, c->files, f, ftmp) {
 		uint64_t fv = 0, fp = 0;
 
 		if (f->magic != CFILE_MAGIC || !rangeset_check(&f->holes))
-			return false;
+			return "a file has a bad magic number or hole set";
+		if ((why = fetch_check(f)))
+			return why;
 		HASH_ITER(hh, f->pages, p, ptmp) {
-			size_t n;
-			const struct range *v = rangeset_ranges(&p->valid, &n);
-
-			if (p->file != f || !rangeset_check(&p->valid) ||
-			    (n && v[n - 1].end > c->page_size))
-				return false;
-			for (unsigned i = 0; i < p->nwb; i++) {
-				const struct wbext *x = &p->wb[i];
-
-				if (x->start >= x->end || x->end > c->page_size ||
-				    (i && p->wb[i - 1].end > x->start) ||
-				    !rangeset_contains(&p->valid, x->start, x->end))
-					return false;
-			}
-			if ((p->nwb != 0) != (p->queue == Q_NONE))
-				return false;
+			if ((why = page_check_why(c, f, p)))
+				return why;
 			pinned += p->nwb != 0;
-			for (size_t i = 0; i < n; i++)
-				if (rangeset_intersects(&f->holes,
-					(p->index << c->shift) + v[i].start,
-					(p->index << c->shift) + v[i].end))
-					return false;
 			fv += rangeset_bytes(&p->valid);
 			fp++;
 		}
 		if (fv != f->valid_bytes || fp != f->npages ||
 		    !file_epochs_check(f))
-			return false;
+			return "a file's valid_bytes, npages or write-back "
+			       "epochs differ from its pages";
 		pages += fp;
 		valid += fv;
 	}
-	return pages == c->st.pages && pages == n_a1in + n_am + n_ra + pinned &&
-	       pinned == c->st.wb_pinned_pages && valid == c->st.valid_bytes;
+	if (pages != c->st.pages ||
+	    pages != c->n_a1in + c->n_am + c->n_ra + pinned ||
+	    pinned != c->st.wb_pinned_pages || valid != c->st.valid_bytes)
+		return "page, pinned or valid byte counts differ from the pages";
+	return NULL;
+}
+
+bool cache_check(const struct cache *c)
+{
+	return cache_check_why(c) == NULL;
 }

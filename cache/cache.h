@@ -33,6 +33,9 @@
 
 struct cache;
 struct cfile;
+struct cfetch;
+struct fstate;		/* the cache user's per-file state (the daemon's
+			 * daemon/fstate.h); opaque to the cache */
 
 #define CACHE_FH_MAX		64	/* longest upstream handle, bytes */
 #define CACHE_PAGE_MIN		4096
@@ -264,15 +267,22 @@ struct cfile *cache_find(struct cache *c, const uint8_t *fh, size_t len);
 uint64_t cfile_gen(const struct cfile *f);
 
 /*
- * A pointer slot for the cache's user (the daemon keeps its fetches in
- * flight here). The cache never reads it, and keeps the file while the
- * slot is non-NULL.
+ * True if gen (a cfile_gen value taken when a call was sent) still holds:
+ * the reply may fill and be observed. The one test handlers use instead
+ * of comparing cfile_gen themselves.
  */
-void **cfile_owner_slot(struct cfile *f);
+bool cfile_gen_holds(const struct cfile *f, uint64_t gen);
+
+/*
+ * The one slot for the cache user's per-file state (the daemon's struct
+ * fstate: write-back in flight and the calls waiting on it). The cache
+ * never reads it, and keeps the file while the slot is non-NULL.
+ */
+struct fstate **cfile_owner_slot(struct cfile *f);
 
 /* Call fn on every file's non-NULL owner slot, then clear it (before
  * cache_free, so the owner can free what it hung there). */
-void cache_owner_clear(struct cache *c, void (*fn)(void *owner));
+void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner));
 
 /* Drop a reference and clear the caller's pointer. A file without
  * references, pages or attributes may then be freed. */
@@ -293,6 +303,16 @@ bool cfile_attr_fresh(const struct cfile *f, double now);
 
 /* The current attribute timeout, seconds (adaptive, within ac). */
 double cfile_attr_timeout(const struct cfile *f);
+
+/*
+ * cfile_attr_observe for a reply to a call sent under generation gen
+ * (cfile_gen then): a (may be NULL: the reply had none) is observed only
+ * while gen holds. Returns cfile_gen_holds(f, gen) afterwards: true when
+ * the reply's data may still fill the cache.
+ */
+bool cfile_attr_observe_gen(struct cache *c, struct cfile *f, uint64_t gen,
+			    const struct cattr *a, double now,
+			    const struct cache_ac *ac);
 
 /*
  * Record attributes a reply carried for a call that changed nothing
@@ -462,6 +482,54 @@ void cfile_invalidate(struct cache *c, struct cfile *f);
  * invalidation (nfscached_cache_invalidations_total). */
 uint64_t cache_drop_clean(struct cache *c);
 
+/* ---- upstream READs in flight (concurrent misses share one) ---- */
+
+/*
+ * Record an upstream READ of [off, end) of f about to be sent (readahead:
+ * a prefetch, filled as by cache_fill_ex), under f's current generation.
+ * arg is the caller's (its waiters), handed back by cache_fetch_arg. The
+ * file is kept while the fetch is recorded. Returns the fetch, owned by
+ * the cache until cache_fetch_end, or NULL if off >= end or on ENOMEM.
+ * Source: nginx's proxy_cache_lock; the Linux client's page lock that
+ * makes a second reader wait for the first one's READ.
+ */
+struct cfetch *cache_fetch_begin(struct cache *c, struct cfile *f,
+				 uint64_t off, uint64_t end, bool readahead,
+				 void *arg);
+
+/*
+ * The first fetch of f after `after` (NULL: from the oldest) that a READ
+ * of [s, e) may join: it overlaps [s, e) and was begun under the current
+ * generation (an older one's data may be overtaken). NULL when none.
+ * Borrowed: valid until cache_fetch_end.
+ */
+struct cfetch *cache_fetch_join(const struct cfile *f,
+				const struct cfetch *after, uint64_t s,
+				uint64_t e);
+
+/* The caller's arg given to cache_fetch_begin. */
+void *cache_fetch_arg(const struct cfetch *fe);
+
+/* The bytes [*off, *end) fe asked for. */
+void cache_fetch_range(const struct cfetch *fe, uint64_t *off, uint64_t *end);
+
+/* True while fe's generation holds: its reply may fill and be observed. */
+bool cache_fetch_current(const struct cfetch *fe);
+
+/*
+ * fe's reply carried data[0..len) from its start: stored as cache_fill_ex
+ * stores it, if fe is still current (returns true), else not (false).
+ */
+bool cache_fetch_fill(struct cache *c, struct cfetch *fe,
+		      const uint8_t *data, uint64_t len);
+
+/* fe's reply arrived or failed: no one joins it any more. Frees it and
+ * clears the caller's pointer. */
+void cache_fetch_end(struct cache *c, struct cfetch **fe);
+
+/* Upstream READs of f recorded in flight. */
+unsigned cfile_fetches(const struct cfile *f);
+
 /* ---- write-back (DESIGN.md "Write semantics") ---- */
 
 /*
@@ -545,6 +613,10 @@ void cfile_wb_error_restore(struct cfile *f, int err);
 /* Bytes of f in write-back state st. */
 uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st);
 
+/* True if f has bytes DIRTY, WRITING or UNSTABLE: the one "has write-back
+ * bytes" test (what is in flight upstream is the daemon's: fstate_busy). */
+bool cfile_has_wb(const struct cfile *f);
+
 /*
  * Mark the point a COMMIT arrived at (RFC 1813 section 3.3.21: it covers
  * the writes acknowledged before it): returns f's write generation, which
@@ -600,8 +672,13 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st);
  * budget / (page_size + this) pages. */
 size_t cache_page_meta_bytes(void);
 
-/* Assert every invariant of c (debug builds and tests); true if sound. */
+/* Check every invariant of c (the list at the top of cache.c, cache_wb.c
+ * and cache_fetch.c, magic numbers included); true if sound. */
 bool cache_check(const struct cache *c);
+
+/* cache_check, naming what is broken: NULL when sound, else a static
+ * string naming the first invariant found broken (for an abort message). */
+const char *cache_check_why(const struct cache *c);
 
 /* True if a page can be had now: the budget has room, or a page on a
  * queue (clean, not pinned by write-back) can be evicted. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache_impl: the cache's private structures and the helpers its two
- * files share. Included only by cache.c (files, pages, 2Q queues,
- * attributes, ACCESS results, holes) and cache_wb.c (write-back extents);
+ * cache_impl: the cache's private structures and the helpers its files
+ * share. Included only by cache.c (files, pages, 2Q queues, attributes,
+ * ACCESS results, holes), cache_wb.c (write-back extents) and
+ * cache_fetch.c (upstream READs in flight);
  * not part of the API: users of the cache include cache.h, where these
  * structures are opaque.
  *
@@ -24,6 +25,7 @@
 #include "readahead.h"
 
 #define CFILE_MAGIC 0x4346494cu
+#define CFETCH_MAGIC 0x43464554u
 #define OWN_STATES 16		/* own states remembered per file */
 #define SUSPECTS 8		/* unexplained pre-states awaiting an own post */
 
@@ -53,6 +55,17 @@ struct wbepoch {
 struct wbrun {
 	uint64_t off, end;
 	uint32_t seq;
+};
+
+/* An upstream READ in flight filling [off, end) of file (cache_fetch.c). */
+struct cfetch {
+	uint32_t magic;
+	struct cfile *file;
+	uint64_t off, end;
+	uint64_t gen;			/* the file's generation at begin */
+	bool ra;			/* a readahead prefetch */
+	void *arg;			/* the caller's, borrowed */
+	struct cfetch *prev, *next;	/* on file->fetches, oldest first */
 };
 
 struct cpage {
@@ -96,7 +109,9 @@ struct cfile {
 	bool own_links;			/* an own call changed the links:
 					 * cfile_attr_links_changed */
 	uint64_t gen;			/* see cfile_gen */
-	void *owner;			/* cfile_owner_slot */
+	struct fstate *owner;		/* cfile_owner_slot: the user's */
+	struct cfetch *fetches;		/* upstream READs in flight */
+	unsigned nfetches;
 	struct ra_state *ra;		/* readahead, cfile_ra */
 	uint64_t last_use;		/* cache clock at its last page use */
 	uint64_t own_entries;		/* queue entries of its own pages */
@@ -188,6 +203,10 @@ void page_store(struct cache *c, struct cfile *f, struct cpage *p,
 		uint64_t ps, uint64_t s, uint64_t t, uint64_t off,
 		const uint8_t *data);
 
+/* Free f if nothing keeps it: no reference, page, attributes, own
+ * mutation, owner state or fetch in flight. */
+void file_free_unused(struct cache *c, struct cfile *f);
+
 /* ---- attributes and credentials (cache.c) ---- */
 
 /* Recompute what clients are shown from the upstream's attributes and
@@ -218,6 +237,14 @@ int wb_replace(struct cache *c, struct cpage *p, uint32_t s,
 
 /* The index of credential cr in the cache's table, interned. */
 int cred_intern(struct cache *c, const struct nfs_cred *cr);
+
+/* ---- fetches in flight (cache_fetch.c) ---- */
+
+/* Free every fetch of f still in flight (the file is being freed). */
+void fetch_free_all(struct cfile *f);
+
+/* Why f's fetch list breaks an invariant, or NULL when it is sound. */
+const char *fetch_check(const struct cfile *f);
 
 /* True if [s, e) overlaps an upstream WRITE of f in flight. */
 bool run_overlaps(const struct cfile *f, uint64_t s, uint64_t e);

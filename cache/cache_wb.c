@@ -832,6 +832,11 @@ uint64_t cfile_wb_bytes(const struct cfile *f, enum cache_wb_state st)
 	return st < WB_NSTATES ? f->wbbytes[st] : 0;
 }
 
+bool cfile_has_wb(const struct cfile *f)
+{
+	return wb_total(f) != 0;
+}
+
 bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
 		       uint32_t page_size)
 {

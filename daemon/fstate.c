@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* fstate: per-file daemon state on the cache's owner slot (see fstate.h). */
+/*
+ * fstate: per-file daemon state in the cache's owner slot (see fstate.h
+ * for which module owns which part). Invariants: the slot holds a state
+ * or NULL; a state is freed only when fstate_idle (or at shutdown).
+ */
 #include <stdlib.h>
 
 #include "daemon.h"
@@ -28,10 +32,22 @@ struct fstate *fstate_get(struct daemon *d, struct cfile *f,
 	return fs;
 }
 
-void fstate_free(void *p)
+bool fstate_busy(struct cfile *f)
 {
-	struct fstate *fs = p;
+	const struct fstate *fs = fstate_find(f);
 
+	return cfile_has_wb(f) || (fs && (fs->wb_inflight || fs->commit_tag));
+}
+
+bool fstate_idle(const struct fstate *fs, const struct cfile *f)
+{
+	return !cfile_has_wb(f) &&
+	       (!fs || (!fs->waits && !fs->wb_inflight && !fs->hold &&
+			!fs->reval_inflight && !fs->commit_tag));
+}
+
+void fstate_free(struct fstate *fs)
+{
 	while (fs && fs->waits) {
 		struct wb_wait *w = fs->waits;
 
@@ -45,10 +61,7 @@ void fstate_release(struct daemon *d, struct cfile *f)
 	struct fstate *fs = fstate_find(f);
 
 	(void)d;
-	if (!fs || fs->fetches || fs->waits || fs->wb_inflight || fs->hold ||
-	    fs->reval_inflight ||
-	    fs->commit_tag || cfile_wb_bytes(f, WB_DIRTY) ||
-	    cfile_wb_bytes(f, WB_WRITING) || cfile_wb_bytes(f, WB_UNSTABLE))
+	if (!fs || !fstate_idle(fs, f))
 		return;
 	free(fs);
 	*cfile_owner_slot(f) = NULL;

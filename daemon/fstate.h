@@ -1,10 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fstate: the daemon's per-file state, hung on the cache's owner slot
- * (cfile_owner_slot): the export the file belongs to, READ fetches in
- * flight, write-back in flight and the client calls waiting on it. It
- * lives while any of those exist or the file has bytes in write-back
- * state, and is freed by fstate_release when idle.
+ * fstate: the daemon's per-file state, in the cache's one owner slot
+ * (cfile_owner_slot). The file's pages, attributes, write-back bytes,
+ * write runs and READ fetches in flight are the cache's (struct cfile);
+ * what is here is what only the daemon knows, each part owned by one
+ * module, which alone reads and writes it:
+ *
+ *   writeback.c   waits, wb_inflight, wb_inflight_bytes, commit_tag,
+ *                 stable, want_commit, last_write, commit_cred,
+ *                 commit_ccred, has_commit_cred
+ *   nfs3_write.c  last_absorb (read by writeback.c), reval_inflight,
+ *                 reval_waiters
+ *   nfs3_ops.c    hold (a truncating SETATTR in flight; read by
+ *                 writeback.c)
+ *   fstate.c      ex, and the state's life
+ *
+ * Life: created by fstate_get on first need, freed by fstate_release
+ * once fstate_idle holds (nothing in flight, waiting or held, and no
+ * write-back bytes: cfile_has_wb), or by fstate_free at shutdown.
+ * Invariant: a file with write-back bytes or an upstream WRITE or COMMIT
+ * in flight has a state (fstate_busy is then true).
  */
 #ifndef NFSCACHED_DAEMON_FSTATE_H
 #define NFSCACHED_DAEMON_FSTATE_H
@@ -17,13 +32,11 @@
 
 struct daemon;
 struct export_rt;
-struct fetch;
 struct wb_wait;
 struct write_op;
 
 struct fstate {
 	struct export_rt *ex;		/* borrowed from the daemon */
-	struct fetch *fetches;		/* nfs3_read.c */
 	struct wb_wait *waits;		/* writeback.c */
 	unsigned wb_inflight;		/* upstream WRITEs in flight */
 	uint64_t wb_inflight_bytes;	/* their data, bytes */
@@ -53,11 +66,22 @@ struct fstate *fstate_get(struct daemon *d, struct cfile *f,
 /* The state of f if it has one. */
 struct fstate *fstate_find(struct cfile *f);
 
+/*
+ * The one "busy with write-back" test: f has write-back bytes
+ * (cfile_has_wb) or an upstream WRITE or COMMIT of it is in flight.
+ * What a SETATTR of size or owner, a COMMIT and a REMOVE wait for.
+ */
+bool fstate_busy(struct cfile *f);
+
+/* The one "idle" test: f's state (may be NULL) holds nothing in flight,
+ * waiting or held, and f has no write-back bytes: it may be freed. */
+bool fstate_idle(const struct fstate *fs, const struct cfile *f);
+
 /* Free a state unconditionally (shutdown: cache_owner_clear's callback;
  * its waiters are dropped unanswered). */
-void fstate_free(void *fs);
+void fstate_free(struct fstate *fs);
 
-/* Free f's state if nothing is in flight, waiting or dirty. */
+/* Free f's state if fstate_idle. */
 void fstate_release(struct daemon *d, struct cfile *f);
 
 #endif

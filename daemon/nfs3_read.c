@@ -26,10 +26,16 @@
  * NFS3ERR_INVAL for a READ at or past the size is an empty reply with
  * eof; each correction counts as an upstream protocol error.
  *
- * Fetches in flight hang off the file's owner slot (cfile_owner_slot), a
- * list of struct fetch; a fetch holds a file reference, and each waiting
- * read_op is counted in its `waiting`. A fetch sent under one file
- * generation is joined and used to fill only while the generation holds.
+ * Fetches in flight are the cache's (cache_fetch_begin): each is a
+ * struct cfetch whose arg is this file's struct fetch, the list of READs
+ * waiting on it; a READ joins through cache_fetch_join, which offers only
+ * fetches sent under the file's current generation, and a reply fills the
+ * pages only while that generation holds (cache_fetch_fill).
+ *
+ * Invariants: a struct fetch carries FETCH_MAGIC and a file reference
+ * while its cfetch is recorded; each waiting read_op is counted once in
+ * its `waiting` per fetch it waits on, and replies when that reaches 0;
+ * a read_op's `need` lies inside [off, end).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +44,6 @@
 #include "attr.h"
 #include "daemon.h"
 #include "disk_tier.h"
-#include "fstate.h"
 #include "log.h"
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
@@ -56,12 +61,10 @@ struct fetch {
 	struct daemon *d;
 	struct export_rt *ex;
 	struct cfile *f;		/* reference */
-	uint64_t gen;
-	uint64_t start, end;		/* bytes asked for */
+	struct cfetch *cf;		/* the cache's record, until the reply */
+	uint64_t start;			/* first byte asked for */
 	struct read_op **waiters;
 	size_t nwaiters, cap;
-	bool ra;			/* a readahead prefetch */
-	struct fetch *prev, *next;	/* the file's list */
 };
 
 struct read_op {
@@ -245,12 +248,6 @@ static void read_from_cache(struct read_op *op)
 	free(data);
 }
 
-/* The fetches in flight on f (its fstate exists while they do). */
-static struct fetch **fetch_list(struct cfile *f)
-{
-	return &fstate_find(f)->fetches;
-}
-
 /* Park op on fetch fe. 0, or -1 on ENOMEM. */
 static int fetch_wait(struct fetch *fe, struct read_op *op)
 {
@@ -321,24 +318,48 @@ static void trim_at_eof(struct read_op *op, uint64_t eof_at)
 	rangeset_truncate(&op->need, op->end);
 }
 
-/* Learn from a successful fetch: attributes, then the pages. */
-static void fetch_learn(struct fetch *fe, READ3resok *ok)
+/* Observe a READ reply's attributes for f, sent under gen; true if its
+ * data may then fill the cache. */
+static bool read_observe(struct daemon *d, struct export_rt *ex,
+			 struct cfile *f, uint64_t gen, READ3resok *ok)
+{
+	struct cattr tmp;
+	const struct cattr *a = attr_from_post_op(&ok->file_attributes, &tmp);
+
+	return cfile_attr_observe_gen(d->cache, f, gen, a, daemon_now(),
+				      a ? daemon_ac(ex, a->type) : NULL);
+}
+
+/* Learn from a fetch's successful reply: attributes, then the pages.
+ * True if the fetch was still current (its data filled the cache). */
+static bool fetch_learn(struct fetch *fe, READ3resok *ok)
 {
 	struct cattr tmp;
 	const struct cattr *a;
+	uint64_t off, end;
 
-	if (cfile_gen(fe->f) != fe->gen)
-		return;
+	if (!cache_fetch_current(fe->cf))
+		return false;
 	if ((a = attr_from_post_op(&ok->file_attributes, &tmp)))
 		cfile_attr_observe(fe->d->cache, fe->f, a, daemon_now(),
 				   daemon_ac(fe->ex, a->type));
-	if (cfile_gen(fe->f) == fe->gen) {
-		cache_fill_ex(fe->d->cache, fe->f, fe->start,
-			      (const uint8_t *)ok->data.data_val, ok->count,
-			      fe->ra);
-		disk_tier_filled(fe->d, fe->f, fe->start,
-				 (const uint8_t *)ok->data.data_val, ok->count, a);
-	}
+	if (!cache_fetch_fill(fe->d->cache, fe->cf,
+			      (const uint8_t *)ok->data.data_val, ok->count))
+		return false;
+	cache_fetch_range(fe->cf, &off, &end);
+	disk_tier_filled(fe->d, fe->f, off, (const uint8_t *)ok->data.data_val,
+			 ok->count, a);
+	return true;
+}
+
+/* Free a fetch: its cache record (if still there), reference, waiters. */
+static void fetch_free(struct fetch *fe)
+{
+	cache_fetch_end(fe->d->cache, &fe->cf);
+	cfile_put(fe->d->cache, &fe->f);
+	free(fe->waiters);
+	fe->magic = 0;
+	free(fe);
 }
 
 /* An upstream READ issued to fill pages came back. */
@@ -348,9 +369,8 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	struct fetch *fe = arg;
 	READ3res *res = NULL;
 	nfsstat3 err;
+	bool current = false;
 
-	/* No one joins this fetch any more. */
-	DL_DELETE(*fetch_list(fe->f), fe);
 	if (status == UPSTREAM_OK && (res = read_res_check(decoded, fe->start, true)))
 		err = res->status;
 	else
@@ -362,7 +382,13 @@ static void fetch_done(enum upstream_status status, void *decoded,
 		READ3resok *ok = &res->READ3res_u.resok;
 
 		nfs3_count_fetch(ok->count);
-		fetch_learn(fe, ok);
+		current = fetch_learn(fe, ok);
+	}
+	/* No one joins this fetch any more. */
+	cache_fetch_end(fe->d->cache, &fe->cf);
+	if (err == NFS3_OK) {
+		READ3resok *ok = &res->READ3res_u.resok;
+
 		for (size_t i = 0; i < fe->nwaiters; i++) {
 			struct read_op *w = fe->waiters[i];
 			uint64_t s = fe->start > w->off ? fe->start : w->off;
@@ -373,7 +399,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 				ok->count);
 			/* The waiting READ used these pages (prefetched or
 			 * not): count it as the page's first use. */
-			if (s < e && cfile_gen(fe->f) == fe->gen)
+			if (s < e && current)
 				cache_touch(fe->d->cache, fe->f, s, e - s);
 			if (ok->eof)
 				trim_at_eof(w, fe->start + ok->count);
@@ -387,11 +413,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 		if (--op->waiting == 0)
 			read_finish(op);
 	}
-	fstate_release(fe->d, fe->f);
-	cfile_put(fe->d->cache, &fe->f);
-	free(fe->waiters);
-	fe->magic = 0;
-	free(fe);
+	fetch_free(fe);
 }
 
 /* Send one upstream READ of [s, e) for op's file; op waits on it if it
@@ -408,38 +430,25 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e, bool ra)
 	fe->d = d;
 	fe->ex = op->ex;
 	fe->start = s;
-	fe->end = e;
-	fe->gen = cfile_gen(op->f);
 	fe->f = cache_find(d->cache, (const uint8_t *)op_args(op)->file.data.data_val,
 			   op_args(op)->file.data.data_len);
-	if (!fe->f || !fstate_get(d, fe->f, op->ex)) {
-		if (fe->f)
-			cfile_put(d->cache, &fe->f);
-		free(fe);
+	if (!fe->f || !(fe->cf = cache_fetch_begin(d->cache, fe->f, s, e, ra,
+						   fe)) ||
+	    (!ra && rangeset_intersects(&op->need, s, e) &&
+	     fetch_wait(fe, op) != 0)) {
+		fetch_free(fe);
 		return -1;
 	}
 	a = *op_args(op);
 	a.offset = s;
 	a.count = (count3)(e - s);
-	fe->ra = ra;
-	if (!ra && rangeset_intersects(&op->need, s, e) &&
-	    fetch_wait(fe, op) != 0) {
-		fstate_release(d, fe->f);
-		cfile_put(d->cache, &fe->f);
-		free(fe);
-		return -1;
-	}
 	if (nfs3_send(op->ex, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a,
 		      &op->uc, fetch_done, fe) != 0) {
 		if (fe->nwaiters)
 			op->waiting--;
-		fstate_release(d, fe->f);
-		cfile_put(d->cache, &fe->f);
-		free(fe->waiters);
-		free(fe);
+		fetch_free(fe);
 		return -1;
 	}
-	DL_APPEND(*fetch_list(op->f), fe);
 	return 0;
 }
 
@@ -448,17 +457,16 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e, bool ra)
 static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 			  struct rangeset *rest)
 {
-	struct fetch *fe;
-	uint64_t gen = cfile_gen(op->f);
+	struct cfetch *cf = NULL;
+	uint64_t fs, fe_end;
 
 	rangeset_add(rest, s, e);
-	if (!fstate_find(op->f))
-		return;
-	DL_FOREACH(*fetch_list(op->f), fe) {
-		if (fe->gen != gen || fe->end <= s || fe->start >= e)
-			continue;
-		rangeset_remove(rest, fe->start, fe->end);
-		if (rangeset_intersects(&op->need, fe->start, fe->end)) {
+	while ((cf = cache_fetch_join(op->f, cf, s, e))) {
+		struct fetch *fe = cache_fetch_arg(cf);
+
+		cache_fetch_range(cf, &fs, &fe_end);
+		rangeset_remove(rest, fs, fe_end);
+		if (rangeset_intersects(&op->need, fs, fe_end)) {
 			bool already = false;
 
 			for (size_t i = 0; i < fe->nwaiters; i++)
@@ -647,12 +655,12 @@ static void read_access_done(enum upstream_status status, void *decoded,
 	res = decoded;
 	if (res && res->status == NFS3_OK) {
 		a = attr_from_post_op(&res->ACCESS3res_u.resok.obj_attributes, &tmp);
-		if (a && cfile_gen(op->f) == op->gen)
-			cfile_attr_observe(op->r->d->cache, op->f, a, daemon_now(),
-					   daemon_ac(op->ex, a->type));
 		/* The proxy's own writes meanwhile do not make the answer
 		 * stale; a change of owner or mode does. */
-		if (cfile_gen(op->f) == op->gen || attr_same_perm(op->f, a))
+		if (cfile_attr_observe_gen(op->d->cache, op->f, op->gen, a,
+					   daemon_now(),
+					   a ? daemon_ac(op->ex, a->type) : NULL) ||
+		    attr_same_perm(op->f, a))
 			cfile_access_record(op->f, &op->uc, ACCESS3_READ,
 					    res->ACCESS3res_u.resok.access);
 	}
@@ -683,9 +691,8 @@ static void read_getattr_done(enum upstream_status status, void *decoded,
 		return;
 	}
 	attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &a);
-	if (cfile_gen(op->f) == op->gen)
-		cfile_attr_observe(op->r->d->cache, op->f, &a, daemon_now(),
-				   daemon_ac(op->ex, a.type));
+	cfile_attr_observe_gen(op->d->cache, op->f, op->gen, &a, daemon_now(),
+			       daemon_ac(op->ex, a.type));
 	read_continue(op);
 }
 
@@ -696,7 +703,6 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 	struct read_op *op = arg;
 	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_READ];
 	READ3res *res;
-	struct fetch fe;
 
 	if (status != UPSTREAM_OK ||
 	    !(res = read_res_check(decoded, op_args(op)->offset, false))) {
@@ -722,17 +728,13 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 		struct cattr tmp;
 
 		/* The upstream let this credential read the file. */
-		if (cfile_gen(op->f) == op->gen ||
+		if (cfile_gen_holds(op->f, op->gen) ||
 		    attr_same_perm(op->f, attr_from_post_op(&ok->file_attributes, &tmp)))
 			cfile_access_record(op->f, &op->uc, ACCESS3_READ,
 					    ACCESS3_READ);
-		memset(&fe, 0, sizeof(fe));
-		fe.d = op->r->d;
-		fe.ex = op->ex;
-		fe.f = op->f;
-		fe.gen = op->gen;
-		fe.start = op_args(op)->offset;
-		fetch_learn(&fe, ok);
+		if (read_observe(op->d, op->ex, op->f, op->gen, ok))
+			cache_fill(op->d->cache, op->f, op_args(op)->offset,
+				   (const uint8_t *)ok->data.data_val, ok->count);
 	}
 	req_reply(op->r, ent->xdr_res, res);
 	op_free(op);

@@ -354,10 +354,8 @@ static void write_getattr_done(enum upstream_status status, void *decoded,
 	ok = res && res->status == NFS3_OK;
 	if (ok) {
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &at);
-		if (cfile_gen(op->f) == op->gen)
-			cfile_attr_observe(op->r->d->cache, op->f, &at,
-					   daemon_now(),
-					   daemon_ac(op->ex, at.type));
+		cfile_attr_observe_gen(op->r->d->cache, op->f, op->gen, &at,
+				       daemon_now(), daemon_ac(op->ex, at.type));
 	}
 	/* The WRITEs that arrived while it was upstream take this answer
 	 * too: it is no older than one of their own would have been when
@@ -494,10 +492,7 @@ enum op_status nfs3_op_commit(struct req *r)
 	stats.client_commits++;
 	op->f = cache_find(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			   a->file.data.data_len);
-	if (!op->f || (!cfile_wb_error_peek(op->f) &&
-		       !cfile_wb_bytes(op->f, WB_DIRTY) &&
-		       !cfile_wb_bytes(op->f, WB_WRITING) &&
-		       !cfile_wb_bytes(op->f, WB_UNSTABLE))) {
+	if (!op->f || (!cfile_wb_error_peek(op->f) && !cfile_has_wb(op->f))) {
 		/* Nothing held for it: the upstream answers (directories,
 		 * stale handles), under the proxy's verifier. */
 		struct export_rt *ex = op->ex;

@@ -485,8 +485,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	 * always in flight while there is something to commit. */
 	if (rooms && !fs->commit_tag && cfile_wb_bytes(f, WB_UNSTABLE))
 		wb_send_commit(d, f, fs);
-	if (!cfile_wb_bytes(f, WB_DIRTY) && !cfile_wb_bytes(f, WB_WRITING) &&
-	    !cfile_wb_bytes(f, WB_UNSTABLE))
+	if (!cfile_has_wb(f))
 		fs->want_commit = false;
 }
 

@@ -427,20 +427,150 @@ static void test_owner_slot_keeps_file(void)
 	struct cache *c = new_cache(4096, 16);
 	struct cfile *f = get_file(c, 1), *g;
 	uint8_t fh[8];
-	int marker;
+	int m;
+	struct fstate *marker = (struct fstate *)&m;	/* never read */
 
 	CU_ASSERT_PTR_NULL(*cfile_owner_slot(f));
-	*cfile_owner_slot(f) = &marker;
+	*cfile_owner_slot(f) = marker;
 	cfile_put(c, &f);
 	CU_ASSERT_EQUAL(stats(c).files, 1);
 	mkfh(fh, 1);
 	g = cache_find(c, fh, 8);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	CU_ASSERT_PTR_EQUAL(*cfile_owner_slot(g), &marker);
+	CU_ASSERT_PTR_EQUAL(*cfile_owner_slot(g), marker);
 	*cfile_owner_slot(g) = NULL;
 	cfile_put(c, &g);
 	CU_ASSERT_EQUAL(stats(c).files, 0);
 	CHECK(c);
+	cache_free(&c);
+}
+
+/* ---- fetches in flight ---- */
+
+/* Joins find the fetches overlapping a range, oldest first, with their
+ * arg and range; ends remove them. */
+static void test_fetch_join_overlapping_in_order(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	int a, b;
+	struct cfetch *fa, *fb;
+	uint64_t s, e;
+
+	fa = cache_fetch_begin(c, f, 0, 8192, false, &a);
+	fb = cache_fetch_begin(c, f, 8192, 16384, true, &b);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fa);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fb);
+	CU_ASSERT_EQUAL(cfile_fetches(f), 2);
+	CHECK(c);
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 0, 4096), fa);
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, fa, 0, 4096));
+	CU_ASSERT_PTR_EQUAL(cache_fetch_arg(fa), &a);
+	CU_ASSERT_PTR_EQUAL(cache_fetch_arg(fb), &b);
+	cache_fetch_range(fb, &s, &e);
+	CU_ASSERT_EQUAL(s, 8192);
+	CU_ASSERT_EQUAL(e, 16384);
+	/* [8191, 8193) touches both; [16384, 20000) neither. */
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 8191, 8193), fa);
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, fa, 8191, 8193), fb);
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, fb, 8191, 8193));
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 8192, 8193), fb);
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, NULL, 16384, 20000));
+	cache_fetch_end(c, &fa);
+	CU_ASSERT_PTR_NULL(fa);
+	CU_ASSERT_EQUAL(cfile_fetches(f), 1);
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, NULL, 0, 8192));
+	cache_fetch_end(c, &fb);
+	CU_ASSERT_EQUAL(cfile_fetches(f), 0);
+	CU_ASSERT_PTR_NULL(cache_fetch_begin(c, f, 100, 100, false, NULL));
+	CHECK(c);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
+/* A current fetch fills (readahead ones onto the readahead queue); one
+ * begun before the file's generation changed is neither joined nor
+ * filled. */
+static void test_fetch_fill_only_while_current(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	uint8_t *data = pat_buf(0, 8192, 1, false);
+	struct cfetch *fe, *old;
+
+	set_size(c, f, 20000);
+	fe = cache_fetch_begin(c, f, 0, 8192, true, NULL);
+	CU_ASSERT_TRUE(cache_fetch_current(fe));
+	CU_ASSERT_TRUE(cache_fetch_fill(c, fe, data, 8192));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 8192);
+	CU_ASSERT_EQUAL(stats(c).ra_filled_bytes, 8192);
+	cache_fetch_end(c, &fe);
+
+	old = cache_fetch_begin(c, f, 8192, 16384, false, NULL);
+	cfile_invalidate(c, f);		/* the generation moves on */
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
+	CU_ASSERT_FALSE(cache_fetch_current(old));
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, NULL, 8192, 16384));
+	CU_ASSERT_FALSE(cache_fetch_fill(c, old, data, 8192));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
+	/* A new fetch of the same bytes is joinable, the old one is not. */
+	fe = cache_fetch_begin(c, f, 8192, 16384, false, NULL);
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 8192, 16384), fe);
+	CU_ASSERT_EQUAL(cfile_fetches(f), 2);
+	CHECK(c);
+	cache_fetch_end(c, &old);
+	cache_fetch_end(c, &fe);
+	free(data);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
+/* A fetch keeps its file without a reference; ending the last one frees
+ * a file nothing else keeps. Fetches left at cache_free are freed. */
+static void test_fetch_keeps_file(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	struct cfetch *fe = cache_fetch_begin(c, f, 0, 4096, false, NULL);
+	uint8_t fh[8];
+
+	cfile_put(c, &f);
+	CU_ASSERT_EQUAL(stats(c).files, 1);
+	mkfh(fh, 1);
+	f = cache_find(c, fh, 8);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 0, 1), fe);
+	cfile_put(c, &f);
+	cache_fetch_end(c, &fe);
+	CU_ASSERT_EQUAL(stats(c).files, 0);
+	CHECK(c);
+	f = get_file(c, 2);
+	fe = cache_fetch_begin(c, f, 0, 4096, false, NULL);
+	CU_ASSERT_PTR_NOT_NULL(fe);
+	cfile_put(c, &f);
+	cache_free(&c);		/* ASan: nothing leaks */
+}
+
+/* cache_check_why names nothing on a sound cache and the broken
+ * invariant otherwise (a fetch's magic number here). */
+static void test_check_names_broken_invariant(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	struct cfetch *fe = cache_fetch_begin(c, f, 0, 4096, false, NULL);
+	uint32_t *magic = (uint32_t *)fe;	/* its first field */
+	const char *why;
+
+	CU_ASSERT_PTR_NULL(cache_check_why(c));
+	*magic ^= 1;
+	why = cache_check_why(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "fetch"));
+	CU_ASSERT_FALSE(cache_check(c));
+	*magic ^= 1;
+	CU_ASSERT_TRUE(cache_check(c));
+	cache_fetch_end(c, &fe);
+	cfile_put(c, &f);
 	cache_free(&c);
 }
 
@@ -1940,6 +2070,13 @@ static const struct tcase attr_tests[] = {
 	T(test_gen_changes_when_state_may_be_overtaken),
 };
 
+static const struct tcase fetch_tests[] = {
+	T(test_fetch_join_overlapping_in_order),
+	T(test_fetch_fill_only_while_current),
+	T(test_fetch_keeps_file),
+	T(test_check_names_broken_invariant),
+};
+
 static const struct tcase access_tests[] = {
 	T(test_access_is_per_credential),
 	T(test_access_slots_are_bounded),
@@ -1966,7 +2103,8 @@ int test_register(void)
 	    add_suite("cache_plan", plan_tests, NR(plan_tests)) ||
 	    add_suite("cache_data", data_tests, NR(data_tests)) ||
 	    add_suite("cache_attr", attr_tests, NR(attr_tests)) ||
-	    add_suite("cache_access", access_tests, NR(access_tests)))
+	    add_suite("cache_access", access_tests, NR(access_tests)) ||
+	    add_suite("cache_fetch", fetch_tests, NR(fetch_tests)))
 		return -1;
 	return 0;
 }
