@@ -720,21 +720,32 @@ static bool dir_check(const struct meta *m, const struct mdir *d,
 	return ok;
 }
 
-bool meta_check(const struct meta *m)
+const char *meta_check_why(const struct meta *m)
 {
 	uint64_t bytes = 0, items = 0, entries = 0, lru = 0, stale = 0;
 	const struct mdir *d;
 	const struct item *it;
-	bool ok = true;
 
 	for (d = m->dirs; d; d = d->hh.next)
-		ok &= dir_check(m, d, &bytes, &items, &entries, &stale);
+		if (!dir_check(m, d, &bytes, &items, &entries, &stale))
+			return "a directory record, its names or its listing "
+			       "is unsound";
 	DL_FOREACH(m->lru, it)
 		lru++;
-	ok &= bytes == m->st.bytes && bytes <= m->budget;
-	ok &= lru == items && items == m->st.names + m->st.listings;
-	ok &= entries == m->st.listing_entries && stale == m->st.stale;
-	ok &= HASH_COUNT(m->names) == m->st.names;
-	ok &= HASH_COUNT(m->dirs) == m->st.dirs;
-	return ok;
+	if (bytes != m->st.bytes || bytes > m->budget)
+		return "accounted bytes differ from the records or pass the "
+		       "budget";
+	if (lru != items || items != m->st.names + m->st.listings)
+		return "the LRU does not hold exactly the names and listings";
+	if (entries != m->st.listing_entries || stale != m->st.stale)
+		return "listing entry or stale counts differ from the records";
+	if (HASH_COUNT(m->names) != m->st.names ||
+	    HASH_COUNT(m->dirs) != m->st.dirs)
+		return "the name or directory hash differs from its count";
+	return NULL;
+}
+
+bool meta_check(const struct meta *m)
+{
+	return meta_check_why(m) == NULL;
 }

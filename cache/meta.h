@@ -223,7 +223,12 @@ bool meta_list_get(struct meta *m, const uint8_t *dir, size_t dlen,
 /* Copy the counters into *st. */
 void meta_stats_get(const struct meta *m, struct meta_stats *st);
 
-/* Assert every invariant of m (tests, debug builds); true if sound. */
+/* Check every invariant of m (the list at the top of meta.c); true if
+ * sound. */
 bool meta_check(const struct meta *m);
+
+/* meta_check, naming what is broken: NULL when sound, else a static
+ * string naming the first invariant found broken (for an abort message). */
+const char *meta_check_why(const struct meta *m);
 
 #endif

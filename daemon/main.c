@@ -42,6 +42,7 @@
 #include "fh.h"
 #include "log.h"
 #include "fstate.h"
+#include "invariant.h"
 #include "metrics.h"
 #include "mount3_prot.h"
 #include "nfs3_meta.h"
@@ -580,6 +581,8 @@ int main(int argc, char **argv)
 		fatal("cannot create the event loop");
 	start_cache(&d);
 	start_disk_tier(&d);
+	if (invariant_init() != 0)
+		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");
 	service_init(&d);
 	start_upstreams(&d);
 	start_listeners(&d);
@@ -591,7 +594,7 @@ int main(int argc, char **argv)
 	if (d.conf->register_rpcbind)
 		registrar_register(d.conf);
 	service_started();
-	event_base_dispatch(d.base);
+	invariant_loop(&d);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	daemon_free(&d);

@@ -86,6 +86,11 @@ void nfs3_meta_shutdown(void)
 	meta_free(&mc);
 }
 
+const char *nfs3_meta_check_why(void)
+{
+	return mc ? meta_check_why(mc) : NULL;
+}
+
 /* The metadata cache, created or resized to d's meta_cache_size. */
 static struct meta *meta_cache(struct daemon *d)
 {

@@ -91,4 +91,7 @@ nfs3_names_fn nfs3_names_lookup, nfs3_names_readdir, nfs3_names_create,
 /* Free the metadata cache (shutdown). */
 void nfs3_meta_shutdown(void);
 
+/* meta_check_why on the metadata cache (NULL also before it exists). */
+const char *nfs3_meta_check_why(void);
+
 #endif

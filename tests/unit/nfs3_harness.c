@@ -11,6 +11,7 @@
 
 #include "fh.h"
 #include "fstate.h"
+#include "invariant.h"
 #include "nfs3_meta.h"
 #include "log.h"
 #include "nfs3_harness.h"
@@ -146,6 +147,8 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
 	h->d.base = event_base_new();
 	start_cache(&h->d);
+	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
+		abort();
 	start_export(h);
 	connect_client(h);
 	h->next_xid = 0x1000;
@@ -296,8 +299,10 @@ int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res)
 	int rc;
 
 	evtimer_add(guard, &tv);
-	while (!h_replied(h, xid) && !out && !h->closed)
+	while (!h_replied(h, xid) && !out && !h->closed) {
 		event_base_loop(h->d.base, EVLOOP_ONCE);
+		invariant_turn(&h->d);
+	}
 	event_free(guard);
 	if (!(r = take(h, xid)))
 		return -1;
@@ -309,8 +314,10 @@ int h_wait(struct nfs3_h *h, uint32_t xid, xdrproc_t xres, void *res)
 
 void h_turns(struct nfs3_h *h, int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		event_base_loop(h->d.base, EVLOOP_NONBLOCK);
+		invariant_turn(&h->d);
+	}
 }
 
 void h_advance(struct nfs3_h *h, double seconds)

@@ -3,9 +3,17 @@
  * unit.nfs3_read: the real READ handler on the fake upstream. Concurrent
  * misses of one range share one upstream READ; calls while the upstream
  * is down are answered NFS3ERR_JUKEBOX (RFC 1813 section 2.6) and nothing
- * is sent.
+ * is sent. The fetch they share is the cache's (cache_fetch_join), and
+ * the sampled invariant checks (NFSCACHED_CHECK) run at the end of loop
+ * turns and abort on a broken invariant.
  */
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "invariant.h"
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
@@ -48,6 +56,25 @@ static void check_read(struct nfs3_h *h, uint32_t xid, uint64_t id,
 	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
 }
 
+/* The cached file of toy file id (a reference), by its upstream handle:
+ * 8 bytes of fileid, big-endian. Created if create, else NULL if not
+ * cached. */
+static struct cfile *up_file_ex(struct nfs3_h *h, uint64_t id, bool create)
+{
+	uint8_t up[8];
+
+	for (int i = 0; i < 8; i++)
+		up[i] = (uint8_t)(id >> (56 - 8 * i));
+	return create ? cache_get(h->d.cache, up, sizeof(up))
+		      : cache_find(h->d.cache, up, sizeof(up));
+}
+
+/* up_file_ex, never creating. */
+static struct cfile *up_file(struct nfs3_h *h, uint64_t id)
+{
+	return up_file_ex(h, id, false);
+}
+
 static void test_concurrent_misses_share_one_read(void)
 {
 	struct nfs3_h h;
@@ -64,10 +91,34 @@ static void test_concurrent_misses_share_one_read(void)
 	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_READ), 1);
 	for (int i = 0; i < NREADERS; i++)
 		CU_ASSERT_FALSE(h_replied(&h, xid[i]));
+	{
+		/* The one fetch is recorded in the cache: the touched 64 KiB
+		 * page's bytes up to the size, [0, 40000). */
+		struct cfile *f = up_file(&h, id);
+		struct cfetch *fe;
+		uint64_t s, e;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(cfile_fetches(f), 1);
+		fe = cache_fetch_join(f, NULL, 0, 40000);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(fe);
+		cache_fetch_range(fe, &s, &e);
+		CU_ASSERT_EQUAL(s, 0);
+		CU_ASSERT_EQUAL(e, 40000);
+		CU_ASSERT_PTR_NULL(cache_fetch_join(f, fe, 0, 40000));
+		cfile_put(h.d.cache, &f);
+	}
 	fake_up_release(&h.fu, NFSPROC3_READ);
 	for (int i = 0; i < NREADERS; i++)
 		check_read(&h, xid[i], id, 4096, 8192);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
+	{
+		struct cfile *f = up_file(&h, id);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(cfile_fetches(f), 0);
+		cfile_put(h.d.cache, &f);
+	}
 	/* A ninth READ of the range is a hit: nothing more goes upstream. */
 	check_read(&h, send_read(&h, id, 4096, 8192), id, 4096, 8192);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
@@ -113,6 +164,66 @@ static void test_upstream_down_gives_jukebox(void)
 	h_fini(&h);
 }
 
+/* With NFSCACHED_CHECK=1 the checks run at the end of every loop turn
+ * and pass while READs miss, join and fill. */
+static void test_checks_run_every_turn(void)
+{
+	const char *was = getenv("NFSCACHED_CHECK");
+	char *saved = was ? strdup(was) : NULL;
+	struct nfs3_h h;
+	uint64_t id, before;
+
+	setenv("NFSCACHED_CHECK", "1", 1);
+	h_init(&h, no_readahead);
+	CU_ASSERT_EQUAL(invariant_every(), 1);
+	before = invariant_checks();
+	id = toy_add_file(&h.toy, "f", 40000);
+	check_read(&h, send_read(&h, id, 0, 20000), id, 0, 20000);
+	h_turns(&h, 10);
+	CU_ASSERT_TRUE(invariant_checks() >= before + 10);
+	h_fini(&h);
+	setenv("NFSCACHED_CHECK", "0", 1);
+	CU_ASSERT_EQUAL(invariant_init(), 0);
+	CU_ASSERT_EQUAL(invariant_every(), 0);
+	setenv("NFSCACHED_CHECK", "x", 1);
+	CU_ASSERT_EQUAL(invariant_init(), -1);
+	CU_ASSERT_EQUAL(invariant_every(), 0);
+	if (saved)	/* as ctest set it, for the next tests */
+		setenv("NFSCACHED_CHECK", saved, 1);
+	else
+		unsetenv("NFSCACHED_CHECK");
+	free(saved);
+}
+
+/* A broken invariant (a fetch's magic number) aborts the next checked
+ * turn: the child dies of SIGABRT; every 3rd turn is checked. */
+static void test_broken_invariant_aborts(void)
+{
+	pid_t pid;
+	int status = 0;
+
+	pid = fork();
+	CU_ASSERT_TRUE_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct nfs3_h h;
+		struct cfile *f;
+		struct cfetch *fe;
+
+		setenv("NFSCACHED_CHECK", "3", 1);
+		h_init(&h, no_readahead);
+		h_turns(&h, 6);		/* sound: no abort */
+		f = up_file_ex(&h, TOY_ROOT, true);
+		fe = cache_fetch_begin(h.d.cache, f, 0, 1, false, NULL);
+		*(uint32_t *)fe ^= 1;	/* its magic, the first field */
+		h_turns(&h, 3);
+		_exit(0);		/* not reached */
+	}
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		CU_ASSERT_EQUAL(WTERMSIG(status), SIGABRT);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_read", NULL, NULL);
@@ -121,5 +232,7 @@ int test_register(void)
 		return -1;
 	CU_add_test(s, "concurrent_misses_share_one_read", test_concurrent_misses_share_one_read);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
+	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
+	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
 	return 0;
 }

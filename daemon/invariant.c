@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * invariant: sampled invariant checks at the end of event-loop turns
+ * (see invariant.h). State: the sampling period, read once, and the
+ * turn and check counters; no other module reads them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <event2/event.h>
+
+#include "daemon.h"
+#include "invariant.h"
+#include "log.h"
+#include "nfs3_meta.h"
+
+static unsigned every;		/* 0: off */
+static uint64_t turns, checks;
+
+int invariant_init(void)
+{
+	const char *v = getenv("NFSCACHED_CHECK");
+	char *end;
+	unsigned long n;
+
+	every = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n > 1000000000ul)
+		return -1;
+	every = (unsigned)n;
+	return 0;
+}
+
+unsigned invariant_every(void)
+{
+	return every;
+}
+
+uint64_t invariant_checks(void)
+{
+	return checks;
+}
+
+void invariant_turn(struct daemon *d)
+{
+	const char *why = NULL, *what = "cache";
+
+	if (!every || ++turns % every)
+		return;
+	checks++;
+	if (d->cache)
+		why = cache_check_why(d->cache);
+	if (!why) {
+		what = "metadata cache";
+		why = nfs3_meta_check_why();
+	}
+	if (!why)
+		return;
+	log_error("invariant broken after event-loop turn %llu: %s: %s",
+		  (unsigned long long)turns, what, why);
+	abort();
+}
+
+int invariant_loop(struct daemon *d)
+{
+	int rc;
+
+	if (!every)
+		return event_base_dispatch(d->base);
+	do {
+		rc = event_base_loop(d->base, EVLOOP_ONCE);
+		invariant_turn(d);
+	} while (rc == 0 && !event_base_got_exit(d->base) &&
+		 !event_base_got_break(d->base));
+	return rc;
+}
