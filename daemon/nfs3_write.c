@@ -22,6 +22,11 @@
  * upstream's, with the size and times of the proxy's absorbed writes), so
  * a client never sees its file's size go back or its mtime jump when the
  * proxy writes back.
+ *
+ * Invariants: a write_op holds its file reference until it replies;
+ * fstate.reval_inflight is true exactly while one revalidating GETATTR
+ * of the file is upstream, and fstate.reval_waiters lists the other
+ * WRITEs that wait for its answer (each on at most that one list).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +369,8 @@ static void write_getattr_done(enum upstream_status status, void *decoded,
 	if (fs) {
 		fs->reval_waiters = NULL;
 		fs->reval_inflight = false;
+		/* A state made only for the GETATTR goes now. */
+		fstate_release(op->r->d, op->f);
 	}
 	for (; w; w = next) {
 		next = w->reval_next;

@@ -15,6 +15,14 @@
  * Every upstream WRITE of a run is one of the proxy's own mutations of the
  * file (cfile_mutation_begin/end), so its wcc data never looks like
  * another writer.
+ *
+ * Invariants: fstate.wb_inflight is the number of this file's wb_calls
+ * for WRITEs in flight and wb_inflight_bytes their data; commit_tag is
+ * non-zero exactly while a COMMIT wb_call is in flight; each wb_call holds
+ * a file reference, so the fstate it counts in stays (fstate_idle is
+ * false meanwhile); nrooms is the length of `rooms`; every waiter (wb_wait
+ * and wb_room) is called exactly once, then freed, except at shutdown
+ * (fstate_free drops them unanswered).
  */
 #include <stdlib.h>
 #include <string.h>
