@@ -633,6 +633,10 @@ uint32_t cfile_wb_mark(struct cfile *f);
 uint64_t cfile_wb_bytes_upto(const struct cfile *f, uint32_t mark,
 			     enum cache_wb_state st);
 
+/* cfile_has_wb for the bytes written at or before mark: what a COMMIT
+ * that arrived at mark waits for. */
+bool cfile_has_wb_upto(const struct cfile *f, uint32_t mark);
+
 /* True if no byte of [off, off + len) of f is DIRTY, WRITING or UNSTABLE. */
 bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
 		       uint32_t page_size);

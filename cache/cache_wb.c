@@ -837,6 +837,13 @@ bool cfile_has_wb(const struct cfile *f)
 	return wb_total(f) != 0;
 }
 
+bool cfile_has_wb_upto(const struct cfile *f, uint32_t mark)
+{
+	return cfile_wb_bytes_upto(f, mark, WB_DIRTY) ||
+	       cfile_wb_bytes_upto(f, mark, WB_WRITING) ||
+	       cfile_wb_bytes_upto(f, mark, WB_UNSTABLE);
+}
+
 bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
 		       uint32_t page_size)
 {

@@ -18,8 +18,10 @@
  * Life: created by fstate_get on first need, freed by fstate_release
  * once fstate_idle holds (nothing in flight, waiting or held, and no
  * write-back bytes: cfile_has_wb), or by fstate_free at shutdown.
- * Invariant: a file with write-back bytes or an upstream WRITE or COMMIT
- * in flight has a state (fstate_busy is then true).
+ * Invariants: a file with an upstream WRITE or COMMIT in flight, or with
+ * waiters, has a state; a file with write-back bytes gets one when they
+ * are absorbed (nfs3_write.c) or, after ENOMEM there, from the write-back
+ * tick; fstate_busy is true for both.
  */
 #ifndef NFSCACHED_DAEMON_FSTATE_H
 #define NFSCACHED_DAEMON_FSTATE_H

@@ -145,9 +145,7 @@ static void waits_check(struct daemon *d, struct cfile *f, bool force,
 				done = cfile_range_clean(f, w->off, w->len, ps);
 				break;
 			case WB_WAIT_ALL:
-				done = !upto(f, w->mark, WB_DIRTY) &&
-				       !upto(f, w->mark, WB_WRITING) &&
-				       !upto(f, w->mark, WB_UNSTABLE);
+				done = !cfile_has_wb_upto(f, w->mark);
 				break;
 			case WB_WAIT_IDLE:
 				done = !fs->wb_inflight && !fs->commit_tag;

@@ -293,6 +293,9 @@ static void test_commit_mark_covers_earlier_writes_only(void)
 	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m1, WB_UNSTABLE) +
 			cfile_wb_bytes_upto(f, m1, WB_DIRTY) +
 			cfile_wb_bytes_upto(f, m1, WB_WRITING), 0);
+	CU_ASSERT_FALSE(cfile_has_wb_upto(f, m1));
+	CU_ASSERT_TRUE(cfile_has_wb_upto(f, m2));
+	CU_ASSERT_TRUE(cfile_has_wb(f));
 	CU_ASSERT_EQUAL(cfile_wb_bytes_upto(f, m2, WB_DIRTY), 8192);
 	CHECK(c);
 	/* More marks than counted spans: they merge, never undercount. */
@@ -435,8 +438,10 @@ static void test_truncate_and_discard_drop_dirty_bytes(void)
 	cfile_truncate(c, f, 5000);
 	CU_ASSERT_EQUAL(cfile_wb_bytes(f, WB_DIRTY), 5000);
 	CU_ASSERT_EQUAL(cfile_attr(f)->size, 5000);
+	CU_ASSERT_TRUE(cfile_has_wb(f));
 	cfile_discard_dirty(c, f);
 	CU_ASSERT_EQUAL(cfile_wb_bytes(f, WB_DIRTY), 0);
+	CU_ASSERT_FALSE(cfile_has_wb(f));
 	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 0);
 	CHECK(c);
 	cfile_put(c, &f);
