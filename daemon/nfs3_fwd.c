@@ -273,16 +273,6 @@ static void fwd_written(struct daemon *d, nfsstat3 st, void *arg)
 		fwd_start(r);
 }
 
-/* Whether f has write-back state or WRITEs in flight. */
-static bool wb_busy(struct cfile *f)
-{
-	struct fstate *fs = fstate_find(f);
-
-	return cfile_wb_bytes(f, WB_DIRTY) || cfile_wb_bytes(f, WB_WRITING) ||
-	       cfile_wb_bytes(f, WB_UNSTABLE) ||
-	       (fs && (fs->wb_inflight || fs->commit_tag));
-}
-
 /* Whether a CREATE would truncate an existing file (UNCHECKED, size set). */
 static bool create_truncates(struct req *r)
 {
@@ -323,7 +313,7 @@ static void fwd_victim_lookup_done(enum upstream_status status,
 	if (res && res->status == NFS3_OK) {
 		pa = &res->LOOKUP3res_u.resok.obj_attributes;
 		w->victim = nfs3_fh_file(r->d, &res->LOOKUP3res_u.resok.object);
-		if (w->victim && (!wb_busy(w->victim) ||
+		if (w->victim && (!fstate_busy(w->victim) ||
 				  (r->call.proc == NFSPROC3_REMOVE &&
 				   (!pa->attributes_follow ||
 				    pa->post_op_attr_u.attributes.nlink > 1))))
@@ -360,20 +350,16 @@ static bool setattr_revokes(struct req *r, struct nfs3_fwd *w)
 
 	return r->call.proc == NFSPROC3_SETATTR && w->f && !w->written &&
 	       (a->new_attributes.mode.set_it || a->new_attributes.uid.set_it ||
-		a->new_attributes.gid.set_it) && wb_busy(w->f);
+		a->new_attributes.gid.set_it) && fstate_busy(w->f);
 }
 
 /* Whether a SETATTR changes the size of a file with write-back state. */
 static bool setattr_needs_idle(struct req *r, struct nfs3_fwd *w)
 {
 	SETATTR3args *a = r->args;
-	struct fstate *fs;
 
 	return r->call.proc == NFSPROC3_SETATTR && w->f &&
-	       a->new_attributes.size.set_it && (fs = fstate_find(w->f)) &&
-	       (fs->wb_inflight || fs->commit_tag ||
-		cfile_wb_bytes(w->f, WB_DIRTY) ||
-		cfile_wb_bytes(w->f, WB_UNSTABLE));
+	       a->new_attributes.size.set_it && fstate_busy(w->f);
 }
 
 enum op_status nfs3_op_forward(struct req *r)

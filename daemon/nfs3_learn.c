@@ -53,10 +53,10 @@ static void observe(struct req *r, struct nfs3_fwd *w, struct cfile *f,
 	struct cattr tmp;
 	const struct cattr *a;
 
-	if (!f || cfile_gen(f) != gen || !(a = attr_from_post_op(p, &tmp)))
+	if (!f || !(a = attr_from_post_op(p, &tmp)))
 		return;
-	cfile_attr_observe(r->d->cache, f, a, daemon_now(),
-			   daemon_ac(w->ex, a->type));
+	cfile_attr_observe_gen(r->d->cache, f, gen, a, daemon_now(),
+			       daemon_ac(w->ex, a->type));
 }
 
 /* Close the mutation bracket of f with wcc (NULL: the call failed).
@@ -210,7 +210,7 @@ void nfs3_learn_access(struct req *r, struct nfs3_fwd *w, void *res)
 	ACCESS3res *x = res;
 	ACCESS3args *a = r->args;
 
-	if (x->status == NFS3_OK && w->f && cfile_gen(w->f) == w->gen)
+	if (x->status == NFS3_OK && w->f && cfile_gen_holds(w->f, w->gen))
 		cfile_access_record(w->f, &w->uc, a->access,
 				    x->ACCESS3res_u.resok.access);
 }
@@ -296,7 +296,7 @@ void nfs3_learn_reply(struct req *r, struct nfs3_fwd *w, void *res)
 	/* Names and listings: the metadata cache learns (nfs3_meta.c),
 	 * called after the page cache has seen the reply. A reply filling
 	 * the cache counts only if the directory did not change meanwhile. */
-	if (m->names && (!m->names_fill || (w->f && cfile_gen(w->f) == w->gen)))
+	if (m->names && (!m->names_fill || (w->f && cfile_gen_holds(w->f, w->gen))))
 		m->names(r, w->ex, &w->uc, w->f, res);
 }
 

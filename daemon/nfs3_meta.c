@@ -600,10 +600,10 @@ static void dir_revalidated(enum upstream_status status, void *decoded,
 
 	if (status == UPSTREAM_OK)
 		res = decoded;
-	if (res && res->status == NFS3_OK && cfile_gen(op->dir) == op->gen) {
+	if (res && res->status == NFS3_OK) {
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &a);
-		cfile_attr_observe(op->d->cache, op->dir, &a, daemon_now(),
-				   daemon_ac(op->ex, a.type));
+		cfile_attr_observe_gen(op->d->cache, op->dir, op->gen, &a,
+				       daemon_now(), daemon_ac(op->ex, a.type));
 	}
 	/* A failed GETATTR leaves the attributes stale: the call is
 	 * forwarded and the upstream tells the client what is wrong (or
