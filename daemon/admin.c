@@ -48,6 +48,7 @@
 #include "fstate.h"
 #include "log.h"
 #include "nfs3_ops.h"
+#include "nfs3_read.h"
 #include "writeback.h"
 
 #define ADMIN_MAX_LINE		65536	/* bytes of one request line */

@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
+#include "nfs3_read.h"
 #include "nfs3_write.h"
 #include "procstat.h"
 #include "server.h"
@@ -172,6 +173,9 @@ ROWS(nfs3_meta_rows, NFS3_META_METRICS);
 #define ROW_T struct meta_stats
 ROWS(meta_rows, META_METRICS);
 #undef ROW_T
+#define ROW_T struct nfs3_read_stats
+ROWS(nfs3_read_rows, NFS3_READ_METRICS);
+#undef ROW_T
 #define ROW_T struct nfs3_ops_stats
 ROWS(nfs3_ops_rows, NFS3_OPS_METRICS);
 #undef ROW_T
@@ -187,6 +191,7 @@ const struct metrics_table metrics_tables[] = {
 	TABLE("service", service_rows),
 	TABLE("server", server_rows),
 	TABLE("upstream", upstream_rows),
+	TABLE("nfs3_read", nfs3_read_rows),
 	TABLE("nfs3_ops", nfs3_ops_rows),
 	TABLE("cache", cache_rows),
 	TABLE("nfs3_write", nfs3_write_rows),
@@ -497,6 +502,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct writeback_stats wb;
 	struct stale_stats ss;
 	struct nfs3_ops_stats ns;
+	struct nfs3_read_stats rs;
 	struct nfs3_write_stats ws;
 	struct procstat ps;
 
@@ -513,6 +519,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, server_rows, &st);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(&ns);
+	nfs3_read_stats_get(&rs);
+	RENDER(o, nfs3_read_rows, &rs);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);

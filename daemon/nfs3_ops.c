@@ -53,26 +53,6 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);
 }
 
-void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
-		     uint64_t upstream_bytes, uint64_t hole_bytes)
-{
-	stats.reads[o]++;
-	stats.read_bytes_cache += cache_bytes;
-	stats.read_bytes_upstream += upstream_bytes;
-	stats.read_bytes_hole += hole_bytes;
-	/* A bypassed READ's bytes came straight from its own upstream READ;
-	 * every other outcome's came through a fetch, counted there. */
-	if (o == CACHE_BYPASS)
-		stats.upstream_read_bytes += upstream_bytes;
-}
-
-void nfs3_count_fetch(uint64_t bytes)
-{
-	stats.fetches++;
-	stats.fetch_bytes += bytes;
-	stats.upstream_read_bytes += bytes;
-}
-
 void nfs3_count_access_check(void)
 {
 	stats.access_checks++;

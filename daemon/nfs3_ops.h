@@ -3,7 +3,8 @@
  * nfs3_ops: what every NFSv3 handler shares: sending a call upstream
  * (nfs3_send), the status for a failed upstream call, status-only replies,
  * and the NFSv3 counters of struct nfs3_ops_stats (the boundary's refusals,
- * JUKEBOX replies, READ outcomes and bytes). It calls no handler, and no
+ * JUKEBOX replies, ACCESS checks, corrected upstream replies; READ's are
+ * in nfs3_read.h). It calls no handler, and no
  * handler module is below it: the forwarding path (nfs3_fwd.h), the
  * security boundary (nfs3_guard.h), the handlers and write-back all call
  * into it.
@@ -31,22 +32,6 @@ struct export_rt;
  * (daemon/metrics.c; HACKING.md "Adding a counter").
  */
 #define NFS3_OPS_METRICS(X, A) \
-	A(reads, CACHE_NOUTCOMES, counter, "nfscached_reads_total", "result", \
-	  cache_outcome, "Client READs by cache result.") \
-	X(uint64_t, read_bytes_cache, counter, \
-	  "nfscached_read_bytes_total{source=\"cache\"}", \
-	  "Bytes returned to client READs, by where they came from.") \
-	X(uint64_t, read_bytes_upstream, counter, \
-	  "nfscached_read_bytes_total{source=\"upstream\"}", NULL) \
-	X(uint64_t, read_bytes_hole, counter, \
-	  "nfscached_read_bytes_total{source=\"hole\"}", NULL) \
-	X(uint64_t, fetches, counter, "nfscached_cache_fetches_total", \
-	  "Upstream READs sent to fill cache pages.") \
-	X(uint64_t, fetch_bytes, counter, "nfscached_cache_fetch_bytes_total", \
-	  "Bytes the page-filling upstream READs returned.") \
-	X(uint64_t, upstream_read_bytes, counter, \
-	  "nfscached_upstream_read_bytes_total", \
-	  "Bytes every upstream READ returned (cache fills, readahead and bypassed READs): the read traffic on the upstream link.") \
 	X(uint64_t, access_checks, counter, "nfscached_access_checks_total", \
 	  "ACCESS calls the proxy sent upstream on its own, to authorize serving a READ from cache or taking a WRITE into it.") \
 	X(uint64_t, jukebox, counter, "nfscached_nfs3_jukebox_replies_total", \
@@ -108,13 +93,6 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 void nfs3_count_badhandle(void);
 void nfs3_count_stale(void);
 void nfs3_count_bad_name(void);
-
-/* Count a client READ outcome and the bytes by source. */
-void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
-		     uint64_t upstream_bytes, uint64_t hole_bytes);
-
-/* Count an upstream READ sent to fill pages, and what it returned. */
-void nfs3_count_fetch(uint64_t bytes);
 
 /* Count an ACCESS sent on behalf of a READ hit's permission check. */
 void nfs3_count_access_check(void);

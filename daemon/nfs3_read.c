@@ -51,6 +51,8 @@
 #include "server.h"
 #include "stale.h"
 
+static struct nfs3_read_stats read_stats;
+
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define FETCH_MAGIC 0x46455443u
 
@@ -824,4 +826,29 @@ enum op_status nfs3_op_read(struct req *r)
 		}
 	}
 	return OP_PENDING;
+}
+
+void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+		     uint64_t upstream_bytes, uint64_t hole_bytes)
+{
+	read_stats.reads[o]++;
+	read_stats.read_bytes_cache += cache_bytes;
+	read_stats.read_bytes_upstream += upstream_bytes;
+	read_stats.read_bytes_hole += hole_bytes;
+	/* A bypassed READ's bytes came straight from its own upstream READ;
+	 * every other outcome's came through a fetch, counted there. */
+	if (o == CACHE_BYPASS)
+		read_stats.upstream_read_bytes += upstream_bytes;
+}
+
+void nfs3_count_fetch(uint64_t bytes)
+{
+	read_stats.fetches++;
+	read_stats.fetch_bytes += bytes;
+	read_stats.upstream_read_bytes += bytes;
+}
+
+void nfs3_read_stats_get(struct nfs3_read_stats *st)
+{
+	*st = read_stats;
 }

@@ -1,15 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nfs3_read: the NFSv3 READ handler (RFC 1813 section 3.3.6), served from
- * the cache with joined fetches and readahead. Its counters are in
- * struct nfs3_ops_stats (nfs3_ops.h: nfs3_count_read, nfs3_count_fetch).
+ * the cache with joined fetches and readahead, and its counters.
  */
 #ifndef NFSCACHED_DAEMON_NFS3_READ_H
 #define NFSCACHED_DAEMON_NFS3_READ_H
 
+#include <stdint.h>
+
+#include "cache.h"
 #include "dispatch.h"
 
 struct req;
+
+/* Counters of READ (nfs3_read.c), declared once for struct nfs3_read_stats
+ * and for /metrics (rows as in NFS3_OPS_METRICS, nfs3_ops.h). */
+#define NFS3_READ_METRICS(X, A) \
+	A(reads, CACHE_NOUTCOMES, counter, "nfscached_reads_total", "result", \
+	  cache_outcome, "Client READs by cache result.") \
+	X(uint64_t, read_bytes_cache, counter, \
+	  "nfscached_read_bytes_total{source=\"cache\"}", \
+	  "Bytes returned to client READs, by where they came from.") \
+	X(uint64_t, read_bytes_upstream, counter, \
+	  "nfscached_read_bytes_total{source=\"upstream\"}", NULL) \
+	X(uint64_t, read_bytes_hole, counter, \
+	  "nfscached_read_bytes_total{source=\"hole\"}", NULL) \
+	X(uint64_t, fetches, counter, "nfscached_cache_fetches_total", \
+	  "Upstream READs sent to fill cache pages.") \
+	X(uint64_t, fetch_bytes, counter, "nfscached_cache_fetch_bytes_total", \
+	  "Bytes the page-filling upstream READs returned.") \
+	X(uint64_t, upstream_read_bytes, counter, \
+	  "nfscached_upstream_read_bytes_total", \
+	  "Bytes every upstream READ returned (cache fills, readahead and bypassed READs): the read traffic on the upstream link.")
+
+struct nfs3_read_stats {
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	NFS3_READ_METRICS(X, A)
+#undef X
+#undef A
+};
+
+/* Copy the READ counters into *st. */
+void nfs3_read_stats_get(struct nfs3_read_stats *st);
+
+/* Count one client READ by outcome and where its bytes came from (bytes). */
+void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+		     uint64_t upstream_bytes, uint64_t hole_bytes);
+
+/* Count one upstream READ sent to fill pages, returning bytes. */
+void nfs3_count_fetch(uint64_t bytes);
 
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);

@@ -17,7 +17,7 @@
 
 #include "daemon.h"
 #include "log.h"
-#include "nfs3_ops.h"
+#include "nfs3_read.h"
 #include "notify.h"
 #include "service.h"
 
@@ -88,12 +88,12 @@ static size_t upstreams_up(void)
 
 void service_status(char *buf, size_t len)
 {
-	struct nfs3_ops_stats ns;
+	struct nfs3_read_stats ns;
 	uint64_t reads = 0, hits, bytes, saved;
 	size_t up = upstreams_up(), n = svc.d->nexports;
 	int k;
 
-	nfs3_ops_stats_get(&ns);
+	nfs3_read_stats_get(&ns);
 	for (int i = 0; i < CACHE_NOUTCOMES; i++)
 		reads += ns.reads[i];
 	hits = ns.reads[CACHE_HIT] + ns.reads[CACHE_HOLE];
