@@ -45,6 +45,7 @@
 #include "attr.h"
 #include "cache.h"
 #include "daemon.h"
+#include "disk_tier.h"
 #include "fstate.h"
 #include "log.h"
 #include "nfs3_ops.h"
@@ -477,6 +478,7 @@ static void forget_file(struct aconn *c)
 	struct cfile *f = cache_find(d->cache, w->fh, w->fhlen);
 	uint64_t valid, kept;
 
+	disk_tier_forget(w->fh, w->fhlen);
 	if (!f) {
 		conn_line(c, "forgot %s: nothing cached", w->path);
 		return;
@@ -613,9 +615,14 @@ static bool read_learn(struct aconn *c, READ3resok *ok)
 		if (a)
 			cfile_attr_observe(d->cache, f, a, daemon_now(),
 					   daemon_ac(w->ex, a->type));
-		if (cfile_gen(f) == gen)
+		if (cfile_gen_holds(f, gen)) {
 			cache_fill(d->cache, f, c->off,
 				   (const uint8_t *)ok->data.data_val, ok->count);
+			/* Warmed pages reach the disk tier as fetched ones do. */
+			disk_tier_filled(d, f, c->off,
+					 (const uint8_t *)ok->data.data_val,
+					 ok->count, a);
+		}
 		cfile_put(d->cache, &f);
 	}
 	nfs3_count_fetch(ok->count);

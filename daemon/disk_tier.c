@@ -362,3 +362,9 @@ void disk_tier_render(struct evbuffer *o)
 		   "when off or not configured.", st.on);
 	render_latency(o, &st);
 }
+
+void disk_tier_forget(const uint8_t *fh, size_t len)
+{
+	if (tier && disk_on(tier) && len <= UINT8_MAX)
+		disk_drop_file(tier, fh, (uint8_t)len);
+}

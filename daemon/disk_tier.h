@@ -37,6 +37,13 @@ void disk_tier_stop(void);
 void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct cattr *a);
 
+/*
+ * Drop every page the disk tier holds of the file with upstream handle
+ * fh[0..len) (`nfscached cache forget`); asynchronous, nothing when the
+ * tier is off. The pages are clean copies: nothing is lost.
+ */
+void disk_tier_forget(const uint8_t *fh, size_t len);
+
 /* Called once when the disk loads of a disk_tier_load are all back. */
 typedef void disk_tier_done_fn(void *arg);
 

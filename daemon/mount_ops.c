@@ -381,8 +381,11 @@ enum op_status mount_op_mnt(struct req *r)
 	struct mnt_wait *w;
 	struct timeval tv = { 0, 100000 };
 
-	if (!e)
+	if (!e) {
+		log_info("MNT %s refused for %s: no export holds it", path,
+			 req_peer_name(r));
 		return mnt_fail(r, MNT3ERR_NOENT);
+	}
 	if (!conf_client_allowed(e, req_peer(r))) {
 		log_info("MNT %s refused for %s: not in clients", path,
 			 req_peer_name(r));

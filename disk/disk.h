@@ -170,7 +170,8 @@ struct disk_stats {
  * Runs synchronously (before serving). Returns the store, or NULL with
  * errno set and a reason ("cache_dir /x: Not a directory") written to
  * err (errlen bytes, may be NULL): EINVAL bad parameters, ENOTDIR,
- * EACCES, EROFS..., or an LMDB failure as EIO.
+ * EACCES, EROFS..., EBUSY when another process has p->dir open (flock(2)
+ * on its slab), or an LMDB failure as EIO.
  */
 struct disk *disk_open(const struct disk_params *p, char *err, size_t errlen);
 

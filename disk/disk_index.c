@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -250,6 +251,13 @@ disk_store_open(struct disk *d, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/slab", d->dir);
 		d->slab_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		rc = d->slab_fd < 0 ? errno : 0;
+	}
+	/* One process per cache_dir: a second daemon on the same directory
+	 * would overwrite the first one's slots (flock(2), released when the
+	 * slab is closed, also by a crash). */
+	if (rc == 0 && flock(d->slab_fd, LOCK_EX | LOCK_NB) != 0) {
+		what = "in use by another process (slab locked)";
+		rc = errno == EWOULDBLOCK ? EBUSY : errno;
 	}
 	if (rc == 0)
 		rc = env_open(d, &what);

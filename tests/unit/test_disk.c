@@ -610,6 +610,28 @@ test_unusable_dir_refused_with_reason(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "page size"));
 }
 
+/* A second store on the same directory (a second daemon) is refused while
+ * the first is open, and allowed once it is closed. */
+static void
+test_second_open_of_dir_refused(void)
+{
+	struct disk *d = open_store(PAGE, 16), *d2;
+	struct disk_params p = { .page_size = PAGE, .budget_bytes = 16 * PAGE };
+	char err[256] = "";
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	p.dir = tdir;
+	d2 = disk_open(&p, err, sizeof(err));
+	CU_ASSERT_PTR_NULL(d2);
+	CU_ASSERT_EQUAL(errno, EBUSY);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "another process"));
+	disk_close(&d2);
+	disk_close(&d);
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	disk_close(&d);
+}
+
 /* True when the store's eventfd has a completion waiting. */
 static bool
 fd_ready(struct disk *d)
@@ -701,6 +723,7 @@ test_register(void)
 	T(test_eio_on_read_degrades);
 	T(test_file_size_limit_degrades);
 	T(test_unusable_dir_refused_with_reason);
+	T(test_second_open_of_dir_refused);
 	T(test_gate_holds_disk_work_not_the_caller);
 	T(test_close_completes_queued_loads_as_off);
 #undef T
