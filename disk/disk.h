@@ -42,7 +42,9 @@ struct disk;
 #define DISK_PAGE_MIN		4096
 #define DISK_PAGE_MAX		(1024 * 1024)
 #define DISK_MAX_RANGES		64	/* valid or hole ranges kept per page */
-#define DISK_MAX_PENDING	256	/* queued operations, each queue */
+#define DISK_MAX_PENDING	1024	/* queued operations, each queue: a
+					 * store holds a copy of its page, so
+					 * up to 1024 pages of memory */
 
 /* Identity of one stored page: upstream handle and page index. */
 struct disk_key {

@@ -94,7 +94,8 @@ for ((i = 0; i < 3000; i++)); do
 	((held >= 64 << 20)) && break
 	sleep 0.1
 done
-((held >= 64 << 20)) && pass "disk holds $held bytes" || fail "disk holds only $held bytes"
+((held >= 64 << 20)) && pass "disk holds $held bytes" ||
+	fail "disk holds only $held bytes ($(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_disk_stores_dropped_total) stores dropped)"
 
 read_check "warm read, same process"
 expect_fetched_at_most "warm read, same process" $((cold + (1 << 20)))
