@@ -3,8 +3,11 @@
  * daemon: the helpers over struct daemon every module shares (daemon.h).
  * Kept out of main.c so that a unit test can link the handlers.
  */
+#include <stdio.h>
+
 #include "daemon.h"
 #include "nfs3_prot.h"
+#include "writeback.h"
 
 double daemon_now(void)
 {
@@ -22,4 +25,36 @@ struct export_rt *daemon_export(struct daemon *d, unsigned id)
 		if (d->exports[i].conf->id == id)
 			return &d->exports[i];
 	return NULL;
+}
+
+int daemon_cache_start(struct daemon *d, char *err, size_t len)
+{
+	struct cache_params cp = {
+		.page_size = d->conf->page_size,
+		.budget = (uint64_t)d->conf->cache_size << 20,
+		.hole_granularity = d->conf->hole_granularity,
+		.max_files = d->conf->max_files,
+	};
+
+	d->cache = cache_new(&cp);
+	if (!d->cache) {
+		snprintf(err, len, "cannot create the cache (page_size %u)",
+			 cp.page_size);
+		return -1;
+	}
+	ra_params_default(&d->ra_params, d->conf->page_size);
+	d->ra_params.max_window = d->conf->readahead_max;
+	d->ra_params.max_streams = d->conf->readahead_streams;
+	if (d->ra_params.min_window > d->ra_params.max_window)
+		d->ra_params.min_window = d->ra_params.max_window;
+	if (!ra_params_valid(&d->ra_params)) {
+		snprintf(err, len, "readahead_max %u must be 0 or a multiple of page_size %u",
+			 d->conf->readahead_max, d->conf->page_size);
+		return -1;
+	}
+	if (writeback_start(d) != 0) {
+		snprintf(err, len, "cannot create the write verifier (RAND_bytes)");
+		return -1;
+	}
+	return 0;
 }

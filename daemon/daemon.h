@@ -8,6 +8,7 @@
 #define NFSCACHED_DAEMON_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cache.h"
@@ -59,5 +60,15 @@ const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
  * of mclock.h when enabled). Arm the daemon's one-shot timers with
  * mclock_timer_add(), not evtimer_add(), so that the test clock moves them. */
 double daemon_now(void);
+
+/*
+ * Create d's RAM cache, readahead parameters and write verifier from
+ * d->conf (page_size, cache_size in MiB, hole_granularity, max_files,
+ * readahead_max, readahead_streams), as main() and the unit-test harness
+ * both need. Returns 0, or -1 with the reason in err[0..len): the cache
+ * could not be made, readahead_max is not a multiple of page_size, or
+ * RAND_bytes failed.
+ */
+int daemon_cache_start(struct daemon *d, char *err, size_t len);
 
 #endif

@@ -514,38 +514,13 @@ static void daemon_free(struct daemon *d)
 	conf_free(&d->conf);
 }
 
-/* Create the RAM cache, the readahead parameters and the write verifier
- * from the configuration, or refuse to start. */
-static void start_cache(struct daemon *d)
-{
-	struct cache_params cp = {
-		.page_size = d->conf->page_size,
-		.budget = (uint64_t)d->conf->cache_size << 20,
-		.hole_granularity = d->conf->hole_granularity,
-		.max_files = d->conf->max_files,
-	};
-
-	d->cache = cache_new(&cp);
-	if (!d->cache)
-		fatal("cannot create the cache (page_size %u)", cp.page_size);
-	ra_params_default(&d->ra_params, d->conf->page_size);
-	d->ra_params.max_window = d->conf->readahead_max;
-	d->ra_params.max_streams = d->conf->readahead_streams;
-	if (d->ra_params.min_window > d->ra_params.max_window)
-		d->ra_params.min_window = d->ra_params.max_window;
-	if (!ra_params_valid(&d->ra_params))
-		fatal("readahead_max %u must be 0 or a multiple of page_size %u",
-		      d->conf->readahead_max, d->conf->page_size);
-	if (writeback_start(d) != 0)
-		fatal("cannot create the write verifier (RAND_bytes)");
-}
-
 int main(int argc, char **argv)
 {
 	struct daemon d;
 	struct opts *o = &the_opts;
 	struct event_config *ec;
 	struct event *sigs[3];
+	char err[256];
 
 	if (argc > 1 && strcmp(argv[1], "stats") == 0)
 		return stats_main(argc - 1, argv + 1);
@@ -579,7 +554,8 @@ int main(int argc, char **argv)
 	event_config_free(ec);
 	if (!d.base)
 		fatal("cannot create the event loop");
-	start_cache(&d);
+	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
+		fatal("%s", err);
 	start_disk_tier(&d);
 	if (invariant_init() != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,28 +69,6 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 	take_records(h);
 }
 
-/* The daemon's cache and write-back, as main() sets them up. */
-static void start_cache(struct daemon *d)
-{
-	struct cache_params cp = {
-		.page_size = d->conf->page_size,
-		.budget = (uint64_t)d->conf->cache_size << 20,
-		.hole_granularity = d->conf->hole_granularity,
-		.max_files = d->conf->max_files,
-	};
-
-	d->cache = cache_new(&cp);
-	if (!d->cache)
-		abort();
-	ra_params_default(&d->ra_params, d->conf->page_size);
-	d->ra_params.max_window = d->conf->readahead_max;
-	d->ra_params.max_streams = d->conf->readahead_streams;
-	if (d->ra_params.min_window > d->ra_params.max_window)
-		d->ra_params.min_window = d->ra_params.max_window;
-	if (writeback_start(d) != 0)
-		abort();
-}
-
 /* The one export, on the fake upstream over the toy. */
 static void start_export(struct nfs3_h *h)
 {
@@ -146,7 +125,10 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		tune(h->d.conf);
 	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
 	h->d.base = event_base_new();
-	start_cache(&h->d);
+	if (daemon_cache_start(&h->d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "nfs3_harness: %s\n", err);
+		abort();
+	}
 	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
 		abort();
 	start_export(h);
