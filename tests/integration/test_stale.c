@@ -6,8 +6,10 @@
  * Before the stop, through the proxy: a 1 MiB file is written, committed
  * and read (its pages and attributes are cached), a second file made on
  * disk is looked up but never read, and FSINFO, FSSTAT and PATHCONF of
- * the root are asked (their answers are remembered). After SIGSTOP and
- * once the cached attributes have expired (acregmax = 1 s):
+ * the root are asked (their answers are remembered). After SIGSTOP (the
+ * test waits until every Ganesha thread is stopped: kill() returns before)
+ * and once the cached attributes have expired (acregmax = 60 s, the test
+ * clock moved 61 s):
  *   - a READ of the cached file is answered NFS3_OK with the right bytes
  *     within 5 s (the liveness probe finds the stall in about 3 s, not
  *     upstream_timeout = 30 s), counted in
@@ -32,6 +34,7 @@
  * and no stall or disconnect is counted: the probe's times scale with the
  * link's latency, so a slow upstream keeps upstream_timeout.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +74,60 @@ static pid_t ganesha_pid(void)
 	if (f)
 		fclose(f);
 	return (pid_t)pid;
+}
+
+/*
+ * Whether every thread of pid is in the stopped state ('T' in the third
+ * field of /proc/PID/task/TID/stat, proc(5)). kill(SIGSTOP) returns once
+ * the signal is queued: until the thread chosen to take it runs, the
+ * process's other threads keep serving (on a loaded machine, long enough
+ * to answer a call sent after kill() returned).
+ */
+static bool all_threads_stopped(pid_t pid)
+{
+	char path[320], line[512];
+	struct dirent *e;
+	bool all = true;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (all && (e = readdir(dir)) != NULL) {
+		char *rp;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/task/%s/stat", (long)pid,
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;	/* the thread ended */
+		rp = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		all = rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+		n++;
+		fclose(f);
+	}
+	closedir(dir);
+	return all && n > 0;
+}
+
+/* SIGSTOP pid and wait (up to 60 s) until all its threads have stopped. */
+static bool stop_process(pid_t pid)
+{
+	uint64_t t0 = wb_now_ms();
+
+	if (kill(pid, SIGSTOP) != 0)
+		return false;
+	while (!all_threads_stopped(pid)) {
+		if (wb_now_ms() - t0 > 60000)
+			return false;
+		usleep(1000);	/* polling a state, not timing the test */
+	}
+	return true;
 }
 
 /* READ the whole file fh into buf with timeout; the status, *ms the time. */
@@ -207,8 +264,8 @@ static void test_stalled_upstream(void)
 	stalls = wb_metric("nfscached_upstream_stalls_total");
 	reads = wb_metric("nfscached_stale_answers_total{procedure=\"read\"}");
 	fsinfo = wb_metric("nfscached_stale_answers_total{procedure=\"fsinfo\"}");
-	WB_CHECK(kill(ganesha, SIGSTOP) == 0, "SIGSTOP Ganesha");
 	stopped = true;
+	WB_CHECK(stop_process(ganesha), "SIGSTOP Ganesha, all threads stopped");
 	/* The cached attributes (acregmax = 60 s) expired 1 s ago. */
 	WB_CHECK(http_clock_advance(getenv("NFSC_METRICS_ADDR"), 61) == 0,
 		 "advance the proxy's clock");
