@@ -13,7 +13,9 @@
  * grows the file), asked once; otherwise it goes through and the upstream
  * decides. COMMIT: the reply waits until every byte of the file
  * absorbed before the COMMIT arrived is written and committed upstream
- * (RFC 1813 section 3.3.21), not for later WRITEs.
+ * (RFC 1813 section 3.3.21), not for later WRITEs; when the proxy holds
+ * nothing of the file to commit, a writer's COMMIT is answered at once
+ * (commit_local_ok).
  * Either reports a write-back failure kept for the file, once. When the
  * cache has no room for the bytes the WRITE goes through to the upstream as
  * FILE_SYNC and is answered FILE_SYNC with the proxy's verifier.
@@ -482,6 +484,27 @@ static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 	commit_reply(arg, st);
 }
 
+/*
+ * Whether a COMMIT of f by cr can be answered here with the proxy's
+ * verifier, with no upstream call (issue 16): f is a regular file with
+ * fresh attributes, cr is known to may MODIFY it (an ACCESS or WRITE
+ * result), and the proxy holds nothing of it to commit: no byte dirty,
+ * being written or UNSTABLE upstream, no WRITE or COMMIT of it in flight
+ * (fstate_busy) and no write-back failure to report. Every byte a client
+ * wrote through the proxy is then on the upstream's stable storage: WRITEs
+ * that are not absorbed go FILE_SYNC, and an absorbed byte leaves
+ * UNSTABLE only when a COMMIT upstream returned the verifier its WRITE
+ * did (writeback.c). What the COMMIT covers (RFC 1813 section 3.3.21,
+ * the writes acknowledged before it) is therefore stable. f may be NULL.
+ */
+static bool commit_local_ok(struct cfile *f, const struct nfs_cred *cr)
+{
+	return f && cfile_has_attr(f) && cfile_attr(f)->type == NF3REG &&
+	       cfile_attr_fresh(f, daemon_now()) && !fstate_busy(f) &&
+	       !cfile_wb_error_peek(f) &&
+	       cfile_access_allows(f, cr, ACCESS3_MODIFY);
+}
+
 enum op_status nfs3_op_commit(struct req *r)
 {
 	struct write_op *op = calloc(1, sizeof(*op));
@@ -499,9 +522,15 @@ enum op_status nfs3_op_commit(struct req *r)
 	stats.client_commits++;
 	op->f = cache_find(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			   a->file.data.data_len);
+	if (commit_local_ok(op->f, &op->uc)) {
+		stats.commits_local++;
+		commit_reply(op, NFS3_OK);
+		return OP_PENDING;
+	}
 	if (!op->f || (!cfile_wb_error_peek(op->f) && !cfile_has_wb(op->f))) {
-		/* Nothing held for it: the upstream answers (directories,
-		 * stale handles), under the proxy's verifier. */
+		/* Nothing held for it, but not known to be a file this
+		 * credential may write: the upstream answers (directories,
+		 * stale handles, permissions), under the proxy's verifier. */
 		struct export_rt *ex = op->ex;
 		struct nfs_cred uc = op->uc;
 

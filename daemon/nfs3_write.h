@@ -21,6 +21,9 @@ struct req;
 	  "nfscached_client_write_bytes_total", "Bytes clients asked to WRITE.") \
 	X(uint64_t, client_commits, counter, \
 	  "nfscached_client_commit_calls_total", "Client COMMIT calls.") \
+	X(uint64_t, commits_local, counter, \
+	  "nfscached_client_commits_local_total", \
+	  "Client COMMITs answered without an upstream call: nothing of the file was dirty, being written or uncommitted upstream.") \
 	X(uint64_t, absorbed, counter, "nfscached_writes_absorbed_total", \
 	  "Client WRITEs taken into the cache (write-back).") \
 	X(uint64_t, write_through, counter, "nfscached_writes_through_total", \
@@ -50,8 +53,9 @@ void nfs3_write_stats_get(struct nfs3_write_stats *st);
 /* WRITE r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_write(struct req *r);
 
-/* COMMIT r: waits for the file's write-back, or is forwarded when the
- * proxy holds nothing of the file. OP_PENDING or OP_DONE. */
+/* COMMIT r: waits for the file's write-back; answered at once when the
+ * proxy holds nothing of the file to commit and knows the credential may
+ * write it; else forwarded. OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_commit(struct req *r);
 
 #endif

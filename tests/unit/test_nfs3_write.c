@@ -4,7 +4,8 @@
  * write-back driver on the fake upstream (RFC 1813 sections 3.3.7,
  * 3.3.21, 3.3.2). Absorbed WRITEs are written back and committed; a
  * COMMIT verifier that changed makes them resent; a SETATTR of the size
- * waits for the write-back in flight.
+ * waits for the write-back in flight; a COMMIT with nothing left to
+ * commit is answered without the upstream.
  */
 #include <string.h>
 
@@ -220,6 +221,53 @@ static void test_room_freed_wakes_blocked_write(void)
 	h_fini(&h);
 }
 
+/* A COMMIT is answered here (no upstream call) once nothing of the file
+ * is left to commit, for a writer the proxy knows; else it goes upstream. */
+static void test_commit_with_nothing_held_answered_here(void)
+{
+	struct nfs3_write_stats before, after;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	nfs3_write_stats_get(&before);
+	id = toy_add_file(&h.toy, "f", 0);
+	check_write_absorbed(&h, send_write(&h, id, 0, 4096, 'a', UNSTABLE),
+			     4096);
+	/* Write-back on its own: the WRITE and the COMMIT that settles it. */
+	h_advance(&h, h.d.conf->writeback_delay + 1);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
+	CU_ASSERT_TRUE_FATAL(writeback_clean(&h.d));
+	/* The client's COMMIT (as after an fsync): nothing is left to commit. */
+	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, send_commit(&h, id));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
+	nfs3_write_stats_get(&after);
+	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
+	/* A credential the proxy never saw write the file: the upstream decides. */
+	h.uid = 2000;
+	check_commit(&h, send_commit(&h, id));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 2);
+	h.uid = 1000;
+	/* New bytes: the COMMIT waits for their write-back and its COMMIT. */
+	check_write_absorbed(&h, send_write(&h, id, 4096, 4096, 'b', UNSTABLE),
+			     4096);
+	check_commit(&h, send_commit(&h, id));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 2);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 3);
+	CU_ASSERT_TRUE(toy_holds(&h, id, 0, 4096, 'a'));
+	CU_ASSERT_TRUE(toy_holds(&h, id, 4096, 4096, 'b'));
+	/* Attributes past their timeout: not trusted to say it is a file. */
+	h_advance(&h, h.ex.ac_reg.max + 1);
+	check_commit(&h, send_commit(&h, id));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 4);
+	nfs3_write_stats_get(&after);
+	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_write", NULL, NULL);
@@ -230,5 +278,6 @@ int test_register(void)
 	CU_add_test(s, "verifier_change_resends", test_verifier_change_resends);
 	CU_add_test(s, "setattr_size_waits_for_writeback", test_setattr_size_waits_for_writeback);
 	CU_add_test(s, "room_freed_wakes_blocked_write", test_room_freed_wakes_blocked_write);
+	CU_add_test(s, "commit_with_nothing_held_answered_here", test_commit_with_nothing_held_answered_here);
 	return 0;
 }
