@@ -13,7 +13,8 @@
  *   3. plan: HIT or HOLE replies from the cache; otherwise the missing
  *      bytes of the touched pages are fetched (PARTIAL or MISS), joining
  *      fetches already in flight for the same bytes (COALESCED when this
- *      READ needed no new upstream READ);
+ *      READ needed no new upstream READ); a random READ fetches only its
+ *      own bytes, 4 KiB aligned (read_fetch_window);
  *   4. each fetch fills the pages (never over valid bytes) and hands its
  *      bytes straight to the READs waiting on it, so a reply never
  *      depends on the pages surviving eviction.
@@ -54,6 +55,8 @@
 static struct nfs3_read_stats read_stats;
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
+#define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
+				 * to this: the client's page */
 #define FETCH_MAGIC 0x46455443u
 
 struct read_op;
@@ -551,12 +554,44 @@ static void read_ahead(struct read_op *op, bool hit)
 			ra_cancel(ra, &d->ra_params, &out[i]);
 }
 
+/*
+ * The bytes a miss of op fetches: its whole pages ([0, UINT64_MAX)) when
+ * it may be part of a stream, else (a random READ) only the bytes asked,
+ * widened to READ_RANDOM_ALIGN (issue 16: a cold 4 KiB random READ cost a
+ * 64 KiB page at 16x the bytes). Random: readahead is on for the file
+ * (with it off the pattern is unknown and whole pages are kept), the READ
+ * does not start at 0, belongs to no sequential stream (ra_in_stream), and
+ * the bytes just before it are not cached (ra_prev_range): exactly the
+ * READs that ra_on_read() will not start a stream for at once. A random
+ * READ that turns out to be a stream's second one is fetched narrow; its
+ * stream's window, issued by read_ahead(), covers what follows.
+ */
+static struct range read_fetch_window(struct read_op *op)
+{
+	struct daemon *d = op->d;
+	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	struct range all = { 0, UINT64_MAX }, w, pr;
+	const uint64_t mask = READ_RANDOM_ALIGN - 1;
+
+	if (!ra || op->off == 0 || ra_in_stream(ra, &d->ra_params, op->off))
+		return all;
+	pr = ra_prev_range(&d->ra_params, op->off, op_args(op)->count);
+	if (pr.start < pr.end &&
+	    cfile_range_cached(d->cache, op->f, pr.start, pr.end))
+		return all;
+	w.start = op->off & ~mask;
+	w.end = op->end > UINT64_MAX - mask ? UINT64_MAX : (op->end + mask) & ~mask;
+	read_stats.random_fetches++;
+	return w;
+}
+
 /* Issue the fetches of a PARTIAL or MISS plan. */
 static void read_fetch(struct read_op *op, const struct range *fetch,
 		       size_t n)
 {
 	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	unsigned issued = 0;
+	struct range w;
 
 	if (!rtmax)
 		rtmax = 65536;
@@ -575,12 +610,17 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 			rangeset_add(&op->need, s, e);
 	}
 	op->waiting = 1;	/* hold op while fetches are issued */
+	w = read_fetch_window(op);
 	for (size_t i = 0; i < n && op->err == NFS3_OK; i++) {
 		struct rangeset rest = RANGESET_INIT;
 		const struct range *pieces;
+		uint64_t fs = fetch[i].start > w.start ? fetch[i].start : w.start;
+		uint64_t fe = fetch[i].end < w.end ? fetch[i].end : w.end;
 		size_t np;
 
-		join_inflight(op, fetch[i].start, fetch[i].end, &rest);
+		if (fs >= fe)
+			continue;
+		join_inflight(op, fs, fe, &rest);
 		pieces = rangeset_ranges(&rest, &np);
 		for (size_t j = 0; j < np && op->err == NFS3_OK; j++) {
 			for (uint64_t s = pieces[j].start, e; s < pieces[j].end; s = e) {

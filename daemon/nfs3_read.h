@@ -29,6 +29,9 @@ struct req;
 	  "Upstream READs sent to fill cache pages.") \
 	X(uint64_t, fetch_bytes, counter, "nfscached_cache_fetch_bytes_total", \
 	  "Bytes the page-filling upstream READs returned.") \
+	X(uint64_t, random_fetches, counter, \
+	  "nfscached_read_random_fetches_total", \
+	  "Client READ misses judged random whose fetch was cut to the bytes asked, 4 KiB aligned, instead of whole pages.") \
 	X(uint64_t, upstream_read_bytes, counter, \
 	  "nfscached_upstream_read_bytes_total", \
 	  "Bytes every upstream READ returned (cache fills, readahead and bypassed READs): the read traffic on the upstream link.")

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * unit.nfs3_read: the real READ handler on the fake upstream. Concurrent
- * misses of one range share one upstream READ; calls while the upstream
+ * misses of one range share one upstream READ; a random miss fetches its
+ * own bytes, not whole pages; calls while the upstream
  * is down are answered NFS3ERR_JUKEBOX (RFC 1813 section 2.6) and nothing
  * is sent. The fetch they share is the cache's (cache_fetch_join), and
  * the sampled invariant checks (NFSCACHED_CHECK) run at the end of loop
@@ -17,6 +18,7 @@
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
+#include "nfs3_read.h"
 
 #define NREADERS 8
 
@@ -122,6 +124,69 @@ static void test_concurrent_misses_share_one_read(void)
 	/* A ninth READ of the range is a hit: nothing more goes upstream. */
 	check_read(&h, send_read(&h, id, 4096, 8192), id, 4096, 8192);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
+	h_fini(&h);
+}
+
+/* READ of fileid's [off, off+count), answered with the toy's bytes; the
+ * page-filling bytes fetched meanwhile are returned. */
+static uint64_t read_fetched(struct nfs3_h *h, uint64_t id, uint64_t off,
+			     uint32_t count)
+{
+	struct nfs3_read_stats before, after;
+
+	nfs3_read_stats_get(&before);
+	check_read(h, send_read(h, id, off, count), id, off, count);
+	h_turns(h, 50);		/* readahead's own fetches come back */
+	nfs3_read_stats_get(&after);
+	return after.fetch_bytes - before.fetch_bytes;
+}
+
+/* Random READ misses fetch their own bytes, 4 KiB aligned, not whole
+ * 64 KiB pages; a stream still gets whole pages and readahead. */
+static void test_random_miss_fetches_its_bytes(void)
+{
+	struct nfs3_read_stats before, after;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	nfs3_read_stats_get(&before);
+	/* [300000, 304096) widens to [299008, 307200). */
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 8192);
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 299008, 8192), 0);
+	/* Elsewhere, another random one: one 4 KiB block. */
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 700416, 4096), 4096);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 2);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
+			12288);
+	/* The next READ continues it: still fetched narrow, but its stream
+	 * is found and issues its first window (128 KiB); the stream's third
+	 * READ is no longer random. */
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 704512, 4096),
+			4096 + RA_DEFAULT_MIN_WINDOW);
+	nfs3_read_stats_get(&before);
+	CU_ASSERT_TRUE(read_fetched(&h, id, 708608, 4096) > 0);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 0);
+	h_fini(&h);
+
+	/* From offset 0 a file is read as a stream: its whole page, and the
+	 * first window. */
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 0, 4096),
+			65536 + RA_DEFAULT_MIN_WINDOW);
+	h_fini(&h);
+
+	/* Readahead off: the pattern is not tracked, whole pages as before. */
+	h_init(&h, no_readahead);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	nfs3_read_stats_get(&before);
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 65536);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 0);
 	h_fini(&h);
 }
 
@@ -231,6 +296,7 @@ int test_register(void)
 	if (!s)
 		return -1;
 	CU_add_test(s, "concurrent_misses_share_one_read", test_concurrent_misses_share_one_read);
+	CU_add_test(s, "random_miss_fetches_its_bytes", test_random_miss_fetches_its_bytes);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
