@@ -7,11 +7,14 @@
  * into a struct stats_snap, print. The parser keeps only the sample names
  * listed in the table below and sums over labels it does not need (for
  * example upstream calls over procedures); everything else is skipped, so
- * new metrics never break it.
+ * new metrics never break it. Which nfscached_disk_* samples are there
+ * tells the disk tier's state (stats_disk_state): a daemon without
+ * cache_dir exports nfscached_disk_on alone, so its disk numbers are
+ * printed as "off", never as zeros.
  *
  * --watch keeps the previous snapshot and prints the difference
- * (stats_interval): counters are deltas, gauges (dirty, cached bytes) are
- * the newer values, latency quantiles come from the deltas of the
+ * (stats_interval): counters are deltas, gauges (dirty, cached, disk
+ * bytes) are the newer values, latency quantiles come from the deltas of the
  * cumulative bucket counts. The interval's length is measured on the
  * monotonic clock between the two fetches, not assumed.
  */
@@ -74,6 +77,13 @@ static const struct stats_field fields[] = {
 	F("nfscached_cache_budget_bytes", budget_bytes),
 	F("nfscached_cache_evictions_total", evictions),
 	F("nfscached_nfs3_jukebox_replies_total", jukebox),
+	F("nfscached_disk_on", disk_on),
+	F("nfscached_disk_hits_total", disk_hits),
+	F("nfscached_disk_hit_bytes_total", disk_hit_bytes),
+	F("nfscached_disk_checksum_failures_total", disk_checksum_failures),
+	F("nfscached_disk_errors_total", disk_errors),
+	F("nfscached_disk_bytes", disk_bytes),
+	F("nfscached_disk_budget_bytes", disk_budget),
 };
 #undef F
 
@@ -175,6 +185,10 @@ static void parse_sample(struct stats_snap *s, const char *line, size_t len)
 	if (end == sp + 1)
 		return;
 	s->samples += add_fields(s, name, v);
+	if (strcmp(name, "nfscached_disk_on") == 0)
+		s->disk_known = true;
+	else if (strcmp(name, "nfscached_disk_budget_bytes") == 0)
+		s->disk_configured = true;
 	s->samples += parse_client_meta(s, name, v);
 	if (strncmp(name, "nfscached_upstream_rpc_duration_seconds_bucket{", 47) == 0) {
 		add_bucket(s->upstream_lat_cum, name, v);
@@ -207,6 +221,27 @@ int stats_parse(const char *text, struct stats_snap *s)
 		p = nl + 1;
 	}
 	return s->samples ? 0 : -1;
+}
+
+static const char *const disk_names[] = {
+	[STATS_DISK_ABSENT] = "absent",
+	[STATS_DISK_NONE] = "none",
+	[STATS_DISK_OFF] = "off",
+	[STATS_DISK_ON] = "on",
+};
+
+const char *stats_disk_name(enum stats_disk d)
+{
+	return (unsigned)d <= STATS_DISK_ON ? disk_names[d] : "?";
+}
+
+enum stats_disk stats_disk_state(const struct stats_snap *s)
+{
+	if (!s->disk_known)
+		return STATS_DISK_ABSENT;
+	if (!s->disk_configured)
+		return STATS_DISK_NONE;
+	return s->disk_on == 1 ? STATS_DISK_ON : STATS_DISK_OFF;
 }
 
 /* Format a of b as a percentage padded to w + 1 columns, or "-" (as
@@ -343,6 +378,29 @@ static void print_rest(FILE *f, const struct stats_snap *s)
 		human_bytes(s->budget_bytes, b2, sizeof(b2)), s->evictions);
 }
 
+/* Print the disk tier's line: its numbers only when it is configured. */
+static void print_disk(FILE *f, const struct stats_snap *s)
+{
+	enum stats_disk st = stats_disk_state(s);
+	char b1[32], b2[32], b3[32];
+
+	if (st == STATS_DISK_ABSENT) {
+		fputs("disk       absent (this daemon reports no disk tier)\n", f);
+		return;
+	}
+	if (st == STATS_DISK_NONE) {
+		fputs("disk       off (no cache_dir)\n", f);
+		return;
+	}
+	fprintf(f, "disk       %s %s held of %s budget; %.0f hits (%s), "
+		"%.0f checksum failures, %.0f errors\n",
+		st == STATS_DISK_ON ? "on:" : "OFF after a disk error (the log says why):",
+		human_bytes(s->disk_bytes, b1, sizeof(b1)),
+		human_bytes(s->disk_budget, b2, sizeof(b2)), s->disk_hits,
+		human_bytes(s->disk_hit_bytes, b3, sizeof(b3)),
+		s->disk_checksum_failures, s->disk_errors);
+}
+
 double stats_quantile(const double *cur, const double *prev, double q)
 {
 	double n = cur[HISTOGRAM_NBOUNDS] - (prev ? prev[HISTOGRAM_NBOUNDS] : 0);
@@ -373,6 +431,7 @@ static bool counters_went_back(const struct stats_snap *s,
 	       s->upstream_calls < prev->upstream_calls ||
 	       s->read_lat_cum[HISTOGRAM_NBOUNDS] < prev->read_lat_cum[HISTOGRAM_NBOUNDS] ||
 	       s->meta_requests < prev->meta_requests ||
+	       s->disk_hits < prev->disk_hits ||
 	       s->bytes_cache + s->bytes_hole + s->bytes_upstream <
 	       prev->bytes_cache + prev->bytes_hole + prev->bytes_upstream;
 }
@@ -410,13 +469,22 @@ void stats_interval(const struct stats_snap *s, const struct stats_snap *prev,
 	r->cached_bytes = s->cached_bytes;
 	r->exports = s->exports;
 	r->exports_up = s->exports_up;
+	r->disk = stats_disk_state(s);
+	r->disk_hits = s->disk_hits - prev->disk_hits;
+	r->disk_hit_bytes = s->disk_hit_bytes - prev->disk_hit_bytes;
+	r->disk_checksum_failures = s->disk_checksum_failures -
+				    prev->disk_checksum_failures;
+	r->disk_errors = s->disk_errors - prev->disk_errors;
+	r->disk_bytes = s->disk_bytes;
+	r->disk_budget = s->disk_budget;
 }
 
 void stats_row_header(FILE *f)
 {
-	fprintf(f, "%-8s %9s %9s %9s %6s %8s %8s %6s %8s %8s %5s\n", "time",
-		"READ/s", "WRITE/s", "upcalls/s", "hit%", "rd_p50ms", "rd_p99ms",
-		"meta%", "dirty", "cached", "up");
+	fprintf(f, "%-8s %9s %9s %9s %6s %8s %8s %6s %8s %8s %7s %8s %5s\n",
+		"time", "READ/s", "WRITE/s", "upcalls/s", "hit%", "rd_p50ms",
+		"rd_p99ms", "meta%", "dirty", "cached", "disk/s", "diskheld",
+		"up");
 }
 
 /* Format a byte count in 8 columns or fewer: "980.5M", "12K", "0". */
@@ -444,10 +512,37 @@ static const char *opt_num(double v, double mul, int prec, const char *none,
 	return buf;
 }
 
+/* The disk_* keys of r's JSON object (from its leading comma), into buf:
+ * numbers only for a configured tier, null otherwise. */
+static const char *disk_json(const struct stats_rates *r, double d, char *buf,
+			     size_t len)
+{
+	bool has = r->disk == STATS_DISK_ON || r->disk == STATS_DISK_OFF;
+
+	if (!has) {
+		snprintf(buf, len, ",\"disk\":\"%s\",\"disk_on\":false,"
+			 "\"disk_hits\":null,\"disk_hits_per_second\":null,"
+			 "\"disk_hit_bytes\":null,\"disk_bytes\":null,"
+			 "\"disk_budget_bytes\":null,"
+			 "\"disk_checksum_failures\":null,\"disk_errors\":null",
+			 stats_disk_name(r->disk));
+		return buf;
+	}
+	snprintf(buf, len, ",\"disk\":\"%s\",\"disk_on\":%s,"
+		 "\"disk_hits\":%.0f,\"disk_hits_per_second\":%.3f,"
+		 "\"disk_hit_bytes\":%.0f,\"disk_bytes\":%.0f,"
+		 "\"disk_budget_bytes\":%.0f,\"disk_checksum_failures\":%.0f,"
+		 "\"disk_errors\":%.0f", stats_disk_name(r->disk),
+		 r->disk == STATS_DISK_ON ? "true" : "false", r->disk_hits,
+		 r->disk_hits / d, r->disk_hit_bytes, r->disk_bytes,
+		 r->disk_budget, r->disk_checksum_failures, r->disk_errors);
+	return buf;
+}
+
 /* Print r as one JSON object on a line. */
 static void row_json(FILE *f, const struct stats_rates *r, double when)
 {
-	char h[24], p50[24], p99[24], m[24];
+	char h[24], p50[24], p99[24], m[24], dk[512];
 	double d = r->secs > 0 ? r->secs : 1;
 
 	fprintf(f, "{\"time\":%.3f,\"interval_seconds\":%.3f,\"since_start\":%s,"
@@ -458,7 +553,7 @@ static void row_json(FILE *f, const struct stats_rates *r, double when)
 		"\"read_p50_seconds\":%s,\"read_p99_seconds\":%s,"
 		"\"meta_requests\":%.0f,\"meta_hit_ratio\":%s,"
 		"\"dirty_bytes\":%.0f,\"cached_bytes\":%.0f,"
-		"\"exports\":%u,\"exports_up\":%u}\n",
+		"\"exports\":%u,\"exports_up\":%u%s}\n",
 		when, r->secs, r->since_start ? "true" : "false",
 		r->reads, r->reads / d, r->writes, r->writes / d,
 		r->upstream_calls, r->upstream_calls / d, r->read_bytes,
@@ -467,12 +562,32 @@ static void row_json(FILE *f, const struct stats_rates *r, double when)
 		opt_num(r->read_p99, 1, 6, "null", p99, sizeof(p99)),
 		r->meta_requests,
 		opt_num(r->meta_hit_ratio, 1, 6, "null", m, sizeof(m)),
-		r->dirty_bytes, r->cached_bytes, r->exports, r->exports_up);
+		r->dirty_bytes, r->cached_bytes, r->exports, r->exports_up,
+		disk_json(r, d, dk, sizeof(dk)));
+}
+
+/* Format the disk columns of a text row: hits per second and bytes held,
+ * "off" in both when no tier is configured, "OFF" held when it was
+ * turned off. */
+static void disk_cols(const struct stats_rates *r, double d, char *rate,
+		      char *held, size_t len)
+{
+	if (r->disk != STATS_DISK_ON && r->disk != STATS_DISK_OFF) {
+		snprintf(rate, len, "off");
+		snprintf(held, len, "off");
+		return;
+	}
+	snprintf(rate, len, "%.1f", r->disk_hits / d);
+	if (r->disk == STATS_DISK_OFF)
+		snprintf(held, len, "OFF");
+	else
+		short_bytes(r->disk_bytes, held, len);
 }
 
 void stats_row(FILE *f, const struct stats_rates *r, double when, bool json)
 {
 	char t[16], h[16], p50[16], p99[16], m[16], b1[16], b2[16], up[16];
+	char dr[32], dh[32];
 	double d = r->secs > 0 ? r->secs : 1;
 	time_t tt = (time_t)when;
 	struct tm tm;
@@ -484,14 +599,15 @@ void stats_row(FILE *f, const struct stats_rates *r, double when, bool json)
 	localtime_r(&tt, &tm);
 	strftime(t, sizeof(t), "%H:%M:%S", &tm);
 	snprintf(up, sizeof(up), "%u/%u", r->exports_up, r->exports);
-	fprintf(f, "%-8s %9.1f %9.1f %9.1f %6s %8s %8s %6s %8s %8s %5s\n", t,
+	disk_cols(r, d, dr, dh, sizeof(dr));
+	fprintf(f, "%-8s %9.1f %9.1f %9.1f %6s %8s %8s %6s %8s %8s %7s %8s %5s\n", t,
 		r->reads / d, r->writes / d, r->upstream_calls / d,
 		opt_num(r->hit_ratio, 100, 1, "-", h, sizeof(h)),
 		opt_num(r->read_p50, 1e3, 3, "-", p50, sizeof(p50)),
 		opt_num(r->read_p99, 1e3, 3, "-", p99, sizeof(p99)),
 		opt_num(r->meta_hit_ratio, 100, 1, "-", m, sizeof(m)),
 		short_bytes(r->dirty_bytes, b1, sizeof(b1)),
-		short_bytes(r->cached_bytes, b2, sizeof(b2)), up);
+		short_bytes(r->cached_bytes, b2, sizeof(b2)), dr, dh, up);
 }
 
 void stats_print(FILE *f, const struct stats_snap *s,
@@ -510,6 +626,7 @@ void stats_print(FILE *f, const struct stats_snap *s,
 	fputc('\n', f);
 	print_reads(f, s);
 	print_rest(f, s);
+	print_disk(f, s);
 	if (prev) {
 		struct stats_rates r;
 

@@ -4,14 +4,15 @@
  * daemon. It fetches GET /metrics (plain HTTP/1.0 over TCP), keeps the few
  * Prometheus samples it needs (docs/metrics.md names them) and prints the
  * hit ratio by requests and by bytes, partial and hole hits, the upstream
- * bytes saved, write coalescing, dirty bytes, upstream latency and errors.
+ * bytes saved, write coalescing, dirty bytes, upstream latency and errors,
+ * and the disk tier (on, off, or not configured: never zeros in its place).
  * `--watch [SECS]` samples every SECS seconds like vmstat(8)/nfsiostat(8):
  * one row per interval (rates, hit ratio by bytes, READ latency p50/p99
- * from the histogram's bucket deltas, metadata hit ratio, dirty bytes),
- * the first row covering the time since the daemon started; on a terminal
- * the summary is redrawn in place above the row, otherwise a header line
- * is printed once and then the rows; `--json` prints one JSON object per
- * row instead.
+ * from the histogram's bucket deltas, metadata hit ratio, dirty bytes,
+ * disk tier hits per second and bytes held), the first row covering the
+ * time since the daemon started; on a terminal the summary is redrawn in
+ * place above the row, otherwise a header line is printed once and then
+ * the rows; `--json` prints one JSON object per row instead.
  */
 #ifndef NFSCACHED_DAEMON_STATS_CMD_H
 #define NFSCACHED_DAEMON_STATS_CMD_H
@@ -54,6 +55,17 @@ struct stats_snap {
 	double budget_bytes;
 	double evictions;
 	double jukebox;
+	/* The disk tier (nfscached_disk_*): the values mean something only
+	 * when stats_disk_state() is STATS_DISK_ON or STATS_DISK_OFF. */
+	double disk_on;			/* nfscached_disk_on, 0 or 1 */
+	double disk_hits;		/* nfscached_disk_hits_total */
+	double disk_hit_bytes;		/* nfscached_disk_hit_bytes_total */
+	double disk_checksum_failures;	/* ..._checksum_failures_total */
+	double disk_errors;		/* nfscached_disk_errors_total */
+	double disk_bytes;		/* nfscached_disk_bytes */
+	double disk_budget;		/* nfscached_disk_budget_bytes */
+	bool disk_known;		/* nfscached_disk_on was there */
+	bool disk_configured;		/* nfscached_disk_budget_bytes was */
 	unsigned samples;		/* samples recognized */
 };
 
@@ -63,6 +75,24 @@ struct stats_snap {
  * Returns 0, or -1 when no nfscached sample was found.
  */
 int stats_parse(const char *text, struct stats_snap *s);
+
+/* What the disk tier of a snapshot is (stats_disk_state). */
+enum stats_disk {
+	STATS_DISK_ABSENT,	/* no nfscached_disk_on: a daemon without a tier */
+	STATS_DISK_NONE,	/* nfscached_disk_on alone: no cache_dir */
+	STATS_DISK_OFF,		/* configured, turned off by a disk error */
+	STATS_DISK_ON		/* configured and in use */
+};
+
+/*
+ * The disk tier's state in s, from which nfscached_disk_* samples it has
+ * (docs/metrics.md, "Disk tier": without cache_dir only nfscached_disk_on
+ * is exported, as 0).
+ */
+enum stats_disk stats_disk_state(const struct stats_snap *s);
+
+/* Lower-case name of a state: "absent", "none", "off", "on". */
+const char *stats_disk_name(enum stats_disk d);
 
 /*
  * What happened between two snapshots (stats_interval). Counts are deltas
@@ -85,6 +115,13 @@ struct stats_rates {
 	double dirty_bytes;	/* gauges at the end of the interval */
 	double cached_bytes;
 	unsigned exports, exports_up;
+	enum stats_disk disk;	/* of the newer snapshot */
+	double disk_hits;	/* pages loaded from disk; the disk_* counts */
+	double disk_hit_bytes;	/* mean nothing unless disk is ON or OFF */
+	double disk_checksum_failures;
+	double disk_errors;
+	double disk_bytes;	/* gauges at the end of the interval */
+	double disk_budget;
 };
 
 /*

@@ -12,8 +12,18 @@
 #     is an interval with no READ: 0 READs and null (not 0) hit ratio and
 #     latencies;
 #   - `--watch 0.2 --count 3` on a pipe prints one header line and three
-#     rows of 11 columns, the idle rows with "-" as hit% and latency.
-# Run under harness.sh.
+#     rows of 13 columns, the idle rows with "-" as hit% and latency;
+#   - the harness's proxy has no cache_dir: the summary says "disk off (no
+#     cache_dir)", the rows print "off" as disk columns and the JSON has
+#     "disk": "none" with null disk numbers, never zeros.
+# Then the proxy is replaced by one with a disk tier (cache_dir in the
+# test's temp dir): the file is read, stored on disk (waited for on the
+# proxy's own nfscached_disk_bytes, bounded), dropped from RAM with
+# `nfscached cache drop` and read again, so every page of the second read
+# comes from disk; the summary, a row and the JSON then show the tier on,
+# 1 MiB held, disk hits > 0 with exactly 1 MiB of hit bytes, no checksum
+# failure and no error.
+# Run under harness.sh --proxy-may-exit.
 set -euo pipefail
 # shellcheck source=../../scripts/lib.sh
 . "${NFSC_LIB:?run under harness.sh}"
@@ -67,11 +77,68 @@ echo "$text"
 check "text: a header and three rows" test "$(wc -l <<<"$text")" -eq 4
 check "text: the header" \
 	test "$(sed -n 1p <<<"$text" | awk '{print $1, $2, $5, $6, $10}')" = "time READ/s hit% rd_p50ms cached"
-check "text: 11 columns in every row" \
-	test "$(sed -n '2,4p' <<<"$text" | awk 'NF != 11' | wc -l)" -eq 0
+check "text: 13 columns in every row" \
+	test "$(sed -n '2,4p' <<<"$text" | awk 'NF != 13' | wc -l)" -eq 0
+check "text: the disk columns' header" \
+	test "$(sed -n 1p <<<"$text" | awk '{print $11, $12}')" = "disk/s diskheld"
+check "text: no cache_dir, so the disk columns say off" \
+	test "$(sed -n '2,4p' <<<"$text" | awk '{print $11, $12}' | sort -u)" = "off off"
+check "JSON: no cache_dir, so disk none and no disk numbers" \
+	jq -e '.disk == "none" and .disk_on == false and .disk_hits == null and .disk_bytes == null and .disk_errors == null' <<<"$first"
+summary=$("$bin" stats --metrics "$NFSC_METRICS_ADDR")
+echo "$summary"
+check "summary: disk off (no cache_dir)" \
+	grep -qx 'disk       off (no cache_dir)' <<<"$summary"
 check "text: the first row's hit ratio is 50.0%" \
 	test "$(sed -n 2p <<<"$text" | awk '{print $5}')" = 50.0
 check "text: idle rows print - for hit% and latency" \
 	test "$(sed -n '3,4p' <<<"$text" | awk '{print $2, $5, $6, $7}' | sort -u)" = "0.0 - - -"
+
+# ---- the same proxy with a disk tier ----
+conf=$NFSC_TMP/stats_disk.conf
+cp "$NFSC_PROXY_CONF" "$conf"
+cat >>"$conf" <<EOF
+cache_dir = "$NFSC_TMP/diskcache"
+disk_cache_size = 64
+EOF
+# The harness's proxy is not this shell's child: stop it by its pid.
+kill -TERM "$NFSC_PROXY_PID"
+nfsc_wait_gone "$NFSC_PROXY_PID" 600 || { echo "FAIL: the harness proxy did not stop" >&2; exit 1; }
+nfsc_proxy_start "$NFSC_TMP/stats_disk.log" "$NFSC_PROXY_NFS_PORT" \
+	"$NFSC_PROXY_MOUNT_PORT" "$bin" --config "$conf" || exit 1
+nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read3"
+check "disk tier: the first read is right" cmp -s "$NFSC_TMP/read3" "$NFSC_EXPORT_DIR/watched.bin"
+# The stores are asynchronous: wait for the proxy's own count, bounded at
+# 300 s so that a busy machine still passes.
+for ((i = 0; i < 3000; i++)); do
+	held=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_disk_bytes)
+	((held >= size)) && break
+	sleep 0.1
+done
+check "disk tier: the file is on disk ($held bytes)" test "$held" -eq "$size"
+"$bin" cache --socket "$NFSC_TMP/proxy-state/admin.sock" drop
+nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read4"
+check "disk tier: the read from disk is right" cmp -s "$NFSC_TMP/read4" "$NFSC_EXPORT_DIR/watched.bin"
+
+dj=$("$bin" stats --metrics "$NFSC_METRICS_ADDR" --json)
+echo "$dj"
+check "JSON: disk on, 1 MiB held of 64 MiB" \
+	jq -e --argjson n "$size" '.disk == "on" and .disk_on == true and .disk_bytes == $n and .disk_budget_bytes == 64 * 1048576' <<<"$dj"
+check "JSON: the second read hit disk: hits > 0, 1 MiB of hit bytes" \
+	jq -e --argjson n "$size" '.disk_hits > 0 and .disk_hit_bytes == $n and .disk_hits_per_second > 0' <<<"$dj"
+check "JSON: no checksum failure, no disk error" \
+	jq -e '.disk_checksum_failures == 0 and .disk_errors == 0' <<<"$dj"
+hits=$(jq .disk_hits <<<"$dj")
+summary=$("$bin" stats --metrics "$NFSC_METRICS_ADDR")
+echo "$summary"
+check "summary: the disk line" \
+	grep -qx "disk       on: 1.0 MiB held of 64.0 MiB budget; $hits hits (1.0 MiB), 0 checksum failures, 0 errors" <<<"$summary"
+text=$("$bin" stats --metrics "$NFSC_METRICS_ADDR" --watch 0.2 --count 2)
+echo "$text"
+check "text: since start, disk hits per second > 0 and 1.0M held" \
+	awk 'NR == 2 { exit !($11 > 0 && $12 == "1.0M") }' <<<"$text"
+check "text: an idle interval, 0.0 disk hits per second" \
+	awk 'NR == 3 { exit !($11 == "0.0" && $12 == "1.0M") }' <<<"$text"
+nfsc_proxy_stop "$NFSC_PROXY_PID" 60 || { echo "FAIL: disk proxy: exit $NFSC_PROXY_STATUS" >&2; fails=$((fails + 1)); }
 echo "test_stats_watch: $fails failure(s)"
 ((fails == 0))

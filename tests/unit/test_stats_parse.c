@@ -6,7 +6,9 @@
  * no newline), stats_print()'s summary lines for it, the bucket rule
  * of histogram_observe() (Prometheus le: an observation equal to a bound
  * belongs to that bound's bucket), and `--watch`'s interval arithmetic
- * (stats_interval, stats_quantile, stats_row) on two recorded scrapes.
+ * (stats_interval, stats_quantile, stats_row) on two recorded scrapes,
+ * with the disk tier on, turned off by an error, not configured and not
+ * reported at all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,15 @@ static const char page[] =
 	"nfscached_cache_evictions_total 7\n"
 	"nfscached_nfs3_jukebox_replies_total 5\n"
 	"nfscached_upstream_read_bytes_total 1572864\n"
+	"nfscached_disk_hits_total 12\n"
+	"nfscached_disk_hit_bytes_total 786432\n"
+	"nfscached_disk_misses_total 3\n"
+	"nfscached_disk_checksum_failures_total 1\n"
+	"nfscached_disk_errors_total 0\n"
+	"nfscached_disk_bytes 1048576\n"
+	"nfscached_disk_budget_bytes 4194304\n"
+	"nfscached_disk_on 1\n"
+	"nfscached_disk_io_duration_seconds_bucket{le=\"0.001\"} 9\n"
 	"some_other_metric{x=\"y\"} 12\n"
 	"nfscached_cache_pages 16";
 
@@ -99,6 +110,16 @@ static void test_parse_fields(void)
 	CU_ASSERT_EQUAL(s.evictions, 7);
 	CU_ASSERT_EQUAL(s.jukebox, 5);
 	CU_ASSERT_EQUAL(s.upstream_read_bytes, 1572864);
+	CU_ASSERT_TRUE(s.disk_known);
+	CU_ASSERT_TRUE(s.disk_configured);
+	CU_ASSERT_EQUAL(stats_disk_state(&s), STATS_DISK_ON);
+	CU_ASSERT_EQUAL(s.disk_on, 1);
+	CU_ASSERT_EQUAL(s.disk_hits, 12);
+	CU_ASSERT_EQUAL(s.disk_hit_bytes, 786432);
+	CU_ASSERT_EQUAL(s.disk_checksum_failures, 1);
+	CU_ASSERT_EQUAL(s.disk_errors, 0);
+	CU_ASSERT_EQUAL(s.disk_bytes, 1048576);
+	CU_ASSERT_EQUAL(s.disk_budget, 4194304);
 }
 
 /* A page with no nfscached sample is refused. */
@@ -135,10 +156,12 @@ static void test_print_summary(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "saved      2.5 MiB of reads not fetched from upstream (1.5 MiB fetched)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes     40 client WRITEs -> 10 upstream WRITEs (coalescing 4.00x); 4.0 KiB dirty\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "upstream   20 calls, mean 1.50 ms, 99% within 2.50 ms; 3 errors (1 timeouts), 5 JUKEBOX replies\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ndisk       on: 1.0 MiB held of 4.0 MiB budget; 12 hits (768.0 KiB), 1 checksum failures, 0 errors\n"));
 	/* The interval row: no client READ counter moved, so 0 READs/s and no
 	 * hit ratio, no latency, no metadata ratio: "-", never "0.0". */
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ntime        READ/s   WRITE/s upcalls/s   hit%"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -     4.0K     1.0M   1/2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " diskheld    up\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -     4.0K     1.0M     0.0     1.0M   1/2\n"));
 	if (CU_get_number_of_failures() > 0)
 		fprintf(stderr, "\n%s", out);
 	free(out);
@@ -196,7 +219,9 @@ static void test_summary_without_reads_prints_dash(void)
  * series --watch reads, plus some it must ignore). Between them: 100
  * client READs (60 in (0.25 ms, 0.5 ms], 38 in (0.5 ms, 1 ms], 2 in
  * (5 ms, 10 ms]), 20 WRITEs, 30 upstream calls, 3 MiB read from cache and
- * 1 MiB from upstream, 40 metadata calls of which 30 hits.
+ * 1 MiB from upstream, 40 metadata calls of which 30 hits, 20 pages
+ * (64 KiB) loaded from disk, one checksum failure and one disk error that
+ * turned the tier off.
  */
 static const char scrape_a[] =
 	"nfscached_start_time_seconds 5000\n"
@@ -219,6 +244,13 @@ static const char scrape_a[] =
 	"nfscached_meta_requests_total{procedure=\"lookup\",result=\"miss\"} 2\n"
 	"nfscached_cache_bytes{state=\"clean\"} 0\n"
 	"nfscached_cache_bytes{state=\"dirty\"} 0\n"
+	"nfscached_disk_on 1\n"
+	"nfscached_disk_hits_total 4\n"
+	"nfscached_disk_hit_bytes_total 16384\n"
+	"nfscached_disk_checksum_failures_total 0\n"
+	"nfscached_disk_errors_total 0\n"
+	"nfscached_disk_bytes 65536\n"
+	"nfscached_disk_budget_bytes 1048576\n"
 	"nfscached_upstream_up{export=\"/export\"} 1\n";
 static const char scrape_b[] =
 	"nfscached_start_time_seconds 5000\n"
@@ -244,6 +276,13 @@ static const char scrape_b[] =
 	"nfscached_cache_bytes{state=\"dirty\"} 4096\n"
 	"nfscached_cache_bytes{state=\"writing\"} 8192\n"
 	"nfscached_cache_bytes{state=\"unstable\"} 16384\n"
+	"nfscached_disk_on 0\n"
+	"nfscached_disk_hits_total 24\n"
+	"nfscached_disk_hit_bytes_total 81920\n"
+	"nfscached_disk_checksum_failures_total 1\n"
+	"nfscached_disk_errors_total 1\n"
+	"nfscached_disk_bytes 131072\n"
+	"nfscached_disk_budget_bytes 1048576\n"
 	"nfscached_upstream_up{export=\"/export\"} 1\n";
 
 /* The interval between the two scrapes: deltas, ratios, quantiles. */
@@ -273,6 +312,13 @@ static void test_interval_between_scrapes(void)
 	CU_ASSERT_EQUAL(r.cached_bytes, 1048576 + 28672);
 	CU_ASSERT_EQUAL(r.exports, 1);
 	CU_ASSERT_EQUAL(r.exports_up, 1);
+	CU_ASSERT_EQUAL(r.disk, STATS_DISK_OFF);
+	CU_ASSERT_EQUAL(r.disk_hits, 20);
+	CU_ASSERT_EQUAL(r.disk_hit_bytes, 65536);
+	CU_ASSERT_EQUAL(r.disk_checksum_failures, 1);
+	CU_ASSERT_EQUAL(r.disk_errors, 1);
+	CU_ASSERT_EQUAL(r.disk_bytes, 131072);
+	CU_ASSERT_EQUAL(r.disk_budget, 1048576);
 }
 
 /* Quantiles: empty is -1, a rank in +Inf is the last finite bound, an
@@ -313,15 +359,75 @@ static void test_idle_interval_prints_dash(void)
 	stats_row(f, &r, 0, false);
 	stats_row(f, &r, 1234.5, true);
 	fclose(f);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -    28.0K     1.0M   1/1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0.0       0.0       0.0      -        -        -      -    28.0K     1.0M     0.0      OFF   1/1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\n{\"time\":1234.500,\"interval_seconds\":1.000,\"since_start\":false,"
 		"\"reads\":0,\"reads_per_second\":0.000,\"writes\":0,\"writes_per_second\":0.000,"
 		"\"upstream_calls\":0,\"upstream_calls_per_second\":0.000,\"read_bytes\":0,"
 		"\"hit_ratio_bytes\":null,\"read_p50_seconds\":null,\"read_p99_seconds\":null,"
 		"\"meta_requests\":0,\"meta_hit_ratio\":null,\"dirty_bytes\":28672,"
-		"\"cached_bytes\":1077248,\"exports\":1,\"exports_up\":1}\n"));
+		"\"cached_bytes\":1077248,\"exports\":1,\"exports_up\":1,"
+		"\"disk\":\"off\",\"disk_on\":false,\"disk_hits\":0,"
+		"\"disk_hits_per_second\":0.000,\"disk_hit_bytes\":0,"
+		"\"disk_bytes\":131072,\"disk_budget_bytes\":1048576,"
+		"\"disk_checksum_failures\":0,\"disk_errors\":0}\n"));
 	if (CU_get_number_of_failures() > 0)
 		fprintf(stderr, "\n%s", out);
+	free(out);
+}
+
+/* Print s's summary and its since-start row (text, then JSON) into a
+ * new string (the caller frees it). */
+static char *print_all(const struct stats_snap *s)
+{
+	struct stats_rates r;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	stats_print(f, s, NULL, 0, "x:1", 8);
+	stats_interval(s, NULL, 0, 8, &r);
+	stats_row(f, &r, 8, false);
+	stats_row(f, &r, 8, true);
+	fclose(f);
+	return out;
+}
+
+/* A disk tier turned off by an error keeps its numbers, marked OFF; no
+ * cache_dir (nfscached_disk_on alone) or no disk metrics at all say so
+ * and print no disk number: "off" / null, never zeros. */
+static void test_disk_off_or_absent_says_so(void)
+{
+	static const char *const nulls = "\"disk_hits\":null,"
+		"\"disk_hits_per_second\":null,\"disk_hit_bytes\":null,"
+		"\"disk_bytes\":null,\"disk_budget_bytes\":null,"
+		"\"disk_checksum_failures\":null,\"disk_errors\":null}";
+	struct stats_snap s;
+	char *out;
+
+	CU_ASSERT_EQUAL_FATAL(stats_parse(scrape_b, &s), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out = print_all(&s));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ndisk       OFF after a disk error (the log says why): 128.0 KiB held of 1.0 MiB budget; 24 hits (80.0 KiB), 1 checksum failures, 1 errors\n"));
+	free(out);
+	CU_ASSERT_EQUAL_FATAL(stats_parse("nfscached_start_time_seconds 7\n"
+					  "nfscached_disk_on 0\n", &s), 0);
+	CU_ASSERT_EQUAL(stats_disk_state(&s), STATS_DISK_NONE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out = print_all(&s));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ndisk       off (no cache_dir)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "       0B       0B     off      off   0/0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"disk\":\"none\",\"disk_on\":false,"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, nulls));
+	if (CU_get_number_of_failures() > 0)
+		fprintf(stderr, "\n%s", out);
+	free(out);
+	CU_ASSERT_EQUAL_FATAL(stats_parse("nfscached_start_time_seconds 7\n", &s), 0);
+	CU_ASSERT_EQUAL(stats_disk_state(&s), STATS_DISK_ABSENT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out = print_all(&s));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ndisk       absent (this daemon reports no disk tier)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "     off      off   0/0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"disk\":\"absent\",\"disk_on\":false,"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, nulls));
 	free(out);
 }
 
@@ -369,6 +475,7 @@ int test_register(void)
 	    !CU_add_test(s, "interval_between_scrapes", test_interval_between_scrapes) ||
 	    !CU_add_test(s, "quantile_edges", test_quantile_edges) ||
 	    !CU_add_test(s, "idle_interval_prints_dash", test_idle_interval_prints_dash) ||
+	    !CU_add_test(s, "disk_off_or_absent_says_so", test_disk_off_or_absent_says_so) ||
 	    !CU_add_test(s, "first_and_after_restart_cover_since_start",
 			 test_first_and_after_restart_cover_since_start))
 		return -1;
