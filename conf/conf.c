@@ -52,6 +52,7 @@
  */
 #include "conf.h"
 #include "conf_text.h"
+#include "disk_dir.h"
 
 #include <arpa/inet.h>
 #include <confuse.h>
@@ -783,41 +784,6 @@ static int check_cache_dir(const char *s, char *why, size_t len)
 	return -1;
 }
 
-/* Check that cache_dir is, or can be made, a writable directory. */
-static int check_cache_dir_usable(const char *dir, char *why, size_t len)
-{
-	char parent[PATH_MAX];
-	struct stat sb;
-	char *slash;
-	int e;
-
-	if (stat(dir, &sb) == 0) {
-		if (!S_ISDIR(sb.st_mode)) {
-			snprintf(why, len, "cache_dir %s is not a directory", dir);
-			return -1;
-		}
-		if (access(dir, R_OK | W_OK | X_OK) != 0) {
-			snprintf(why, len, "cache_dir %s: %s", dir, strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	e = errno;
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash)
-		*(slash == parent ? slash + 1 : slash) = '\0';
-	if (e == ENOENT && stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode) &&
-	    access(parent, W_OK | X_OK) == 0)
-		return 0;
-	if (e == ENOENT)
-		snprintf(why, len, "cache_dir %s: no writable parent directory "
-			 "to create it in", dir);
-	else
-		snprintf(why, len, "cache_dir %s: %s", dir, strerror(e));
-	return -1;
-}
-
 /* Check a log level name. */
 static int check_log_level(const char *s, char *why, size_t len)
 {
@@ -989,7 +955,7 @@ static int check_rules(const struct conf *c, struct rules_out *o)
 			  dflt(o, nfs ? mp : np));
 	}
 	if (rule_applies(o, cd, cd) && c->cache_dir && *c->cache_dir &&
-	    check_cache_dir_usable(c->cache_dir, why, sizeof(why)) != 0)
+	    disk_dir_check(c->cache_dir, why, sizeof(why)) != 0)
 		rule_fail(o, gline_at(o, cd), "%s", why);
 	return o->n ? -1 : 0;
 }
@@ -1578,6 +1544,8 @@ static struct conf *load_text(char *buf, size_t len, struct parse_ctx *ctx)
 		goto out;
 	}
 	c = conf_from_cfg(cfg, ctx->path);
+	if (c)
+		c->cache_dir_line = ctx->gline[gidx("cache_dir")];
 	if (!c)
 		ctx->oom = true;
 	else if (c->nexports == 0)

@@ -92,6 +92,9 @@ struct conf {
 	uint32_t page_size;		/* cache page size, bytes */
 	uint32_t cache_size;		/* cache data budget, MiB */
 	char *cache_dir;		/* disk tier directory, "" none; owned */
+	int cache_dir_line;		/* line of cache_dir in source, for
+					 * the disk tier's errors at start;
+					 * 0 if it was not set there */
 	uint32_t disk_cache_size;	/* disk tier budget, MiB */
 	uint32_t max_files;		/* file records kept, files */
 	uint32_t hole_granularity;	/* bytes; zero blocks become holes */

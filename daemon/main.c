@@ -484,13 +484,17 @@ static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Release everything the daemon holds. */
-/* Open the disk tier (cache_dir) or refuse to start, saying why. */
+/* Open the disk tier (cache_dir) or refuse to start, saying why as
+ * "FILE:LINE: reason" at the cache_dir line, as --check-config does. */
 static void start_disk_tier(struct daemon *d)
 {
-	char err[1024];
+	char err[1024], msg[CONF_ERR_MAX];
 
-	if (disk_tier_start(d, err, sizeof(err)) != 0)
-		fatal("%s: %s", d->conf->source, err);
+	if (disk_tier_start(d, err, sizeof(err)) != 0) {
+		conf_error(msg, sizeof(msg), d->conf->source,
+			   d->conf->cache_dir_line, "%s", err);
+		fatal("%s", msg);
+	}
 }
 
 static void daemon_free(struct daemon *d)

@@ -169,7 +169,9 @@ struct disk_stats {
  * Open (creating if needed) the store in p->dir and start its threads.
  * What was stored before is found again; a store written with another
  * page_size is emptied; records beyond a smaller budget are dropped.
- * Runs synchronously (before serving). Returns the store, or NULL with
+ * Runs synchronously (before serving). p->dir is checked first with
+ * disk_dir_check (disk_dir.h: the configuration's check too), then
+ * created (0700) if missing. Returns the store, or NULL with
  * errno set and a reason ("cache_dir /x: Not a directory") written to
  * err (errlen bytes, may be NULL): EINVAL bad parameters, ENOTDIR,
  * EACCES, EROFS..., EBUSY when another process has p->dir open (flock(2)

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk_dir.h"
 #include "disk_impl.h"
 
 #define DISK_FORMAT	1u
@@ -40,27 +41,6 @@ set_err(char *err, size_t errlen, const char *dir, const char *what, int e)
 	if (err && errlen)
 		snprintf(err, errlen, "cache_dir %s: %s: %s", dir, what,
 			 e > 0 ? strerror(e) : mdb_strerror(e));
-}
-
-/* Make sure dir exists, is a directory and can be written. 0 or errno. */
-static int
-dir_check(const char *dir, const char **what)
-{
-	struct stat sb;
-
-	*what = "create";
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return errno;
-	*what = "stat";
-	if (stat(dir, &sb) != 0)
-		return errno;
-	*what = "not a directory";
-	if (!S_ISDIR(sb.st_mode))
-		return ENOTDIR;
-	*what = "access";
-	if (access(dir, R_OK | W_OK | X_OK) != 0)
-		return errno;
-	return 0;
 }
 
 /* Open the LMDB environment and its three databases. 0 or an error. */
@@ -245,7 +225,15 @@ disk_store_open(struct disk *d, char *err, size_t errlen)
 	int rc;
 
 	d->slab_fd = d->efd = -1;
-	rc = dir_check(d->dir, &what);
+	/* The check --check-config runs too (disk_dir.h); then create it. */
+	rc = disk_dir_check(d->dir, err, errlen);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	what = "create";
+	if (mkdir(d->dir, 0700) != 0 && errno != EEXIST)
+		rc = errno;
 	if (rc == 0) {
 		what = "slab open";
 		snprintf(path, sizeof(path), "%s/slab", d->dir);

@@ -11,7 +11,14 @@
 #   - good values land in the dumped configuration, and that dump passes
 #     --check-config (the docs promise it is a valid file);
 #   - `nfscached stats` refuses a --count or --interval that is not a
-#     number in range with a usage error (2).
+#     number in range with a usage error (2);
+#   - an unusable cache_dir (a regular file; a path under a regular file,
+#     refused even as root) is refused by --check-config and by a real
+#     start, both with exactly "FILE:LINE: reason" at the cache_dir line
+#     (disk_dir_check, the one check of both), exit 1; so is a cache_dir
+#     whose slab another process holds locked, found only at start by
+#     disk_open, at its line too. Nothing is served: the start fails
+#     before any listener or upstream.
 # Needs NFSCACHED_BIN.
 set -euo pipefail
 bin=${NFSCACHED_BIN:?set NFSCACHED_BIN}
@@ -76,5 +83,69 @@ for args in "--count -1" "--count abc" "--count 0" "--count 2.5" \
 		fails=$((fails + 1))
 	fi
 done
+
+# Write a configuration with cache_dir = $2 on line 3 into file $1.
+cache_conf() {
+	cat >"$1" <<EOF
+listen = "127.0.0.1"
+state_dir = "$tmp/state"
+cache_dir = "$2"
+nfs_port = 2
+mount_port = 0
+metrics_listen = ""
+admin_socket = ""
+register_rpcbind = false
+export "/data" {
+  id = 1
+  upstream = "nfs://127.0.0.1/srv/data"
+  clients = {"127.0.0.1/32"}
+}
+EOF
+}
+
+# Expect `nfscached $3...` to exit 1 with line $2 exactly (on stdout or
+# stderr, after the log's "TIME nfscached: error: " when $1 is "log").
+expect_line() {
+	local how=$1 want=$2 out rc=0
+	shift 2
+	out=$(timeout 20 "$bin" "$@" </dev/null 2>&1) || rc=$?
+	if [[ $how == log ]]; then
+		out=$(sed -n 's/^[^ ]* nfscached: error: //p' <<<"$out")
+	fi
+	if ((rc == 1)) && grep -qxF -- "$want" <<<"$out"; then
+		echo "ok: $* -> 1: $want"
+	else
+		echo "FAIL: $* -> status $rc (want 1 and '$want'), output:" >&2
+		printf '%s\n' "$out" | head -n 5 >&2
+		fails=$((fails + 1))
+	fi
+}
+
+: >"$tmp/plain"
+cache_conf "$tmp/file.conf" "$tmp/plain"
+cache_conf "$tmp/under.conf" "$tmp/plain/cache"
+for c in file under; do
+	dir=$tmp/plain
+	[[ $c == under ]] && dir=$tmp/plain/cache
+	want="$tmp/$c.conf:3: cache_dir $dir: Not a directory"
+	expect_line plain "$want" --check-config "$tmp/$c.conf"
+	expect_line log "$want" --config "$tmp/$c.conf"
+done
+# A usable directory whose slab this shell holds locked (as a second
+# daemon on it would): --check-config passes, the start is refused by
+# disk_open at the cache_dir line.
+mkdir "$tmp/locked"
+exec {lockfd}>"$tmp/locked/slab"
+flock -x "$lockfd"
+cache_conf "$tmp/locked.conf" "$tmp/locked"
+if out=$("$bin" --check-config "$tmp/locked.conf" 2>&1); then
+	echo "ok: a usable cache_dir passes --check-config: $out"
+else
+	echo "FAIL: a usable cache_dir fails --check-config: $out" >&2
+	fails=$((fails + 1))
+fi
+expect_line log "$tmp/locked.conf:3: cache_dir $tmp/locked: in use by another process (slab locked): Device or resource busy" \
+	--config "$tmp/locked.conf"
+exec {lockfd}>&-
 echo "test_flags: $fails failure(s)"
 ((fails == 0))

@@ -718,24 +718,48 @@ static void test_mount_port_equal_to_nfs_port_is_refused(void)
 
 static void test_unusable_cache_dir_is_refused(void)
 {
-	char conf[512];
+	char conf[512], want[512];
 
 	expect_error("nfs_port = 2049\ncache_dir = \"rel/dir\"\n" EXPORT_A, 2,
 		     "cache_dir: \"rel/dir\" is not an absolute path");
-	/* A regular file (the configuration file itself) is refused at its
-	 * line, so is a directory that cannot be created. */
+	/* disk_dir_check's reasons, at the cache_dir line: a regular file
+	 * (the configuration file itself), a path under a regular file (so
+	 * refused even as root, who passes every access check) and a
+	 * directory that cannot be created. */
 	snprintf(conf, sizeof(conf), "\ncache_dir = \"%s\"\n" EXPORT_A,
 		 conf_path);
-	{
-		char want[256];
-
-		snprintf(want, sizeof(want), "cache_dir %s is not a directory",
-			 conf_path);
-		expect_error(conf, 2, want);
-	}
+	snprintf(want, sizeof(want), "cache_dir %s: Not a directory", conf_path);
+	expect_error(conf, 2, want);
+	snprintf(conf, sizeof(conf), "nfs_port = 2049\n\ncache_dir = \"%s/sub\"\n"
+		 EXPORT_A, conf_path);
+	snprintf(want, sizeof(want), "cache_dir %s/sub: Not a directory",
+		 conf_path);
+	expect_error(conf, 3, want);
 	expect_error("cache_dir = \"/nonexistent-nfscached/a/b\"\n" EXPORT_A, 1,
 		     "cache_dir /nonexistent-nfscached/a/b: no writable parent "
 		     "directory to create it in");
+}
+
+/* The cache_dir line is kept for the disk tier's errors at start; 0 when
+ * the file does not set it. A missing directory whose parent is writable
+ * passes: the daemon creates it. */
+static void test_cache_dir_line_is_kept(void)
+{
+	char conf[512];
+	struct conf *c;
+
+	snprintf(conf, sizeof(conf), "nfs_port = 2049\n# the disk tier\n"
+		 "cache_dir = \"%s/not-yet\"\n" EXPORT_A, tmpdir);
+	c = load_ok(conf);
+	if (c) {
+		CU_ASSERT_EQUAL(c->cache_dir_line, 3);
+		conf_free(&c);
+	}
+	c = load_ok(EXPORT_A);
+	if (c) {
+		CU_ASSERT_EQUAL(c->cache_dir_line, 0);
+		conf_free(&c);
+	}
 }
 
 static void test_attribute_timeouts_in_order(void)
@@ -1371,6 +1395,7 @@ int test_register(void)
 		T(test_reply_buffer_below_record_size_is_refused),
 		T(test_mount_port_equal_to_nfs_port_is_refused),
 		T(test_unusable_cache_dir_is_refused),
+		T(test_cache_dir_line_is_kept),
 		T(test_syntax_errors_carry_a_line),
 		T(test_attribute_timeouts_in_order),
 		T(test_unreadable_file_is_refused),

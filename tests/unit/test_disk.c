@@ -28,6 +28,7 @@
 
 #include "cunit_main.h"
 #include "disk.h"
+#include "disk_dir.h"
 
 #define PAGE	4096u
 
@@ -587,7 +588,7 @@ test_file_size_limit_degrades(void)
 static void
 test_unusable_dir_refused_with_reason(void)
 {
-	char path[512], err[256] = "";
+	char path[512], err[1024] = "", want[1024];
 	struct disk_params p = { .page_size = PAGE, .budget_bytes = 16 * PAGE };
 	int fd;
 
@@ -598,11 +599,21 @@ test_unusable_dir_refused_with_reason(void)
 	p.dir = path;
 	CU_ASSERT_PTR_NULL(disk_open(&p, err, sizeof(err)));
 	CU_ASSERT_EQUAL(errno, ENOTDIR);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "Not a directory"));
+	snprintf(want, sizeof(want), "cache_dir %s: Not a directory", path);
+	CU_ASSERT_STRING_EQUAL(err, want);
+	/* disk_open's reason is disk_dir_check's, the configuration's. */
+	CU_ASSERT_EQUAL(disk_dir_check(path, err, sizeof(err)), ENOTDIR);
+	CU_ASSERT_STRING_EQUAL(err, want);
 	snprintf(path, sizeof(path), "%s/plainfile/sub", tdir);
 	CU_ASSERT_PTR_NULL(disk_open(&p, err, sizeof(err)));
 	CU_ASSERT_EQUAL(errno, ENOTDIR);
+	snprintf(want, sizeof(want), "cache_dir %s: Not a directory", path);
+	CU_ASSERT_STRING_EQUAL(err, want);
+	/* A missing directory with a writable parent passes the check, which
+	 * creates nothing (disk_open does). */
+	snprintf(path, sizeof(path), "%s/not-yet", tdir);
+	CU_ASSERT_EQUAL(disk_dir_check(path, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
 	p.dir = tdir;
 	p.page_size = 5000;
 	CU_ASSERT_PTR_NULL(disk_open(&p, err, sizeof(err)));
