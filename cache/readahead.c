@@ -143,9 +143,29 @@ ra_grow_window(const struct ra_params *p, uint64_t w)
 	return min_u64(next, p->max_window);
 }
 
-/* Find the stream a READ at off belongs to, or NULL. */
+/*
+ * How near a candidate's next a READ of len bytes (0: unknown) must start
+ * to continue it: within one READ (a READ skipped, as parallel READs
+ * arriving out of order do), at least 4 KiB (a client page: the kernel's
+ * own test is index - prev_index <= 1), at most page_size, which a
+ * sequential stream keeps. A candidate has one READ of evidence: with
+ * page_size of slack, random 4 KiB READs landing within 64 KiB after an
+ * earlier one's end started false streams (18 over 10,000 READs of
+ * 256 MiB, 6.6% of the bytes read fetched ahead for nothing).
+ */
+static uint64_t
+ra_candidate_slack(const struct ra_params *p, uint32_t len)
+{
+	uint64_t slack = len ? max_u64(len, 4096) : p->page_size;
+
+	return min_u64(slack, p->page_size);
+}
+
+/* Find the stream a READ of len bytes (0: unknown) at off belongs to, or
+ * NULL. */
 static struct ra_stream *
-ra_match(struct ra_state *s, const struct ra_params *p, uint64_t off)
+ra_match(struct ra_state *s, const struct ra_params *p, uint64_t off,
+	 uint32_t len)
 {
 	struct ra_stream *best = NULL;
 	uint64_t best_d = UINT64_MAX;
@@ -153,10 +173,16 @@ ra_match(struct ra_state *s, const struct ra_params *p, uint64_t off)
 	for (unsigned i = 0; i < ra_slots(s, p); i++) {
 		struct ra_stream *t = &s->st[i];
 		uint64_t d = off > t->next ? off - t->next : t->next - off;
+		uint64_t slack = t->window ? p->page_size
+					   : ra_candidate_slack(p, len);
+		/* Inside what the stream issued ahead of its reader (a
+		 * candidate issued nothing: its frontier only rounds next up
+		 * to a page). */
+		bool ahead = t->window && off > t->next && off < t->frontier;
 
 		if (!t->stamp)
 			continue;
-		if (d > p->page_size && !(off > t->next && off < t->frontier))
+		if (d > slack && !ahead)
 			continue;
 		if (d < best_d) {
 			best = t;
@@ -173,7 +199,7 @@ bool ra_in_stream(struct ra_state *s, const struct ra_params *p,
 
 	if (!ra_params_valid(p) || !p->max_window)
 		return false;
-	t = ra_match(s, p, off);
+	t = ra_match(s, p, off, 0);
 	return t && t->window > 0;
 }
 
@@ -320,7 +346,7 @@ ra_on_read(struct ra_state *s, const struct ra_params *p, uint64_t off,
 	if (len == 0 || p->max_window == 0)
 		return 0;
 	ra_clamp_spans(s, p, file_size);
-	t = ra_match(s, p, off);
+	t = ra_match(s, p, off, len);
 	if (t && end <= t->next) {
 		t->stamp = ++s->clock;	/* behind the stream: no progress */
 		return 0;

@@ -9,7 +9,8 @@
  * Streams. A file has up to max_streams sequential streams, each known by
  * where its last READ ended (`next`); there is no open/close in NFSv3. A
  * READ at [off, off + len) belongs to the stream whose `next` is within
- * page_size of off, or whose issued prefetch already covers off (a reader
+ * page_size of off (a candidate's: within max(len, 4 KiB), at most
+ * page_size), or whose issued prefetch already covers off (a reader
  * that skips ahead, or parallel READs that arrive out of order). A READ
  * that belongs to no stream replaces the least recently used one as a
  * candidate: one READ is no evidence, so a candidate prefetches nothing

@@ -560,6 +560,33 @@ test_stats_add_folds_every_counter(void)
 	CU_ASSERT_EQUAL(a.streams, 33);
 }
 
+/*
+ * With 64 KiB pages a candidate is continued only by a READ starting
+ * within one READ (at least 4 KiB) of its end, not anywhere in the next
+ * page: random 4 KiB READs a few blocks apart start no stream, a READ
+ * that skips one READ still does; a sequential stream keeps page_size.
+ */
+static void
+test_candidate_slack_is_one_read_not_a_page(void)
+{
+	struct sim m;
+
+	sim_init(&m, GiB);
+	ra_state_free(&m.s);
+	ra_params_default(&m.p, 65536);
+	m.s = ra_state_new(&m.p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m.s);
+	CU_ASSERT_EQUAL(sim_read(&m, 1 * MiB, 4096), 0);
+	/* 8 KiB past the candidate's end: another candidate. */
+	CU_ASSERT_EQUAL(sim_read(&m, 1 * MiB + 12 * KiB, 4096), 0);
+	/* One 4 KiB READ skipped after the second: a stream. */
+	CU_ASSERT_TRUE(sim_read(&m, 1 * MiB + 20 * KiB, 4096) > 0);
+	/* 64 KiB READs: one READ skipped is 64 KiB, still continued. */
+	CU_ASSERT_EQUAL(sim_read(&m, 512 * MiB, 65536), 0);
+	CU_ASSERT_TRUE(sim_read(&m, 512 * MiB + 128 * KiB, 65536) > 0);
+	sim_fini(&m);
+}
+
 int
 test_register(void)
 {
@@ -586,6 +613,7 @@ test_register(void)
 		T(test_behind_and_empty_reads_change_nothing),
 		T(test_disabled_and_invalid_params),
 		T(test_stats_add_folds_every_counter),
+		T(test_candidate_slack_is_one_read_not_a_page),
 #undef T
 	};
 	CU_pSuite s = CU_add_suite("readahead", NULL, NULL);
