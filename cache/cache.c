@@ -1341,6 +1341,44 @@ uint64_t cfile_hole_bytes(const struct cfile *f)
 	return rangeset_bytes(&f->holes);
 }
 
+size_t cfile_holes_in(const struct cfile *f, uint64_t start, uint64_t end,
+		      struct range *out, size_t max)
+{
+	return rangeset_ranges_in(&f->holes, start, end, out, max);
+}
+
+int cfile_page_clean(const struct cache *c, const struct cfile *f,
+		     uint64_t idx, uint8_t *buf, struct rangeset *out)
+{
+	const struct cpage *p = page_find(f, idx);
+	const struct range *v;
+	unsigned w = 0;
+	size_t n;
+
+	(void)c;
+	if (!p)
+		return 0;
+	v = rangeset_ranges(&p->valid, &n);
+	/* wb is sorted, disjoint and inside valid: cut it out in one pass. */
+	for (size_t i = 0; i < n; i++) {
+		for (uint64_t s = v[i].start, t; s < v[i].end; s = t) {
+			while (w < p->nwb && p->wb[w].end <= s)
+				w++;
+			t = v[i].end;
+			if (w < p->nwb && p->wb[w].start <= s) {
+				t = p->wb[w].end;	/* not clean: skip it */
+				continue;
+			}
+			if (w < p->nwb && p->wb[w].start < t)
+				t = p->wb[w].start;
+			if (rangeset_add(out, s, t) != 0)
+				return -1;
+			memcpy(buf + s, p->data + s, t - s);
+		}
+	}
+	return 0;
+}
+
 uint64_t cfile_valid_bytes(const struct cfile *f)
 {
 	return f->valid_bytes;

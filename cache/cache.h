@@ -446,6 +446,28 @@ void cfile_hole_add(struct cache *c, struct cfile *f, uint64_t start,
 uint64_t cfile_hole_bytes(const struct cfile *f);
 
 /*
+ * f's holes inside [start, end), clipped to it, in offset order (absolute
+ * offsets): the first min(total, max) go to out[] (NULL when max is 0);
+ * returns the total, which may exceed max (rangeset_ranges_in). Used to
+ * describe a page for the disk tier.
+ */
+size_t cfile_holes_in(const struct cfile *f, uint64_t start, uint64_t end,
+		      struct range *out, size_t max);
+
+/*
+ * The clean bytes of page idx of f (valid and in no write-back state:
+ * what the upstream holds, as far as the cache knows): their ranges,
+ * page-relative, are added to *out (the caller's set) and their bytes
+ * copied to buf at the same page offsets (buf: page_size bytes, the
+ * caller's; other bytes untouched). Nothing when f holds no page idx.
+ * Returns 0, or -1 on ENOMEM (*out then holds a subset, each range in it
+ * copied). Not a use of the page for eviction. Used to describe a page
+ * for the disk tier.
+ */
+int cfile_page_clean(const struct cache *c, const struct cfile *f,
+		     uint64_t idx, uint8_t *buf, struct rangeset *out);
+
+/*
  * Store fetched data[0..len) at off without overwriting bytes already
  * valid (DESIGN.md: fetched data never overwrites valid bytes). Aligned
  * blocks of hole_granularity bytes that are all zeros are recorded as

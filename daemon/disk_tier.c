@@ -3,14 +3,18 @@
  * disk_tier: the daemon's side of the disk page store (disk_tier.h).
  *
  * The tier is inclusive: a page filled from the upstream is stored with
- * the post-operation attributes of the READ that brought it; a page loaded
- * back is used only when those attributes equal the file's current ones
- * (size, fileid, mtime, ctime). The READ path revalidates attributes that
- * are not fresh before it plans, and after a restart none are, so a
- * file's disk pages are used again only once the upstream has confirmed
- * the version; a changed file's pages are dropped from disk. Loads run on
- * the store's threads; their completions come back through its eventfd,
- * watched here with a persistent libevent read event.
+ * the post-operation attributes of the READ that brought it, as the cache
+ * then knows it (disk_tier_describe: its clean bytes and the reply's as
+ * valid ranges, the file's known holes in it as holes, holding no data
+ * bytes); a page loaded back is used only when those attributes equal
+ * the file's current ones (size, fileid, mtime, ctime), and then gives
+ * its holes to the file's hole set and its bytes to the page. The READ
+ * path revalidates attributes that are not fresh before it plans, and
+ * after a restart none are, so a file's disk pages are used again only
+ * once the upstream has confirmed the version; a changed file's pages are
+ * dropped from disk. Loads run on the store's threads; their completions
+ * come back through its eventfd, watched here with a persistent libevent
+ * read event.
  *
  * A batch (struct dt_batch) is the loads of one call: it holds a file
  * reference and the generation it was sent under, and frees itself when
@@ -118,35 +122,86 @@ static struct disk_attr tier_attr(const struct cattr *a)
 	};
 }
 
+/*
+ * The holes of f in [base, end) into pg->holes, page-relative, and out of
+ * *known; past the first DISK_MAX_RANGES - 1 (one short of the limit, so
+ * the valid ranges between them fit) they are zeros in buf, and known.
+ */
+static void describe_holes(const struct cfile *f, uint64_t base, uint64_t end,
+			   uint8_t *buf, struct rangeset *known,
+			   struct disk_page *pg)
+{
+	struct range r[16];
+
+	for (uint64_t at = base; at < end;) {
+		size_t k = cfile_holes_in(f, at, end, r, 16);
+
+		for (size_t i = 0; i < k && i < 16; i++) {
+			uint64_t s = r[i].start - base, e = r[i].end - base;
+
+			if (pg->nholes < DISK_MAX_RANGES - 1) {
+				if (rangeset_remove(known, s, e) == 0)
+					pg->holes[pg->nholes++] = (struct disk_range){
+						(uint32_t)s, (uint32_t)(e - s) };
+			} else if (rangeset_add(known, s, e) == 0) {
+				memset(buf + s, 0, e - s);
+			}
+		}
+		if (k <= 16)
+			break;
+		at = r[15].end;
+	}
+}
+
+bool disk_tier_describe(struct cache *c, const struct cfile *f, uint64_t pgi,
+			uint64_t off, const uint8_t *data, uint64_t len,
+			const struct cattr *a, uint8_t *buf, struct disk_page *pg)
+{
+	uint64_t ps = cache_page_size(c), base = pgi * ps, end = base + ps;
+	uint64_t s = off > base ? off : base;
+	struct rangeset known = RANGESET_INIT;
+	const struct range *v;
+	size_t n;
+
+	memset(pg, 0, sizeof(*pg));
+	pg->attr = tier_attr(a);
+	end = end < a->size ? end : a->size;
+	if (base >= end)
+		return false;
+	cfile_page_clean(c, f, pgi, buf, &known);	/* ENOMEM: a subset */
+	if (s < off + len && s < end) {
+		uint64_t t = off + len < end ? off + len : end;
+
+		memcpy(buf + (s - base), data + (s - off), t - s);
+		rangeset_add(&known, s - base, t - base);
+	}
+	describe_holes(f, base, end, buf, &known, pg);
+	rangeset_truncate(&known, end - base);
+	v = rangeset_ranges(&known, &n);
+	for (size_t i = 0; i < n && i < DISK_MAX_RANGES; i++)
+		pg->valid[pg->nvalid++] = (struct disk_range){
+			(uint32_t)v[i].start, (uint32_t)(v[i].end - v[i].start) };
+	pg->data = pg->nvalid ? buf : NULL;
+	rangeset_clear(&known);
+	return pg->nvalid || pg->nholes;
+}
+
 void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct cattr *a)
 {
+	static uint8_t buf[DISK_PAGE_MAX];
 	uint32_t ps = cache_page_size(d->cache);
-	struct disk_page pg = { .nvalid = 1 };
+	struct disk_page pg;
 	struct disk_key k;
 
 	if (!tier || !a || !disk_on(tier) || len == 0)
 		return;
-	pg.attr = tier_attr(a);
-	for (uint64_t s = off, e; s < off + len; s = e) {
-		uint64_t base = s - s % ps;
-
-		e = base + ps < off + len ? base + ps : off + len;
-		if (!tier_key(f, base / ps, &k))
+	for (uint64_t p = off / ps; p * ps < off + len; p++) {
+		if (!tier_key(f, p, &k))
 			return;
-		pg.valid[0] = (struct disk_range){ (uint32_t)(s - base),
-						   (uint32_t)(e - s) };
-		if (base >= off) {
-			/* The page's byte i is data[base - off + i]. */
-			pg.data = (uint8_t *)(uintptr_t)(data + (base - off));
-		} else {
-			/* The page starts before the data: copy its part. */
-			static uint8_t buf[DISK_PAGE_MAX];
-
-			memcpy(buf + (s - base), data + (s - off), e - s);
-			pg.data = buf;
-		}
-		disk_store(tier, &k, &pg);
+		if (disk_tier_describe(d->cache, f, p, off, data, len, a, buf,
+				       &pg))
+			disk_store(tier, &k, &pg);
 	}
 }
 
@@ -167,11 +222,15 @@ struct dt_load {
 	uint64_t page;
 };
 
-/* Fill a loaded page into the cache, at page index pgi. */
+/* Fill a loaded page into the cache, at page index pgi: its holes into
+ * f's hole set, its valid bytes into the page. */
 static void tier_fill(struct dt_batch *b, uint64_t pgi, const struct disk_page *pg)
 {
 	uint64_t base = pgi * cache_page_size(b->d->cache);
 
+	for (uint32_t i = 0; i < pg->nholes; i++)
+		cfile_hole_add(b->d->cache, b->f, base + pg->holes[i].off,
+			       base + pg->holes[i].off + pg->holes[i].len);
 	for (uint32_t i = 0; i < pg->nvalid; i++)
 		cache_fill_ex(b->d->cache, b->f, base + pg->valid[i].off,
 			      pg->data + pg->valid[i].off, pg->valid[i].len,
@@ -341,16 +400,23 @@ static void render_latency(struct evbuffer *o, const struct disk_stats *st)
 			    st->lat_count);
 }
 
+bool disk_tier_stats(struct disk_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (tier)
+		disk_stats_get(tier, st);
+	return tier != NULL;
+}
+
 void disk_tier_render(struct evbuffer *o)
 {
 	struct disk_stats st;
 
-	if (!tier) {
+	if (!disk_tier_stats(&st)) {
 		render_one(o, "disk_on", "gauge", "1 while the disk tier is in "
 			   "use, 0 when off or not configured.", 0);
 		return;
 	}
-	disk_stats_get(tier, &st);
 #define X(f, name, type, help) render_one(o, name, #type, help, st.f);
 	DISK_COUNTERS(X)
 #undef X
@@ -361,6 +427,12 @@ void disk_tier_render(struct evbuffer *o)
 	render_one(o, "disk_on", "gauge", "1 while the disk tier is in use, 0 "
 		   "when off or not configured.", st.on);
 	render_latency(o, &st);
+}
+
+void disk_tier_drain(void)
+{
+	if (tier)
+		disk_drain(tier);
 }
 
 void disk_tier_forget(const uint8_t *fh, size_t len)

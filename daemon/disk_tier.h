@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "disk.h"
 
 struct daemon;
 struct evbuffer;
@@ -30,12 +31,43 @@ void disk_tier_stop(void);
 
 /*
  * The upstream returned data[0..len) of f at off with post-operation
- * attributes a (the version those bytes belong to): store the pages it
- * covers, the covered part of each (a partial page keeps only that part).
- * Called while f's generation holds.
+ * attributes a (the version those bytes belong to), and the cache has
+ * taken them in: store each page they touch as disk_tier_describe
+ * describes it (so a page completed by a second READ is stored whole, and
+ * known holes are stored as holes, without data bytes). Called while f's
+ * generation holds.
  */
 void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct cattr *a);
+
+/*
+ * Describe page pgi of f for the disk, as the cache knows it at version a
+ * (a READ reply's post-operation attributes): the valid ranges are the
+ * page's clean bytes in RAM (cfile_page_clean) and the part of data[0..len)
+ * at off inside the page (a reply's bytes, which may have found no room in
+ * RAM; len 0 for none), less f's known holes there (cfile_holes_in), which
+ * are the holes; all clipped to the page and to a->size, page-relative.
+ * Holes beyond the first DISK_MAX_RANGES - 1 are described as valid
+ * zeros instead, and valid ranges beyond the first DISK_MAX_RANGES are
+ * left out (a subset of the valid bytes is still valid). The valid bytes are
+ * copied into buf (page_size bytes, the caller's); pg->data is buf, or
+ * NULL when no byte is valid: a page that is all hole stores no data
+ * bytes. pg->attr is a's version. Returns false when the page has nothing
+ * to store (no valid byte, no hole: past a->size, or unknown). Never fails
+ * otherwise; on ENOMEM fewer ranges are described (never a wrong one).
+ * disk_tier_load's fill is the inverse: holes into f's hole set
+ * (cfile_hole_add), valid bytes into the page.
+ */
+bool disk_tier_describe(struct cache *c, const struct cfile *f, uint64_t pgi,
+			uint64_t off, const uint8_t *data, uint64_t len,
+			const struct cattr *a, uint8_t *buf, struct disk_page *pg);
+
+/*
+ * Wait (blocking) until every disk operation submitted so far is done
+ * and its callback ran (disk_drain); nothing when no tier is open. For
+ * tests only, never from a serving loop.
+ */
+void disk_tier_drain(void);
 
 /*
  * Drop every page the disk tier holds of the file with upstream handle
@@ -50,7 +82,8 @@ typedef void disk_tier_done_fn(void *arg);
 /*
  * Look on disk for the pages of f that the n ranges cover and that the
  * tier holds; each page found whose stored attributes equal f's current
- * ones is filled into the cache (readahead: as a prefetch). A page whose
+ * ones is filled into the cache (readahead: as a prefetch), its holes
+ * into f's hole set. A page whose
  * attributes differ means the file changed: all its disk pages are
  * dropped. Returns true when loads were sent: done(arg) is then called
  * once, from the loop, when they are all back (f's generation may have
@@ -66,6 +99,10 @@ bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
  * only the others are fetched upstream.
  */
 void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest);
+
+/* Fill *st with the tier's counters and gauges (disk_stats_get); false,
+ * with *st zeroed, when no tier is open. */
+bool disk_tier_stats(struct disk_stats *st);
 
 /* Write the tier's metrics (docs/metrics.md, "Disk tier"). */
 void disk_tier_render(struct evbuffer *o);

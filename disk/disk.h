@@ -70,7 +70,9 @@ struct disk_range {
 /*
  * A page as stored or loaded. data is page_size bytes; only the valid
  * ranges of it mean anything (a load zeroes the rest). holes are ranges
- * known to read as zeros (they hold no stored bytes).
+ * known to read as zeros (they hold no stored bytes). A store of a page
+ * with no valid range (all hole) may give data NULL: it writes no data
+ * bytes (its record still takes a slot); a load always gives data.
  */
 struct disk_page {
 	struct disk_attr attr;

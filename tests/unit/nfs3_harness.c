@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "fh.h"
+#include "disk_tier.h"
 #include "fstate.h"
 #include "invariant.h"
 #include "nfs3_meta.h"
@@ -129,6 +130,11 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
+	/* The disk tier when the test set cache_dir, as main() opens it. */
+	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "nfs3_harness: %s\n", err);
+		abort();
+	}
 	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
 		abort();
 	start_export(h);
@@ -149,6 +155,7 @@ void h_fini(struct nfs3_h *h)
 	event_free(h->rd);
 	close(h->cfd);
 	h_turns(h, 4);
+	disk_tier_stop();	/* its last callbacks put cached files */
 	server_free(&h->d.server);
 	writeback_stop(&h->d);
 	nfs3_meta_shutdown();

@@ -710,6 +710,84 @@ test_close_completes_queued_loads_as_off(void)
 	CU_ASSERT_EQUAL(g.r, DISK_OFF);
 }
 
+/* Store under k a page of no valid byte and holes [0, 1000) and
+ * [1500, PAGE), with data NULL. */
+static void
+store_hole_page(struct disk *d, struct disk_key k)
+{
+	struct disk_page p;
+
+	memset(&p, 0, sizeof(p));
+	p.nholes = 2;
+	p.holes[0] = (struct disk_range){ 0, 1000 };
+	p.holes[1] = (struct disk_range){ 1500, PAGE - 1500 };
+	p.attr = (struct disk_attr){ .size = 1 << 20, .fileid = 77,
+		.mtime_sec = 9, .ctime_sec = 10 };
+	disk_store(d, &k, &p);
+}
+
+/* Assert g is the page store_hole_page stored: no valid range, the two
+ * holes, the attributes, and data all zeros. */
+static void
+expect_hole_page(const struct got *g)
+{
+	static const uint8_t zeros[PAGE];
+
+	CU_ASSERT_EQUAL_FATAL(g->r, DISK_HIT);
+	CU_ASSERT_EQUAL(g->pg.nvalid, 0);
+	CU_ASSERT_EQUAL_FATAL(g->pg.nholes, 2);
+	CU_ASSERT_EQUAL(g->pg.holes[0].off, 0);
+	CU_ASSERT_EQUAL(g->pg.holes[0].len, 1000);
+	CU_ASSERT_EQUAL(g->pg.holes[1].off, 1500);
+	CU_ASSERT_EQUAL(g->pg.holes[1].len, PAGE - 1500);
+	CU_ASSERT_EQUAL(g->pg.attr.fileid, 77);
+	CU_ASSERT_EQUAL(g->pg.attr.mtime_sec, 9);
+	CU_ASSERT_EQUAL(memcmp(g->data, zeros, PAGE), 0);
+}
+
+static void
+test_hole_page_stores_no_bytes_and_survives_reopen(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	struct stat sb;
+	char slab[300];
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	store_hole_page(d, key(5, 0));
+	disk_drain(d);
+	load_wait(d, key(5, 0), &g);
+	expect_hole_page(&g);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.stores, 1);
+	CU_ASSERT_EQUAL(st.store_bytes, 0);
+	CU_ASSERT_EQUAL(st.hits, 1);
+	CU_ASSERT_EQUAL(st.hit_bytes, 0);
+	CU_ASSERT_EQUAL(st.pages_held, 1);	/* the record holds a slot */
+	/* No data byte was written: the slab is still empty. */
+	snprintf(slab, sizeof(slab), "%s/slab", tdir);
+	CU_ASSERT_EQUAL_FATAL(stat(slab, &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_size, 0);
+	disk_close(&d);
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	load_wait(d, key(5, 0), &g);
+	expect_hole_page(&g);
+	/* Beside a page with data, after a second reopen. */
+	store_page(d, 5, 1);
+	disk_drain(d);
+	disk_close(&d);
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	load_wait(d, key(5, 0), &g);
+	expect_hole_page(&g);
+	load_wait(d, key(5, 1), &g);
+	expect_page(&g, 5, 1);
+	CU_ASSERT_TRUE(disk_check(d));
+	disk_close(&d);
+}
+
 int
 test_register(void)
 {
@@ -722,6 +800,7 @@ test_register(void)
 	T(test_round_trip_keeps_ranges_holes_attrs);
 	T(test_store_replaces_same_key);
 	T(test_reopen_finds_pages);
+	T(test_hole_page_stores_no_bytes_and_survives_reopen);
 	T(test_reopen_with_other_page_size_empties);
 	T(test_reopen_with_smaller_budget_drops_beyond);
 	T(test_flipped_byte_is_corrupt_and_dropped);

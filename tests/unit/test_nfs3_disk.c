@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit.nfs3_disk: the disk tier in the daemon (daemon/disk_tier.c) with
+ * the real READ handler on the fake upstream, and a cache_dir in a fresh
+ * directory under $TMPDIR (or /tmp). A "restart" is h_fini then h_init on
+ * the same directory with the same toy file (same handle and attributes):
+ * RAM is cold, the disk is not. Disk work is waited for with
+ * disk_tier_drain (blocking on the store's eventfd), never a sleep.
+ *
+ * Pinned: a file's known holes are stored as holes and restored into its
+ * hole set (a page that is all hole stores no data bytes; a page with a
+ * hole round-trips its bytes and its hole; after the restart the file is
+ * read with no upstream READ, the hole bytes served as holes); a page with
+ * more holes than a record keeps still reads back right with no upstream
+ * READ; a file changed upstream after the restart is served new, its old
+ * pages and holes dropped.
+ */
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "disk_tier.h"
+#include "nfs3_read.h"
+
+#include "cunit_main.h"
+#include "nfs3_harness.h"
+
+#define PS	65536u		/* the default page_size */
+
+static char tdir[256];
+static uint32_t page_size = PS;
+
+/* The disk tier in tdir, no readahead (only the READs go upstream). */
+static void with_disk(struct conf *c)
+{
+	free(c->cache_dir);
+	c->cache_dir = strdup(tdir);
+	c->disk_cache_size = 16;
+	c->readahead_max = 0;
+	c->page_size = page_size;
+}
+
+/* Remove one path (nftw callback). */
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+/* A fresh cache_dir for each test. */
+static void setup_dir(void)
+{
+	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	snprintf(tdir, sizeof(tdir), "%s/test_nfs3_disk.XXXXXX", base);
+	page_size = PS;
+	if (!mkdtemp(tdir))
+		CU_FAIL_FATAL("mkdtemp");
+}
+
+/* Remove the test's cache_dir. */
+static void teardown_dir(void)
+{
+	nftw(tdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The toy file "f" of 3 pages: page 0 data, page 1 all zeros, page 2
+ * zeros then data (its first half a hole). */
+static uint64_t add_holey(struct nfs3_h *h)
+{
+	uint64_t id = toy_add_file(&h->toy, "f", 3 * PS);
+
+	memset(toy_node(&h->toy, id)->data + PS, 0, PS + PS / 2);
+	return id;
+}
+
+/* READ [off, off + count) of fileid id and check the toy's bytes came. */
+static void read_check(struct nfs3_h *h, uint64_t id, uint64_t off,
+		       uint32_t count)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = count };
+	const struct toy_node *n = toy_node(&h->toy, id);
+	READ3res res;
+	uint32_t xid;
+
+	h_fh(h, id, &a.file, buf);
+	xid = h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_READ3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL_FATAL(res.READ3res_u.resok.data.data_len, count);
+	CU_ASSERT_EQUAL(memcmp(res.READ3res_u.resok.data.data_val,
+			       n->data + off, count), 0);
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+}
+
+/* The cached file of toy file id (a reference; NULL if not cached). */
+static struct cfile *up_file(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t up[8];
+
+	for (int i = 0; i < 8; i++)
+		up[i] = (uint8_t)(id >> (56 - 8 * i));
+	return cache_find(h->d.cache, up, sizeof(up));
+}
+
+/* Assert the cached file of id holds `valid` valid bytes and `holes`
+ * hole bytes. */
+static void expect_cached(struct nfs3_h *h, uint64_t id, uint64_t valid,
+			  uint64_t holes)
+{
+	struct cfile *f = up_file(h, id);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), valid);
+	CU_ASSERT_EQUAL(cfile_hole_bytes(f), holes);
+	cfile_put(h->d.cache, &f);
+}
+
+/* What disk_tier_describe says of pages 1, 2 and 3 of the holey file. */
+static void expect_described(struct nfs3_h *h, uint64_t id)
+{
+	static uint8_t buf[PS];
+	struct cfile *f = up_file(h, id);
+	const struct toy_node *n = toy_node(&h->toy, id);
+	struct disk_page pg;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	/* All hole: one hole, no valid range, no data bytes. */
+	CU_ASSERT_TRUE(disk_tier_describe(h->d.cache, f, 1, 0, NULL, 0,
+					  cfile_attr(f), buf, &pg));
+	CU_ASSERT_EQUAL(pg.nvalid, 0);
+	CU_ASSERT_PTR_NULL(pg.data);
+	CU_ASSERT_EQUAL_FATAL(pg.nholes, 1);
+	CU_ASSERT_EQUAL(pg.holes[0].off, 0);
+	CU_ASSERT_EQUAL(pg.holes[0].len, PS);
+	CU_ASSERT_EQUAL(pg.attr.size, 3 * PS);
+	/* Half hole: the hole, then the clean bytes. */
+	CU_ASSERT_TRUE(disk_tier_describe(h->d.cache, f, 2, 0, NULL, 0,
+					  cfile_attr(f), buf, &pg));
+	CU_ASSERT_EQUAL_FATAL(pg.nholes, 1);
+	CU_ASSERT_EQUAL(pg.holes[0].off, 0);
+	CU_ASSERT_EQUAL(pg.holes[0].len, PS / 2);
+	CU_ASSERT_EQUAL_FATAL(pg.nvalid, 1);
+	CU_ASSERT_EQUAL(pg.valid[0].off, PS / 2);
+	CU_ASSERT_EQUAL(pg.valid[0].len, PS / 2);
+	CU_ASSERT_PTR_EQUAL(pg.data, buf);
+	CU_ASSERT_EQUAL(memcmp(buf + PS / 2, n->data + 2 * PS + PS / 2, PS / 2), 0);
+	/* Past the end of file: nothing to store. */
+	CU_ASSERT_FALSE(disk_tier_describe(h->d.cache, f, 3, 0, NULL, 0,
+					   cfile_attr(f), buf, &pg));
+	cfile_put(h->d.cache, &f);
+}
+
+/* Read the holey file's 3 pages once, with the tier in tdir, and wait
+ * until its stores are done. */
+static uint64_t cold_read(struct nfs3_h *h)
+{
+	struct disk_stats ds;
+	uint64_t id;
+
+	h_init(h, with_disk);
+	id = add_holey(h);
+	for (unsigned p = 0; p < 3; p++)
+		read_check(h, id, (uint64_t)p * PS, PS);
+	CU_ASSERT_EQUAL(h->fu.calls[NFSPROC3_READ], 3);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.stores, 3);
+	/* Page 0 whole and page 2's second half: the holes hold no bytes. */
+	CU_ASSERT_EQUAL(ds.store_bytes, PS + PS / 2);
+	return id;
+}
+
+static void test_holes_stored_and_restored_after_restart(void)
+{
+	struct nfs3_read_stats before, after;
+	struct disk_stats ds;
+	struct nfs3_h h;
+	uint64_t id = cold_read(&h);
+
+	expect_cached(&h, id, PS + PS / 2, PS + PS / 2);
+	expect_described(&h, id);
+	h_fini(&h);
+
+	h_init(&h, with_disk);	/* RAM cold, the disk as it was */
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	nfs3_read_stats_get(&before);
+	for (unsigned p = 0; p < 3; p++)
+		read_check(&h, id, (uint64_t)p * PS, PS);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole,
+			PS + PS / 2);
+	CU_ASSERT_EQUAL(after.read_bytes_cache - before.read_bytes_cache,
+			PS + PS / 2);
+	CU_ASSERT_EQUAL(after.read_bytes_upstream - before.read_bytes_upstream, 0);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes, 0);
+	expect_cached(&h, id, PS + PS / 2, PS + PS / 2);
+	expect_described(&h, id);	/* as before the restart */
+	disk_tier_drain();
+	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.hits, 3);
+	CU_ASSERT_EQUAL(ds.hit_bytes, PS + PS / 2);
+	CU_ASSERT_EQUAL(ds.drops, 0);
+	CU_ASSERT_TRUE(cache_check(h.d.cache));
+	h_fini(&h);
+}
+
+/* A 1 MiB page of 4 KiB blocks, every other one zeros: 128 holes, more
+ * than a record keeps (DISK_MAX_RANGES). */
+static uint64_t add_striped(struct nfs3_h *h)
+{
+	uint64_t id = toy_add_file(&h->toy, "s", 1 << 20);
+	uint8_t *data = toy_node(&h->toy, id)->data;
+
+	for (unsigned b = 1; b < 256; b += 2)
+		memset(data + b * 4096, 0, 4096);
+	return id;
+}
+
+static void test_page_with_more_holes_than_a_record_reads_back(void)
+{
+	struct nfs3_h h;
+	uint64_t id;
+
+	page_size = 1 << 20;
+	h_init(&h, with_disk);
+	id = add_striped(&h);
+	for (unsigned i = 0; i < 16; i++)
+		read_check(&h, id, (uint64_t)i * PS, PS);
+	expect_cached(&h, id, 512 * 1024, 512 * 1024);
+	disk_tier_drain();
+	h_fini(&h);
+
+	h_init(&h, with_disk);
+	CU_ASSERT_EQUAL_FATAL(add_striped(&h), id);
+	for (unsigned i = 0; i < 16; i++)
+		read_check(&h, id, (uint64_t)i * PS, PS);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	/* The first 63 holes came back as holes; the zeros of the others
+	 * were stored as data and are found as zero blocks again. */
+	expect_cached(&h, id, 512 * 1024, 512 * 1024);
+	CU_ASSERT_TRUE(cache_check(h.d.cache));
+	h_fini(&h);
+}
+
+static void test_changed_file_is_served_new_not_its_holes(void)
+{
+	struct nfs3_read_stats before, after;
+	struct disk_stats ds;
+	struct toy_node *n;
+	struct nfs3_h h;
+	uint64_t id = cold_read(&h);
+
+	h_fini(&h);
+	h_init(&h, with_disk);
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	/* Another writer filled the holes while the proxy was down. */
+	n = toy_node(&h.toy, id);
+	for (unsigned i = PS; i < 2 * PS + PS / 2; i++)
+		n->data[i] = (uint8_t)(i * 13 + 1);
+	n->mtime = ++h.toy.clock;
+	nfs3_read_stats_get(&before);
+	for (unsigned p = 0; p < 3; p++) {
+		read_check(&h, id, (uint64_t)p * PS, PS);
+		disk_tier_drain();	/* the drop is done before the next */
+	}
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
+	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole, 0);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
+			3 * PS);
+	expect_cached(&h, id, 3 * PS, 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.drops, 3);
+	CU_ASSERT_EQUAL(ds.stores, 3);	/* the new version's pages */
+	h_fini(&h);
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
+		NULL, setup_dir, teardown_dir);
+
+	if (!s)
+		return -1;
+#define T(f) if (!CU_add_test(s, #f, f)) return -1
+	T(test_holes_stored_and_restored_after_restart);
+	T(test_page_with_more_holes_than_a_record_reads_back);
+	T(test_changed_file_is_served_new_not_its_holes);
+#undef T
+	return 0;
+}
