@@ -138,11 +138,12 @@ static void describe_holes(const struct cfile *f, uint64_t base, uint64_t end,
 
 		for (size_t i = 0; i < k && i < 16; i++) {
 			uint64_t s = r[i].start - base, e = r[i].end - base;
+			struct disk_range h = { (uint32_t)s,
+						   (uint32_t)(e - s) };
 
 			if (pg->nholes < DISK_MAX_RANGES - 1) {
 				if (rangeset_remove(known, s, e) == 0)
-					pg->holes[pg->nholes++] = (struct disk_range){
-						(uint32_t)s, (uint32_t)(e - s) };
+					pg->holes[pg->nholes++] = h;
 			} else if (rangeset_add(known, s, e) == 0) {
 				memset(buf + s, 0, e - s);
 			}
@@ -153,9 +154,10 @@ static void describe_holes(const struct cfile *f, uint64_t base, uint64_t end,
 	}
 }
 
-bool disk_tier_describe(struct cache *c, const struct cfile *f, uint64_t pgi,
-			uint64_t off, const uint8_t *data, uint64_t len,
-			const struct cattr *a, uint8_t *buf, struct disk_page *pg)
+bool disk_tier_describe(const struct cache *c, const struct cfile *f,
+			uint64_t pgi, uint64_t off, const uint8_t *data,
+			uint64_t len, const struct cattr *a, uint8_t *buf,
+			struct disk_page *pg)
 {
 	uint64_t ps = cache_page_size(c), base = pgi * ps, end = base + ps;
 	uint64_t s = off > base ? off : base;
@@ -180,7 +182,8 @@ bool disk_tier_describe(struct cache *c, const struct cfile *f, uint64_t pgi,
 	v = rangeset_ranges(&known, &n);
 	for (size_t i = 0; i < n && i < DISK_MAX_RANGES; i++)
 		pg->valid[pg->nvalid++] = (struct disk_range){
-			(uint32_t)v[i].start, (uint32_t)(v[i].end - v[i].start) };
+			(uint32_t)v[i].start,
+			(uint32_t)(v[i].end - v[i].start) };
 	pg->data = pg->nvalid ? buf : NULL;
 	rangeset_clear(&known);
 	return pg->nvalid || pg->nholes;

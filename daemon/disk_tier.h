@@ -58,9 +58,10 @@ void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
  * disk_tier_load's fill is the inverse: holes into f's hole set
  * (cfile_hole_add), valid bytes into the page.
  */
-bool disk_tier_describe(struct cache *c, const struct cfile *f, uint64_t pgi,
-			uint64_t off, const uint8_t *data, uint64_t len,
-			const struct cattr *a, uint8_t *buf, struct disk_page *pg);
+bool disk_tier_describe(const struct cache *c, const struct cfile *f,
+			uint64_t pgi, uint64_t off, const uint8_t *data,
+			uint64_t len, const struct cattr *a, uint8_t *buf,
+			struct disk_page *pg);
 
 /*
  * Wait (blocking) until every disk operation submitted so far is done

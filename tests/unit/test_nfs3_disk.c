@@ -44,7 +44,8 @@ static void with_disk(struct conf *c)
 }
 
 /* Remove one path (nftw callback). */
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
 {
 	(void)sb, (void)flag, (void)ftw;
 	return remove(p);
@@ -149,7 +150,8 @@ static void expect_described(struct nfs3_h *h, uint64_t id)
 	CU_ASSERT_EQUAL(pg.valid[0].off, PS / 2);
 	CU_ASSERT_EQUAL(pg.valid[0].len, PS / 2);
 	CU_ASSERT_PTR_EQUAL(pg.data, buf);
-	CU_ASSERT_EQUAL(memcmp(buf + PS / 2, n->data + 2 * PS + PS / 2, PS / 2), 0);
+	CU_ASSERT_EQUAL(memcmp(buf + PS / 2, n->data + 2 * PS + PS / 2,
+			       PS / 2), 0);
 	/* Past the end of file: nothing to store. */
 	CU_ASSERT_FALSE(disk_tier_describe(h->d.cache, f, 3, 0, NULL, 0,
 					   cfile_attr(f), buf, &pg));
@@ -198,8 +200,10 @@ static void test_holes_stored_and_restored_after_restart(void)
 			PS + PS / 2);
 	CU_ASSERT_EQUAL(after.read_bytes_cache - before.read_bytes_cache,
 			PS + PS / 2);
-	CU_ASSERT_EQUAL(after.read_bytes_upstream - before.read_bytes_upstream, 0);
-	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes, 0);
+	CU_ASSERT_EQUAL(after.read_bytes_upstream,
+			before.read_bytes_upstream);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes,
+			before.upstream_read_bytes);
 	expect_cached(&h, id, PS + PS / 2, PS + PS / 2);
 	expect_described(&h, id);	/* as before the restart */
 	disk_tier_drain();
