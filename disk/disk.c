@@ -156,6 +156,17 @@ disk_has(struct disk *d, const struct disk_key *k)
 	return p != NULL;
 }
 
+/* Commit txn and report it to the I/O hook. 0 or an LMDB error. */
+static int
+index_commit(struct disk *d, MDB_txn *txn)
+{
+	int rc = mdb_txn_commit(txn);
+
+	if (rc == 0)
+		disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
+	return rc;
+}
+
 /* Take a free slot, or DISK_NO_SLOT. */
 static uint32_t
 slot_alloc(struct disk *d)
@@ -329,7 +340,7 @@ cull_now(struct disk *d)
 	if (rc == 0)
 		rc = cull_batch(d, txn, cull_reserve(d), UINT64_MAX, slots, &n);
 	if (rc == 0)
-		rc = mdb_txn_commit(txn);
+		rc = index_commit(d, txn);
 	else
 		mdb_txn_abort(txn);
 	if (rc != 0) {
@@ -438,6 +449,9 @@ store_one_data(struct disk *d, struct disk_op *op, const char **what)
 	*what = "slab write";
 	err = disk_fault_take(d, DISK_FAULT_WRITE);
 	if (err == 0)
+		disk_io_event(d, DISK_IO_SLAB_WRITE,
+			      (uint64_t)op->slot * d->page_size, op->data_len);
+	if (err == 0)
 		err = pwrite_all(d->slab_fd, op->pg.data, op->data_len,
 				 (off_t)op->slot * d->page_size);
 	return err;
@@ -454,6 +468,8 @@ store_sync(struct disk *d)
 	err = disk_fault_take(d, DISK_FAULT_SYNC);
 	if (err == 0 && fdatasync(d->slab_fd) != 0)
 		err = errno;
+	if (err == 0)
+		disk_io_event(d, DISK_IO_SLAB_SYNC, 0, 0);
 	return err;
 }
 
@@ -470,7 +486,7 @@ store_commit(struct disk *d, struct disk_op **ops, unsigned n,
 			err = store_index(d, txn, ops[i], ops[i]->slot, freed,
 					  nfreed);
 	if (err == 0)
-		return mdb_txn_commit(txn);
+		return index_commit(d, txn);
 	if (txn)
 		mdb_txn_abort(txn);
 	return err;
@@ -668,7 +684,7 @@ run_write(struct disk *d, struct disk_op *op, const char *what,
 			break;
 		rc = fn(d, txn, op, freed, &n, &more);
 		if (rc == 0)
-			rc = mdb_txn_commit(txn);
+			rc = index_commit(d, txn);
 		else
 			mdb_txn_abort(txn);
 		if (rc == 0)

@@ -265,6 +265,30 @@ unsigned disk_gate_waiting(struct disk *d);
 /* Test hook: make the next operation of kind op fail with error err. */
 void disk_fault_inject(struct disk *d, enum disk_fault_op op, int err);
 
+/* What the store just did, or is about to do, to its files (disk_io_hook). */
+enum disk_io_event {
+	DISK_IO_SLAB_WRITE,	/* about to pwrite slab bytes [off, off+len) */
+	DISK_IO_SLAB_SYNC,	/* an fdatasync of the slab returned 0 */
+	DISK_IO_INDEX_COMMIT	/* an LMDB write transaction committed */
+};
+
+/*
+ * Called on the writer thread, synchronously, at each event: off and len
+ * are bytes of the slab for DISK_IO_SLAB_WRITE, 0 otherwise. The store's
+ * files may be read (not written) from the hook; it must not call back
+ * into the store except disk_stats_get.
+ */
+typedef void disk_io_hook_fn(void *arg, enum disk_io_event ev, uint64_t off,
+			     size_t len);
+
+/*
+ * Test hook (power-loss simulation, docs/disk-tier.md): call fn(arg, ...)
+ * at every slab write, slab fdatasync and index commit from now on; fn
+ * NULL removes it. Events of disk_open and disk_close are not reported.
+ * Set it only while nothing is in flight (after disk_open or disk_drain).
+ */
+void disk_io_hook(struct disk *d, disk_io_hook_fn *fn, void *arg);
+
 /*
  * Check the store's invariants: the slot map agrees with the held count,
  * and (while ON) with the index's record count; every record has its lru

@@ -104,6 +104,8 @@ struct disk {
 	bool gate_closed;
 	unsigned gate_waiting;
 	int fault[3];
+	disk_io_hook_fn *io_hook;	/* test hook: set while idle */
+	void *io_hook_arg;
 	char off_reason[256];
 	bool off_logged;
 	pthread_t reader, writer;
@@ -150,6 +152,9 @@ void disk_store_close(struct disk *d);
 void disk_degrade(struct disk *d, const char *what, int err);
 /* disk_io.c: the error injected for op (0 if none), consumed. */
 int disk_fault_take(struct disk *d, enum disk_fault_op op);
+/* disk_io.c: report an event to the test's I/O hook, if one is set. */
+void disk_io_event(struct disk *d, enum disk_io_event ev, uint64_t off,
+		   size_t len);
 /* disk_io.c: queue an internal operation for the writer (reader side). */
 void disk_submit_internal(struct disk *d, struct disk_op *op);
 /* disk_io.c: record one operation's latency, microseconds. */

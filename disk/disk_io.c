@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * disk I/O: the two worker threads, their queues, the completion list and
- * its eventfd, the test gate and fault hook, and the OFF transition.
+ * its eventfd, the test gate, fault and I/O hooks, and the OFF transition.
  *
  * An operation is owned by exactly one place at a time: the reader queue
  * (loads), the writer queue (everything else), a worker while it runs, or
@@ -117,6 +117,25 @@ disk_fault_inject(struct disk *d, enum disk_fault_op op, int err)
 	pthread_mutex_lock(&d->mu);
 	d->fault[op] = err;
 	pthread_mutex_unlock(&d->mu);
+}
+
+/* Set the test's I/O hook (disk.h). */
+void
+disk_io_hook(struct disk *d, disk_io_hook_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&d->mu);
+	d->io_hook = fn;
+	d->io_hook_arg = arg;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Report ev to the I/O hook (writer thread; set while idle, so no lock). */
+void
+disk_io_event(struct disk *d, enum disk_io_event ev, uint64_t off,
+	      size_t len)
+{
+	if (d->io_hook)
+		d->io_hook(d->io_hook_arg, ev, off, len);
 }
 
 /* Record one operation's latency in the histogram. */
