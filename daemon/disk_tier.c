@@ -35,6 +35,7 @@
 
 static struct disk *tier;
 static struct event *tier_ev;
+static bool tier_gate_closed;	/* the test gate (disk_tier_gate) */
 
 struct dt_batch {
 	struct daemon *d;
@@ -96,6 +97,7 @@ void disk_tier_stop(void)
 		event_free(tier_ev);
 	tier_ev = NULL;
 	disk_close(&tier);
+	tier_gate_closed = false;
 }
 
 /* The disk key of page pg of f; false if f's handle does not fit. */
@@ -442,4 +444,20 @@ void disk_tier_forget(const uint8_t *fh, size_t len)
 {
 	if (tier && disk_on(tier) && len <= UINT8_MAX)
 		disk_drop_file(tier, fh, (uint8_t)len);
+}
+
+int disk_tier_gate(enum disk_tier_gate_action a, bool *closed, unsigned *held)
+{
+	if (!tier)
+		return -1;
+	if (a == DISK_TIER_GATE_CLOSE) {
+		disk_gate_close(tier);
+		tier_gate_closed = true;
+	} else if (a == DISK_TIER_GATE_OPEN) {
+		disk_gate_open(tier);
+		tier_gate_closed = false;
+	}
+	*closed = tier_gate_closed;
+	*held = disk_gate_waiting(tier);
+	return 0;
 }

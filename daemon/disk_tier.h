@@ -105,6 +105,27 @@ void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest);
  * with *st zeroed, when no tier is open. */
 bool disk_tier_stats(struct disk_stats *st);
 
+/* What disk_tier_gate does to the test gate. */
+enum disk_tier_gate_action {
+	DISK_TIER_GATE_STATUS,		/* nothing: read the state */
+	DISK_TIER_GATE_CLOSE,		/* disk_gate_close */
+	DISK_TIER_GATE_OPEN		/* disk_gate_open */
+};
+
+/*
+ * Tests only (POST /debug/disk/gate, metrics.c, with the test clock on):
+ * act on the tier's test gate (disk.h: while closed, each worker thread
+ * holds the operation it took, or its batch of up to 32 stores, before it
+ * touches the disk; opening releases them), then store in *closed whether
+ * the gate is closed and in *held how many workers hold work at it now
+ * (0..2: the reader's one load, the writer's one batch). Closing a closed
+ * gate or opening an open one changes nothing. The gate's state lasts
+ * until the tier is stopped, which releases what it holds (a tier that
+ * turned OFF keeps its gate). 0, or -1 (nothing done, *closed and *held
+ * untouched) when no tier is open.
+ */
+int disk_tier_gate(enum disk_tier_gate_action a, bool *closed, unsigned *held);
+
 /* Write the tier's metrics (docs/metrics.md, "Disk tier"). */
 void disk_tier_render(struct evbuffer *o);
 

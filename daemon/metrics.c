@@ -623,6 +623,52 @@ static bool from_loopback(struct evhttp_request *req)
 }
 
 /*
+ * Send 405 unless req's method is one of methods, then 403 unless it came
+ * from loopback: true when req may go on (else the error was sent).
+ */
+static bool debug_allowed(struct evhttp_request *req, int methods)
+{
+	if (!(evhttp_request_get_command(req) & methods)) {
+		evhttp_send_error(req, 405, NULL);
+		return false;
+	}
+	if (!from_loopback(req)) {
+		evhttp_send_error(req, 403, NULL);
+		return false;
+	}
+	return true;
+}
+
+/* Copy query parameter key of req's URI to out; false if absent or long. */
+static bool query_arg(struct evhttp_request *req, const char *key, char *out,
+		      size_t outlen)
+{
+	struct evkeyvalq q;
+	const char *qs = strchr(evhttp_request_get_uri(req), '?'), *v;
+	bool ok = false;
+
+	TAILQ_INIT(&q);
+	if (qs && evhttp_parse_query_str(qs + 1, &q) == 0 &&
+	    (v = evhttp_find_header(&q, key)) && strlen(v) < outlen) {
+		strcpy(out, v);
+		ok = true;
+	}
+	evhttp_clear_headers(&q);
+	return ok;
+}
+
+/* Send 200 with the text of out, or 500 when out is NULL; frees out. */
+static void debug_reply(struct evhttp_request *req, struct evbuffer *out)
+{
+	if (!out) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	evhttp_send_reply(req, HTTP_OK, "OK", out);
+	evbuffer_free(out);
+}
+
+/*
  * POST /debug/clock/advance?seconds=S, test clock only (mclock.h; the
  * path exists only then): move the daemon's clock forward by S seconds,
  * fire the timers due by then, answer 200 "now SECONDS\n". 403 unless
@@ -632,37 +678,66 @@ static bool from_loopback(struct evhttp_request *req)
 static void clock_advance_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
-	struct evkeyvalq q;
-	const char *uri = evhttp_request_get_uri(req), *qs, *v;
 	struct evbuffer *out;
-	char *end;
+	char v[64], *end;
 	double s = 0;
 	bool ok = false;
 
-	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-		evhttp_send_error(req, 405, NULL);
+	if (!debug_allowed(req, EVHTTP_REQ_POST))
 		return;
-	}
-	if (!from_loopback(req)) {
-		evhttp_send_error(req, 403, NULL);
-		return;
-	}
-	TAILQ_INIT(&q);
-	qs = strchr(uri, '?');
-	if (qs && evhttp_parse_query_str(qs + 1, &q) == 0 &&
-	    (v = evhttp_find_header(&q, "seconds"))) {
+	if (query_arg(req, "seconds", v, sizeof(v))) {
 		s = strtod(v, &end);
 		ok = end != v && !*end;
 	}
-	evhttp_clear_headers(&q);
-	if (!ok || mclock_advance(m->d->base, s) != 0 ||
-	    !(out = evbuffer_new())) {
+	if (!ok || mclock_advance(m->d->base, s) != 0) {
 		evhttp_send_error(req, HTTP_BADREQUEST, NULL);
 		return;
 	}
-	evbuffer_add_printf(out, "now %.6f\n", mclock_now());
-	evhttp_send_reply(req, HTTP_OK, "OK", out);
-	evbuffer_free(out);
+	if ((out = evbuffer_new()))
+		evbuffer_add_printf(out, "now %.6f\n", mclock_now());
+	debug_reply(req, out);
+}
+
+/*
+ * /debug/disk/gate, test clock only (the path exists only then): the disk
+ * tier's test gate (disk_tier_gate). POST ?action=close makes the tier's
+ * worker threads hold the disk work they take before touching the disk;
+ * POST ?action=open releases it; GET (or HEAD), without an action,
+ * changes nothing. Each answers 200 "gate closed\nheld N\n" (or "gate
+ * open"), N the workers holding work at the gate now (0..2). 403 unless
+ * from loopback, 400 for a POST without action=close or action=open, 404
+ * when no disk tier is open (cache_dir unset), 405 for another method or
+ * a GET with an action. docs/operations.md, "Test clock".
+ */
+static void disk_gate_cb(struct evhttp_request *req, void *arg)
+{
+	enum disk_tier_gate_action a = DISK_TIER_GATE_STATUS;
+	bool post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
+	struct evbuffer *out;
+	bool has = false, closed;
+	unsigned held;
+	char v[16];
+
+	(void)arg;
+	if (!debug_allowed(req, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST))
+		return;
+	has = query_arg(req, "action", v, sizeof(v));
+	if (post && has && strcmp(v, "close") == 0)
+		a = DISK_TIER_GATE_CLOSE;
+	else if (post && has && strcmp(v, "open") == 0)
+		a = DISK_TIER_GATE_OPEN;
+	else if (post || has) {
+		evhttp_send_error(req, post ? HTTP_BADREQUEST : 405, NULL);
+		return;
+	}
+	if (disk_tier_gate(a, &closed, &held) != 0) {
+		evhttp_send_error(req, HTTP_NOTFOUND, "no disk tier");
+		return;
+	}
+	if ((out = evbuffer_new()))
+		evbuffer_add_printf(out, "gate %s\nheld %u\n",
+				    closed ? "closed" : "open", held);
+	debug_reply(req, out);
 }
 
 struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
@@ -709,8 +784,10 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	evhttp_set_cb(m->http, "/healthz", healthz_cb, m);
 	if (mclock_test_enabled()) {
 		evhttp_set_cb(m->http, "/debug/clock/advance", clock_advance_cb, m);
+		evhttp_set_cb(m->http, "/debug/disk/gate", disk_gate_cb, m);
 		log_warn("NFSCACHED_TEST_CLOCK=1: test clock on; POST "
-			 "/debug/clock/advance moves time (tests only)");
+			 "/debug/clock/advance moves time, POST "
+			 "/debug/disk/gate holds disk work (tests only)");
 	}
 	return m;
 fail:

@@ -3,7 +3,8 @@
  * metrics: the HTTP endpoint (libevent evhttp) serving GET /metrics in the
  * Prometheus text format (version 0.0.4) and GET /healthz. Counters are
  * pulled from each module's *_stats_get() at scrape time. With the test
- * clock on (mclock.h) it also serves POST /debug/clock/advance.
+ * clock on (mclock.h) it also serves POST /debug/clock/advance and
+ * /debug/disk/gate (the disk tier's test gate, disk_tier.h).
  */
 #ifndef NFSCACHED_DAEMON_METRICS_H
 #define NFSCACHED_DAEMON_METRICS_H

@@ -55,3 +55,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 \
 	"http://$NFSC_METRICS_ADDR/debug/clock/advance?seconds=5") || true
 echo "POST /debug/clock/advance (test clock off): $code"
 [[ "$code" == 501 ]] || { echo "POST /debug/clock/advance: $code, not 501"; exit 1; }
+# Nor is the disk tier's test gate there (docs/operations.md, "Test clock").
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --max-time 10 \
+	"http://$NFSC_METRICS_ADDR/debug/disk/gate?action=close") || true
+echo "POST /debug/disk/gate (test clock off): $code"
+[[ "$code" == 501 ]] || { echo "POST /debug/disk/gate: $code, not 501"; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
+	"http://$NFSC_METRICS_ADDR/debug/disk/gate") || true
+echo "GET /debug/disk/gate (test clock off): $code"
+[[ "$code" == 404 ]] || { echo "GET /debug/disk/gate: $code, not 404"; exit 1; }
