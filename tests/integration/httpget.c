@@ -165,6 +165,26 @@ int http_clock_advance(const char *hostport, double seconds)
 	return 0;
 }
 
+int http_disk_gate(const char *hostport, const char *action, unsigned *held)
+{
+	char path[128], *body;
+	double v;
+	int rc = -1;
+
+	snprintf(path, sizeof(path), "/debug/disk/gate%s%s",
+		 action ? "?action=" : "", action ? action : "");
+	body = body_if_200(http_request_raw(action ? "POST" : "GET", hostport,
+					    path, HTTP_GET_TIMEOUT_MS));
+	/* "gate closed\nheld N\n": a name and a value per line, as the
+	 * metrics page. */
+	if (body && prom_sample(body, "held", &v) == 0 && v >= 0) {
+		*held = (unsigned)v;
+		rc = 0;
+	}
+	free(body);
+	return rc;
+}
+
 int prom_sample(const char *text, const char *series, double *value)
 {
 	size_t sl = strlen(series);

@@ -35,6 +35,16 @@ char *http_get(const char *hostport, const char *path, int timeout_ms);
 int http_clock_advance(const char *hostport, double seconds);
 
 /*
+ * The proxy's disk-tier test gate (/debug/disk/gate; the proxy must run
+ * with NFSCACHED_TEST_CLOCK=1 and a cache_dir, docs/operations.md "Test
+ * clock"): action "close" or "open" is POSTed, NULL only GETs the state.
+ * Stores in *held the "held N" the answer gives (worker threads holding
+ * disk work at the gate, 0..2). 0, or -1 if the proxy did not answer 200
+ * within HTTP_GET_TIMEOUT_MS or the answer has no "held" line.
+ */
+int http_disk_gate(const char *hostport, const char *action, unsigned *held);
+
+/*
  * Find series (a metric name with its labels exactly as rendered, e.g.
  * nfscached_upstream_rpcs_total{procedure="create"}) at the start of a line
  * of Prometheus text and store its value. Returns 0, or -1 if the series

@@ -88,6 +88,19 @@ int tclock_advance(double secs)
 	return -1;
 }
 
+int tdisk_gate(const char *action)
+{
+	const char *addr = getenv("NFSC_METRICS_ADDR");
+	unsigned held;
+
+	if (addr && http_disk_gate(addr, action, &held) == 0)
+		return (int)held;
+	tcheck(false, __FILE__, __LINE__, "%s the proxy's disk gate at %s failed "
+	       "(are NFSCACHED_TEST_CLOCK=1 and cache_dir set?)",
+	       action ? action : "reading", addr ? addr : "(NFSC_METRICS_ADDR unset)");
+	return -1;
+}
+
 double tmetrics_value(const char *text, const char *series)
 {
 	double v;

@@ -51,6 +51,15 @@ char *tmetrics_get(void);
 int tclock_advance(double secs);
 
 /*
+ * Close ("close"), open ("open") or only read (NULL) the proxy's disk-tier
+ * test gate (http_disk_gate on NFSC_METRICS_ADDR; the proxy runs with
+ * NFSCACHED_TEST_CLOCK=1 and a cache_dir). Returns how many of its worker
+ * threads hold disk work at the gate now (0..2), or -1 after recording a
+ * failed assertion.
+ */
+int tdisk_gate(const char *action);
+
+/*
  * The value of series (name and labels exactly as rendered) in text (a
  * tmetrics_get body). -1 if text is NULL, or (after recording a failed
  * assertion naming it) if the page lacks series. Every series nfscached exports is
