@@ -73,6 +73,12 @@ cache_mib=256		# nfscached cache_size for every cell
 t() { awk -v a="$1" -v s="$scale" 'BEGIN { printf "%.2f", a * s }'; }
 T_W1=$(t 2.5) T_W2=$(t 5) T_W3=$(t 4) T_W4=$(t 4) T_W5R=$(t 5) T_W5S=$(t 3)
 T_W6=$(t 4) T_W6B=$(t 4) T_W9=$(t 8) WARM=$(t 0.5) T_K1=$(t 20)
+T_W8=$(t 6)
+# W8 (warm restart, issue 17): a file larger than the RAM cache is read
+# once, nfscached restarts, and the file is read again from the disk tier.
+w8_cache_mib=64		# cache_size of W8's nfscached; its file is 256 MiB
+w8_disk_mib=1024	# its disk_cache_size
+W8_COLD_SECS=120	# the first read must read the whole file
 # A call still unanswered this long after its phase's time box is given
 # up on (a COMMIT cannot be time-boxed; a slow flush must not stall the
 # run): the phase is reported as timed out and the run goes on.
@@ -141,6 +147,7 @@ EOF
 # ------------------------------------------------------------- one cell
 
 cell_ports=() cell_up='' cell_peer='' cell_relay='' cell_proxy='' cdir='' cell_url=''
+cell_restart=()	# nfsc_proxy_start's arguments for the cell's nfscached
 
 # Stop what the current cell started. Ganesha takes 1-2 s to exit, so its
 # instances stop in the background (they hold distinct ports).
@@ -150,6 +157,7 @@ cell_stop() {
 		echo "${NFSC_PROXY_STATUS:-0}" >"$cdir/nfscached.status"
 	fi
 	cell_proxy=
+	cell_restart=()
 	if [[ -n "$cell_relay" ]]; then
 		kill "$cell_relay" 2>/dev/null || true
 		wait "$cell_relay" 2>/dev/null || true
@@ -222,6 +230,7 @@ cell_files() {
 	W4) ln "$data/w4.base" "$2/w4" ;;
 	W5) ln "$data/w4.base" "$2/w5" ;;
 	W6b) ln "$data/w6b.base" "$2/w6b" ;;
+	W8) ln "$data/w4.base" "$2/w8" ;;
 	esac
 }
 
@@ -268,6 +277,12 @@ phases() {
 	W6b)	echo "open,file=w6b,base=zpat:16:16"
 		m w6b1 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")"
 		m w6b2 read ",bs=64K,pattern=seq,span=prev,qd=$q,time=$T_W6B,timeout=$(to "$T_W6B")" ;;
+	# W8 runs as two load generators, nfscached restarted between them
+	# (cell_run): the whole file once, then the measured second read.
+	W8a)	echo "open,file=w8,base=pat:14"
+		m w8cold read ",bs=64K,pattern=seq,qd=$q,time=$W8_COLD_SECS,timeout=$(to "$W8_COLD_SECS")" ;;
+	W8b)	echo "open,file=w8,base=pat:14"
+		m w8warm read ",bs=64K,pattern=seq,qd=$q,time=$T_W8,timeout=$(to "$T_W8")" ;;
 	esac
 }
 
@@ -303,7 +318,12 @@ cell_start() {
 	direct)
 		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$r_nfs&mountport=$r_mnt" ;;
 	nfscached)
-		printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$x/nfscached.extra"
+		if [[ "$w" == W8 ]]; then
+			printf 'page_size = %s\ncache_size = %s\ncache_dir = "%s"\ndisk_cache_size = %s\n' \
+				"$page" "$w8_cache_mib" "$x/disk" "$w8_disk_mib" >"$x/nfscached.extra"
+		else
+			printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$x/nfscached.extra"
+		fi
 		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
 			>"$x/nfscached.conf" || return 1
@@ -311,6 +331,7 @@ cell_start() {
 		nfsc_proxy_start "$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" \
 			--config "$x/nfscached.conf" || return 1
 		cell_proxy=$NFSC_PROXY_PID
+		cell_restart=("$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" --config "$x/nfscached.conf")
 		BENCH_METRICS=127.0.0.1:$metrics BENCH_PIDS="nfscached:$cell_proxy"
 		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
 	peer)
@@ -325,13 +346,45 @@ cell_start() {
 	export BENCH_SNAPDIR BENCH_UP_DBUS BENCH_PIDS BENCH_METRICS
 }
 
+# W8's restart of the cell's nfscached: wait until the disk tier has
+# stored what the first read fetched (its stored and dropped counts stop
+# moving for 2 s; at most 300 s), stop it with SIGTERM (it must exit 0)
+# and start it again on the same configuration and cache_dir.
+w8_restart() {
+	local last='' now i
+	for ((i = 0; i < 300; i++)); do
+		now=$(curl -sf --max-time 10 "http://$BENCH_METRICS/metrics" |
+			awk '$1 == "nfscached_disk_store_bytes_total" || $1 == "nfscached_disk_stores_dropped_total" { s = s " " $2 } END { print s }')
+		[[ -n "$now" && "$now" == "$last" ]] && ((i >= 2)) && break
+		last=$now
+		sleep 1
+	done
+	say "W8: disk tier settled at (stored bytes, dropped stores):$now after $i s"
+	nfsc_proxy_stop "$cell_proxy" "$STOP_WAIT" || say "nfscached exited with status $NFSC_PROXY_STATUS"
+	echo "${NFSC_PROXY_STATUS:-0}" >"$cdir/nfscached.first.status"
+	cell_proxy=
+	nfsc_proxy_start "${cell_restart[@]}" || return 1
+	cell_proxy=$NFSC_PROXY_PID
+	BENCH_PIDS="nfscached:$cell_proxy upstream:$(nfsc_ganesha_pid "$cell_up")"
+	export BENCH_PIDS
+}
+
+# Run the load generator on the phases of workload $1 with $2 in flight,
+# appending to the cell's loadgen.jsonl; its exit status.
+cell_load() {
+	local ph=()
+	mapfile -t ph < <(phases "$1" "$2")
+	timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
+		"${ph[@]}" >>"$cdir/loadgen.jsonl" 2>>"$cdir/loadgen.err"
+}
+
 # Run one cell: workload $1, path $2, delay $3 ms ("none": no relay, to
 # measure what the relay itself costs), $4 in flight, page $5. A cell
 # whose servers do not start is tried once more, then recorded as failed
 # (loadgen_rc -1) and the run goes on.
 cell_run() {
 	local w=$1 path=$2 delay=$3 qd=$4 page=$5
-	local id="$w-$path-${delay}ms-qd$qd-p$page" rc=-1 ph=() t0 t1 try
+	local id="$w-$path-${delay}ms-qd$qd-p$page" rc=-1 t0 t1 try
 	[[ "$delay" == none ]] && id="$w-$path-norelay-qd$qd-p$page"
 	[[ -z "$only" || "$id" =~ $only ]] || return 0
 	cdir=$res/cells/$id
@@ -347,9 +400,17 @@ cell_run() {
 		cell_stop
 	done
 	if ((rc == 0)); then
-		mapfile -t ph < <(phases "$w" "$qd")
-		timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
-			"${ph[@]}" >"$cdir/loadgen.jsonl" 2>"$cdir/loadgen.err" || rc=$?
+		: >"$cdir/loadgen.jsonl"
+		: >"$cdir/loadgen.err"
+		if [[ "$w" == W8 ]]; then
+			cell_load W8a "$qd" || rc=$?
+			if ((rc == 0)) && [[ "$path" == nfscached ]]; then
+				w8_restart || rc=1
+			fi
+			((rc != 0)) || cell_load W8b "$qd" || rc=$?
+		else
+			cell_load "$w" "$qd" || rc=$?
+		fi
 		"$root/bench/snap.sh" end || true
 		((rc == 0)) || say "cell $id: loadgen exited $rc: $(tail -n 3 "$cdir/loadgen.err" | tr '\n' ' ')"
 		cell_stop
@@ -357,7 +418,7 @@ cell_run() {
 	t1=$(date +%s.%N)
 	[[ "$delay" == none ]] && delay='"none"'
 	printf '{"id":"%s","workload":"%s","path":"%s","delay_ms":%s,"qd":%s,"page":%s,"cache_mib":%s,"loadgen_rc":%s,"secs":%.1f}\n' \
-		"$id" "$w" "$path" "$delay" "$qd" "$page" "$cache_mib" "$rc" \
+		"$id" "$w" "$path" "$delay" "$qd" "$page" "$([[ "$w" == W8 ]] && echo "$w8_cache_mib" || echo "$cache_mib")" "$rc" \
 		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$cdir/cell.json"
 }
 
@@ -429,6 +490,14 @@ for page in 4096 16384 1048576; do
 	cell_run W4 nfscached 2 16 "$page"
 done
 
+# W8: warm restart, 16 in flight, at 0 and 2 ms (direct reads the file
+# twice with nothing restarted: the upstream's page cache is warm for both).
+for d in 0 2; do
+	for p in direct nfscached; do
+		cell_run W8 "$p" "$d" 16 "$page_default"
+	done
+done
+
 # W9: scattered 4 KiB writes over 1 GiB, more pages than the cache holds:
 # every page holds uncommitted data, the peak RSS case (issue 21).
 for page in 4096 65536; do
@@ -448,9 +517,9 @@ if [[ -z "$only" || "hostile" =~ $only ]]; then
 		say "bench/hostile.sh failed: $(tail -n 3 "$res/hostile.log" | tr '\n' ' ')"
 fi
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W9":%s,"grace":%s},"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"W9":%s,"grace":%s},"w8_cache_mib":%s,"w8_disk_mib":%s,"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W9" "$GRACE" "$STOP_WAIT" "$load_start" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$T_W9" "$GRACE" "$w8_cache_mib" "$w8_disk_mib" "$STOP_WAIT" "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
