@@ -62,6 +62,15 @@ static void tier_ready(evutil_socket_t fd, short what, void *arg)
 	disk_poll(tier);
 }
 
+/*
+ * Pages the disk layer loaded (and counted as hits) that were not used:
+ * stored for an older version of their file, or the file changed while
+ * the load was in flight. disk_tier_stats takes them out of the hits, so
+ * nfscached_disk_hits_total counts pages served at the file's current
+ * version. Loop thread only.
+ */
+static uint64_t unused_hits, unused_hit_bytes;
+
 int disk_tier_start(struct daemon *d, char *err, size_t len)
 {
 	const struct conf *c = d->conf;
@@ -78,6 +87,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 	tier = disk_open(&p, err, len);
 	if (!tier)
 		return -1;
+	unused_hits = unused_hit_bytes = 0;	/* a new tier counts from 0 */
 	tier_ev = event_new(d->base, disk_fd(tier), EV_READ | EV_PERSIST,
 			    tier_ready, NULL);
 	if (!tier_ev || event_add(tier_ev, NULL) != 0) {
@@ -242,12 +252,22 @@ static void tier_fill(struct dt_batch *b, uint64_t pgi, const struct disk_page *
 			      b->readahead);
 }
 
+static void unused_hit(const struct disk_page *pg)
+{
+	unused_hits++;
+	for (uint32_t i = 0; i < pg->nvalid; i++)
+		unused_hit_bytes += pg->valid[i].len;
+}
+
 /* One page of a batch came back: fill it, or drop a changed file. */
 static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *pg)
 {
 	struct dt_load *l = arg;
 	struct dt_batch *b = l->b;
 
+	if (r == DISK_HIT && (cfile_gen(b->f) != b->gen ||
+			      !tier_same_version(b->f, &pg->attr)))
+		unused_hit(pg);
 	if (r == DISK_HIT && cfile_gen(b->f) == b->gen) {
 		if (tier_same_version(b->f, &pg->attr)) {
 			tier_fill(b, l->page, pg);
@@ -408,9 +428,15 @@ static void render_latency(struct evbuffer *o, const struct disk_stats *st)
 bool disk_tier_stats(struct disk_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (tier)
-		disk_stats_get(tier, st);
-	return tier != NULL;
+	if (!tier)
+		return false;
+	disk_stats_get(tier, st);
+	/* Loads not used are not hits (unused_hit); the disk layer's counts
+	 * include them, and only ever grow. */
+	st->hits -= unused_hits <= st->hits ? unused_hits : st->hits;
+	st->hit_bytes -= unused_hit_bytes <= st->hit_bytes ? unused_hit_bytes
+							   : st->hit_bytes;
+	return true;
 }
 
 void disk_tier_render(struct evbuffer *o)

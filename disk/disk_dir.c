@@ -22,16 +22,19 @@ static int dir_fail(char *err, size_t errlen, const char *dir, const char *why,
 	return e;
 }
 
-/* Check the parent of a missing dir: a directory we may write and search.
- * 0 or an errno value. */
+/* Check the parent of a missing dir: a directory we may write and search
+ * ("/a/b/" is a child of "/a" as "/a/b" is). 0 or an errno value. */
 static int parent_check(const char *dir)
 {
 	char parent[PATH_MAX];
 	struct stat sb;
+	size_t n;
 	char *slash;
 
 	if (snprintf(parent, sizeof(parent), "%s", dir) >= (int)sizeof(parent))
 		return ENAMETOOLONG;
+	for (n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+		parent[n - 1] = '\0';
 	slash = strrchr(parent, '/');
 	if (!slash)
 		return ENOENT;
@@ -59,8 +62,12 @@ int disk_dir_check(const char *dir, char *err, size_t errlen)
 	if (e != ENOENT)
 		return dir_fail(err, errlen, dir, strerror(e), e);
 	e = parent_check(dir);
-	if (e != 0)
-		return dir_fail(err, errlen, dir, "no writable parent directory "
-				"to create it in", e);
+	if (e != 0) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "no writable parent directory to "
+			 "create it in (%s)", strerror(e));
+		return dir_fail(err, errlen, dir, why, e);
+	}
 	return 0;
 }

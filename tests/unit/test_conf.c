@@ -737,7 +737,21 @@ static void test_unusable_cache_dir_is_refused(void)
 	expect_error(conf, 3, want);
 	expect_error("cache_dir = \"/nonexistent-nfscached/a/b\"\n" EXPORT_A, 1,
 		     "cache_dir /nonexistent-nfscached/a/b: no writable parent "
-		     "directory to create it in");
+		     "directory to create it in (No such file or directory)");
+	/* A trailing slash names the same directory: its parent is conf's
+	 * directory's parent, writable here, so a missing one passes. */
+	{
+		char text[512], *slash;
+		struct conf *c;
+
+		snprintf(text, sizeof(text), "cache_dir = \"%s", conf_path);
+		slash = strrchr(text, '/');
+		CU_ASSERT_PTR_NOT_NULL_FATAL(slash);
+		snprintf(slash, sizeof(text) - (size_t)(slash - text),
+			 "/no-such-dir-yet/\"\n" EXPORT_A);
+		c = load_ok(text);
+		conf_free(&c);
+	}
 }
 
 /* The cache_dir line is kept for the disk tier's errors at start; 0 when

@@ -283,6 +283,10 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	CU_ASSERT_TRUE(disk_tier_stats(&ds));
 	CU_ASSERT_EQUAL(ds.drops, 3);
 	CU_ASSERT_EQUAL(ds.stores, 3);	/* the new version's pages */
+	/* The old version's page that was loaded, found changed and
+	 * dropped was not served: no hit, no hit bytes. */
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	CU_ASSERT_EQUAL(ds.hit_bytes, 0);
 	h_fini(&h);
 }
 
