@@ -497,6 +497,20 @@ store_commit(struct disk *d, struct disk_op **ops, unsigned n,
  * the data of each, one fdatasync, one transaction, then the frees (the
  * module comment's steps, batched so a commit's syncs are shared).
  */
+/*
+ * True when the slab was unlinked under us (cache_dir removed while the
+ * daemon runs: st_nlink 0). Stores would go on into a file no restart
+ * finds, whose space is freed only at exit, and whose lock no longer
+ * keeps a second daemon out of a directory made again at that path.
+ */
+static bool
+slab_removed(struct disk *d)
+{
+	struct stat sb;
+
+	return fstat(d->slab_fd, &sb) == 0 && sb.st_nlink == 0;
+}
+
 void
 disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n)
 {
@@ -507,6 +521,10 @@ disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n)
 
 	for (unsigned i = 0; i < n; i++)
 		ops[i]->slot = DISK_NO_SLOT;
+	if (slab_removed(d)) {
+		what = "slab removed while in use";
+		err = ENOENT;
+	}
 	for (unsigned i = 0; i < n && err == 0; i++) {
 		if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
 			break;

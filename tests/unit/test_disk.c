@@ -588,6 +588,32 @@ test_file_size_limit_degrades(void)
 	disk_close(&d);
 }
 
+/* cache_dir removed under a running tier (rm -rf): the next store batch
+ * finds its slab unlinked and turns the tier off with one log line. */
+static void
+test_removed_slab_degrades(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	char path[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	store_page(d, 1, 0);
+	disk_drain(d);
+	CU_ASSERT_TRUE(disk_on(d));
+	snprintf(path, sizeof(path), "%s/slab", tdir);
+	CU_ASSERT_EQUAL_FATAL(unlink(path), 0);
+	store_page(d, 1, 1);
+	disk_drain(d);
+	CU_ASSERT_FALSE(disk_on(d));
+	CU_ASSERT_EQUAL(nlogs, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "slab removed while in use"));
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	CU_ASSERT_EQUAL(st.stores, 1);
+	disk_close(&d);
+}
+
 static void
 test_unusable_dir_refused_with_reason(void)
 {
@@ -1368,6 +1394,7 @@ test_register(void)
 	T(test_eio_on_sync_degrades);
 	T(test_eio_on_read_degrades);
 	T(test_file_size_limit_degrades);
+	T(test_removed_slab_degrades);
 	T(test_unusable_dir_refused_with_reason);
 	T(test_second_open_of_dir_refused);
 	T(test_gate_holds_disk_work_not_the_caller);
