@@ -171,6 +171,7 @@ static void recv_read_a(struct wb_conn *ca, uint32_t xid)
 	READ3res res;
 	int st;
 
+	memset(&res, 0, sizeof(res));	/* decoding fills what it points to */
 	st = wb_recv(ca, xid, (xdrproc_t)xdr_READ3res, &res, WB_TIMEOUT_MS);
 	WB_STAT(st, NFS3_OK);
 	WB_EQ(wb_disk_read("a", A_OFF, want, A_LEN), A_LEN);

@@ -154,6 +154,9 @@ static bool fsstat_pathconf_ok(struct wb_conn *c)
 	PATHCONF3res pr;
 	int a, b;
 
+	memset(&fr, 0, sizeof(fr));
+	memset(&pr, 0, sizeof(pr));
+
 	a = wb_call(c, NFSPROC3_FSSTAT, (xdrproc_t)xdr_FSSTAT3args, &fa,
 		    (xdrproc_t)xdr_FSSTAT3res, &fr, WB_TIMEOUT_MS);
 	xdr_free((xdrproc_t)xdr_FSSTAT3res, (char *)&fr);

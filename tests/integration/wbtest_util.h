@@ -97,8 +97,9 @@ void wb_set_cred(struct wb_conn *c, uint32_t uid, uint32_t gid);
 
 /*
  * Send NFSv3 procedure proc with args (encoded by argp) and wait up to
- * timeout_ms for its reply; decode the results into res with resp (zeroed
- * first; release with xdr_free(resp, res) whatever the outcome). Returns
+ * timeout_ms for its reply; decode the results into res with resp (the
+ * caller zeroes res first: XDR decodes into what its pointers point to;
+ * release with xdr_free(resp, res) whatever the outcome). Returns
  * the results' leading nfsstat3.
  */
 int wb_call(struct wb_conn *c, uint32_t proc, xdrproc_t argp,
