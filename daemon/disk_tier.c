@@ -264,12 +264,13 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 {
 	struct dt_load *l = arg;
 	struct dt_batch *b = l->b;
+	bool same_gen = r == DISK_HIT && cfile_gen(b->f) == b->gen;
+	bool same_version = same_gen && tier_same_version(b->f, &pg->attr);
 
-	if (r == DISK_HIT && (cfile_gen(b->f) != b->gen ||
-			      !tier_same_version(b->f, &pg->attr)))
+	if (r == DISK_HIT && !same_version)
 		unused_hit(pg);
-	if (r == DISK_HIT && cfile_gen(b->f) == b->gen) {
-		if (tier_same_version(b->f, &pg->attr)) {
+	if (same_gen) {
+		if (same_version) {
 			tier_fill(b, l->page, pg);
 		} else if (!b->dropped) {
 			size_t len;
