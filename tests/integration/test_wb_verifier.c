@@ -82,13 +82,6 @@ static bool upstreamctl(const char *verb)
 	return rc == 0;
 }
 
-/* Format 8 verifier bytes as hex into out (17 bytes). */
-static void verf_hex(const uint8_t *v, char *out)
-{
-	for (int i = 0; i < NFS3_WRITEVERFSIZE; i++)
-		sprintf(out + 2 * i, "%02x", v[i]);
-}
-
 /* Ganesha's current write verifier, from an UNSTABLE WRITE of one byte to
  * a scratch file of its own. */
 static int ganesha_verf(uint8_t *verf)
@@ -202,8 +195,8 @@ static void test_upstream_loss(void)
 	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
 	WB_CHECK(wb_reopen(&dx) == 0, "reconnect to Ganesha");
 	WB_STAT(ganesha_verf(gv1), NFS3_OK);
-	verf_hex(gv0, h1);
-	verf_hex(gv1, h2);
+	wb_verf_hex(gv0, h1);
+	wb_verf_hex(gv1, h2);
 	fprintf(stderr, "wbtest: Ganesha's write verifier before the restart "
 		"%s, after %s\n", h1, h2);
 	WB_CHECK(memcmp(gv0, gv1, sizeof(gv0)) != 0, "precondition: Ganesha's "
@@ -211,8 +204,8 @@ static void test_upstream_loss(void)
 
 	st = wb_commit_recv(&px, xid, cverf, 120000);
 	WB_STAT(st, NFS3_OK);
-	verf_hex(wv, h1);
-	verf_hex(cverf, h2);
+	wb_verf_hex(wv, h1);
+	wb_verf_hex(cverf, h2);
 	fprintf(stderr, "wbtest: WRITE verifier %s, COMMIT verifier %s\n", h1,
 		h2);
 	WB_CHECK(memcmp(cverf, wv, sizeof(wv)) == 0, "the COMMIT verifier "
@@ -247,16 +240,6 @@ out:
 	free(junk);
 }
 
-/* The state file shared by kill_before and kill_after. */
-static const char *state_path(void)
-{
-	static char path[4096];
-	const char *tmp = wb_env("NFSC_TMP");
-
-	snprintf(path, sizeof(path), "%s/wb-kill.state", tmp ? tmp : "/tmp");
-	return path;
-}
-
 /* Before SIGKILL: absorb 64 KiB, save what kill_after needs. */
 static void test_kill_before(void)
 {
@@ -264,7 +247,6 @@ static void test_kill_before(void)
 	char hv[17], name[64];
 	struct wb_wres r;
 	struct wb_fh fh;
-	FILE *f;
 
 	wb_pattern(data, sizeof(data), 0, 99);
 	wb_unique_name(name, sizeof(name), "wb-kill");
@@ -274,43 +256,10 @@ static void test_kill_before(void)
 	WB_EQ(r.committed, UNSTABLE);
 	WB_EQ(wb_metric(WB_M_DIRTY), KILL_LEN);
 	WB_EQ(wb_metric(WB_M_UP_WRITE), 0);
-	verf_hex(r.verf, hv);
-	f = fopen(state_path(), "w");
-	WB_CHECK(f != NULL, "create %s", state_path());
-	if (!f)
+	wb_verf_hex(r.verf, hv);
+	if (wb_state_save("wb-kill", name, hv, &fh) != 0)
 		return;
-	fprintf(f, "%s %s ", name, hv);
-	for (uint32_t i = 0; i < fh.len; i++)
-		fprintf(f, "%02x", fh.data[i]);
-	fprintf(f, "\n");
-	fclose(f);
 	fprintf(stderr, "wbtest: before the kill: WRITE verifier %s\n", hv);
-}
-
-/* Parse the state file. Returns 0 or -1. */
-static int state_load(char *name, size_t nlen, char *hv, struct wb_fh *fh)
-{
-	char hexfh[2 * NFS3_FHSIZE + 1];
-	FILE *f = fopen(state_path(), "r");
-	unsigned byte;
-	int n;
-
-	if (!f)
-		return -1;
-	if (nlen < 64)
-		return -1;
-	n = fscanf(f, "%63s %16s %128s", name, hv, hexfh);
-	fclose(f);
-	if (n != 3)
-		return -1;
-	memset(fh, 0, sizeof(*fh));
-	fh->len = (uint32_t)strlen(hexfh) / 2;
-	for (uint32_t i = 0; i < fh->len; i++) {
-		if (sscanf(hexfh + 2 * i, "%2x", &byte) != 1)
-			return -1;
-		fh->data[i] = (uint8_t)byte;
-	}
-	return 0;
 }
 
 /* After SIGKILL and a restart: the handle works, the verifier changed. */
@@ -325,8 +274,8 @@ static void test_kill_after(void)
 	bool eof;
 	fattr3 at;
 
-	WB_CHECK(state_load(name, sizeof(name), hv_before, &fh) == 0,
-		 "read %s", state_path());
+	WB_CHECK(wb_state_load("wb-kill", name, hv_before, &fh) == 0,
+		 "read the state kill_before saved");
 	if (!fh.len)
 		return;
 	wb_pattern(data, sizeof(data), 0, 99);
@@ -337,7 +286,7 @@ static void test_kill_after(void)
 	/* The client sees a new verifier and resends what it had not
 	 * committed. */
 	WB_STAT(wb_write(&px, &fh, 0, data, KILL_LEN, UNSTABLE, &r), NFS3_OK);
-	verf_hex(r.verf, hv_after);
+	wb_verf_hex(r.verf, hv_after);
 	fprintf(stderr, "wbtest: WRITE verifier before the kill %s, after the "
 		"restart %s\n", hv_before, hv_after);
 	WB_CHECK(strcmp(hv_before, hv_after) != 0, "the WRITE verifier changed "

@@ -7,8 +7,10 @@
 # child of the sourcing shell, so its exit status can be collected, which
 # the harness's own proxy (a child of harness.sh) does not allow.
 #
-#   wbp_setup [EXTRA_CONF]  reserve 3 ports, write the config (lib.sh's
-#                           nfsc_proxy_config, EXTRA_CONF appended) and
+#   wbp_setup [EXTRA_CONF [EXPORT_CONF]]
+#                           reserve 3 ports, write the config (lib.sh's
+#                           nfsc_proxy_config, EXTRA_CONF appended,
+#                           EXPORT_CONF inside the export) and
 #                           export NFSC_PROXY_URL, NFSC_PROXY_NFS_PORT,
 #                           NFSC_PROXY_MOUNT_PORT, NFSC_METRICS_ADDR,
 #                           NFSC_PROXY_CONF, NFSC_PROXY_LOG
@@ -30,9 +32,10 @@ WBP_PORTS=()
 WBP_STATUS=
 NFSC_PROXY_PID=
 
-# Reserve ports and write the configuration ($1: extra config file).
+# Reserve ports and write the configuration ($1: extra config file, $2:
+# extra lines of the export).
 wbp_setup() {
-	local extra=${1:-} dir=$NFSC_TMP/wbproxy
+	local extra=${1:-} export_extra=${2:-} dir=$NFSC_TMP/wbproxy
 	read -r -a WBP_PORTS <<<"$(nfsc_free_ports 3)" || return 1
 	mkdir -p "$dir/state" || return 1
 	NFSC_PROXY_NFS_PORT=${WBP_PORTS[0]}
@@ -45,7 +48,7 @@ wbp_setup() {
 		NFSC_METRICS_ADDR NFSC_PROXY_CONF NFSC_PROXY_LOG
 	nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
 		"$NFSC_METRICS_ADDR" "$dir/state" "$NFSC_DIRECT_URL" "$extra" \
-		>"$NFSC_PROXY_CONF"
+		"$export_extra" >"$NFSC_PROXY_CONF"
 }
 
 # Start nfscached on the configuration written by wbp_setup.

@@ -942,6 +942,65 @@ void wb_unique_name(char *out, size_t n, const char *prefix)
 	snprintf(out, n, "%s-%ld-%u", prefix, (long)getpid(), seq++);
 }
 
+/* ---- state ---- */
+
+void wb_verf_hex(const uint8_t *v, char *out)
+{
+	for (int i = 0; i < NFS3_WRITEVERFSIZE; i++)
+		sprintf(out + 2 * i, "%02x", v[i]);
+}
+
+/* $NFSC_TMP/TAG.state into out (room for 4096). */
+static void state_path(const char *tag, char *out)
+{
+	const char *tmp = wb_env("NFSC_TMP");
+
+	snprintf(out, 4096, "%s/%s.state", tmp ? tmp : "/tmp", tag);
+}
+
+int wb_state_save(const char *tag, const char *name, const char *hv,
+		  const struct wb_fh *fh)
+{
+	char path[4096];
+	FILE *f;
+
+	state_path(tag, path);
+	f = fopen(path, "w");
+	WB_CHECK(f != NULL, "create %s", path);
+	if (!f)
+		return -1;
+	fprintf(f, "%s %s ", name, hv);
+	for (uint32_t i = 0; i < fh->len; i++)
+		fprintf(f, "%02x", fh->data[i]);
+	fprintf(f, "\n");
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+int wb_state_load(const char *tag, char *name, char *hv, struct wb_fh *fh)
+{
+	char hexfh[2 * NFS3_FHSIZE + 1], path[4096];
+	unsigned byte;
+	FILE *f;
+	int n;
+
+	state_path(tag, path);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%63s %16s %128s", name, hv, hexfh);
+	fclose(f);
+	if (n != 3)
+		return -1;
+	memset(fh, 0, sizeof(*fh));
+	fh->len = (uint32_t)strlen(hexfh) / 2;
+	for (uint32_t i = 0; i < fh->len; i++) {
+		if (sscanf(hexfh + 2 * i, "%2x", &byte) != 1)
+			return -1;
+		fh->data[i] = (uint8_t)byte;
+	}
+	return 0;
+}
+
 /* ---- checks ---- */
 
 void wb_check_stat(int got, int want, const char *what, const char *file,

@@ -281,6 +281,22 @@ const char *wb_env(const char *name);
 /* A name unique to this process: prefix-PID-N. */
 void wb_unique_name(char *out, size_t n, const char *prefix);
 
+/* ---- state kept across a proxy restart (test_wb_kill.sh, ...) ---- */
+
+/* The verifier v (NFS3_WRITEVERFSIZE bytes) as 16 hex digits in out
+ * (room for 17). */
+void wb_verf_hex(const uint8_t *v, char *out);
+/*
+ * Save a file's name (no blanks, < 64 bytes), a verifier as hex (16
+ * digits) and its handle to $NFSC_TMP/TAG.state, replacing it. Returns 0,
+ * or -1 after recording a failed assertion.
+ */
+int wb_state_save(const char *tag, const char *name, const char *hv,
+		  const struct wb_fh *fh);
+/* Load what wb_state_save saved under tag: name (room for 64), hv (room
+ * for 17), *fh. Returns 0, or -1 (a missing or malformed file). */
+int wb_state_load(const char *tag, char *name, char *hv, struct wb_fh *fh);
+
 /* ---- checks (CUnit assertions that print their values) ---- */
 
 void wb_check_stat(int got, int want, const char *what, const char *file,

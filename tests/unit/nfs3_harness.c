@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* nfs3_harness: see nfs3_harness.h. */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <event2/event.h>
+#include <CUnit/CUnit.h>
 
 #include "fh.h"
 #include "disk_tier.h"
@@ -338,4 +342,26 @@ nfsstat3 h_lookup(struct nfs3_h *h, char *name, uint64_t *fileid)
 	}
 	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&res);
 	return st;
+}
+
+/* Remove one path (nftw callback). */
+static int rm_one(const char *p, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+void h_tmpdir(char *out, size_t n, const char *tag)
+{
+	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	snprintf(out, n, "%s/%s.XXXXXX", base, tag);
+	if (!mkdtemp(out))
+		CU_FAIL_FATAL("mkdtemp");
+}
+
+void h_rmtree(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }

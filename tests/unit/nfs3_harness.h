@@ -123,4 +123,12 @@ void h_turns(struct nfs3_h *h, int n);
 /* Move the daemon's test clock forward by seconds and run a few turns. */
 void h_advance(struct nfs3_h *h, double seconds);
 
+/* Make a fresh directory $TMPDIR/TAG.XXXXXX (or under /tmp) for a test's
+ * cache_dir; its path in out (room for n bytes). Fails the test (fatal)
+ * when it cannot. */
+void h_tmpdir(char *out, size_t n, const char *tag);
+
+/* Remove dir and everything in it (what h_tmpdir made). */
+void h_rmtree(const char *dir);
+
 #endif

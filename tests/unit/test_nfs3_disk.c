@@ -15,12 +15,9 @@
  * READ; a file changed upstream after the restart is served new, its old
  * pages and holes dropped.
  */
-#define _GNU_SOURCE
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "disk_tier.h"
 #include "nfs3_read.h"
@@ -43,29 +40,17 @@ static void with_disk(struct conf *c)
 	c->page_size = page_size;
 }
 
-/* Remove one path (nftw callback). */
-static int rm_one(const char *p, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 /* A fresh cache_dir for each test. */
 static void setup_dir(void)
 {
-	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-
-	snprintf(tdir, sizeof(tdir), "%s/test_nfs3_disk.XXXXXX", base);
 	page_size = PS;
-	if (!mkdtemp(tdir))
-		CU_FAIL_FATAL("mkdtemp");
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_disk");
 }
 
 /* Remove the test's cache_dir. */
 static void teardown_dir(void)
 {
-	nftw(tdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	h_rmtree(tdir);
 }
 
 /* The toy file "f" of 3 pages: page 0 data, page 1 all zeros, page 2
