@@ -34,15 +34,9 @@
 #include "disk_impl.h"
 
 
-/* An encoded pages-DB key: length, handle, page index big-endian. */
-struct disk_kbuf {
-	uint8_t b[1 + DISK_FH_MAX + 8];
-	size_t len;
-};
-
 /* Encode key k (the file prefix alone when with_page is false). */
-static void
-key_encode(const struct disk_key *k, bool with_page, struct disk_kbuf *out)
+void
+disk_key_encode(const struct disk_key *k, bool with_page, struct disk_kbuf *out)
 {
 	out->b[0] = k->fh_len;
 	memcpy(out->b + 1, k->fh, k->fh_len);
@@ -148,7 +142,7 @@ disk_has(struct disk *d, const struct disk_key *k)
 
 	if (!disk_on(d) || k->fh_len == 0 || k->fh_len > DISK_FH_MAX)
 		return false;
-	key_encode(k, true, &kb);
+	disk_key_encode(k, true, &kb);
 	h = disk_key_hash(kb.b, kb.len);
 	pthread_mutex_lock(&d->pres_mu);
 	HASH_FIND(hh, d->present, &h, sizeof(h), p);
@@ -409,7 +403,7 @@ store_index(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	uint64_t seq = __atomic_add_fetch(&d->seq, 1, __ATOMIC_RELAXED);
 	int rc;
 
-	key_encode(&op->key, true, &kb);
+	disk_key_encode(&op->key, true, &kb);
 	kv = (MDB_val){ kb.len, kb.b };
 	rc = mdb_get(txn, d->dbi_pages, &kv, &vv);
 	if (rc == 0 && disk_rec_decode(&vv, d->page_size, d->nslots, &old, NULL) == 0) {
@@ -646,7 +640,7 @@ disk_run_load(struct disk *d, struct disk_op *op)
 	op->result = DISK_OFF;
 	if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
 		return;
-	key_encode(&op->key, true, &kb);
+	disk_key_encode(&op->key, true, &kb);
 	rc = load_lookup(d, &kb, &rec, &op->pg);
 	if (rc == MDB_NOTFOUND) {
 		op->result = DISK_MISS;
@@ -724,7 +718,7 @@ drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	MDB_val kv, vv;
 	int rc;
 
-	key_encode(&op->key, false, &pre);
+	disk_key_encode(&op->key, false, &pre);
 	rc = mdb_cursor_open(txn, d->dbi_pages, &cur);
 	if (rc != 0)
 		return rc;
@@ -770,7 +764,7 @@ same_rec(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	MDB_val vv;
 	int rc;
 
-	key_encode(&op->key, true, kb);
+	disk_key_encode(&op->key, true, kb);
 	*kv = (MDB_val){ kb->len, kb->b };
 	rc = mdb_get(txn, d->dbi_pages, kv, &vv);
 	if (rc != 0)

@@ -7,7 +7,9 @@
  *
  * Layout in the cache directory:
  *   index.mdb/   LMDB environment: "pages" (key -> record), "lru"
- *                (sequence -> key), "meta" (format, page size)
+ *                (sequence -> key), "meta" (format, page size,
+ *                the caller's named values), "journal" (key -> the
+ *                caller's locally committed data: disk_journal_put)
  *   slab         one file of fixed page_size slots; slot n at n * page_size
  * A record holds the slot, the stored length, the XXH3-64 checksum of the
  * stored bytes (seeded with the key), the page's valid ranges and known
@@ -119,6 +121,10 @@ struct disk_params {
 	uint32_t page_size;		/* power of two, DISK_PAGE_MIN..MAX */
 	uint64_t budget_bytes;		/* >= page_size; slots = budget / page */
 	bool durable;			/* fdatasync data + synced commits */
+	uint64_t journal_max;		/* bytes of journal records the
+					 * index must have room for (its
+					 * map grows by twice this); 0:
+					 * the journal is not used */
 	disk_log_fn *log;		/* may be NULL */
 	void *log_arg;
 };
@@ -160,6 +166,8 @@ struct disk_stats {
 	uint64_t bytes_held;		/* slots in use * page_size */
 	uint64_t budget_bytes;		/* slots * page_size */
 	uint64_t pages_held;
+	uint64_t journal_records;	/* journal records held */
+	uint64_t journal_bytes;		/* their bytes (values) */
 	bool on;
 	/* Per-operation latency (queue wait excluded), cumulative buckets. */
 	uint64_t lat_bucket[DISK_LAT_NBUCKETS];	/* count <= bound */
@@ -288,6 +296,74 @@ typedef void disk_io_hook_fn(void *arg, enum disk_io_event ev, uint64_t off,
  * Set it only while nothing is in flight (after disk_open or disk_drain).
  */
 void disk_io_hook(struct disk *d, disk_io_hook_fn *fn, void *arg);
+
+/*
+ * The journal (issue 18, docs/disk-tier.md "Local commit"): records the
+ * caller gives as opaque bytes, keyed like pages, kept in their own LMDB
+ * database ("journal") of the same environment. They are never culled,
+ * never dropped by disk_drop_file or a page_size change, and are found
+ * again by disk_journal_scan after a restart or a crash. Puts, dels and
+ * syncs run on the writer thread in the order submitted (a put after a
+ * del of the same key wins); the ones queued together share one
+ * transaction, whose commit (durable mode: synced, RFC 1813's "stable
+ * storage") is what disk_journal_sync waits for. They are never refused
+ * for a full queue (a lost del could leave an older record to be
+ * replayed); they are refused only while the tier is OFF. A failed
+ * commit turns the tier OFF like any disk error: the records already
+ * committed stay as they are.
+ */
+#define DISK_JOURNAL_MAX	(DISK_PAGE_MAX + 64 * 1024)	/* bytes */
+
+/*
+ * Queue a put of record rec[0..len) under k (copied now), replacing any
+ * record under k. 0, or -1 with errno: EINVAL (len 0 or over
+ * DISK_JOURNAL_MAX, fh_len 0 or over DISK_FH_MAX), ENOMEM, EIO (tier
+ * OFF). Durable only once a later disk_journal_sync says so.
+ */
+int disk_journal_put(struct disk *d, const struct disk_key *k,
+		     const void *rec, size_t len);
+
+/* Queue a delete of the record under k (absent is fine). 0, or -1 with
+ * errno as disk_journal_put. */
+int disk_journal_del(struct disk *d, const struct disk_key *k);
+
+/* A sync's callback: durable is true when every journal put and del
+ * submitted before the sync is committed; false when the tier turned
+ * OFF first (some of them may be lost). */
+typedef void disk_journal_cb(void *arg, bool durable);
+
+/*
+ * Call cb(arg, durable) once, from disk_poll, after every journal put and
+ * del submitted before this call has been committed (durable true) or
+ * could not be (false). 0, or -1 with errno ENOMEM or EIO (tier OFF):
+ * cb is then never called.
+ */
+int disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg);
+
+/* One journal record found by disk_journal_scan: borrowed for the call.
+ * Return 0 to go on, non-zero to stop the scan with that value. */
+typedef int disk_journal_fn(void *arg, const struct disk_key *k,
+			    const void *rec, size_t len);
+
+/*
+ * Call fn for every journal record, in key order, on this thread
+ * (synchronously: at start, before serving, while nothing is in flight).
+ * Returns the number of records seen, fn's non-zero value when it
+ * stopped the scan, or -1 (errno EIO) when the index cannot be read.
+ */
+long disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg);
+
+/*
+ * A small named value in the meta database (name: up to 32 bytes; not
+ * "format"), read or written synchronously (at start or stop, not from
+ * a serving loop: a put waits for the writer's transaction). get copies
+ * up to len bytes into buf and returns the value's length, 0 when absent,
+ * -1 (errno EIO) on an index error; put returns 0 or -1 (errno EINVAL,
+ * EIO; EIO also while the tier is OFF) once the value is committed.
+ */
+long disk_meta_get(struct disk *d, const char *name, void *buf, size_t len);
+int disk_meta_put(struct disk *d, const char *name, const void *val,
+		  size_t len);
 
 /*
  * Check the store's invariants: the slot map agrees with the held count,

@@ -24,8 +24,18 @@ enum disk_op_kind {
 	DISK_OP_STORE,
 	DISK_OP_DROP_FILE,
 	DISK_OP_TOUCH,		/* move a loaded page to the LRU's young end */
-	DISK_OP_DROP_IF		/* drop a corrupt page if it is still the same */
+	DISK_OP_DROP_IF,	/* drop a corrupt page if it is still the same */
+	DISK_OP_JPUT,		/* journal: put a record (disk_journal.c) */
+	DISK_OP_JDEL,		/* journal: delete a record */
+	DISK_OP_JSYNC		/* journal: report once the above are durable */
 };
+
+#define DISK_JOURNAL_BATCH	64	/* journal ops sharing one commit */
+#define DISK_BATCH_MAX		DISK_JOURNAL_BATCH	/* >= DISK_STORE_BATCH */
+
+/* True for the journal's operations (never refused for a full queue:
+ * a lost put or del could leave an older record to be replayed). */
+#define DISK_OP_IS_JOURNAL(k) ((k) >= DISK_OP_JPUT)
 
 /* One entry of the presence set: a key's hash and how many keys have it. */
 struct disk_present {
@@ -41,6 +51,7 @@ struct disk_op {
 	struct disk_key key;
 	struct disk_page pg;		/* store: the copy; load: the result */
 	disk_load_cb *cb;
+	disk_journal_cb *jcb;		/* JSYNC */
 	void *arg;
 	uint32_t slot;			/* DROP_IF, TOUCH: the record seen */
 	uint64_t checksum;
@@ -76,7 +87,8 @@ struct disk {
 	void *log_arg;
 
 	MDB_env *env;
-	MDB_dbi dbi_pages, dbi_lru, dbi_meta;
+	MDB_dbi dbi_pages, dbi_lru, dbi_meta, dbi_journal;
+	uint64_t journal_max;		/* journal bytes the map is sized for */
 	MDB_txn *rtxn;			/* the reader's, reset between loads */
 	int slab_fd;
 	int efd;
@@ -126,6 +138,11 @@ void disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n);
 void disk_run_drop_file(struct disk *d, struct disk_op *op);
 void disk_run_touch(struct disk *d, struct disk_op *op);
 void disk_run_drop_if(struct disk *d, struct disk_op *op);
+/* disk_journal.c: run n journal operations in one transaction. */
+void disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n);
+/* disk_journal.c: count the journal's records and bytes at open. */
+int disk_journal_count(struct disk *d, MDB_txn *txn);
+
 
 #define DISK_REC_MAGIC		0x52504431u	/* "RPD1" */
 
@@ -136,6 +153,17 @@ void disk_run_drop_if(struct disk *d, struct disk_op *op);
  */
 int disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
 		    struct disk_rec *rec, struct disk_page *pg);
+
+/* An encoded pages-DB (or journal) key: length, handle, page index
+ * big-endian. */
+struct disk_kbuf {
+	uint8_t b[1 + DISK_FH_MAX + 8];
+	size_t len;
+};
+
+/* disk.c: encode key k (the file prefix alone when with_page is false). */
+void disk_key_encode(const struct disk_key *k, bool with_page,
+		     struct disk_kbuf *out);
 
 /* disk.c: the presence hash of an encoded pages key. */
 uint64_t disk_key_hash(const void *kb, size_t len);
@@ -155,6 +183,9 @@ int disk_fault_take(struct disk *d, enum disk_fault_op op);
 /* disk_io.c: report an event to the test's I/O hook, if one is set. */
 void disk_io_event(struct disk *d, enum disk_io_event ev, uint64_t off,
 		   size_t len);
+/* disk_io.c: queue a journal operation for the writer: 0, or -1 (EIO)
+ * when refused (the op then completes as DISK_OFF at the next poll). */
+int disk_submit_journal(struct disk *d, struct disk_op *op);
 /* disk_io.c: queue an internal operation for the writer (reader side). */
 void disk_submit_internal(struct disk *d, struct disk_op *op);
 /* disk_io.c: record one operation's latency, microseconds. */

@@ -43,7 +43,7 @@ set_err(char *err, size_t errlen, const char *dir, const char *what, int e)
 			 e > 0 ? strerror(e) : mdb_strerror(e));
 }
 
-/* Open the LMDB environment and its three databases. 0 or an error. */
+/* Open the LMDB environment and its four databases. 0 or an error. */
 static int
 env_open(struct disk *d, const char **what)
 {
@@ -52,12 +52,12 @@ env_open(struct disk *d, const char **what)
 	size_t map = (size_t)64 << 20;
 	int rc;
 
-	map += (size_t)d->nslots * 4096;
+	map += (size_t)d->nslots * 4096 + (size_t)d->journal_max * 2;
 	snprintf(path, sizeof(path), "%s/index.mdb", d->dir);
 	*what = "index open";
 	rc = mdb_env_create(&d->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(d->env, 3);
+		rc = mdb_env_set_maxdbs(d->env, 4);
 	if (rc == 0)
 		rc = mdb_env_set_mapsize(d->env, map);
 	if (rc == 0)
@@ -73,6 +73,8 @@ env_open(struct disk *d, const char **what)
 		rc = mdb_dbi_open(txn, "lru", MDB_CREATE, &d->dbi_lru);
 	if (rc == 0)
 		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &d->dbi_meta);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "journal", MDB_CREATE, &d->dbi_journal);
 	if (rc == 0)
 		rc = mdb_txn_commit(txn);
 	else
@@ -194,6 +196,8 @@ index_load(struct disk *d, const char **what)
 		rc = scan_pages(d, txn);
 	if (rc == 0)
 		rc = scan_lru(d, txn);
+	if (rc == 0)
+		rc = disk_journal_count(d, txn);
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		disk_present_clear(d);

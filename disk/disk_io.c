@@ -175,11 +175,15 @@ run_ops(struct disk *d, struct disk_op **ops, unsigned n)
 	case DISK_OP_DROP_FILE:	disk_run_drop_file(d, op); break;
 	case DISK_OP_TOUCH:	disk_run_touch(d, op); break;
 	case DISK_OP_DROP_IF:	disk_run_drop_if(d, op); break;
+	case DISK_OP_JPUT:
+	case DISK_OP_JDEL:
+	case DISK_OP_JSYNC:	disk_run_journal(d, ops, n); break;
 	}
 	disk_lat_record(d, now_us() - t0);
 }
 
-/* Take q's next op, and the stores queued right behind a store (mu held). */
+/* Take q's next op, and the stores queued right behind a store, or the
+ * journal ops right behind a journal op (mu held). */
 static unsigned
 take_ops(struct disk_queue *q, struct disk_op **ops)
 {
@@ -189,6 +193,9 @@ take_ops(struct disk_queue *q, struct disk_op **ops)
 	while (ops[0]->kind == DISK_OP_STORE && n < DISK_STORE_BATCH &&
 	       q->head && q->head->kind == DISK_OP_STORE)
 		ops[n++] = queue_pop(q);
+	while (DISK_OP_IS_JOURNAL(ops[0]->kind) && n < DISK_JOURNAL_BATCH &&
+	       q->head && DISK_OP_IS_JOURNAL(q->head->kind))
+		ops[n++] = queue_pop(q);
 	return n;
 }
 
@@ -196,7 +203,7 @@ take_ops(struct disk_queue *q, struct disk_op **ops)
 static void *
 worker(struct disk *d, struct disk_queue *q)
 {
-	struct disk_op *ops[DISK_STORE_BATCH];
+	struct disk_op *ops[DISK_BATCH_MAX];
 
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
@@ -254,7 +261,7 @@ submit(struct disk *d, struct disk_queue *q, struct disk_op *op, bool *dropped)
 	pthread_mutex_lock(&d->mu);
 	d->inflight++;
 	*dropped = !__atomic_load_n(&d->on, __ATOMIC_RELAXED) || d->stopping ||
-		   q->len >= DISK_MAX_PENDING;
+		   (q->len >= DISK_MAX_PENDING && !DISK_OP_IS_JOURNAL(op->kind));
 	if (*dropped) {
 		op->result = DISK_OFF;
 		complete_locked(d, op);
@@ -272,6 +279,19 @@ disk_submit_internal(struct disk *d, struct disk_op *op)
 	bool dropped;
 
 	submit(d, &d->wq, op, &dropped);
+}
+
+/* Queue a journal op for the writer (disk_journal.c): 0, or -1 (EIO)
+ * when it could not be queued (it then completes as DISK_OFF). */
+int
+disk_submit_journal(struct disk *d, struct disk_op *op)
+{
+	bool dropped;
+
+	submit(d, &d->wq, op, &dropped);
+	if (dropped)
+		errno = EIO;
+	return dropped ? -1 : 0;
 }
 
 /* Free op and its data. */
@@ -306,6 +326,8 @@ disk_poll(struct disk *d)
 		if (op->kind == DISK_OP_LOAD)
 			op->cb(op->arg, op->result,
 			       op->result == DISK_HIT ? &op->pg : NULL);
+		else if (op->kind == DISK_OP_JSYNC && op->jcb)
+			op->jcb(op->arg, op->result == DISK_HIT);
 		op_free(op);
 		pthread_mutex_lock(&d->mu);
 		d->inflight--;
@@ -383,6 +405,7 @@ disk_open(const struct disk_params *p, char *err, size_t errlen)
 	d->magic = DISK_MAGIC;
 	d->page_size = p->page_size;
 	d->durable = p->durable;
+	d->journal_max = p->journal_max;
 	d->log = p->log;
 	d->log_arg = p->log_arg;
 	d->nslots = (uint32_t)(p->budget_bytes / p->page_size);
@@ -614,6 +637,10 @@ disk_stats_get(const struct disk *d, struct disk_stats *st)
 	st->pages_held = __atomic_load_n(&d->pages_held, __ATOMIC_RELAXED);
 	st->bytes_held = st->pages_held * d->page_size;
 	st->budget_bytes = (uint64_t)d->nslots * d->page_size;
+	st->journal_records = __atomic_load_n(&d->st.journal_records,
+					      __ATOMIC_RELAXED);
+	st->journal_bytes = __atomic_load_n(&d->st.journal_bytes,
+					    __ATOMIC_RELAXED);
 	st->on = disk_on(d);
 }
 

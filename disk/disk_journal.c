@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk journal: locally committed write-back data (disk.h "The journal";
+ * issue 18, docs/disk-tier.md "Local commit").
+ *
+ * A record is the caller's bytes under an encoded key (disk_key_encode)
+ * in the "journal" database. The writer thread runs the journal's
+ * operations as they were queued, those queued together (up to
+ * DISK_JOURNAL_BATCH) in one write transaction, and completes a JSYNC
+ * only after that transaction committed. LMDB's commit writes the data
+ * pages, fdatasyncs, then writes and syncs the meta page (durable mode:
+ * no MDB_NOMETASYNC), so a committed record survives a crash or a power
+ * loss whole, and an uncommitted one leaves the previous state whole.
+ *
+ * Invariants: journal_records and journal_bytes (in st, atomic access)
+ * are the number and total value size of the records committed (set by
+ * disk_journal_count at open, then changed only by the writer's
+ * committed transactions).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk_impl.h"
+
+/* Adjust the gauges by the committed deltas. */
+static void
+journal_gauge(struct disk *d, int64_t drec, int64_t dbytes)
+{
+	__atomic_fetch_add(&d->st.journal_records, (uint64_t)drec,
+			   __ATOMIC_RELAXED);
+	__atomic_fetch_add(&d->st.journal_bytes, (uint64_t)dbytes,
+			   __ATOMIC_RELAXED);
+}
+
+/* Size of the record under kv, or -1 when absent (or unreadable). */
+static int64_t
+journal_old_size(struct disk *d, MDB_txn *txn, MDB_val *kv)
+{
+	MDB_val v;
+
+	if (mdb_get(txn, d->dbi_journal, kv, &v) != 0)
+		return -1;
+	return (int64_t)v.mv_size;
+}
+
+/* Apply one op inside txn, adding its gauge deltas. 0 or an LMDB error. */
+static int
+journal_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
+	      int64_t *drec, int64_t *dbytes)
+{
+	struct disk_kbuf kb;
+	MDB_val kv, v;
+	int64_t old;
+	int rc;
+
+	if (op->kind == DISK_OP_JSYNC)
+		return 0;
+	disk_key_encode(&op->key, true, &kb);
+	kv = (MDB_val){ kb.len, kb.b };
+	old = journal_old_size(d, txn, &kv);
+	if (op->kind == DISK_OP_JDEL) {
+		if (old < 0)
+			return 0;
+		rc = mdb_del(txn, d->dbi_journal, &kv, NULL);
+		*drec -= 1;
+		*dbytes -= old;
+		return rc;
+	}
+	v = (MDB_val){ op->data_len, op->pg.data };
+	rc = mdb_put(txn, d->dbi_journal, &kv, &v, 0);
+	*drec += old < 0 ? 1 : 0;
+	*dbytes += (int64_t)op->data_len - (old < 0 ? 0 : old);
+	return rc;
+}
+
+void
+disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
+{
+	int64_t drec = 0, dbytes = 0;
+	MDB_txn *txn = NULL;
+	int rc = 0;
+
+	if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
+		return;		/* every op stays DISK_OFF */
+	rc = mdb_txn_begin(d->env, NULL, 0, &txn);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		rc = journal_apply(d, txn, ops[i], &drec, &dbytes);
+	if (rc == 0) {
+		rc = mdb_txn_commit(txn);
+		txn = NULL;
+	}
+	if (txn)
+		mdb_txn_abort(txn);
+	if (rc != 0) {
+		disk_degrade(d, "journal commit", rc);
+		return;
+	}
+	disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
+	journal_gauge(d, drec, dbytes);
+	for (unsigned i = 0; i < n; i++)
+		ops[i]->result = DISK_HIT;
+}
+
+int
+disk_journal_count(struct disk *d, MDB_txn *txn)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint64_t nrec = 0, bytes = 0;
+	int rc = mdb_cursor_open(txn, d->dbi_journal, &cur);
+
+	if (rc != 0)
+		return rc;
+	while ((rc = mdb_cursor_get(cur, &k, &v, nrec ? MDB_NEXT : MDB_FIRST)) == 0) {
+		nrec++;
+		bytes += v.mv_size;
+	}
+	mdb_cursor_close(cur);
+	d->st.journal_records = nrec;
+	d->st.journal_bytes = bytes;
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Queue a journal op of kind for k with len bytes of rec. */
+static int
+journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
+	       const void *rec, size_t len, disk_journal_cb *cb, void *arg)
+{
+	struct disk_op *op;
+
+	if (kind != DISK_OP_JSYNC &&
+	    (!k || k->fh_len == 0 || k->fh_len > DISK_FH_MAX ||
+	     (kind == DISK_OP_JPUT && (len == 0 || len > DISK_JOURNAL_MAX)))) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!disk_on(d)) {
+		errno = EIO;
+		return -1;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op || (len && !(op->pg.data = malloc(len)))) {
+		free(op);
+		errno = ENOMEM;
+		return -1;
+	}
+	op->kind = kind;
+	if (k)
+		op->key = *k;
+	if (len)
+		memcpy(op->pg.data, rec, len);
+	op->data_len = (uint32_t)len;
+	op->jcb = cb;
+	op->arg = arg;
+	return disk_submit_journal(d, op);
+}
+
+int
+disk_journal_put(struct disk *d, const struct disk_key *k, const void *rec,
+		 size_t len)
+{
+	return journal_submit(d, DISK_OP_JPUT, k, rec, len, NULL, NULL);
+}
+
+int
+disk_journal_del(struct disk *d, const struct disk_key *k)
+{
+	return journal_submit(d, DISK_OP_JDEL, k, NULL, 0, NULL, NULL);
+}
+
+int
+disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg)
+{
+	return journal_submit(d, DISK_OP_JSYNC, NULL, NULL, 0, cb, arg);
+}
+
+/* Decode an encoded key back (disk_key_encode's inverse); false if bad. */
+static bool
+key_decode(const MDB_val *kv, struct disk_key *k)
+{
+	const uint8_t *b = kv->mv_data;
+
+	if (kv->mv_size < 1 + 8 || b[0] == 0 || b[0] > DISK_FH_MAX ||
+	    kv->mv_size != 1 + (size_t)b[0] + 8)
+		return false;
+	memset(k, 0, sizeof(*k));
+	k->fh_len = b[0];
+	memcpy(k->fh, b + 1, b[0]);
+	for (int i = 0; i < 8; i++)
+		k->page = (k->page << 8) | b[1 + b[0] + i];
+	return true;
+}
+
+long
+disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val kv, v;
+	struct disk_key k;
+	long n = 0, stop = 0;
+	int rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn);
+
+	if (rc == 0 && (rc = mdb_cursor_open(txn, d->dbi_journal, &cur)) != 0)
+		mdb_txn_abort(txn);
+	if (rc != 0) {
+		errno = EIO;
+		return -1;
+	}
+	while (!stop && (rc = mdb_cursor_get(cur, &kv, &v,
+					     n ? MDB_NEXT : MDB_FIRST)) == 0) {
+		n++;
+		if (key_decode(&kv, &k))
+			stop = fn(arg, &k, v.mv_data, v.mv_size);
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (stop)
+		return stop;
+	if (rc != MDB_NOTFOUND) {
+		errno = EIO;
+		return -1;
+	}
+	return n;
+}
+
+/* The meta key for name, or false when name is not allowed. */
+static bool
+meta_key(const char *name, MDB_val *k)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n == 0 || n > 32 || strcmp(name, "format") == 0)
+		return false;
+	k->mv_size = n;
+	memcpy(&k->mv_data, &name, sizeof(name));	/* LMDB reads it only */
+	return true;
+}
+
+long
+disk_meta_get(struct disk *d, const char *name, void *buf, size_t len)
+{
+	MDB_txn *txn;
+	MDB_val k, v;
+	long got;
+	int rc;
+
+	if (!meta_key(name, &k)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn)) != 0) {
+		errno = EIO;
+		return -1;
+	}
+	rc = mdb_get(txn, d->dbi_meta, &k, &v);
+	got = rc == 0 ? (long)v.mv_size : 0;
+	if (rc == 0)
+		memcpy(buf, v.mv_data, v.mv_size < len ? v.mv_size : len);
+	mdb_txn_abort(txn);
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		errno = EIO;
+		return -1;
+	}
+	return got;
+}
+
+int
+disk_meta_put(struct disk *d, const char *name, const void *val, size_t len)
+{
+	MDB_txn *txn;
+	MDB_val k, v = { len, NULL };
+	int rc;
+
+	memcpy(&v.mv_data, &val, sizeof(val));	/* LMDB reads it only */
+	if (!meta_key(name, &k)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!disk_on(d) || mdb_txn_begin(d->env, NULL, 0, &txn) != 0) {
+		errno = EIO;
+		return -1;
+	}
+	rc = mdb_put(txn, d->dbi_meta, &k, &v, 0);
+	if (rc == 0)
+		rc = mdb_txn_commit(txn);
+	else
+		mdb_txn_abort(txn);
+	if (rc != 0) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
