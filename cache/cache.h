@@ -467,6 +467,34 @@ size_t cfile_holes_in(const struct cfile *f, uint64_t start, uint64_t end,
 int cfile_page_clean(const struct cache *c, const struct cfile *f,
 		     uint64_t idx, uint8_t *buf, struct rangeset *out);
 
+/* One extent of a page's write-back bytes (cfile_page_wb). */
+struct cache_wb_extent {
+	uint32_t off, len;		/* page-relative bytes */
+	struct nfs_cred cred;		/* its last writer (machine NULL) */
+};
+
+/*
+ * The bytes of f's page idx not yet stable upstream (DIRTY, WRITING or
+ * UNSTABLE): their extents, in offset order, go to out (max entries;
+ * touching extents of the same writer are one), their bytes are copied
+ * to buf at the same page offsets (buf: page_size bytes, the caller's;
+ * other bytes untouched). Returns the number of extents (0 when f holds
+ * no page idx or it has none), or max + 1 when there are more than max
+ * (out then holds the first max). Not a use of the page. Used to make a
+ * page's locally committed bytes durable (daemon/lcommit.c).
+ */
+size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
+		     uint64_t idx, uint8_t *buf, struct cache_wb_extent *out,
+		     size_t max);
+
+/*
+ * The indexes of f's pages that hold write-back bytes, in order, from
+ * index from on: up to max of them into out. Returns how many were
+ * written. Borrowed nothing: f may change after.
+ */
+size_t cfile_wb_pages(const struct cfile *f, uint64_t from, uint64_t *out,
+		      size_t max);
+
 /*
  * Store fetched data[0..len) at off without overwriting bytes already
  * valid (DESIGN.md: fetched data never overwrites valid bytes). Aligned

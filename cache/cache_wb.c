@@ -899,3 +899,46 @@ void cfile_adopt_times(struct cfile *f)
 	f->local_ctime = f->attr.ctime;
 	file_shown_update(f);
 }
+
+size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
+		     uint64_t idx, uint8_t *buf, struct cache_wb_extent *out,
+		     size_t max)
+{
+	const struct cpage *p = page_find(f, idx);
+	size_t n = 0;
+
+	if (!p)
+		return 0;
+	for (unsigned i = 0; i < p->nwb; i++) {
+		const struct wbext *x = &p->wb[i];
+		const struct nfs_cred *cr = &c->creds[x->cred];
+
+		memcpy(buf + x->start, p->data + x->start, x->end - x->start);
+		if (n && out[n - 1].off + out[n - 1].len == x->start &&
+		    nfs_cred_eq(&out[n - 1].cred, cr)) {
+			out[n - 1].len += x->end - x->start;
+			continue;
+		}
+		if (n == max)
+			return max + 1;
+		out[n].off = x->start;
+		out[n].len = x->end - x->start;
+		out[n].cred = *cr;
+		out[n].cred.machine = NULL;
+		n++;
+	}
+	return n;
+}
+
+size_t cfile_wb_pages(const struct cfile *f, uint64_t from, uint64_t *out,
+		      size_t max)
+{
+	size_t nr, n = 0;
+	const struct range *r = rangeset_ranges(&f->wbpages, &nr);
+
+	for (size_t k = 0; k < nr && n < max; k++)
+		for (uint64_t i = r[k].start > from ? r[k].start : from;
+		     i < r[k].end && n < max; i++)
+			out[n++] = i;
+	return n;
+}
