@@ -117,6 +117,7 @@ static int check_log_level(const char *s, char *why, size_t len);
 static int check_cache_dir(const char *s, char *why, size_t len);
 static int check_url(const char *s, char *why, size_t len);
 static int check_net(const char *s, char *why, size_t len);
+static int check_commit(const char *s, char *why, size_t len);
 
 #define GLOBAL(f) S_GLOBAL, offsetof(struct conf, f)
 #define EXPORT(f) S_EXPORT, offsetof(struct conf_export, f)
@@ -211,6 +212,10 @@ static const struct directive directives[] = {
 	    4194304, "MiB",
 	    "Budget of the disk tier in cache_dir, in whole pages; the least "
 	    "recently used pages are culled past it."),
+	NUM("disk_dirty_limit", GLOBAL(disk_dirty_limit), K_U32, "1024", 1,
+	    1048576, "MiB",
+	    "Locally committed bytes (commit = \"local\") kept in cache_dir "
+	    "for write-back; past it COMMITs wait for the upstream again."),
 	NUM("max_files", GLOBAL(max_files), K_U32, "65536", 16, 16777216,
 	    "files",
 	    "File records (attributes, holes, readahead state) kept; past it "
@@ -282,6 +287,10 @@ static const struct directive directives[] = {
 	BOOL("strict", EXPORT(strict), "false",
 	     "Forward every GETATTR and revalidate a directory before each "
 	     "listing, for close-to-open consistency with other writers."),
+	STR("commit", EXPORT(commit), K_STR, "upstream", check_commit,
+	    "When a COMMIT or a FILE_SYNC WRITE is answered: \"upstream\" "
+	    "once the data is on the upstream's stable storage, \"local\" "
+	    "once it is durable in cache_dir (written back later)."),
 };
 
 #define NDIR (sizeof(directives) / sizeof(directives[0]))
@@ -794,6 +803,15 @@ static int check_log_level(const char *s, char *why, size_t len)
 	return -1;
 }
 
+/* Check a commit mode. */
+static int check_commit(const char *s, char *why, size_t len)
+{
+	if (strcmp(s, "upstream") == 0 || strcmp(s, "local") == 0)
+		return 0;
+	snprintf(why, len, "\"%s\" is not one of upstream, local", s);
+	return -1;
+}
+
 /* Check an upstream URL. */
 static int check_url(const char *s, char *why, size_t len)
 {
@@ -954,6 +972,13 @@ static int check_rules(const struct conf *c, struct rules_out *o)
 			  nfs ? "mount_port" : "nfs_port", c->nfs_port,
 			  dflt(o, nfs ? mp : np));
 	}
+	for (size_t i = 0; i < c->nexports; i++)
+		if (conf_commit_local(&c->exports[i]) && rule_applies(o, cd, cd) &&
+		    (!c->cache_dir || !*c->cache_dir))
+			rule_fail(o, c->exports[i].commit_line,
+				  "export \"%s\": commit \"local\" needs "
+				  "cache_dir (the data is made durable there)",
+				  c->exports[i].path);
 	if (rule_applies(o, cd, cd) && c->cache_dir && *c->cache_dir &&
 	    disk_dir_check(c->cache_dir, why, sizeof(why)) != 0)
 		rule_fail(o, gline_at(o, cd), "%s", why);
@@ -1482,6 +1507,8 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 		    store_scope(e, sec, S_EXPORT, r ? r->bad : NULL) != 0)
 			goto fail;
 		e->line = r ? r->line : 0;
+		e->commit_line = r ? r->dline[directive_find(S_EXPORT,
+					      "commit") - directives] : 0;
 	}
 	return c;
 fail:
@@ -1981,4 +2008,9 @@ void conf_free(struct conf **cp)
 	free(c->source);
 	free(c);
 	*cp = NULL;
+}
+
+bool conf_commit_local(const struct conf_export *e)
+{
+	return e->commit && strcmp(e->commit, "local") == 0;
 }

@@ -59,9 +59,17 @@ struct conf_export {
 	double negative_timeout;	/* seconds NOENT is cached; 0 off */
 	bool strict;			/* forward every GETATTR, revalidate
 					 * directories before listings */
+	char *commit;			/* "upstream" or "local", owned */
+	int commit_line;		/* line of commit in conf.source, 0 */
 	int line;			/* line of the section in
 					 * conf.source; 0 if none */
 };
+
+/*
+ * True when e's COMMITs and FILE_SYNC WRITEs are answered once the data is
+ * durable in cache_dir (commit = "local", issue 18), false for "upstream".
+ */
+bool conf_commit_local(const struct conf_export *e);
 
 struct conf {
 	char *source;			/* file name, or "command line" */
@@ -96,6 +104,7 @@ struct conf {
 					 * the disk tier's errors at start;
 					 * 0 if it was not set there */
 	uint32_t disk_cache_size;	/* disk tier budget, MiB */
+	uint32_t disk_dirty_limit;	/* locally committed MiB on disk */
 	uint32_t max_files;		/* file records kept, files */
 	uint32_t hole_granularity;	/* bytes; zero blocks become holes */
 	uint32_t readahead_max;		/* bytes, largest window; 0 off */

@@ -47,6 +47,7 @@
 #include "daemon.h"
 #include "disk_tier.h"
 #include "fstate.h"
+#include "lcommit.h"
 #include "log.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
@@ -859,7 +860,9 @@ static void cmd_status(struct aconn *c)
 				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP ?
 				    "true" : "false");
 	}
-	evbuffer_add_printf(o, "]}\n");
+	evbuffer_add_printf(o, "],");
+	lcommit_status_json(o);
+	evbuffer_add_printf(o, "}\n");
 	conn_finish(c, 0, NULL);
 }
 

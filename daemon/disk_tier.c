@@ -79,6 +79,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 		.page_size = c->page_size,
 		.budget_bytes = (uint64_t)c->disk_cache_size << 20,
 		.durable = true,
+		.journal_max = (uint64_t)c->disk_dirty_limit << 20,
 		.log = tier_log,
 	};
 
@@ -110,8 +111,7 @@ void disk_tier_stop(void)
 	tier_gate_closed = false;
 }
 
-/* The disk key of page pg of f; false if f's handle does not fit. */
-static bool tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k)
+bool disk_tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k)
 {
 	size_t len;
 	const uint8_t *fh = cfile_fh(f, &len);
@@ -212,7 +212,7 @@ void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 	if (!tier || !a || !disk_on(tier) || len == 0)
 		return;
 	for (uint64_t p = off / ps; p * ps < off + len; p++) {
-		if (!tier_key(f, p, &k))
+		if (!disk_tier_key(f, p, &k))
 			return;
 		if (disk_tier_describe(d->cache, f, p, off, data, len, a, buf,
 				       &pg))
@@ -318,7 +318,7 @@ static bool batch_load(struct dt_batch *b, uint64_t pgi)
 	struct disk_key k;
 	struct dt_load *l;
 
-	if (!tier_key(b->f, pgi, &k) || !disk_has(tier, &k) ||
+	if (!disk_tier_key(b->f, pgi, &k) || !disk_has(tier, &k) ||
 	    !(l = malloc(sizeof(*l))))
 		return false;
 	l->b = b;
@@ -458,7 +458,18 @@ void disk_tier_render(struct evbuffer *o)
 		   "(disk_cache_size in whole pages).", st.budget_bytes);
 	render_one(o, "disk_on", "gauge", "1 while the disk tier is in use, 0 "
 		   "when off or not configured.", st.on);
+	render_one(o, "disk_dirty_records", "gauge", "Journal records of "
+		   "locally committed data (commit = \"local\") in cache_dir, "
+		   "one per page not yet stable upstream.", st.journal_records);
+	render_one(o, "disk_dirty_bytes", "gauge", "Bytes of those records "
+		   "(the locally committed data with its extents).",
+		   st.journal_bytes);
 	render_latency(o, &st);
+}
+
+struct disk *disk_tier_disk(void)
+{
+	return tier;
 }
 
 void disk_tier_drain(void)

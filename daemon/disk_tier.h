@@ -70,6 +70,14 @@ bool disk_tier_describe(const struct cache *c, const struct cfile *f,
  */
 void disk_tier_drain(void);
 
+/* The store, or NULL without a disk tier (lcommit.c uses its journal). */
+struct disk *disk_tier_disk(void);
+
+/* The disk key of page pg of f; false if f's handle does not fit
+ * (DISK_FH_MAX). */
+struct disk_key;
+bool disk_tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k);
+
 /*
  * Drop every page the disk tier holds of the file with upstream handle
  * fh[0..len) (`nfscached cache forget`); asynchronous, nothing when the

@@ -8,6 +8,7 @@
 
 #include "daemon.h"
 #include "fstate.h"
+#include "lcommit.h"
 #include "writeback.h"
 
 struct fstate *fstate_find(struct cfile *f)
@@ -43,7 +44,8 @@ bool fstate_idle(const struct fstate *fs, const struct cfile *f)
 {
 	return !cfile_has_wb(f) &&
 	       (!fs || (!fs->waits && !fs->wb_inflight && !fs->hold &&
-			!fs->reval_inflight && !fs->commit_tag));
+			!fs->reval_inflight && !fs->commit_tag &&
+			lcommit_fstate_idle(fs)));
 }
 
 void fstate_free(struct fstate *fs)
@@ -53,6 +55,8 @@ void fstate_free(struct fstate *fs)
 
 		fs->waits = writeback_wait_unlink(w);
 	}
+	if (fs)
+		lcommit_fstate_clear(fs);
 	free(fs);
 }
 

@@ -13,6 +13,7 @@
  *                 reval_waiters
  *   nfs3_ops.c    hold (a truncating SETATTR in flight; read by
  *                 writeback.c)
+ *   lcommit.c     lc_pages, lc_stale, lc_syncs, lc_retry_at
  *   fstate.c      ex, and the state's life
  *
  * Life: created by fstate_get on first need, freed by fstate_release
@@ -30,6 +31,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "rangeset.h"
 #include "upstream.h"
 
 struct daemon;
@@ -56,6 +58,12 @@ struct fstate {
 	bool reval_inflight;		/* a WRITE's revalidating GETATTR is
 					 * upstream (nfs3_write.c) */
 	struct write_op *reval_waiters;	/* WRITEs that wait for its reply */
+	struct rangeset lc_pages;	/* page indexes with a journal record
+					 * (lcommit.c) */
+	struct rangeset lc_stale;	/* pages written since journaled */
+	unsigned lc_syncs;		/* local syncs in flight */
+	double lc_retry_at;		/* write-back paused until then after
+					 * a failure of local data, or 0 */
 };
 
 /*

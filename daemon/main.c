@@ -40,6 +40,7 @@
 #include "daemon.h"
 #include "disk_tier.h"
 #include "fh.h"
+#include "lcommit.h"
 #include "log.h"
 #include "fstate.h"
 #include "invariant.h"
@@ -410,6 +411,7 @@ static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 			 (unsigned long long)(cache_wb_bytes(d->cache, WB_DIRTY) +
 					      cache_wb_bytes(d->cache, WB_WRITING) +
 					      cache_wb_bytes(d->cache, WB_UNSTABLE)));
+	lcommit_stop(d);
 	server_close_all(d->server);
 	event_base_loopexit(d->base, NULL);
 }
@@ -574,6 +576,8 @@ int main(int argc, char **argv)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");
 	service_init(&d);
 	start_upstreams(&d);
+	if (lcommit_start(&d, err, sizeof(err)) != 0)
+		fatal("%s", err);
 	start_listeners(&d);
 	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);
 	sigs[1] = evsignal_new(d.base, SIGINT, signal_stop_cb, &d);

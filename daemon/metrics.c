@@ -28,6 +28,7 @@
 #include "daemon.h"
 #include "disk_tier.h"
 #include "dispatch.h"
+#include "lcommit.h"
 #include "log.h"
 #include "metrics.h"
 #include "nfs3_meta.h"
@@ -524,6 +525,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);
+	lcommit_render(o);
 	nfs3_write_stats_get(&ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);

@@ -38,6 +38,7 @@
 #include "attr.h"
 #include "daemon.h"
 #include "fstate.h"
+#include "lcommit.h"
 #include "log.h"
 #include "nfs3_fwd.h"
 #include "nfs3_guard.h"
@@ -193,6 +194,31 @@ static struct ctime3 wall_now(void)
 
 static void write_continue(struct write_op *op);
 static void write_revalidate(struct write_op *op);
+
+/* Answer a FILE_SYNC or DATA_SYNC WRITE once its bytes are stable
+ * upstream. */
+static void write_sync_upstream(struct write_op *op)
+{
+	WRITE3args *a = op->r->args;
+
+	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE, a->offset,
+			   op->count, write_synced, op) != 0)
+		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
+}
+
+/* A FILE_SYNC WRITE's local sync (commit = "local") ended. */
+static void write_local_done(struct daemon *d, bool durable, void *arg)
+{
+	struct write_op *op = arg;
+
+	(void)d;
+	if (!durable) {
+		write_sync_upstream(op);
+		return;
+	}
+	lcommit_count(false);
+	write_reply(op, NFS3_OK, FILE_SYNC);
+}
 static void write_no_room(struct write_op *op);
 
 /* ACCESS reply for a WRITE's permission check. */
@@ -325,13 +351,16 @@ static void write_continue(struct write_op *op)
 		return;
 	}
 	fs->last_absorb = daemon_now();
+	lcommit_note_write(d, op->f, a->offset, op->count);
 	if (a->stable == UNSTABLE) {
 		write_reply(op, NFS3_OK, UNSTABLE);
 		return;
 	}
-	if (writeback_wait(d, op->f, op->ex, WB_WAIT_RANGE, a->offset,
-			   op->count, write_synced, op) != 0)
-		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
+	if (lcommit_on(d, op->ex) &&
+	    lcommit_sync(d, op->f, op->ex, a->offset, op->count,
+			 write_local_done, op) == 0)
+		return;
+	write_sync_upstream(op);
 }
 
 /* A revalidation answered: go on with the WRITE, or (ok false) let the
@@ -484,6 +513,28 @@ static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 	commit_reply(arg, st);
 }
 
+/* Answer a COMMIT once what it covers is committed upstream. */
+static void commit_upstream(struct write_op *op)
+{
+	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
+			   commit_done, op) != 0)
+		commit_reply(op, NFS3ERR_SERVERFAULT);
+}
+
+/* A COMMIT's local sync (commit = "local") ended. */
+static void commit_local_done(struct daemon *d, bool durable, void *arg)
+{
+	struct write_op *op = arg;
+
+	(void)d;
+	if (!durable) {
+		commit_upstream(op);
+		return;
+	}
+	lcommit_count(true);
+	commit_reply(op, NFS3_OK);
+}
+
 /*
  * Whether a COMMIT of f by cr can be answered here with the proxy's
  * verifier, with no upstream call (issue 16): f is a regular file with
@@ -541,9 +592,10 @@ enum op_status nfs3_op_commit(struct req *r)
 		commit_reply(op, (nfsstat3)err);
 		return OP_PENDING;
 	}
-	if (writeback_wait(r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0, commit_done,
-			   op) != 0)
-		commit_reply(op, NFS3ERR_SERVERFAULT);
+	if (lcommit_on(r->d, op->ex) &&
+	    lcommit_sync(r->d, op->f, op->ex, 0, 0, commit_local_done, op) == 0)
+		return OP_PENDING;
+	commit_upstream(op);
 	return OP_PENDING;
 }
 

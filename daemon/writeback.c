@@ -34,6 +34,7 @@
 #include "attr.h"
 #include "daemon.h"
 #include "fstate.h"
+#include "lcommit.h"
 #include "log.h"
 #include "nfs3_ops.h"
 #include "server.h"
@@ -86,6 +87,11 @@ const uint8_t *writeback_verf(const struct daemon *d)
 {
 	(void)d;
 	return verf;
+}
+
+void writeback_set_verf(const uint8_t v[NFS3_WRITEVERFSIZE])
+{
+	memcpy(verf, v, sizeof(verf));
 }
 
 /* The verifier bytes as the cache's 64-bit number. */
@@ -226,6 +232,7 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 	waits_check(d, f, false, NFS3_OK);
 	wb_pump(d, f);
 	waits_check(d, f, false, NFS3_OK);
+	lcommit_settle(d, f);
 	fstate_release(d, f);
 	if (rooms)
 		room_wake(d);
@@ -248,6 +255,31 @@ static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
 			   daemon_ac(fs->ex, NF3REG));
 }
 
+/*
+ * A write-back WRITE of f failed hard (an RPC-level refusal, or an error
+ * status other than JUKEBOX) while f holds locally committed data: the
+ * client was told it is stable, so it is kept and retried (lcommit.h),
+ * except what a STALE file can no longer take (the journal keeps it).
+ * True when handled here.
+ */
+static bool wb_failed_local(struct daemon *d, struct cfile *f,
+			    const struct wb_call *call,
+			    enum upstream_status status, const WRITE3res *res)
+{
+	int err = status == UPSTREAM_EPROTO ? NFS3ERR_ACCES
+		  : res && res->status != NFS3_OK &&
+				    res->status != NFS3ERR_JUKEBOX
+			  ? (int)res->status : 0;
+	bool keep;
+
+	if (!err || !lcommit_failed(d, f, err, &keep))
+		return false;
+	stats.errors++;
+	cache_wb_done(d->cache, f, call->seq,
+		      keep ? CACHE_WB_RETRY : CACHE_WB_FAILED, 0, err);
+	return true;
+}
+
 /* An upstream WRITE of a run came back. */
 static void wb_write_done(enum upstream_status status, void *decoded,
 			  void *arg)
@@ -264,7 +296,9 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 	fs->wb_inflight_bytes -= call->len;
 	fs->last_write = daemon_now();
 	wb_mutated(d, f, fs, res);
-	if (status == UPSTREAM_EPROTO) {
+	if (wb_failed_local(d, f, call, status, res)) {
+		/* Locally committed: kept, retried after a pause. */
+	} else if (status == UPSTREAM_EPROTO) {
 		/* The upstream will not take the writer's credential: a
 		 * retry would meet the same refusal. Kept, and reported. */
 		stats.errors++;
@@ -452,7 +486,8 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	bool keep_tail;
 
 	if (!fs || !fs->ex || fs->hold ||
-	    upcall_state(&fs->ex->upc) != UPSTREAM_UP)
+	    upcall_state(&fs->ex->upc) != UPSTREAM_UP ||
+	    lcommit_backoff(f, daemon_now()))
 		return;
 	wtmax = upcall_wtmax(&fs->ex->upc);
 	if (!wtmax)

@@ -89,6 +89,10 @@ void writeback_stop(struct daemon *d);
 /* The proxy's write verifier (8 bytes, borrowed). */
 const uint8_t *writeback_verf(const struct daemon *d);
 
+/* Replace the proxy's write verifier with v (lcommit_start, before
+ * serving: the previous run's, after a clean stop). */
+void writeback_set_verf(const uint8_t v[NFS3_WRITEVERFSIZE]);
+
 /*
  * Make f (of export ex) write back what it can now. want_commit also
  * COMMITs upstream when the writing is done.

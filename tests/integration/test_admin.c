@@ -157,7 +157,9 @@ static void test_status_json(void)
 	CHECK_EQ(cache_cmd("status", &out), 0);
 	CHECK_MSG(out && out[0] == '{' && strstr(out, "\"cache_bytes\":") &&
 		  strstr(out, "\"dirty_bytes\":0,") &&
-		  strstr(out, "\"exports\":[{\"path\":\"/export\",\"id\":1,\"upstream_up\":true}]}\n"),
+		  strstr(out, "\"exports\":[{\"path\":\"/export\",\"id\":1,\"upstream_up\":true}],") &&
+		  strstr(out, "\"local_commit\":{\"journal_records\":0,") &&
+		  strstr(out, "\"other\":0}}}\n"),
 		  "status: %s", out ? out : "(none)");
 	free(out);
 }

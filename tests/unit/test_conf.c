@@ -754,6 +754,40 @@ static void test_unusable_cache_dir_is_refused(void)
 	}
 }
 
+/* commit takes "upstream" or "local"; "local" needs cache_dir, and the
+ * error points at the commit line, the directive that is wrong. */
+static void test_commit_mode_is_checked(void)
+{
+	struct conf *c;
+	char text[512], *slash;
+
+	expect_error("export \"/a\" {\n id = 1\n upstream = \"nfs://u/a\"\n"
+		     " commit = \"lazy\"\n}\n", 4,
+		     "export \"/a\": commit: \"lazy\" is not one of upstream, "
+		     "local");
+	expect_error("export \"/a\" {\n id = 1\n upstream = \"nfs://u/a\"\n"
+		     "\n commit = \"local\"\n}\n", 5,
+		     "export \"/a\": commit \"local\" needs cache_dir (the data "
+		     "is made durable there)");
+	c = load_ok(EXPORT_A);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FALSE(conf_commit_local(&c->exports[0]));
+	CU_ASSERT_EQUAL(c->disk_dirty_limit, 1024);
+	conf_free(&c);
+	snprintf(text, sizeof(text), "disk_dirty_limit = 2G\ncache_dir = \"%s",
+		 conf_path);
+	slash = strrchr(text, '/');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(slash);
+	snprintf(slash, sizeof(text) - (size_t)(slash - text),
+		 "/lc-dir\"\nexport \"/a\" {\n id = 1\n upstream = "
+		 "\"nfs://u/a\"\n commit = \"local\"\n}\n");
+	c = load_ok(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_TRUE(conf_commit_local(&c->exports[0]));
+	CU_ASSERT_EQUAL(c->disk_dirty_limit, 2048);
+	conf_free(&c);
+}
+
 /* The cache_dir line is kept for the disk tier's errors at start; 0 when
  * the file does not set it. A missing directory whose parent is writable
  * passes: the daemon creates it. */
@@ -1358,7 +1392,7 @@ static void test_docs_name_every_directive(void)
 				want);
 		CU_ASSERT_PTR_NOT_NULL(strstr(docs, want));
 	}
-	CU_ASSERT_EQUAL(n, 47);	/* 34 global and 13 export directives */
+	CU_ASSERT_EQUAL(n, 49);	/* 35 global and 14 export directives */
 	free(gen);
 	free(docs);
 }
@@ -1410,6 +1444,7 @@ int test_register(void)
 		T(test_mount_port_equal_to_nfs_port_is_refused),
 		T(test_unusable_cache_dir_is_refused),
 		T(test_cache_dir_line_is_kept),
+		T(test_commit_mode_is_checked),
 		T(test_syntax_errors_carry_a_line),
 		T(test_attribute_timeouts_in_order),
 		T(test_unreadable_file_is_refused),

@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcommit: see lcommit.h. A record (one per page with locally committed
+ * bytes) is: struct lc_hdr, next struct lc_ext, then the extents' bytes
+ * in order. Its key is the page's disk key (upstream handle, page index).
+ *
+ * Invariants: a page index is in fstate.lc_pages iff this run put a
+ * record for it (or installed one at start) and has not deleted it;
+ * lc_stale holds the pages a client wrote since their last put, so every
+ * byte acknowledged to a client of a local export is in a record, in
+ * lc_stale, or stable upstream; lc_syncs counts the syncs in flight,
+ * each holding a file reference. A record is deleted only when its page
+ * holds no write-back bytes (every byte in it is stable upstream).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <openssl/rand.h>
+#include <xxhash.h>
+
+#include "daemon.h"
+#include "disk.h"
+#include "disk_tier.h"
+#include "fstate.h"
+#include "lcommit.h"
+#include "log.h"
+#include "nfs3_ops.h"
+#include "writeback.h"
+
+#define LC_MAGIC	0x3152434cu	/* "LCR1" */
+#define LC_MAX_EXT	256		/* extents one record holds */
+#define LCOMMIT_RETRY	5.0		/* seconds between retries of a
+					 * failed write-back of local data */
+#define LC_VERF_KEY	"writeverf"
+#define LC_PAGES_MAX	4096		/* pages one sync looks at per call */
+
+struct lc_hdr {
+	uint32_t magic;
+	uint32_t export_id;
+	uint64_t offset;		/* the page's first byte in the file */
+	uint32_t page_size;
+	uint32_t next;			/* extents */
+	uint64_t checksum;		/* XXH3-64 of the record, this 0 */
+	struct cattr attr;		/* the file as clients saw it */
+};
+
+struct lc_ext {
+	uint32_t off, len;		/* page-relative */
+	uint32_t uid, gid, ngids;
+	uint32_t gids[NFS_CRED_MAX_GIDS];
+};
+
+/* The verifier as kept in the meta database. */
+struct lc_verf {
+	uint8_t verf[NFS3_WRITEVERFSIZE];
+	uint8_t clean;			/* 1: reusable at the next start */
+};
+
+struct lc_sync {
+	struct daemon *d;
+	struct cfile *f;		/* reference */
+	lcommit_fn *fn;
+	void *arg;
+};
+
+static struct lcommit_stats stats;
+
+/* The journal when it can take records now. */
+static struct disk *journal(void)
+{
+	struct disk *dk = disk_tier_disk();
+
+	return dk && disk_on(dk) ? dk : NULL;
+}
+
+bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
+{
+	struct disk *dk = journal();
+	struct disk_stats st;
+	uint64_t ps = d->conf->page_size;
+
+	if (!dk || !ex || !ex->conf || !conf_commit_local(ex->conf))
+		return false;
+	disk_stats_get(dk, &st);
+	return st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
+	       (st.journal_records + 1) * ps <=
+		       ((uint64_t)d->conf->cache_size << 20) / 2;
+}
+
+void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
+			uint64_t len)
+{
+	struct fstate *fs = fstate_find(f);
+	uint64_t ps = d->conf->page_size;
+
+	if (fs && len && rangeset_add(&fs->lc_stale, off / ps,
+				      (off + len - 1) / ps + 1) != 0)
+		log_warn("local commit: out of memory noting a write");
+}
+
+/* Encode page idx of f into a record in buf (room for the largest);
+ * its length, 0 when the page holds no write-back bytes, or -1 when it
+ * has more extents than a record holds. */
+static long rec_encode(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		       uint64_t idx, uint8_t *buf, uint8_t *page)
+{
+	static struct cache_wb_extent ext[LC_MAX_EXT];
+	uint32_t ps = cache_page_size(d->cache);
+	struct lc_hdr *h = (struct lc_hdr *)buf;
+	struct lc_ext *x = (struct lc_ext *)(h + 1);
+	size_t n = cfile_page_wb(d->cache, f, idx, page, ext, LC_MAX_EXT);
+	uint8_t *p = (uint8_t *)(x + n);
+
+	if (n > LC_MAX_EXT)
+		return -1;
+	if (n == 0)
+		return 0;
+	memset(h, 0, sizeof(*h));
+	h->magic = LC_MAGIC;
+	h->export_id = ex->conf->id;
+	h->offset = idx * ps;
+	h->page_size = ps;
+	h->next = (uint32_t)n;
+	h->attr = *cfile_attr(f);
+	for (size_t i = 0; i < n; i++) {
+		memset(&x[i], 0, sizeof(x[i]));
+		x[i].off = ext[i].off;
+		x[i].len = ext[i].len;
+		x[i].uid = ext[i].cred.uid;
+		x[i].gid = ext[i].cred.gid;
+		x[i].ngids = ext[i].cred.ngids;
+		memcpy(x[i].gids, ext[i].cred.gids, sizeof(x[i].gids));
+		memcpy(p, page + ext[i].off, ext[i].len);
+		p += ext[i].len;
+	}
+	h->checksum = XXH3_64bits(buf, (size_t)(p - buf));
+	return (long)(p - buf);
+}
+
+/* Journal page idx of f (put its record, or delete a record it no longer
+ * needs). 0, or -1 when the journal refused it. */
+static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
+			uint64_t idx, uint8_t *buf, uint8_t *page)
+{
+	struct disk *dk = journal();
+	struct disk_key k;
+	long n;
+
+	if (!dk || !disk_tier_key(f, idx, &k))
+		return -1;
+	n = rec_encode(d, f, fs->ex, idx, buf, page);
+	if (n < 0)
+		return -1;
+	if (n == 0) {
+		if (!rangeset_contains(&fs->lc_pages, idx, idx + 1))
+			return 0;
+		if (disk_journal_del(dk, &k) != 0)
+			return -1;
+		return rangeset_remove(&fs->lc_pages, idx, idx + 1);
+	}
+	if (disk_journal_put(dk, &k, buf, (size_t)n) != 0 ||
+	    rangeset_add(&fs->lc_pages, idx, idx + 1) != 0)
+		return -1;
+	stats.records_written++;
+	stats.bytes_written += (uint64_t)n;
+	return 0;
+}
+
+/* Journal the stale pages of f in [first, end). 0 or -1. */
+static int stale_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
+			 uint64_t first, uint64_t end)
+{
+	uint32_t ps = cache_page_size(d->cache);
+	uint8_t *buf = malloc(sizeof(struct lc_hdr) +
+			      LC_MAX_EXT * sizeof(struct lc_ext) + ps);
+	uint8_t *page = malloc(ps);
+	struct range r[64];
+	int rc = buf && page ? 0 : -1;
+	size_t n;
+
+	while (rc == 0 &&
+	       (n = rangeset_ranges_in(&fs->lc_stale, first, end, r, 64)) > 0) {
+		for (size_t i = 0; i < n && i < 64 && rc == 0; i++) {
+			for (uint64_t idx = r[i].start; idx < r[i].end && rc == 0;
+			     idx++)
+				rc = page_journal(d, f, fs, idx, buf, page);
+			if (rc == 0)
+				rc = rangeset_remove(&fs->lc_stale, r[i].start,
+						     r[i].end);
+		}
+	}
+	free(buf);
+	free(page);
+	return rc;
+}
+
+/* The journal's sync for one lcommit_sync came back. */
+static void sync_done(void *arg, bool durable)
+{
+	struct lc_sync *s = arg;
+	struct fstate *fs = fstate_find(s->f);
+
+	if (fs)
+		fs->lc_syncs--;
+	if (!durable)
+		stats.fallbacks++;
+	s->fn(s->d, durable, s->arg);
+	if (fs)
+		fstate_release(s->d, s->f);
+	cfile_put(s->d->cache, &s->f);
+	free(s);
+}
+
+int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		 uint64_t off, uint64_t len, lcommit_fn *fn, void *arg)
+{
+	uint64_t ps = d->conf->page_size;
+	struct fstate *fs = fstate_get(d, f, ex);
+	struct disk *dk = journal();
+	struct lc_sync *s;
+	size_t n;
+	const uint8_t *fh;
+
+	if (!fs || !dk || !(s = calloc(1, sizeof(*s)))) {
+		stats.fallbacks++;
+		return -1;
+	}
+	if (stale_journal(d, f, fs, len ? off / ps : 0,
+			  len ? (off + len - 1) / ps + 1 : UINT64_MAX) != 0) {
+		/* What was queued stays correct (each record is a page's
+		 * whole state); the caller waits for the upstream. */
+		free(s);
+		stats.fallbacks++;
+		return -1;
+	}
+	fh = cfile_fh(f, &n);
+	s->d = d;
+	s->f = cache_find(d->cache, fh, n);
+	s->fn = fn;
+	s->arg = arg;
+	if (disk_journal_sync(dk, sync_done, s) != 0) {
+		cfile_put(d->cache, &s->f);
+		free(s);
+		stats.fallbacks++;
+		return -1;
+	}
+	fs->lc_syncs++;
+	return 0;
+}
+
+void lcommit_settle(struct daemon *d, struct cfile *f)
+{
+	struct fstate *fs = fstate_find(f);
+	struct disk *dk = journal();
+	uint64_t pages[LC_PAGES_MAX];
+	struct range r[64];
+	struct disk_key k;
+	size_t n;
+
+	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n))
+		return;
+	if (!cfile_has_wb(f))
+		rangeset_clear(&fs->lc_stale);
+	if (!dk)
+		return;
+	/* Every record page that holds no write-back bytes now goes. */
+	for (uint64_t from = 0;
+	     (n = rangeset_ranges_in(&fs->lc_pages, from, UINT64_MAX, r, 64));) {
+		for (size_t i = 0; i < n && i < 64; i++) {
+			for (uint64_t idx = r[i].start; idx < r[i].end; idx++) {
+				size_t m = cfile_wb_pages(f, idx, pages, 1);
+
+				if ((m && pages[0] == idx) ||
+				    !disk_tier_key(f, idx, &k) ||
+				    disk_journal_del(dk, &k) != 0)
+					continue;
+				rangeset_remove(&fs->lc_pages, idx, idx + 1);
+			}
+			from = r[i].end;
+		}
+		if (n < 64)
+			break;
+	}
+	(void)d;
+}
+
+/* The cause label of a failure status. */
+static enum lcommit_cause cause_of(int status)
+{
+	switch (status) {
+	case NFS3ERR_ACCES: return LC_ACCES;
+	case NFS3ERR_PERM: return LC_PERM;
+	case NFS3ERR_STALE: return LC_STALE;
+	case NFS3ERR_DQUOT: return LC_DQUOT;
+	case NFS3ERR_NOSPC: return LC_NOSPC;
+	case NFS3ERR_ROFS: return LC_ROFS;
+	default: return LC_OTHER;
+	}
+}
+
+bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
+{
+	struct fstate *fs = fstate_find(f);
+	enum lcommit_cause c = cause_of(status);
+
+	*keep = false;
+	if (!fs || !fs->lc_pages.n)
+		return false;
+	stats.failures[c]++;
+	if (c == LC_STALE) {
+		/* Gone upstream: nowhere to write it. The records stay in
+		 * cache_dir (not tracked, so never deleted by this run) and
+		 * are tried again at the next start. */
+		log_error("write-back of locally committed data failed: the "
+			  "file is gone upstream (NFS3ERR_STALE); its %zu "
+			  "journal record(s) are kept in %s",
+			  (size_t)rangeset_bytes(&fs->lc_pages),
+			  d->conf->cache_dir);
+		rangeset_clear(&fs->lc_pages);
+		return true;
+	}
+	*keep = true;
+	fs->lc_retry_at = daemon_now() + LCOMMIT_RETRY;
+	log_warn("write-back of locally committed data failed upstream with "
+		 "error %d; kept in %s, retried every %g s", status,
+		 d->conf->cache_dir, LCOMMIT_RETRY);
+	return true;
+}
+
+bool lcommit_backoff(struct cfile *f, double now)
+{
+	struct fstate *fs = fstate_find(f);
+
+	return fs && fs->lc_retry_at > now;
+}
+
+void lcommit_fstate_clear(struct fstate *fs)
+{
+	rangeset_clear(&fs->lc_pages);
+	rangeset_clear(&fs->lc_stale);
+}
+
+bool lcommit_fstate_idle(const struct fstate *fs)
+{
+	return !fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_syncs;
+}
+
+/* ---- start and stop ---- */
+
+/* Whether rec[0..len) is a well-formed record; its header. */
+static const struct lc_hdr *rec_check(const void *rec, size_t len)
+{
+	struct lc_hdr h;
+	const struct lc_ext *x;
+	uint64_t sum = 0;
+	uint8_t *copy;
+
+	if (len < sizeof(h))
+		return NULL;
+	memcpy(&h, rec, sizeof(h));
+	if (h.magic != LC_MAGIC || h.next == 0 || h.next > LC_MAX_EXT ||
+	    len < sizeof(h) + h.next * sizeof(*x))
+		return NULL;
+	x = (const struct lc_ext *)((const struct lc_hdr *)rec + 1);
+	for (uint32_t i = 0; i < h.next; i++) {
+		if (x[i].off > h.page_size || x[i].len > h.page_size - x[i].off ||
+		    x[i].ngids > NFS_CRED_MAX_GIDS)
+			return NULL;
+		sum += x[i].len;
+	}
+	if (len != sizeof(h) + h.next * sizeof(*x) + sum ||
+	    !(copy = malloc(len)))
+		return NULL;
+	memcpy(copy, rec, len);
+	((struct lc_hdr *)copy)->checksum = 0;
+	sum = XXH3_64bits(copy, len);
+	free(copy);
+	return sum == h.checksum ? rec : NULL;
+}
+
+/* Install one record's extents as dirty data of its file. */
+static int recover_one(void *arg, const struct disk_key *k, const void *rec,
+		       size_t len)
+{
+	struct daemon *d = arg;
+	const struct lc_hdr *h = rec_check(rec, len);
+	const struct lc_ext *x = h ? (const struct lc_ext *)(h + 1) : NULL;
+	const uint8_t *p = x ? (const uint8_t *)(x + h->next) : NULL;
+	struct export_rt *ex = h ? daemon_export(d, h->export_id) : NULL;
+	struct cfile *f = ex ? cache_get(d->cache, k->fh, k->fh_len) : NULL;
+	double now = daemon_now();
+	struct fstate *fs;
+	int bad = 0;
+
+	if (!f) {
+		stats.kept_records++;
+		log_error("journal record %s at page %" PRIu64 " kept in "
+			  "cache_dir: %s", h ? "of an unknown export" :
+			  "damaged", k->page, h ? "no export with its id" :
+			  "it does not decode");
+		return 0;
+	}
+	if (!cfile_has_attr(f))
+		cfile_attr_observe(d->cache, f, &h->attr, now,
+				   daemon_ac(ex, h->attr.type));
+	cfile_attr_expire(f);
+	for (uint32_t i = 0; i < h->next && !bad; i++) {
+		struct nfs_cred cr = { .uid = x[i].uid, .gid = x[i].gid,
+				       .ngids = x[i].ngids };
+
+		memcpy(cr.gids, x[i].gids, sizeof(cr.gids));
+		bad = cache_write_dirty(d->cache, f, h->offset + x[i].off, p,
+					x[i].len, &cr, now, h->attr.mtime);
+		p += x[i].len;
+	}
+	fs = bad ? NULL : fstate_get(d, f, ex);
+	if (fs && rangeset_add(&fs->lc_pages, k->page, k->page + 1) == 0) {
+		stats.recovered_records++;
+		stats.recovered_bytes += len;
+		writeback_kick(d, f, ex, true);
+	} else {
+		stats.kept_records++;
+		log_error("journal record of page %" PRIu64 " kept in cache_dir: "
+			  "no room in the cache (cache_size) to install it",
+			  k->page);
+	}
+	cfile_put(d->cache, &f);
+	return 0;
+}
+
+/* Choose the verifier: the stored one after a clean stop, else the new
+ * one writeback_start made; then store it as not clean (a crash from
+ * here on must change it). */
+static void verf_start(struct disk *dk)
+{
+	struct lc_verf v;
+	long n = disk_meta_get(dk, LC_VERF_KEY, &v, sizeof(v));
+
+	if (n == (long)sizeof(v) && v.clean == 1) {
+		writeback_set_verf(v.verf);
+		stats.verf_reused = true;
+	}
+	memcpy(v.verf, writeback_verf(NULL), sizeof(v.verf));
+	v.clean = 0;
+	if (disk_meta_put(dk, LC_VERF_KEY, &v, sizeof(v)) == 0)
+		return;
+	/* Could not record "not clean": a reused verifier could then be
+	 * reused again after a crash. Take a new one that is never kept. */
+	if (stats.verf_reused && RAND_bytes(v.verf, sizeof(v.verf)) == 1)
+		writeback_set_verf(v.verf);
+	stats.verf_reused = false;
+	log_warn("cannot record the write verifier in cache_dir: a new one "
+		 "is used at every start");
+}
+
+/* What size_check looks for and found. */
+struct lc_size {
+	uint32_t want, other;
+};
+
+/* A record written with another page_size: its key's page index means
+ * another byte range now, so this run could neither track nor ever
+ * delete it, and a later start would replay it over newer data. */
+static int size_check(void *arg, const struct disk_key *k, const void *rec,
+		      size_t len)
+{
+	struct lc_size *sz = arg;
+	const struct lc_hdr *h = rec_check(rec, len);
+
+	(void)k;
+	if (h && h->page_size != sz->want) {
+		sz->other = h->page_size;
+		return 1;
+	}
+	return 0;
+}
+
+int lcommit_start(struct daemon *d, char *err, size_t errlen)
+{
+	struct disk *dk = journal();
+	struct lc_size sz = { cache_page_size(d->cache), 0 };
+	long n;
+
+	memset(&stats, 0, sizeof(stats));
+	if (!dk)
+		return 0;
+	(void)disk_journal_scan(dk, size_check, &sz);
+	if (sz.other) {
+		snprintf(err, errlen, "cache_dir %s holds locally committed "
+			 "data written with page_size = %u (now %u): start once "
+			 "with page_size = %u so it is written back upstream, "
+			 "then change it (docs/disk-tier.md, \"Local commit\")",
+			 d->conf->cache_dir, sz.other, sz.want, sz.other);
+		return -1;
+	}
+	verf_start(dk);
+	n = disk_journal_scan(dk, recover_one, d);
+	if (n < 0)
+		log_error("cannot read the journal in %s: %s", d->conf->cache_dir,
+			  strerror(errno));
+	else if (n > 0)
+		log_info("local commit: %ld journal record(s) found, %" PRIu64
+			 " installed for write-back, %" PRIu64 " kept", n,
+			 stats.recovered_records, stats.kept_records);
+	return 0;
+}
+
+/* lcommit_stop's last sync came back. */
+static void stop_synced(void *arg, bool durable)
+{
+	*(int *)arg = durable ? 1 : -1;
+}
+
+void lcommit_stop(struct daemon *d)
+{
+	struct disk *dk = journal();
+	bool all = true;
+	int done = 0;
+	struct lc_verf v;
+
+	if (!dk)
+		return;
+	for (struct cfile *f = cache_wb_file_first(d->cache); f;
+	     f = cache_wb_file_next(d->cache, f)) {
+		struct fstate *fs = fstate_find(f);
+
+		if (!fs || !fs->ex || !conf_commit_local(fs->ex->conf) ||
+		    stale_journal(d, f, fs, 0, UINT64_MAX) != 0)
+			all = false;
+	}
+	if (disk_journal_sync(dk, stop_synced, &done) != 0)
+		return;
+	disk_drain(dk);
+	if (!all || done != 1)
+		return;
+	memcpy(v.verf, writeback_verf(NULL), sizeof(v.verf));
+	v.clean = 1;
+	if (disk_meta_put(dk, LC_VERF_KEY, &v, sizeof(v)) == 0)
+		log_info("write verifier kept for the next start: every "
+			 "acknowledged byte is upstream or in %s",
+			 d->conf->cache_dir);
+}
+
+void lcommit_stats_get(struct lcommit_stats *st)
+{
+	*st = stats;
+}
+
+/* The cause labels, by enum lcommit_cause. */
+static const char *const cause[] = {
+#define X(e, s) s,
+	LCOMMIT_CAUSES(X)
+#undef X
+};
+
+void lcommit_status_json(struct evbuffer *o)
+{
+	struct disk *dk = disk_tier_disk();
+	struct disk_stats st = { 0 };
+
+	if (dk)
+		disk_stats_get(dk, &st);
+	evbuffer_add_printf(o, "\"local_commit\":{\"journal_records\":%" PRIu64
+			    ",\"journal_bytes\":%" PRIu64
+			    ",\"writeback_failures\":{", st.journal_records,
+			    st.journal_bytes);
+	for (int i = 0; i < LC_NCAUSES; i++)
+		evbuffer_add_printf(o, "%s\"%s\":%" PRIu64, i ? "," : "",
+				    cause[i], stats.failures[i]);
+	evbuffer_add_printf(o, "}}");
+}
+
+void lcommit_render(struct evbuffer *o)
+{
+	const char *n = "nfscached_local_writeback_failures_total";
+
+	evbuffer_add_printf(o,
+		"# HELP nfscached_local_commits_total COMMITs and FILE_SYNC "
+		"WRITEs answered once the data was durable in cache_dir "
+		"(commit = \"local\").\n"
+		"# TYPE nfscached_local_commits_total counter\n"
+		"nfscached_local_commits_total{call=\"commit\"} %" PRIu64 "\n"
+		"nfscached_local_commits_total{call=\"write\"} %" PRIu64 "\n"
+		"# HELP nfscached_local_commit_fallbacks_total Local commits "
+		"answered the upstream way instead (tier off, journal full, "
+		"out of memory).\n"
+		"# TYPE nfscached_local_commit_fallbacks_total counter\n"
+		"nfscached_local_commit_fallbacks_total %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_writes_total Journal records "
+		"written (one per page per local commit).\n"
+		"# TYPE nfscached_local_journal_writes_total counter\n"
+		"nfscached_local_journal_writes_total %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_write_bytes_total Bytes of "
+		"those records.\n"
+		"# TYPE nfscached_local_journal_write_bytes_total counter\n"
+		"nfscached_local_journal_write_bytes_total %" PRIu64 "\n"
+		"# HELP nfscached_local_recovered_records Journal records "
+		"installed for write-back at this start.\n"
+		"# TYPE nfscached_local_recovered_records gauge\n"
+		"nfscached_local_recovered_records %" PRIu64 "\n"
+		"# HELP nfscached_local_kept_records Journal records found at "
+		"this start and kept in cache_dir, not installed.\n"
+		"# TYPE nfscached_local_kept_records gauge\n"
+		"nfscached_local_kept_records %" PRIu64 "\n"
+		"# HELP nfscached_write_verifier_reused 1 when this start kept "
+		"the previous run's write verifier (clean stop).\n"
+		"# TYPE nfscached_write_verifier_reused gauge\n"
+		"nfscached_write_verifier_reused %d\n",
+		stats.commits, stats.sync_writes, stats.fallbacks,
+		stats.records_written, stats.bytes_written,
+		stats.recovered_records, stats.kept_records,
+		stats.verf_reused ? 1 : 0);
+	evbuffer_add_printf(o, "# HELP %s Write-back failures of locally "
+			    "committed data, by cause (the data is kept).\n"
+			    "# TYPE %s counter\n", n, n);
+	for (int i = 0; i < LC_NCAUSES; i++)
+		evbuffer_add_printf(o, "%s{cause=\"%s\"} %" PRIu64 "\n", n,
+				    cause[i], stats.failures[i]);
+}
+
+void lcommit_count(bool commit)
+{
+	if (commit)
+		stats.commits++;
+	else
+		stats.sync_writes++;
+}

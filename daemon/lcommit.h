@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lcommit: commit = "local" (issue 18, docs/disk-tier.md "Local commit").
+ * A COMMIT or a FILE_SYNC/DATA_SYNC WRITE of an export with commit =
+ * "local" is answered once the file's bytes not yet stable upstream are
+ * durable in the disk tier's journal (disk.h "The journal"): one record
+ * per page, holding that page's write-back extents (RFC 1813 sections
+ * 3.3.7 and 3.3.21: "stable storage" is cache_dir here). Write-back to the
+ * upstream goes on as for any absorbed data (writeback.c); a page's record
+ * is deleted once the page holds no write-back bytes (written and
+ * COMMITted upstream under the same verifier), and found again at start
+ * when the daemon stopped before that: the bytes become dirty again and
+ * are written back.
+ *
+ * The proxy's write verifier is kept in cache_dir: reused at start only
+ * when the previous run stopped cleanly with every acknowledged byte
+ * either committed upstream or journaled (lcommit_stop), else new, so
+ * clients resend their UNSTABLE writes after any crash.
+ */
+#ifndef NFSCACHED_DAEMON_LCOMMIT_H
+#define NFSCACHED_DAEMON_LCOMMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+struct daemon;
+struct export_rt;
+struct evbuffer;
+
+/* Causes of write-back failures of locally committed data, the metric's
+ * label (RFC 1813 nfsstat3 names, lower case). */
+#define LCOMMIT_CAUSES(X) \
+	X(LC_ACCES, "acces") \
+	X(LC_PERM, "perm") \
+	X(LC_STALE, "stale") \
+	X(LC_DQUOT, "dquot") \
+	X(LC_NOSPC, "nospc") \
+	X(LC_ROFS, "rofs") \
+	X(LC_OTHER, "other")
+
+enum lcommit_cause {
+#define X(e, s) e,
+	LCOMMIT_CAUSES(X)
+#undef X
+	LC_NCAUSES
+};
+
+/* Counters this module owns (/metrics; docs/metrics.md). */
+struct lcommit_stats {
+	uint64_t commits;		/* COMMITs answered locally */
+	uint64_t sync_writes;		/* FILE_SYNC WRITEs answered locally */
+	uint64_t records_written;	/* journal records put */
+	uint64_t bytes_written;		/* their data bytes */
+	uint64_t fallbacks;		/* answered the upstream way instead:
+					 * tier off, journal full, error */
+	uint64_t recovered_records;	/* found at start and installed */
+	uint64_t recovered_bytes;
+	uint64_t kept_records;		/* found at start, not installed
+					 * (no export, no room): kept */
+	uint64_t failures[LC_NCAUSES];	/* write-back failures, by cause */
+	bool verf_reused;		/* the write verifier survived the
+					 * last restart */
+};
+
+/*
+ * At start, after the disk tier opened and the exports' upstream clients
+ * were made, before serving: choose the write verifier (reused after a
+ * clean stop, writeback_set_verf) and install every journal record as
+ * dirty data of its file (attributes from the record, expired so the
+ * next use revalidates them), its write-back queued. Without a disk tier
+ * it does nothing. Returns 0; a record it cannot install is kept on disk
+ * and counted (kept_records), never deleted. Returns -1 with err (room
+ * errlen bytes) filled, installing nothing, when a record was written
+ * with another page_size (the daemon must not start).
+ */
+int lcommit_start(struct daemon *d, char *err, size_t errlen);
+
+/*
+ * At the end of a clean stop (SIGTERM), after the final write-back:
+ * journal what is left of the local exports' files and, when nothing
+ * acknowledged is left outside the journal, mark the verifier reusable.
+ * Blocks on the disk (the loop has stopped serving).
+ */
+void lcommit_stop(struct daemon *d);
+
+/* True when ex's COMMITs may be answered locally now: commit = "local",
+ * the disk tier on, the journal under disk_dirty_limit and its pages
+ * within half of cache_size (so the next start can install them). */
+bool lcommit_on(const struct daemon *d, const struct export_rt *ex);
+
+/* A client WRITE of [off, off + len) of f was absorbed: its pages must
+ * be journaled by the next local sync of f. */
+void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
+			uint64_t len);
+
+/* A local sync ended: durable true once the bytes are in the journal;
+ * false when they could not be (the caller then waits for the upstream,
+ * as with commit = "upstream"). */
+typedef void lcommit_fn(struct daemon *d, bool durable, void *arg);
+
+/*
+ * Journal f's pages written since their last journaling that hold
+ * write-back bytes in [off, off + len) (len 0: the whole file), then
+ * call fn once, from the disk tier's completion (never before this
+ * returns). f (of export ex) is referenced until then. Returns 0, or -1
+ * (fn never called) when it cannot start: tier off, ENOMEM, a page with
+ * more extents than a record holds.
+ */
+int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
+		 uint64_t off, uint64_t len, lcommit_fn *fn, void *arg);
+
+/* After any write-back completion of f: delete the records of its pages
+ * that hold no write-back bytes any more. */
+void lcommit_settle(struct daemon *d, struct cfile *f);
+
+/*
+ * A write-back WRITE of f failed upstream with status (a hard error).
+ * Returns true when f holds locally committed data: the failure is
+ * counted by cause and logged, and the caller must keep the bytes (retry
+ * later: lcommit_backoff) instead of dropping them; for NFS3ERR_STALE (the
+ * file is gone upstream) the records are kept in cache_dir and not
+ * deleted, and the caller drops the RAM copy as usual. False: not local.
+ */
+bool lcommit_failed(struct daemon *d, struct cfile *f, int status,
+		    bool *keep);
+
+/* True while f's write-back waits after a failure of locally committed
+ * data (retried every LCOMMIT_RETRY seconds of daemon_now()). */
+bool lcommit_backoff(struct cfile *f, double now);
+
+/* Free what f's state holds for this module (fstate_free). */
+void lcommit_fstate_clear(struct fstate *fs);
+
+/* True when fs holds nothing of this module (fstate_idle). */
+bool lcommit_fstate_idle(const struct fstate *fs);
+
+void lcommit_stats_get(struct lcommit_stats *st);
+
+/* Count one call answered locally: a COMMIT (commit true) or a
+ * FILE_SYNC/DATA_SYNC WRITE. */
+void lcommit_count(bool commit);
+
+/* Append the module's /metrics families to o. */
+void lcommit_render(struct evbuffer *o);
+
+/* Append the module's part of `nfscached cache status` to o: the member
+ * "local_commit":{"journal_records":N,"journal_bytes":N,
+ * "writeback_failures":{CAUSE:N,...}} (no leading comma). */
+void lcommit_status_json(struct evbuffer *o);
+
+#endif
