@@ -302,9 +302,10 @@ void disk_io_hook(struct disk *d, disk_io_hook_fn *fn, void *arg);
  * caller gives as opaque bytes, keyed like pages, kept in their own LMDB
  * database ("journal") of the same environment. They are never culled,
  * never dropped by disk_drop_file or a page_size change, and are found
- * again by disk_journal_scan after a restart or a crash. Puts, dels and
- * syncs run on the writer thread in the order submitted (a put after a
- * del of the same key wins); the ones queued together share one
+ * again by disk_journal_scan after a restart or a crash. A page may hold
+ * several records, told apart by the caller's sequence number. Puts,
+ * dels and syncs run on the writer thread in the order submitted (a put
+ * after a del of the same page wins); the ones queued together share one
  * transaction, whose commit (durable mode: synced, RFC 1813's "stable
  * storage") is what disk_journal_sync waits for. They are never refused
  * for a full queue (a lost del could leave an older record to be
@@ -315,16 +316,20 @@ void disk_io_hook(struct disk *d, disk_io_hook_fn *fn, void *arg);
 #define DISK_JOURNAL_MAX	(DISK_PAGE_MAX + 64 * 1024)	/* bytes */
 
 /*
- * Queue a put of record rec[0..len) under k (copied now), replacing any
- * record under k. 0, or -1 with errno: EINVAL (len 0 or over
- * DISK_JOURNAL_MAX, fh_len 0 or over DISK_FH_MAX), ENOMEM, EIO (tier
- * OFF). Durable only once a later disk_journal_sync says so.
+ * Queue a put of record rec[0..len) (copied now) as record seq of k's
+ * page, replacing a record under the same (k, seq); with replace, every
+ * other record of k's page goes in the same transaction (one step: a
+ * crash leaves either the old records or the new one). A page's records
+ * are found by disk_journal_scan in ascending seq. 0, or -1 with errno:
+ * EINVAL (len 0 or over DISK_JOURNAL_MAX, fh_len 0 or over DISK_FH_MAX),
+ * ENOMEM, EIO (tier OFF). Durable only once a later disk_journal_sync
+ * says so.
  */
-int disk_journal_put(struct disk *d, const struct disk_key *k,
-		     const void *rec, size_t len);
+int disk_journal_put(struct disk *d, const struct disk_key *k, uint64_t seq,
+		     bool replace, const void *rec, size_t len);
 
-/* Queue a delete of the record under k (absent is fine). 0, or -1 with
- * errno as disk_journal_put. */
+/* Queue a delete of every record of k's page (none is fine). 0, or -1
+ * with errno as disk_journal_put. */
 int disk_journal_del(struct disk *d, const struct disk_key *k);
 
 /* A sync's callback: durable is true when every journal put and del
@@ -340,13 +345,15 @@ typedef void disk_journal_cb(void *arg, bool durable);
  */
 int disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg);
 
-/* One journal record found by disk_journal_scan: borrowed for the call.
- * Return 0 to go on, non-zero to stop the scan with that value. */
-typedef int disk_journal_fn(void *arg, const struct disk_key *k,
+/* One journal record found by disk_journal_scan (its page k and seq):
+ * borrowed for the call. Return 0 to go on, non-zero to stop the scan
+ * with that value. */
+typedef int disk_journal_fn(void *arg, const struct disk_key *k, uint64_t seq,
 			    const void *rec, size_t len);
 
 /*
- * Call fn for every journal record, in key order, on this thread
+ * Call fn for every journal record, in key order (by file handle, page,
+ * then seq), on this thread
  * (synchronously: at start, before serving, while nothing is in flight).
  * Returns the number of records seen, fn's non-zero value when it
  * stopped the scan, or -1 (errno EIO) when the index cannot be read.

@@ -30,7 +30,7 @@ enum disk_op_kind {
 	DISK_OP_JSYNC		/* journal: report once the above are durable */
 };
 
-#define DISK_JOURNAL_BATCH	64	/* journal ops sharing one commit */
+#define DISK_JOURNAL_BATCH	1024	/* journal ops sharing one commit */
 #define DISK_BATCH_MAX		DISK_JOURNAL_BATCH	/* >= DISK_STORE_BATCH */
 
 /* True for the journal's operations (never refused for a full queue:
@@ -52,6 +52,7 @@ struct disk_op {
 	struct disk_page pg;		/* store: the copy; load: the result */
 	disk_load_cb *cb;
 	disk_journal_cb *jcb;		/* JSYNC */
+	bool jreplace;			/* JPUT: drop the page's others */
 	void *arg;
 	uint32_t slot;			/* DROP_IF, TOUCH: the record seen */
 	uint64_t checksum;
@@ -111,6 +112,8 @@ struct disk {
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work, cv_gate;
 	struct disk_queue rq, wq, done;
+	struct disk_queue jq;		/* journal ops: the writer takes
+					 * them before wq's */
 	unsigned inflight;
 	bool stopping;
 	bool gate_closed;

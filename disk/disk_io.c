@@ -4,7 +4,8 @@
  * its eventfd, the test gate, fault and I/O hooks, and the OFF transition.
  *
  * An operation is owned by exactly one place at a time: the reader queue
- * (loads), the writer queue (everything else), a worker while it runs, or
+ * (loads), the journal queue (journal ops, which the writer takes first),
+ * the writer queue (everything else), a worker while it runs, or
  * the done list until disk_poll runs its callback and frees it. inflight
  * counts operations not yet freed, so disk_drain knows when all are done.
  * Submitting takes only mu, never slot_mu or an LMDB lock, so a stalled
@@ -199,9 +200,11 @@ take_ops(struct disk_queue *q, struct disk_op **ops)
 	return n;
 }
 
-/* A worker: take ops from q, hold them at the gate, run, complete. */
+/* A worker: take ops from first (when not NULL and not empty: a COMMIT
+ * waiting on the journal does not wait behind page stores) or q, hold
+ * them at the gate, run, complete. */
 static void *
-worker(struct disk *d, struct disk_queue *q)
+worker(struct disk *d, struct disk_queue *first, struct disk_queue *q)
 {
 	struct disk_op *ops[DISK_BATCH_MAX];
 
@@ -209,11 +212,11 @@ worker(struct disk *d, struct disk_queue *q)
 	for (;;) {
 		unsigned n;
 
-		while (!d->stopping && !q->head)
+		while (!d->stopping && !q->head && !(first && first->head))
 			pthread_cond_wait(&d->cv_work, &d->mu);
 		if (d->stopping)
 			break;
-		n = take_ops(q, ops);
+		n = take_ops(first && first->head ? first : q, ops);
 		while (d->gate_closed && !d->stopping) {
 			d->gate_waiting++;
 			pthread_cond_broadcast(&d->cv_gate);
@@ -239,7 +242,7 @@ reader_main(void *arg)
 {
 	struct disk *d = arg;
 
-	return worker(d, &d->rq);
+	return worker(d, NULL, &d->rq);
 }
 
 /* The writer thread's body. */
@@ -248,7 +251,7 @@ writer_main(void *arg)
 {
 	struct disk *d = arg;
 
-	return worker(d, &d->wq);
+	return worker(d, &d->jq, &d->wq);
 }
 
 /*
@@ -288,7 +291,7 @@ disk_submit_journal(struct disk *d, struct disk_op *op)
 {
 	bool dropped;
 
-	submit(d, &d->wq, op, &dropped);
+	submit(d, &d->jq, op, &dropped);
 	if (dropped)
 		errno = EIO;
 	return dropped ? -1 : 0;
@@ -463,7 +466,8 @@ disk_close(struct disk **dp)
 	pthread_join(d->reader, NULL);
 	pthread_join(d->writer, NULL);
 	pthread_mutex_lock(&d->mu);
-	while ((op = queue_pop(&d->rq)) || (op = queue_pop(&d->wq))) {
+	while ((op = queue_pop(&d->rq)) || (op = queue_pop(&d->wq)) ||
+	       (op = queue_pop(&d->jq))) {
 		op->result = DISK_OFF;
 		complete_locked(d, op);
 	}

@@ -3,8 +3,10 @@
  * disk journal: locally committed write-back data (disk.h "The journal";
  * issue 18, docs/disk-tier.md "Local commit").
  *
- * A record is the caller's bytes under an encoded key (disk_key_encode)
- * in the "journal" database. The writer thread runs the journal's
+ * A record is the caller's bytes under its page's encoded key
+ * (disk_key_encode) followed by the caller's 64-bit sequence, big-endian,
+ * in the "journal" database: a page's records are adjacent, in sequence
+ * order, so a page's deletion is one cursor walk. The writer thread runs the journal's
  * operations as they were queued, those queued together (up to
  * DISK_JOURNAL_BATCH) in one write transaction, and completes a JSYNC
  * only after that transaction committed. LMDB's commit writes the data
@@ -33,15 +35,45 @@ journal_gauge(struct disk *d, int64_t drec, int64_t dbytes)
 			   __ATOMIC_RELAXED);
 }
 
-/* Size of the record under kv, or -1 when absent (or unreadable). */
-static int64_t
-journal_old_size(struct disk *d, MDB_txn *txn, MDB_val *kv)
+/* The journal key of (k, seq): k's encoded page key, then seq big-endian. */
+static void
+journal_key(const struct disk_key *k, uint64_t seq, struct disk_kbuf *kb)
 {
-	MDB_val v;
+	disk_key_encode(k, true, kb);
+	for (int i = 0; i < 8; i++)
+		kb->b[kb->len + i] = (uint8_t)(seq >> (56 - 8 * i));
+	kb->len += 8;
+}
 
-	if (mdb_get(txn, d->dbi_journal, kv, &v) != 0)
-		return -1;
-	return (int64_t)v.mv_size;
+/* Delete every record of k's page (any sequence) inside txn, adding the
+ * gauge deltas. 0 or an LMDB error. */
+static int
+journal_del_page(struct disk *d, MDB_txn *txn, const struct disk_key *k,
+		 int64_t *drec, int64_t *dbytes)
+{
+	struct disk_kbuf kb;
+	MDB_cursor *cur;
+	MDB_val kv, v;
+	size_t plen;
+	int rc;
+
+	journal_key(k, 0, &kb);
+	plen = kb.len - 8;		/* the page's prefix */
+	if ((rc = mdb_cursor_open(txn, d->dbi_journal, &cur)) != 0)
+		return rc;
+	kv = (MDB_val){ kb.len, kb.b };
+	rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE);
+	while (rc == 0 && kv.mv_size == plen + 8 &&
+	       memcmp(kv.mv_data, kb.b, plen) == 0) {
+		*drec -= 1;
+		*dbytes -= (int64_t)v.mv_size;
+		if ((rc = mdb_cursor_del(cur, 0)) != 0)
+			break;
+		/* After a del, MDB_NEXT gives the record that followed. */
+		rc = mdb_cursor_get(cur, &kv, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
 }
 
 /* Apply one op inside txn, adding its gauge deltas. 0 or an LMDB error. */
@@ -51,26 +83,25 @@ journal_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
 {
 	struct disk_kbuf kb;
 	MDB_val kv, v;
-	int64_t old;
 	int rc;
 
 	if (op->kind == DISK_OP_JSYNC)
 		return 0;
-	disk_key_encode(&op->key, true, &kb);
-	kv = (MDB_val){ kb.len, kb.b };
-	old = journal_old_size(d, txn, &kv);
-	if (op->kind == DISK_OP_JDEL) {
-		if (old < 0)
-			return 0;
-		rc = mdb_del(txn, d->dbi_journal, &kv, NULL);
-		*drec -= 1;
-		*dbytes -= old;
+	if ((op->kind == DISK_OP_JDEL || op->jreplace) &&
+	    (rc = journal_del_page(d, txn, &op->key, drec, dbytes)) != 0)
 		return rc;
+	if (op->kind == DISK_OP_JDEL)
+		return 0;
+	journal_key(&op->key, op->seq, &kb);
+	kv = (MDB_val){ kb.len, kb.b };
+	if (mdb_get(txn, d->dbi_journal, &kv, &v) == 0) {
+		*drec -= 1;
+		*dbytes -= (int64_t)v.mv_size;
 	}
 	v = (MDB_val){ op->data_len, op->pg.data };
 	rc = mdb_put(txn, d->dbi_journal, &kv, &v, 0);
-	*drec += old < 0 ? 1 : 0;
-	*dbytes += (int64_t)op->data_len - (old < 0 ? 0 : old);
+	*drec += 1;
+	*dbytes += (int64_t)op->data_len;
 	return rc;
 }
 
@@ -125,7 +156,8 @@ disk_journal_count(struct disk *d, MDB_txn *txn)
 /* Queue a journal op of kind for k with len bytes of rec. */
 static int
 journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
-	       const void *rec, size_t len, disk_journal_cb *cb, void *arg)
+	       uint64_t seq, bool replace, const void *rec, size_t len,
+	       disk_journal_cb *cb, void *arg)
 {
 	struct disk_op *op;
 
@@ -148,6 +180,8 @@ journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
 	op->kind = kind;
 	if (k)
 		op->key = *k;
+	op->seq = seq;
+	op->jreplace = replace;
 	if (len)
 		memcpy(op->pg.data, rec, len);
 	op->data_len = (uint32_t)len;
@@ -157,38 +191,44 @@ journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
 }
 
 int
-disk_journal_put(struct disk *d, const struct disk_key *k, const void *rec,
-		 size_t len)
+disk_journal_put(struct disk *d, const struct disk_key *k, uint64_t seq,
+		 bool replace, const void *rec, size_t len)
 {
-	return journal_submit(d, DISK_OP_JPUT, k, rec, len, NULL, NULL);
+	return journal_submit(d, DISK_OP_JPUT, k, seq, replace, rec, len,
+			      NULL, NULL);
 }
 
 int
 disk_journal_del(struct disk *d, const struct disk_key *k)
 {
-	return journal_submit(d, DISK_OP_JDEL, k, NULL, 0, NULL, NULL);
+	return journal_submit(d, DISK_OP_JDEL, k, 0, false, NULL, 0, NULL,
+			      NULL);
 }
 
 int
 disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg)
 {
-	return journal_submit(d, DISK_OP_JSYNC, NULL, NULL, 0, cb, arg);
+	return journal_submit(d, DISK_OP_JSYNC, NULL, 0, false, NULL, 0, cb,
+			      arg);
 }
 
-/* Decode an encoded key back (disk_key_encode's inverse); false if bad. */
+/* Decode a journal key back (journal_key's inverse); false if bad. */
 static bool
-key_decode(const MDB_val *kv, struct disk_key *k)
+key_decode(const MDB_val *kv, struct disk_key *k, uint64_t *seq)
 {
 	const uint8_t *b = kv->mv_data;
 
-	if (kv->mv_size < 1 + 8 || b[0] == 0 || b[0] > DISK_FH_MAX ||
-	    kv->mv_size != 1 + (size_t)b[0] + 8)
+	if (kv->mv_size < 1 + 16 || b[0] == 0 || b[0] > DISK_FH_MAX ||
+	    kv->mv_size != 1 + (size_t)b[0] + 16)
 		return false;
 	memset(k, 0, sizeof(*k));
 	k->fh_len = b[0];
 	memcpy(k->fh, b + 1, b[0]);
-	for (int i = 0; i < 8; i++)
+	*seq = 0;
+	for (int i = 0; i < 8; i++) {
 		k->page = (k->page << 8) | b[1 + b[0] + i];
+		*seq = (*seq << 8) | b[9 + b[0] + i];
+	}
 	return true;
 }
 
@@ -199,6 +239,7 @@ disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
 	MDB_cursor *cur;
 	MDB_val kv, v;
 	struct disk_key k;
+	uint64_t seq;
 	long n = 0, stop = 0;
 	int rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn);
 
@@ -211,8 +252,8 @@ disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
 	while (!stop && (rc = mdb_cursor_get(cur, &kv, &v,
 					     n ? MDB_NEXT : MDB_FIRST)) == 0) {
 		n++;
-		if (key_decode(&kv, &k))
-			stop = fn(arg, &k, v.mv_data, v.mv_size);
+		if (key_decode(&kv, &k, &seq))
+			stop = fn(arg, &k, seq, v.mv_data, v.mv_size);
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);

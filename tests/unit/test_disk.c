@@ -1370,6 +1370,115 @@ test_power_loss_nondurable_loses_pages_never_serves_wrong(void)
 	CU_ASSERT_EQUAL(nlogs, 0);
 }
 
+
+/* ---- the journal ---- */
+
+/* What a journal scan saw: "FILE:PAGE:SEQ:VALUE" tokens in order. */
+struct jseen {
+	char log[512];
+	long n;
+};
+
+static int
+jscan_cb(void *arg, const struct disk_key *k, uint64_t seq, const void *rec,
+	 size_t len)
+{
+	struct jseen *js = arg;
+	size_t o = strlen(js->log);
+
+	snprintf(js->log + o, sizeof(js->log) - o, "%s%u:%llu:%llu:%.*s",
+		 o ? " " : "", k->fh[1], (unsigned long long)k->page,
+		 (unsigned long long)seq, (int)len, (const char *)rec);
+	js->n++;
+	return 0;
+}
+
+/* The sync callback: durable into *(int *)arg (1 or -1). */
+static void
+jsync_cb(void *arg, bool durable)
+{
+	*(int *)arg = durable ? 1 : -1;
+}
+
+/* Sync d's journal and wait for the callback; its value. */
+static int
+jsync(struct disk *d)
+{
+	int done = 0;
+
+	CU_ASSERT_EQUAL_FATAL(disk_journal_sync(d, jsync_cb, &done), 0);
+	disk_drain(d);
+	return done;
+}
+
+static void
+jput(struct disk *d, uint8_t file, uint64_t pg, uint64_t seq, bool replace,
+     const char *val)
+{
+	struct disk_key k = key(file, pg);
+
+	CU_ASSERT_EQUAL(disk_journal_put(d, &k, seq, replace, val, strlen(val)), 0);
+}
+
+/* A page's records come back in sequence order after a reopen; a
+ * replacing put leaves only itself on its page; a del removes every
+ * record of its page and no other; the gauges follow. */
+static void
+test_journal_pages_sequences_replace_del(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_key k;
+	struct disk_stats st;
+	struct jseen js;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	jput(d, 1, 5, 2, false, "b");
+	jput(d, 1, 5, 1, false, "a");
+	jput(d, 1, 6, 3, false, "c");
+	jput(d, 2, 5, 4, false, "d");
+	CU_ASSERT_EQUAL(jsync(d), 1);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.journal_records, 4);
+	CU_ASSERT_EQUAL(st.journal_bytes, 4);
+	disk_close(&d);
+
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memset(&js, 0, sizeof(js));
+	CU_ASSERT_EQUAL(disk_journal_scan(d, jscan_cb, &js), 4);
+	CU_ASSERT_STRING_EQUAL(js.log, "1:5:1:a 1:5:2:b 1:6:3:c 2:5:4:d");
+	/* Replace page (1, 5) by one record; delete page (1, 6). */
+	jput(d, 1, 5, 7, true, "full");
+	k = key(1, 6);
+	CU_ASSERT_EQUAL(disk_journal_del(d, &k), 0);
+	k = key(3, 0);
+	CU_ASSERT_EQUAL(disk_journal_del(d, &k), 0);	/* none: fine */
+	CU_ASSERT_EQUAL(jsync(d), 1);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.journal_records, 2);
+	CU_ASSERT_EQUAL(st.journal_bytes, 5);
+	disk_close(&d);
+
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memset(&js, 0, sizeof(js));
+	CU_ASSERT_EQUAL(disk_journal_scan(d, jscan_cb, &js), 2);
+	CU_ASSERT_STRING_EQUAL(js.log, "1:5:7:full 2:5:4:d");
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.journal_records, 2);
+	CU_ASSERT_EQUAL(st.journal_bytes, 5);
+	/* A put after a del of the same page, queued together, wins. */
+	k = key(2, 5);
+	CU_ASSERT_EQUAL(disk_journal_del(d, &k), 0);
+	jput(d, 2, 5, 8, false, "e");
+	CU_ASSERT_EQUAL(jsync(d), 1);
+	memset(&js, 0, sizeof(js));
+	CU_ASSERT_EQUAL(disk_journal_scan(d, jscan_cb, &js), 2);
+	CU_ASSERT_STRING_EQUAL(js.log, "1:5:7:full 2:5:8:e");
+	CU_ASSERT_EQUAL(nlogs, 0);
+	disk_close(&d);
+}
+
 int
 test_register(void)
 {
@@ -1401,6 +1510,7 @@ test_register(void)
 	T(test_close_completes_queued_loads_as_off);
 	T(test_power_loss_durable_keeps_every_completed_page);
 	T(test_power_loss_nondurable_loses_pages_never_serves_wrong);
+	T(test_journal_pages_sequences_replace_del);
 #undef T
 	return 0;
 }
