@@ -478,7 +478,7 @@ struct cache_wb_extent {
  * UNSTABLE): their extents, in offset order, go to out (max entries;
  * touching extents of the same writer are one), their bytes are copied
  * to buf at the same page offsets (buf: page_size bytes, the caller's;
- * other bytes untouched). Returns the number of extents (0 when f holds
+ * other bytes untouched; NULL: nothing copied, see cfile_page_bytes). Returns the number of extents (0 when f holds
  * no page idx or it has none), or max + 1 when there are more than max
  * (out then holds the first max). Not a use of the page. Used to make a
  * page's locally committed bytes durable (daemon/lcommit.c).
@@ -487,13 +487,18 @@ size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
 		     uint64_t idx, uint8_t *buf, struct cache_wb_extent *out,
 		     size_t max);
 
+/* The bytes of f's page idx (page_size of them, page-relative; only the
+ * valid ones mean anything), or NULL when f holds no page idx. Borrowed:
+ * valid until the cache next changes (read them at once). */
+const uint8_t *cfile_page_bytes(const struct cfile *f, uint64_t idx);
+
 /*
- * The indexes of f's pages that hold write-back bytes, in order, from
- * index from on: up to max of them into out. Returns how many were
- * written. Borrowed nothing: f may change after.
+ * The page indexes in [start, end) of f whose pages hold no write-back
+ * bytes (DIRTY, WRITING or UNSTABLE), as maximal ranges in order:
+ * rangeset_gaps's out[]/max/return convention. Borrows nothing.
  */
-size_t cfile_wb_pages(const struct cfile *f, uint64_t from, uint64_t *out,
-		      size_t max);
+size_t cfile_wb_page_gaps(const struct cfile *f, uint64_t start, uint64_t end,
+			  struct range *out, size_t max);
 
 /*
  * Store fetched data[0..len) at off without overwriting bytes already

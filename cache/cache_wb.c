@@ -913,7 +913,9 @@ size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
 		const struct wbext *x = &p->wb[i];
 		const struct nfs_cred *cr = &c->creds[x->cred];
 
-		memcpy(buf + x->start, p->data + x->start, x->end - x->start);
+		if (buf)
+			memcpy(buf + x->start, p->data + x->start,
+			       x->end - x->start);
 		if (n && out[n - 1].off + out[n - 1].len == x->start &&
 		    nfs_cred_eq(&out[n - 1].cred, cr)) {
 			out[n - 1].len += x->end - x->start;
@@ -930,15 +932,15 @@ size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
 	return n;
 }
 
-size_t cfile_wb_pages(const struct cfile *f, uint64_t from, uint64_t *out,
-		      size_t max)
+const uint8_t *cfile_page_bytes(const struct cfile *f, uint64_t idx)
 {
-	size_t nr, n = 0;
-	const struct range *r = rangeset_ranges(&f->wbpages, &nr);
+	const struct cpage *p = page_find(f, idx);
 
-	for (size_t k = 0; k < nr && n < max; k++)
-		for (uint64_t i = r[k].start > from ? r[k].start : from;
-		     i < r[k].end && n < max; i++)
-			out[n++] = i;
-	return n;
+	return p ? p->data : NULL;
+}
+
+size_t cfile_wb_page_gaps(const struct cfile *f, uint64_t start, uint64_t end,
+			  struct range *out, size_t max)
+{
+	return rangeset_gaps(&f->wbpages, start, end, out, max);
 }

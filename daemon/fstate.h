@@ -38,6 +38,7 @@ struct daemon;
 struct export_rt;
 struct wb_wait;
 struct write_op;
+struct lc_page;
 
 struct fstate {
 	struct export_rt *ex;		/* borrowed from the daemon */
@@ -60,7 +61,10 @@ struct fstate {
 	struct write_op *reval_waiters;	/* WRITEs that wait for its reply */
 	struct rangeset lc_pages;	/* page indexes with a journal record
 					 * (lcommit.c) */
-	struct rangeset lc_stale;	/* pages written since journaled */
+	struct rangeset lc_stale;	/* bytes written since journaled */
+	struct lc_page *lc_map;		/* per-page journal state (uthash) */
+	uint64_t lc_attr_seq;		/* recovery: the record whose
+					 * attributes the file took */
 	unsigned lc_syncs;		/* local syncs in flight */
 	double lc_retry_at;		/* write-back paused until then after
 					 * a failure of local data, or 0 */

@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lcommit: see lcommit.h. A record (one per page with locally committed
- * bytes) is: struct lc_hdr, next struct lc_ext, then the extents' bytes
- * in order. Its key is the page's disk key (upstream handle, page index).
+ * lcommit: see lcommit.h. A record is: struct lc_hdr, next struct
+ * lc_ext, then the extents' bytes in order. Its key is the page's disk
+ * key (upstream handle, page index) and a sequence number, unique and
+ * increasing across runs (next_seq). A page holds one full record (all
+ * of the page's write-back bytes when it was written) or none, then
+ * delta records (only bytes written since the previous record): replayed
+ * in sequence order they give the page's write-back bytes. A delta costs
+ * what the client wrote; once a page's deltas since its full record
+ * would outgrow a new full record, a full record replaces them all in
+ * one transaction, so the journal holds at most about twice a page's
+ * write-back bytes and writes about twice what clients wrote.
  *
  * Invariants: a page index is in fstate.lc_pages iff this run put a
- * record for it (or installed one at start) and has not deleted it;
- * lc_stale holds the pages a client wrote since their last put, so every
+ * record for it (or installed one at start) and has not deleted its
+ * records, and then lc_map holds its entry; lc_stale holds the bytes
+ * (file offsets) a client wrote since they were last journaled, so every
  * byte acknowledged to a client of a local export is in a record, in
  * lc_stale, or stable upstream; lc_syncs counts the syncs in flight,
- * each holding a file reference. A record is deleted only when its page
- * holds no write-back bytes (every byte in it is stable upstream).
+ * each holding a file reference. A page's records are deleted only when
+ * the page holds no write-back bytes (every byte in it is stable
+ * upstream).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +28,7 @@
 #include <string.h>
 #include <event2/buffer.h>
 #include <openssl/rand.h>
+#include <uthash.h>
 #include <xxhash.h>
 
 #include "daemon.h"
@@ -34,7 +45,6 @@
 #define LCOMMIT_RETRY	5.0		/* seconds between retries of a
 					 * failed write-back of local data */
 #define LC_VERF_KEY	"writeverf"
-#define LC_PAGES_MAX	4096		/* pages one sync looks at per call */
 
 struct lc_hdr {
 	uint32_t magic;
@@ -58,6 +68,15 @@ struct lc_verf {
 	uint8_t clean;			/* 1: reusable at the next start */
 };
 
+/* What the journal holds for one page of a file (fstate.lc_map). */
+struct lc_page {
+	uint64_t idx;			/* the page index, the hash key */
+	uint64_t since;			/* bytes of delta records since its
+					 * full record (UINT64_MAX: unknown,
+					 * the next record is full) */
+	UT_hash_handle hh;
+};
+
 struct lc_sync {
 	struct daemon *d;
 	struct cfile *f;		/* reference */
@@ -66,6 +85,7 @@ struct lc_sync {
 };
 
 static struct lcommit_stats stats;
+static uint64_t next_seq = 1;	/* the next record's sequence number */
 
 /* The journal when it can take records now. */
 static struct disk *journal(void)
@@ -93,30 +113,23 @@ void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
 			uint64_t len)
 {
 	struct fstate *fs = fstate_find(f);
-	uint64_t ps = d->conf->page_size;
 
-	if (fs && len && rangeset_add(&fs->lc_stale, off / ps,
-				      (off + len - 1) / ps + 1) != 0)
+	(void)d;
+	if (fs && len && rangeset_add(&fs->lc_stale, off, off + len) != 0)
 		log_warn("local commit: out of memory noting a write");
 }
 
-/* Encode page idx of f into a record in buf (room for the largest);
- * its length, 0 when the page holds no write-back bytes, or -1 when it
- * has more extents than a record holds. */
-static long rec_encode(struct daemon *d, struct cfile *f, struct export_rt *ex,
-		       uint64_t idx, uint8_t *buf, uint8_t *page)
+/* Encode a record of page idx of f with the n extents ext, their bytes
+ * at the same offsets of page, into buf (room for the largest); its
+ * length. */
+static size_t rec_encode(struct cfile *f, struct export_rt *ex, uint64_t idx,
+			 uint32_t ps, const struct cache_wb_extent *ext,
+			 size_t n, const uint8_t *page, uint8_t *buf)
 {
-	static struct cache_wb_extent ext[LC_MAX_EXT];
-	uint32_t ps = cache_page_size(d->cache);
 	struct lc_hdr *h = (struct lc_hdr *)buf;
 	struct lc_ext *x = (struct lc_ext *)(h + 1);
-	size_t n = cfile_page_wb(d->cache, f, idx, page, ext, LC_MAX_EXT);
 	uint8_t *p = (uint8_t *)(x + n);
 
-	if (n > LC_MAX_EXT)
-		return -1;
-	if (n == 0)
-		return 0;
 	memset(h, 0, sizeof(*h));
 	h->magic = LC_MAGIC;
 	h->export_id = ex->conf->id;
@@ -136,63 +149,180 @@ static long rec_encode(struct daemon *d, struct cfile *f, struct export_rt *ex,
 		p += ext[i].len;
 	}
 	h->checksum = XXH3_64bits(buf, (size_t)(p - buf));
-	return (long)(p - buf);
+	return (size_t)(p - buf);
 }
 
-/* Journal page idx of f (put its record, or delete a record it no longer
- * needs). 0, or -1 when the journal refused it. */
+/* The bytes a record of these n extents takes. */
+static uint64_t rec_size(const struct cache_wb_extent *ext, size_t n)
+{
+	uint64_t b = sizeof(struct lc_hdr) + n * sizeof(struct lc_ext);
+
+	for (size_t i = 0; i < n; i++)
+		b += ext[i].len;
+	return b;
+}
+
+/*
+ * The extents of ext[0..n) within the stale bytes of f's page idx (file
+ * offsets [pstart, pstart + ps)) into out (room for max); their number,
+ * or max + 1 when they do not fit or the stale ranges cannot all be
+ * read at once (the caller then writes a full record).
+ */
+static size_t delta_extents(const struct fstate *fs, uint64_t pstart,
+			    uint32_t ps, const struct cache_wb_extent *ext,
+			    size_t n, struct cache_wb_extent *out, size_t max)
+{
+	struct range r[64];
+	size_t nr = rangeset_ranges_in(&fs->lc_stale, pstart, pstart + ps, r, 64);
+	size_t m = 0;
+
+	if (nr >= 64)
+		return max + 1;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < nr; j++) {
+			uint64_t lo = r[j].start - pstart, hi = r[j].end - pstart;
+			uint64_t s0 = ext[i].off, e0 = s0 + ext[i].len;
+
+			if (lo < s0)
+				lo = s0;
+			if (hi > e0)
+				hi = e0;
+			if (lo >= hi)
+				continue;
+			if (m == max)
+				return max + 1;
+			out[m] = ext[i];
+			out[m].off = (uint32_t)lo;
+			out[m].len = (uint32_t)(hi - lo);
+			m++;
+		}
+	}
+	return m;
+}
+
+/* The journal state of page idx of fs, created (since unknown) if
+ * absent; NULL on ENOMEM. */
+static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
+{
+	struct lc_page *pm;
+
+	HASH_FIND(hh, fs->lc_map, &idx, sizeof(idx), pm);
+	if (pm)
+		return pm;
+	if (!(pm = calloc(1, sizeof(*pm))))
+		return NULL;
+	pm->idx = idx;
+	pm->since = UINT64_MAX;
+	HASH_ADD(hh, fs->lc_map, idx, sizeof(pm->idx), pm);
+	return pm;
+}
+
+/* Forget page idx's journal state (its records were deleted). */
+static void page_forget(struct fstate *fs, uint64_t idx)
+{
+	struct lc_page *pm;
+
+	HASH_FIND(hh, fs->lc_map, &idx, sizeof(idx), pm);
+	if (pm) {
+		HASH_DEL(fs->lc_map, pm);
+		free(pm);
+	}
+	rangeset_remove(&fs->lc_pages, idx, idx + 1);
+}
+
+/* Scratch space for journaling one page. */
+struct lc_buf {
+	uint8_t *rec;			/* the largest record */
+	struct cache_wb_extent ext[LC_MAX_EXT + 1];
+	struct cache_wb_extent delta[LC_MAX_EXT + 1];
+};
+
+/*
+ * Journal page idx of f: a delta record of its bytes written since they
+ * were last journaled, or a full record replacing the page's others when
+ * the deltas would outgrow one (or the page has none yet); its records
+ * deleted when it holds no write-back bytes. 0, or -1 when the journal
+ * refused it.
+ */
 static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
-			uint64_t idx, uint8_t *buf, uint8_t *page)
+			uint64_t idx, struct lc_buf *b)
 {
 	struct disk *dk = journal();
+	uint32_t ps = cache_page_size(d->cache);
+	const uint8_t *page;
 	struct disk_key k;
-	long n;
+	struct lc_page *pm;
+	size_t n, m;
+	uint64_t full, delta;
+	bool whole;
+	size_t len;
 
 	if (!dk || !disk_tier_key(f, idx, &k))
 		return -1;
-	n = rec_encode(d, f, fs->ex, idx, buf, page);
-	if (n < 0)
+	n = cfile_page_wb(d->cache, f, idx, NULL, b->ext, LC_MAX_EXT);
+	if (n > LC_MAX_EXT)
 		return -1;
 	if (n == 0) {
 		if (!rangeset_contains(&fs->lc_pages, idx, idx + 1))
 			return 0;
 		if (disk_journal_del(dk, &k) != 0)
 			return -1;
-		return rangeset_remove(&fs->lc_pages, idx, idx + 1);
+		page_forget(fs, idx);
+		return 0;
 	}
-	if (disk_journal_put(dk, &k, buf, (size_t)n) != 0 ||
+	if (!(pm = page_state(fs, idx)))
+		return -1;
+	full = rec_size(b->ext, n);
+	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT);
+	delta = m <= LC_MAX_EXT ? rec_size(b->delta, m) : UINT64_MAX;
+	if (m == 0)
+		return 0;	/* what was written is stable upstream now */
+	whole = !rangeset_contains(&fs->lc_pages, idx, idx + 1) ||
+		pm->since == UINT64_MAX || delta == UINT64_MAX ||
+		pm->since + delta > full;
+	page = cfile_page_bytes(f, idx);
+	len = whole ? rec_encode(f, fs->ex, idx, ps, b->ext, n, page, b->rec)
+		    : rec_encode(f, fs->ex, idx, ps, b->delta, m, page, b->rec);
+	if (disk_journal_put(dk, &k, next_seq, whole, b->rec, len) != 0 ||
 	    rangeset_add(&fs->lc_pages, idx, idx + 1) != 0)
 		return -1;
+	next_seq++;
+	pm->since = whole ? 0 : pm->since + delta;
 	stats.records_written++;
-	stats.bytes_written += (uint64_t)n;
+	stats.bytes_written += len;
 	return 0;
 }
 
-/* Journal the stale pages of f in [first, end). 0 or -1. */
+/* Journal the stale bytes of f in pages [first, end). 0 or -1. */
 static int stale_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 			 uint64_t first, uint64_t end)
 {
 	uint32_t ps = cache_page_size(d->cache);
-	uint8_t *buf = malloc(sizeof(struct lc_hdr) +
-			      LC_MAX_EXT * sizeof(struct lc_ext) + ps);
-	uint8_t *page = malloc(ps);
+	uint64_t lo = first * ps, hi = end > UINT64_MAX / ps ? UINT64_MAX : end * ps;
+	struct lc_buf *b = calloc(1, sizeof(*b));
 	struct range r[64];
-	int rc = buf && page ? 0 : -1;
+	uint64_t done = lo;
+	int rc = -1;
 	size_t n;
 
+	if (b && (b->rec = malloc(sizeof(struct lc_hdr) +
+				  LC_MAX_EXT * sizeof(struct lc_ext) + ps)))
+		rc = 0;
+	/* Page by page, each once: the stale bytes of a page are cleared
+	 * only after its record is queued. */
 	while (rc == 0 &&
-	       (n = rangeset_ranges_in(&fs->lc_stale, first, end, r, 64)) > 0) {
-		for (size_t i = 0; i < n && i < 64 && rc == 0; i++) {
-			for (uint64_t idx = r[i].start; idx < r[i].end && rc == 0;
-			     idx++)
-				rc = page_journal(d, f, fs, idx, buf, page);
-			if (rc == 0)
-				rc = rangeset_remove(&fs->lc_stale, r[i].start,
-						     r[i].end);
-		}
+	       (n = rangeset_ranges_in(&fs->lc_stale, done, hi, r, 64)) > 0) {
+		uint64_t idx = r[0].start / ps;
+
+		rc = page_journal(d, f, fs, idx, b);
+		if (rc == 0)
+			rc = rangeset_remove(&fs->lc_stale, idx * ps,
+					     (idx + 1) * ps);
+		done = (idx + 1) * ps;
 	}
-	free(buf);
-	free(page);
+	if (b)
+		free(b->rec);
+	free(b);
 	return rc;
 }
 
@@ -254,7 +384,6 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 {
 	struct fstate *fs = fstate_find(f);
 	struct disk *dk = journal();
-	uint64_t pages[LC_PAGES_MAX];
 	struct range r[64];
 	struct disk_key k;
 	size_t n;
@@ -265,22 +394,35 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 		rangeset_clear(&fs->lc_stale);
 	if (!dk)
 		return;
-	/* Every record page that holds no write-back bytes now goes. */
+	/* Every record page that holds no write-back bytes now goes: the
+	 * gaps of the file's write-back pages inside each range of
+	 * lc_pages. */
 	for (uint64_t from = 0;
 	     (n = rangeset_ranges_in(&fs->lc_pages, from, UINT64_MAX, r, 64));) {
-		for (size_t i = 0; i < n && i < 64; i++) {
-			for (uint64_t idx = r[i].start; idx < r[i].end; idx++) {
-				size_t m = cfile_wb_pages(f, idx, pages, 1);
+		size_t nr = n < 64 ? n : 64;
 
-				if ((m && pages[0] == idx) ||
-				    !disk_tier_key(f, idx, &k) ||
-				    disk_journal_del(dk, &k) != 0)
-					continue;
-				rangeset_remove(&fs->lc_pages, idx, idx + 1);
+		from = r[nr - 1].end;
+		for (size_t i = 0; i < nr; i++) {
+			struct range g[64];
+			uint64_t at = r[i].start;
+			size_t m;
+
+			while (at < r[i].end &&
+			       (m = cfile_wb_page_gaps(f, at, r[i].end, g, 64))) {
+				size_t ng = m < 64 ? m : 64;
+
+				for (size_t j = 0; j < ng; j++)
+					for (uint64_t idx = g[j].start;
+					     idx < g[j].end; idx++)
+						if (disk_tier_key(f, idx, &k) &&
+						    disk_journal_del(dk, &k) == 0)
+							page_forget(fs, idx);
+				if (m <= 64)
+					break;
+				at = g[ng - 1].end;
 			}
-			from = r[i].end;
 		}
-		if (n < 64)
+		if (n <= 64)
 			break;
 	}
 	(void)d;
@@ -338,13 +480,19 @@ bool lcommit_backoff(struct cfile *f, double now)
 
 void lcommit_fstate_clear(struct fstate *fs)
 {
+	struct lc_page *pm, *tmp;
+
+	HASH_ITER(hh, fs->lc_map, pm, tmp) {
+		HASH_DEL(fs->lc_map, pm);
+		free(pm);
+	}
 	rangeset_clear(&fs->lc_pages);
 	rangeset_clear(&fs->lc_stale);
 }
 
 bool lcommit_fstate_idle(const struct fstate *fs)
 {
-	return !fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_syncs;
+	return !fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_syncs && !fs->lc_map;
 }
 
 /* ---- start and stop ---- */
@@ -380,9 +528,10 @@ static const struct lc_hdr *rec_check(const void *rec, size_t len)
 	return sum == h.checksum ? rec : NULL;
 }
 
-/* Install one record's extents as dirty data of its file. */
-static int recover_one(void *arg, const struct disk_key *k, const void *rec,
-		       size_t len)
+/* Install one record's extents as dirty data of its file (a page's
+ * records come in sequence order: later bytes replace earlier ones). */
+static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
+		       const void *rec, size_t len)
 {
 	struct daemon *d = arg;
 	const struct lc_hdr *h = rec_check(rec, len);
@@ -402,9 +551,15 @@ static int recover_one(void *arg, const struct disk_key *k, const void *rec,
 			  "it does not decode");
 		return 0;
 	}
-	if (!cfile_has_attr(f))
+	fs = fstate_get(d, f, ex);
+	/* The file's attributes as clients last saw them: from its newest
+	 * record. */
+	if (!cfile_has_attr(f) || (fs && seq > fs->lc_attr_seq)) {
 		cfile_attr_observe(d->cache, f, &h->attr, now,
 				   daemon_ac(ex, h->attr.type));
+		if (fs)
+			fs->lc_attr_seq = seq;
+	}
 	cfile_attr_expire(f);
 	for (uint32_t i = 0; i < h->next && !bad; i++) {
 		struct nfs_cred cr = { .uid = x[i].uid, .gid = x[i].gid,
@@ -415,8 +570,11 @@ static int recover_one(void *arg, const struct disk_key *k, const void *rec,
 					x[i].len, &cr, now, h->attr.mtime);
 		p += x[i].len;
 	}
-	fs = bad ? NULL : fstate_get(d, f, ex);
-	if (fs && rangeset_add(&fs->lc_pages, k->page, k->page + 1) == 0) {
+	if (bad)
+		fs = NULL;
+	/* page_state: the page's next record is a full one. */
+	if (fs && page_state(fs, k->page) &&
+	    rangeset_add(&fs->lc_pages, k->page, k->page + 1) == 0) {
 		stats.recovered_records++;
 		stats.recovered_bytes += len;
 		writeback_kick(d, f, ex, true);
@@ -458,18 +616,21 @@ static void verf_start(struct disk *dk)
 /* What size_check looks for and found. */
 struct lc_size {
 	uint32_t want, other;
+	uint64_t max_seq;		/* the highest sequence seen */
 };
 
 /* A record written with another page_size: its key's page index means
  * another byte range now, so this run could neither track nor ever
  * delete it, and a later start would replay it over newer data. */
-static int size_check(void *arg, const struct disk_key *k, const void *rec,
-		      size_t len)
+static int size_check(void *arg, const struct disk_key *k, uint64_t seq,
+		      const void *rec, size_t len)
 {
 	struct lc_size *sz = arg;
 	const struct lc_hdr *h = rec_check(rec, len);
 
 	(void)k;
+	if (seq > sz->max_seq)
+		sz->max_seq = seq;
 	if (h && h->page_size != sz->want) {
 		sz->other = h->page_size;
 		return 1;
@@ -480,13 +641,15 @@ static int size_check(void *arg, const struct disk_key *k, const void *rec,
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct disk *dk = journal();
-	struct lc_size sz = { cache_page_size(d->cache), 0 };
+	struct lc_size sz = { cache_page_size(d->cache), 0, 0 };
 	long n;
 
 	memset(&stats, 0, sizeof(stats));
+	next_seq = 1;
 	if (!dk)
 		return 0;
 	(void)disk_journal_scan(dk, size_check, &sz);
+	next_seq = sz.max_seq + 1;
 	if (sz.other) {
 		snprintf(err, errlen, "cache_dir %s holds locally committed "
 			 "data written with page_size = %u (now %u): start once "
