@@ -10,6 +10,7 @@
 
 #include "daemon.h"
 #include "invariant.h"
+#include "lcommit.h"
 #include "log.h"
 #include "nfs3_meta.h"
 
@@ -55,6 +56,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "metadata cache";
 		why = nfs3_meta_check_why();
+	}
+	if (!why) {
+		what = "local commit";
+		why = lcommit_check_why(d);
 	}
 	if (!why)
 		return;

@@ -270,13 +270,13 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 		page_forget(fs, idx);
 		return 0;
 	}
+	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT);
+	if (m == 0)
+		return 0;	/* what was written is stable upstream now */
 	if (!(pm = page_state(fs, idx)))
 		return -1;
 	full = rec_size(b->ext, n);
-	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT);
 	delta = m <= LC_MAX_EXT ? rec_size(b->delta, m) : UINT64_MAX;
-	if (m == 0)
-		return 0;	/* what was written is stable upstream now */
 	whole = !rangeset_contains(&fs->lc_pages, idx, idx + 1) ||
 		pm->since == UINT64_MAX || delta == UINT64_MAX ||
 		pm->since + delta > full;
@@ -284,8 +284,11 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 	len = whole ? rec_encode(f, fs->ex, idx, ps, b->ext, n, page, b->rec)
 		    : rec_encode(f, fs->ex, idx, ps, b->delta, m, page, b->rec);
 	if (disk_journal_put(dk, &k, next_seq, whole, b->rec, len) != 0 ||
-	    rangeset_add(&fs->lc_pages, idx, idx + 1) != 0)
+	    rangeset_add(&fs->lc_pages, idx, idx + 1) != 0) {
+		if (!rangeset_contains(&fs->lc_pages, idx, idx + 1))
+			page_forget(fs, idx);	/* keep lc_map == lc_pages */
 		return -1;
+	}
 	next_seq++;
 	pm->since = whole ? 0 : pm->since + delta;
 	stats.records_written++;
@@ -570,11 +573,14 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 					x[i].len, &cr, now, h->attr.mtime);
 		p += x[i].len;
 	}
-	if (bad)
-		fs = NULL;
-	/* page_state: the page's next record is a full one. */
-	if (fs && page_state(fs, k->page) &&
-	    rangeset_add(&fs->lc_pages, k->page, k->page + 1) == 0) {
+	/* Tracked: in lc_pages, and in lc_map with its next record full. */
+	if (!bad && (!fs || !page_state(fs, k->page)))
+		bad = 1;
+	if (!bad && rangeset_add(&fs->lc_pages, k->page, k->page + 1) != 0) {
+		page_forget(fs, k->page);
+		bad = 1;
+	}
+	if (!bad) {
 		stats.recovered_records++;
 		stats.recovered_bytes += len;
 		writeback_kick(d, f, ex, true);
@@ -704,6 +710,27 @@ void lcommit_stop(struct daemon *d)
 		log_info("write verifier kept for the next start: every "
 			 "acknowledged byte is upstream or in %s",
 			 d->conf->cache_dir);
+}
+
+const char *lcommit_check_why(struct daemon *d)
+{
+	for (struct cfile *f = cache_wb_file_first(d->cache); f;
+	     f = cache_wb_file_next(d->cache, f)) {
+		const struct fstate *fs = fstate_find(f);
+		const struct lc_page *pm, *tmp;
+
+		if (!fs)
+			continue;
+		if (HASH_COUNT(fs->lc_map) != rangeset_bytes(&fs->lc_pages))
+			return "lcommit: a file's lc_map and lc_pages count "
+			       "different pages";
+		HASH_ITER(hh, fs->lc_map, pm, tmp)
+			if (!rangeset_contains(&fs->lc_pages, pm->idx,
+					       pm->idx + 1))
+				return "lcommit: a page in lc_map has no record "
+				       "(not in lc_pages)";
+	}
+	return NULL;
 }
 
 void lcommit_stats_get(struct lcommit_stats *st)

@@ -138,6 +138,11 @@ bool lcommit_fstate_idle(const struct fstate *fs);
 
 void lcommit_stats_get(struct lcommit_stats *st);
 
+/* The first broken invariant of this module's state (lcommit.c's top)
+ * over the files holding write-back bytes, or NULL (invariant.c, debug
+ * and test runs with NFSCACHED_CHECK). */
+const char *lcommit_check_why(struct daemon *d);
+
 /* Count one call answered locally: a COMMIT (commit true) or a
  * FILE_SYNC/DATA_SYNC WRITE. */
 void lcommit_count(bool commit);
