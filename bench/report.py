@@ -45,6 +45,7 @@ PHASES = {
     "w8cold": ("W8", "w8cold-0", "w8cold-1"),
     "w8warm": ("W8", "w8warm-0", "w8warm-1"),  # after nfscached restarted
     "w9": ("W9", "w9-0", "w9-1"),  # includes the COMMIT
+    "w10": ("W10", "w10-0", "w10-1"),  # WRITE + COMMIT pairs
 }
 
 PHASE_TITLE = {
@@ -61,6 +62,7 @@ PHASE_TITLE = {
     "w8cold": "W8 warm restart: first read of a 256 MiB file (64 KiB)",
     "w8warm": "W8 warm restart: the second read, after nfscached restarted",
     "w9": "W9 scattered 4 KiB writes over 1 GiB (+COMMIT)",
+    "w10": "W10 4 KiB WRITE + COMMIT pairs, one call in flight",
 }
 
 
@@ -160,7 +162,7 @@ class Cell:
         a, b = self.snaps.get(s0), self.snaps.get(s1)
         if not a or not b:
             return None
-        if self.path == "nfscached":
+        if self.path in ("nfscached", "local"):
             return upstream_nfscached(a, b)
         if self.path == "direct":
             return diff_counts(a["v3"], b["v3"])
@@ -195,7 +197,8 @@ class Cell:
         restarts it (W8) has several processes: CPU is summed over them
         (a restart shows as CPU going down between snapshots in time
         order), the peak is the highest any of them reached."""
-        name = {"nfscached": "nfscached", "peer": "peer"}.get(self.path)
+        name = {"nfscached": "nfscached", "local": "nfscached",
+                "peer": "peer"}.get(self.path)
         snaps = sorted((s for s in self.snaps.values()
                         if s and s["time"] is not None and name in s["proc"]),
                        key=lambda s: s["time"])
@@ -429,6 +432,7 @@ def targets(cells):
         n = up.get("READ", 0) if up is not None else None
         out.append((f"W6b, {delay} ms: second pass 0 upstream READs", "n/a" if n is None else f"{n} READs",
                     None if n is None else n == 0))
+    out.extend(local_targets(cells))
     # Each cell against its own cache_size (W8 runs a smaller one); the
     # worst is the cell with the highest peak RSS / budget.
     worst, worst_id, budget = None, None, None
@@ -446,6 +450,63 @@ def targets(cells):
         out.append(("Every workload: nfscached RSS <= its cache budget + 10%",
                     f"worst: peak {worst:.0f} MiB for {budget} MiB ({worst_id})", worst <= budget * 1.1))
     return out
+
+
+def local_targets(cells):
+    """Issue 18's targets: commit = "local" (path "local") against direct."""
+    out = []
+
+    def r(w, label, delay, qd):
+        return ratio(value(cells, w, label, "local", delay, qd, "ops_s"),
+                     value(cells, w, label, "direct", delay, qd, "ops_s"))
+
+    for w, label, delay, qd, want, what in (
+            ("W2", "w2", 2, 16, 10, "W2"),
+            ("W2", "w2", 0, 16, 1, "W2"),
+            ("W10", "w10", 2, 1, 10, "W10 4 KiB WRITE+COMMIT pairs, 1 in flight,")):
+        x = r(w, label, delay, qd)
+        out.append((f"{what} {delay} ms, commit = \"local\": >= {want}x direct", fmt_ratio(x),
+                    None if x is None else x >= want))
+    return out
+
+
+def fdatasync_ms(results):
+    """The probe's mean 4 KiB O_DSYNC write latency (ms), or None."""
+    try:
+        with open(os.path.join(results, "fdatasync.json")) as f:
+            return json.load(f)["mean_ms"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def local_section(cells, results):
+    """Local commit (issue 18): W2 and W10 on direct, nfscached (commit =
+    "upstream") and local (commit = "local"), with each path's upstream
+    COMMITs and the journal's fdatasync latency."""
+    rows = []
+    for w, label, qd in (("W2", "w2", 16), ("W10", "w10", 1)):
+        for delay in DELAYS:
+            v = {p: value(cells, w, label, p, delay, qd, "ops_s") for p in ("direct", "nfscached", "local")}
+            if all(x is None for x in v.values()):
+                continue
+            c = get(cells, w, "local", delay, qd)
+            up = c.upstream(label) if c else None
+            rows.append([w, f"{delay} ms", qd, fmt(v["direct"]), fmt(v["nfscached"]), fmt(v["local"]),
+                         fmt_ratio(ratio(v["local"], v["direct"])),
+                         "n/a" if up is None else fmt(up.get("COMMIT", 0), 0)])
+    if not rows:
+        return []
+    ms = fdatasync_ms(results) if results else None
+    return ["## Local commit", "",
+            "`commit = \"local\"` (docs/disk-tier.md \"Local commit\"): the **local** path is nfscached with a",
+            "`cache_dir` on this machine's disk (ext4 on the build directory, not tmpfs) and `commit = \"local\"`",
+            "on the export, so a COMMIT waits for one journal commit (fdatasync) instead of the upstream;",
+            "**nfscached** is the same proxy with the default `commit = \"upstream\"`. W2 is the workload above;",
+            "W10 sends 4 KiB sequential WRITEs, each followed by a COMMIT, one call in flight (ops/s counts",
+            "both). The fdatasync latency of that disk, measured before the cells (500 4 KiB O_DSYNC writes): "
+            + ("n/a" if ms is None else f"{ms:.3f} ms mean") + ".", "",
+            table(["workload", "delay", "in flight", "direct ops/s", "nfscached ops/s", "local ops/s",
+                   "local/direct", "local's upstream COMMITs in the phase"], rows), ""]
 
 
 RA_BYTES = "nfscached_readahead_issued_bytes_total"
@@ -995,6 +1056,8 @@ def write_report(cells, run, root, out, results_dir=""):
     a("  is read once in full (64 KiB READs, 16 in flight); once the disk tier's stores have settled,")
     a("  nfscached is stopped with SIGTERM and started again on the same `cache_dir`, and the file is")
     a("  read again (measured). Direct reads the file twice with nothing restarted.")
+    a("- W10: 4 KiB sequential WRITEs into a new file, each followed by a COMMIT, one call in flight")
+    a("  (direct, nfscached, and nfscached with `commit = \"local\"`: \"Local commit\" below).")
     a("")
     b = run.get("boxes", {})
     a(f"Time boxes (s): W1 {b.get('W1')} per phase after {b.get('warmup')} s warm-up, W2 {b.get('W2')} "
@@ -1047,6 +1110,7 @@ def write_report(cells, run, root, out, results_dir=""):
     a(witness_table(cells))
     a("")
     lines.extend(relay_ceiling_section(results_dir) if results_dir else [])
+    lines.extend(local_section(cells, results_dir))
     lines.extend(hostile_section(results_dir) if results_dir else [])
     a("## Reproducing")
     a("")

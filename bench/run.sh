@@ -21,6 +21,8 @@
 #   direct     client -> relay -> Ganesha
 #   nfscached  client -> nfscached -> relay -> Ganesha
 #   peer       client -> Ganesha FSAL PROXY_V4 -> relay (NFSv4.1) -> Ganesha
+#   local      nfscached with a cache_dir on the build directory's disk and
+#              commit = "local" (issue 18): COMMITs answered from cache_dir
 # The load generator (bench/loadgen.c) runs the workload's phases and calls
 # bench/snap.sh around each measured phase to record the counters; raw
 # results stay in $BENCH_BUILD_DIR/bench-results, bench/report.py turns
@@ -73,7 +75,7 @@ cache_mib=256		# nfscached cache_size for every cell
 t() { awk -v a="$1" -v s="$scale" 'BEGIN { printf "%.2f", a * s }'; }
 T_W1=$(t 2.5) T_W2=$(t 5) T_W3=$(t 4) T_W4=$(t 4) T_W5R=$(t 5) T_W5S=$(t 3)
 T_W6=$(t 4) T_W6B=$(t 4) T_W9=$(t 8) WARM=$(t 0.5) T_K1=$(t 20)
-T_W8=$(t 6)
+T_W8=$(t 6) T_W10=$(t 4)
 # W8 (warm restart, issue 17): a file larger than the RAM cache is read
 # once, nfscached restarts, and the file is read again from the disk tier.
 w8_cache_mib=64		# cache_size of W8's nfscached; its file is 256 MiB
@@ -269,6 +271,10 @@ phases() {
 		echo "snap,label=w5seq-1" ;;
 	W6)	echo "open,file=w6,create=1,size=1G,base=zero"
 		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")" ;;
+	# W10 (issue 18): 4 KiB WRITE + COMMIT pairs, one call in flight:
+	# an fsync after every write, a database's log.
+	W10)	echo "open,file=w10,create=1,base=zero"
+		m w10 rw ",bs=4K,pattern=seq,span=1073741824,qd=$q,rmix=0,wmix=1,commit_every=1,time=$T_W10,timeout=$(to "$T_W10")" ;;
 	W9)	echo "open,file=w9,create=1,size=1G,base=zero"
 		echo "snap,label=w9-0"
 		echo "write,label=w9,bs=4K,pattern=rand,qd=$q,time=$T_W9,timeout=$(to "$T_W9")"
@@ -317,16 +323,22 @@ cell_start() {
 	case $path in
 	direct)
 		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$r_nfs&mountport=$r_mnt" ;;
-	nfscached)
+	nfscached|local)
+		: >"$x/export.extra"
 		if [[ "$w" == W8 ]]; then
 			printf 'page_size = %s\ncache_size = %s\ncache_dir = "%s"\ndisk_cache_size = %s\n' \
 				"$page" "$w8_cache_mib" "$x/disk" "$w8_disk_mib" >"$x/nfscached.extra"
+		elif [[ "$path" == local ]]; then
+			# cache_dir on the disk under $build (ext4 here, not tmpfs).
+			printf 'page_size = %s\ncache_size = %s\ncache_dir = "%s"\n' \
+				"$page" "$cache_mib" "$x/disk" >"$x/nfscached.extra"
+			echo '	commit = "local"' >"$x/export.extra"
 		else
 			printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$x/nfscached.extra"
 		fi
 		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
-			>"$x/nfscached.conf" || return 1
+			"$x/export.extra" >"$x/nfscached.conf" || return 1
 		mkdir -p "$x/state"
 		nfsc_proxy_start "$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" \
 			--config "$x/nfscached.conf" || return 1
@@ -470,6 +482,22 @@ say "writing the data files"
 "$loadgen" --gen "$data/w6b.base" --size 1G --base zpat:16:16
 chmod 0444 "$data"/*.base
 
+# The fdatasync latency of the disk the local path's cache_dir is on
+# (issue 18): 4 KiB O_DSYNC writes, as a journal commit costs.
+say "measuring fdatasync latency under $res"
+python3 - "$res/dsync.probe" >"$res/fdatasync.json" <<'PY' || say "the fdatasync probe failed"
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o600)
+buf, n = b"\0" * 4096, 500
+t0 = time.monotonic()
+for i in range(n):
+    os.pwrite(fd, buf, (i % 64) * 4096)
+secs = time.monotonic() - t0
+os.close(fd)
+os.unlink(sys.argv[1])
+print(json.dumps({"writes": n, "bytes": 4096, "mean_ms": secs / n * 1000}))
+PY
+
 cells=()
 for d in 0 2; do
 	for p in direct nfscached peer; do
@@ -478,6 +506,16 @@ for d in 0 2; do
 	done
 done
 for c in "${cells[@]}"; do
+	# shellcheck disable=SC2086
+	cell_run $c "$page_default"
+done
+# Local commit (issue 18): W2 and W10 with commit = "local", against
+# direct and nfscached (commit = "upstream") at the same delay.
+lcells=()
+for d in 0 2; do
+	lcells+=("W2 local $d 16" "W10 direct $d 1" "W10 nfscached $d 1" "W10 local $d 1")
+done
+for c in "${lcells[@]}"; do
 	# shellcheck disable=SC2086
 	cell_run $c "$page_default"
 done
@@ -517,9 +555,9 @@ if [[ -z "$only" || "hostile" =~ $only ]]; then
 		say "bench/hostile.sh failed: $(tail -n 3 "$res/hostile.log" | tr '\n' ' ')"
 fi
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"W9":%s,"grace":%s},"w8_cache_mib":%s,"w8_disk_mib":%s,"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"W9":%s,"W10":%s,"grace":%s},"w8_cache_mib":%s,"w8_disk_mib":%s,"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$T_W9" "$GRACE" "$w8_cache_mib" "$w8_disk_mib" "$STOP_WAIT" "$load_start" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$T_W9" "$T_W10" "$GRACE" "$w8_cache_mib" "$w8_disk_mib" "$STOP_WAIT" "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
