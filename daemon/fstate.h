@@ -13,7 +13,8 @@
  *                 reval_waiters
  *   nfs3_ops.c    hold (a truncating SETATTR in flight; read by
  *                 writeback.c)
- *   lcommit.c     lc_pages, lc_stale, lc_syncs, lc_retry_at
+ *   lcommit.c     lc_pages, lc_stale, lc_map, lc_attr_seq, lc_lost,
+ *                 lc_syncs, lc_retry_at
  *   fstate.c      ex, and the state's life
  *
  * Life: created by fstate_get on first need, freed by fstate_release
@@ -65,6 +66,9 @@ struct fstate {
 	struct lc_page *lc_map;		/* per-page journal state (uthash) */
 	uint64_t lc_attr_seq;		/* recovery: the record whose
 					 * attributes the file took */
+	bool lc_lost;			/* a write's note failed (ENOMEM):
+					 * COMMITs wait upstream until f
+					 * holds no write-back bytes */
 	unsigned lc_syncs;		/* local syncs in flight */
 	double lc_retry_at;		/* write-back paused until then after
 					 * a failure of local data, or 0 */

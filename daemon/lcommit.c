@@ -115,8 +115,11 @@ void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
 	struct fstate *fs = fstate_find(f);
 
 	(void)d;
-	if (fs && len && rangeset_add(&fs->lc_stale, off, off + len) != 0)
+	if (fs && len && rangeset_add(&fs->lc_stale, off, off + len) != 0) {
+		/* The next COMMITs of f wait for the upstream instead. */
+		fs->lc_lost = true;
 		log_warn("local commit: out of memory noting a write");
+	}
 }
 
 /* Encode a record of page idx of f with the n extents ext, their bytes
@@ -166,18 +169,23 @@ static uint64_t rec_size(const struct cache_wb_extent *ext, size_t n)
  * The extents of ext[0..n) within the stale bytes of f's page idx (file
  * offsets [pstart, pstart + ps)) into out (room for max); their number,
  * or max + 1 when they do not fit or the stale ranges cannot all be
- * read at once (the caller then writes a full record).
+ * read at once (the caller then writes a full record). *stale: how many
+ * stale bytes the page has.
  */
 static size_t delta_extents(const struct fstate *fs, uint64_t pstart,
 			    uint32_t ps, const struct cache_wb_extent *ext,
-			    size_t n, struct cache_wb_extent *out, size_t max)
+			    size_t n, struct cache_wb_extent *out, size_t max,
+			    uint64_t *stale)
 {
 	struct range r[64];
 	size_t nr = rangeset_ranges_in(&fs->lc_stale, pstart, pstart + ps, r, 64);
 	size_t m = 0;
 
+	*stale = 0;
 	if (nr >= 64)
 		return max + 1;
+	for (size_t j = 0; j < nr; j++)
+		*stale += r[j].end - r[j].start;
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < nr; j++) {
 			uint64_t lo = r[j].start - pstart, hi = r[j].end - pstart;
@@ -230,6 +238,18 @@ static void page_forget(struct fstate *fs, uint64_t idx)
 	rangeset_remove(&fs->lc_pages, idx, idx + 1);
 }
 
+/* Forget every page's journal state (the records stay on disk). */
+static void untrack(struct fstate *fs)
+{
+	struct lc_page *pm, *tmp;
+
+	HASH_ITER(hh, fs->lc_map, pm, tmp) {
+		HASH_DEL(fs->lc_map, pm);
+		free(pm);
+	}
+	rangeset_clear(&fs->lc_pages);
+}
+
 /* Scratch space for journaling one page. */
 struct lc_buf {
 	uint8_t *rec;			/* the largest record */
@@ -240,20 +260,23 @@ struct lc_buf {
 /*
  * Journal page idx of f: a delta record of its bytes written since they
  * were last journaled, or a full record replacing the page's others when
- * the deltas would outgrow one (or the page has none yet); its records
- * deleted when it holds no write-back bytes. 0, or -1 when the journal
- * refused it.
+ * the deltas would outgrow one, the page has none yet, force is set, or
+ * some bytes written since are stable upstream already (an older record
+ * may hold older bytes there: only a full record, which leaves them out,
+ * keeps a replay from writing them back); its records are deleted when
+ * it holds no write-back bytes. 0, or -1 when the journal refused it.
  */
 static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
-			uint64_t idx, struct lc_buf *b)
+			uint64_t idx, struct lc_buf *b, bool force)
 {
 	struct disk *dk = journal();
 	uint32_t ps = cache_page_size(d->cache);
+	bool tracked = rangeset_contains(&fs->lc_pages, idx, idx + 1);
 	const uint8_t *page;
 	struct disk_key k;
 	struct lc_page *pm;
 	size_t n, m;
-	uint64_t full, delta;
+	uint64_t full, delta, stale, dbytes = 0;
 	bool whole;
 	size_t len;
 
@@ -263,23 +286,28 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 	if (n > LC_MAX_EXT)
 		return -1;
 	if (n == 0) {
-		if (!rangeset_contains(&fs->lc_pages, idx, idx + 1))
+		if (!tracked)
 			return 0;
 		if (disk_journal_del(dk, &k) != 0)
 			return -1;
 		page_forget(fs, idx);
 		return 0;
 	}
-	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT);
-	if (m == 0)
-		return 0;	/* what was written is stable upstream now */
+	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT,
+			  &stale);
+	for (size_t i = 0; i < m && m <= LC_MAX_EXT; i++)
+		dbytes += b->delta[i].len;
+	/* Nothing new to keep, and no record that could hold older bytes
+	 * than the page now has. */
+	if (!force && (!tracked || stale == 0) && m == 0)
+		return 0;
 	if (!(pm = page_state(fs, idx)))
 		return -1;
 	full = rec_size(b->ext, n);
 	delta = m <= LC_MAX_EXT ? rec_size(b->delta, m) : UINT64_MAX;
-	whole = !rangeset_contains(&fs->lc_pages, idx, idx + 1) ||
-		pm->since == UINT64_MAX || delta == UINT64_MAX ||
-		pm->since + delta > full;
+	whole = force || !tracked || pm->since == UINT64_MAX ||
+		delta == UINT64_MAX || pm->since + delta > full ||
+		dbytes < stale;
 	page = cfile_page_bytes(f, idx);
 	len = whole ? rec_encode(f, fs->ex, idx, ps, b->ext, n, page, b->rec)
 		    : rec_encode(f, fs->ex, idx, ps, b->delta, m, page, b->rec);
@@ -296,37 +324,84 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 	return 0;
 }
 
+/* A page's journal scratch space: NULL on ENOMEM. */
+static struct lc_buf *buf_new(uint32_t ps)
+{
+	struct lc_buf *b = calloc(1, sizeof(*b));
+
+	if (b && !(b->rec = malloc(sizeof(struct lc_hdr) +
+				   LC_MAX_EXT * sizeof(struct lc_ext) + ps))) {
+		free(b);
+		b = NULL;
+	}
+	return b;
+}
+
+static void buf_free(struct lc_buf *b)
+{
+	if (b)
+		free(b->rec);
+	free(b);
+}
+
 /* Journal the stale bytes of f in pages [first, end). 0 or -1. */
 static int stale_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 			 uint64_t first, uint64_t end)
 {
 	uint32_t ps = cache_page_size(d->cache);
 	uint64_t lo = first * ps, hi = end > UINT64_MAX / ps ? UINT64_MAX : end * ps;
-	struct lc_buf *b = calloc(1, sizeof(*b));
+	struct lc_buf *b = buf_new(ps);
 	struct range r[64];
 	uint64_t done = lo;
-	int rc = -1;
-	size_t n;
+	int rc = b ? 0 : -1;
 
-	if (b && (b->rec = malloc(sizeof(struct lc_hdr) +
-				  LC_MAX_EXT * sizeof(struct lc_ext) + ps)))
-		rc = 0;
+	if (fs->lc_lost)
+		rc = -1;	/* a write's note was lost: wait upstream */
 	/* Page by page, each once: the stale bytes of a page are cleared
 	 * only after its record is queued. */
-	while (rc == 0 &&
-	       (n = rangeset_ranges_in(&fs->lc_stale, done, hi, r, 64)) > 0) {
+	while (rc == 0 && rangeset_ranges_in(&fs->lc_stale, done, hi, r, 64) > 0) {
 		uint64_t idx = r[0].start / ps;
 
-		rc = page_journal(d, f, fs, idx, b);
+		rc = page_journal(d, f, fs, idx, b, false);
 		if (rc == 0)
 			rc = rangeset_remove(&fs->lc_stale, idx * ps,
 					     (idx + 1) * ps);
 		done = (idx + 1) * ps;
 	}
-	if (b)
-		free(b->rec);
-	free(b);
+	buf_free(b);
 	return rc;
+}
+
+void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
+		     uint64_t len)
+{
+	struct fstate *fs = fstate_find(f);
+	uint32_t ps = cache_page_size(d->cache);
+	uint64_t first = off / ps;
+	uint64_t end = len ? (off + len - 1) / ps + 1 : UINT64_MAX;
+	struct lc_buf *b;
+	struct range r[64];
+
+	if (!fs || !fs->lc_pages.n || !journal())
+		return;
+	if (!(b = buf_new(ps))) {
+		log_error("local commit: out of memory rewriting the journal "
+			  "of a changed file");
+		return;
+	}
+	/* Each recorded page in the window: a full record of what it holds
+	 * now, or no record when it holds no write-back bytes. */
+	for (uint64_t from = first;
+	     rangeset_ranges_in(&fs->lc_pages, from, end, r, 64) > 0;) {
+		uint64_t idx = r[0].start;
+
+		if (page_journal(d, f, fs, idx, b, true) != 0)
+			log_error("local commit: cannot rewrite the journal "
+				  "record of page %" PRIu64 "; a restart may "
+				  "replay older bytes there", idx);
+		from = idx + 1;
+	}
+	buf_free(b);
 }
 
 /* The journal's sync for one lcommit_sync came back. */
@@ -391,10 +466,12 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 	struct disk_key k;
 	size_t n;
 
-	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n))
+	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_lost))
 		return;
-	if (!cfile_has_wb(f))
+	if (!cfile_has_wb(f)) {
 		rangeset_clear(&fs->lc_stale);
+		fs->lc_lost = false;
+	}
 	if (!dk)
 		return;
 	/* Every record page that holds no write-back bytes now goes: the
@@ -463,7 +540,7 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 			  "journal record(s) are kept in %s",
 			  (size_t)rangeset_bytes(&fs->lc_pages),
 			  d->conf->cache_dir);
-		rangeset_clear(&fs->lc_pages);
+		untrack(fs);
 		return true;
 	}
 	*keep = true;
@@ -483,13 +560,7 @@ bool lcommit_backoff(struct cfile *f, double now)
 
 void lcommit_fstate_clear(struct fstate *fs)
 {
-	struct lc_page *pm, *tmp;
-
-	HASH_ITER(hh, fs->lc_map, pm, tmp) {
-		HASH_DEL(fs->lc_map, pm);
-		free(pm);
-	}
-	rangeset_clear(&fs->lc_pages);
+	untrack(fs);
 	rangeset_clear(&fs->lc_stale);
 }
 
@@ -594,15 +665,17 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 	return 0;
 }
 
-/* Choose the verifier: the stored one after a clean stop, else the new
- * one writeback_start made; then store it as not clean (a crash from
- * here on must change it). */
-static void verf_start(struct disk *dk)
+/* Choose the verifier: the stored one after a clean stop when the whole
+ * journal was installed (reusable), else the new one writeback_start
+ * made; then store it as not clean (a crash from here on must change
+ * it). A record left uninstalled holds bytes a client may still COMMIT
+ * under the old verifier and find answered with nothing behind it. */
+static void verf_start(struct disk *dk, bool reusable)
 {
 	struct lc_verf v;
 	long n = disk_meta_get(dk, LC_VERF_KEY, &v, sizeof(v));
 
-	if (n == (long)sizeof(v) && v.clean == 1) {
+	if (reusable && n == (long)sizeof(v) && v.clean == 1) {
 		writeback_set_verf(v.verf);
 		stats.verf_reused = true;
 	}
@@ -664,8 +737,10 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 			 d->conf->cache_dir, sz.other, sz.want, sz.other);
 		return -1;
 	}
-	verf_start(dk);
+	/* Clients are not served yet: the verifier is chosen after the
+	 * records are installed, knowing whether all of them were. */
 	n = disk_journal_scan(dk, recover_one, d);
+	verf_start(dk, n >= 0 && stats.kept_records == 0);
 	if (n < 0)
 		log_error("cannot read the journal in %s: %s", d->conf->cache_dir,
 			  strerror(errno));

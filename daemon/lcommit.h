@@ -116,6 +116,20 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 void lcommit_settle(struct daemon *d, struct cfile *f);
 
 /*
+ * f's bytes in [off, off + len) (len 0: to the end of the file) changed
+ * other than by an absorbed WRITE: a truncating SETATTR or CREATE, a
+ * WRITE written through to the upstream, a REMOVE of the last link that
+ * dropped the unwritten data. Each of f's recorded pages there gets a
+ * full record of what it holds now, replacing its older records, or loses
+ * its records when it holds no write-back bytes, so a replay after a
+ * crash cannot bring the old bytes (or size) back. Queued, not waited
+ * for: a crash before the journal's next commit (about a millisecond)
+ * can still replay them.
+ */
+void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
+		     uint64_t len);
+
+/*
  * A write-back WRITE of f failed upstream with status (a hard error).
  * Returns true when f holds locally committed data: the failure is
  * counted by cause and logged, and the caller must keep the bytes (retry

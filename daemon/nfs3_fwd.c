@@ -21,6 +21,7 @@
 #include "rpcmsg.h"
 #include "server.h"
 #include "stale.h"
+#include "lcommit.h"
 #include "writeback.h"
 
 /* Release a forwarded call's state. */
@@ -56,8 +57,9 @@ static void create_adopt_size(struct req *r, struct nfs3_fwd *w, CREATE3res *x)
 	uint64_t size;
 
 	if (!w->written) {
-		cfile_truncate(r->d->cache, w->victim, ca->how.createhow3_u
-			       .obj_attributes.size.set_size3_u.size);
+		size = ca->how.createhow3_u.obj_attributes.size.set_size3_u.size;
+		cfile_truncate(r->d->cache, w->victim, size);
+		lcommit_rewrite(r->d, w->victim, size, 0);
 		return;
 	}
 	if (!p->attributes_follow) {
@@ -65,8 +67,10 @@ static void create_adopt_size(struct req *r, struct nfs3_fwd *w, CREATE3res *x)
 		return;
 	}
 	size = p->post_op_attr_u.attributes.size;
-	if (cfile_has_attr(w->victim) && size < cfile_attr(w->victim)->size)
+	if (cfile_has_attr(w->victim) && size < cfile_attr(w->victim)->size) {
 		cfile_truncate(r->d->cache, w->victim, size);
+		lcommit_rewrite(r->d, w->victim, size, 0);
+	}
 }
 
 /* Upstream reply for a forwarded call. */
@@ -172,6 +176,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 	    w->victim) {
 		log_debug("REMOVE of the last link: dropping its unwritten data");
 		cfile_discard_dirty(d->cache, w->victim);
+		lcommit_settle(d, w->victim);	/* its records go too */
 		fstate_release(d, w->victim);
 	}
 	if (r->call.proc == NFSPROC3_CREATE && *(nfsstat3 *)res == NFS3_OK &&

@@ -11,6 +11,7 @@
 #include "nfs3_learn.h"
 #include "nfs3_proc.h"
 #include "server.h"
+#include "lcommit.h"
 #include "writeback.h"
 
 /* The nfs_fh3 at offset off inside obj. */
@@ -193,6 +194,7 @@ void nfs3_learn_setattr(struct req *r, struct nfs3_fwd *w, void *res)
 
 	if (ok && a->new_attributes.size.set_it && w->f) {
 		cfile_truncate(r->d->cache, w->f, size);
+		lcommit_rewrite(r->d, w->f, size, 0);
 		/* Growing the file: the new bytes read as zeros. Trusted
 		 * only when the pre-op attributes show the file as the
 		 * proxy knew it (no other writer). */

@@ -145,12 +145,19 @@ static void write_through_done(enum upstream_status status, void *decoded,
 			res ? attr_from_pre_op(&res->WRITE3res_u.resok.file_wcc.before, &pre_tmp) : NULL,
 			res ? attr_from_post_op(&res->WRITE3res_u.resok.file_wcc.after, &post_tmp) : NULL,
 			daemon_now(), daemon_ac(op->ex, NF3REG));
-		if (st == NFS3_OK)
+		if (st == NFS3_OK) {
+			uint32_t n = res->WRITE3res_u.resok.count < op->count
+					     ? res->WRITE3res_u.resok.count
+					     : op->count;
+
 			cache_write(d->cache, op->f, a->offset,
-				    (const uint8_t *)a->data.data_val,
-				    res->WRITE3res_u.resok.count < op->count
-					    ? res->WRITE3res_u.resok.count : op->count,
+				    (const uint8_t *)a->data.data_val, n,
 				    &op->uc);
+			/* Stable upstream now: no journal record may bring
+			 * older bytes back over it. */
+			if (n)
+				lcommit_rewrite(d, op->f, a->offset, n);
+		}
 	}
 	if (st == NFS3_OK && res->WRITE3res_u.resok.count < op->count)
 		op->count = res->WRITE3res_u.resok.count;

@@ -17,6 +17,7 @@
  * and the record goes. For STALE (the file is gone upstream) the record
  * stays in cache_dir for good.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ static void tune(struct conf *c)
 	c->readahead_max = 0;
 	c->writeback_delay = 3600;
 	c->writeback_commit_delay = 3600;
+	c->idle_timeout = 1e9;		/* the client outlives the advances */
 	free(c->exports[0].commit);
 	c->exports[0].commit = strdup("local");
 }
@@ -68,29 +70,44 @@ static uint64_t records(void)
 	return st.journal_records;
 }
 
-/* WRITE LEN bytes of data UNSTABLE at 0 of id, then COMMIT; both OK. */
-static void write_commit(struct nfs3_h *h, uint64_t id, uint8_t *data)
+/* WRITE len bytes of data UNSTABLE at off of id; NFS3_OK. */
+static void write_at(struct nfs3_h *h, uint64_t id, uint64_t off,
+		     uint8_t *data, uint32_t len)
 {
 	uint8_t buf[FH_SIZE_MAX];
-	WRITE3args w = { .offset = 0, .count = LEN, .stable = UNSTABLE };
-	COMMIT3args c = { .offset = 0, .count = 0 };
+	WRITE3args w = { .offset = off, .count = len, .stable = UNSTABLE };
 	WRITE3res wr;
-	COMMIT3res cr;
 
 	h_fh(h, id, &w.file, buf);
-	c.file = w.file;
-	w.data.data_len = LEN;
+	w.data.data_len = len;
 	w.data.data_val = (char *)data;
 	memset(&wr, 0, sizeof(wr));
 	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, NFSPROC3_WRITE,
 		(xdrproc_t)xdr_WRITE3args, &w), (xdrproc_t)xdr_WRITE3res, &wr), 0);
 	CU_ASSERT_EQUAL(wr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&wr);
+}
+
+/* COMMIT the whole of id; NFS3_OK. */
+static void commit(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args c = { .offset = 0, .count = 0 };
+	COMMIT3res cr;
+
+	h_fh(h, id, &c.file, buf);
 	memset(&cr, 0, sizeof(cr));
 	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, NFSPROC3_COMMIT,
 		(xdrproc_t)xdr_COMMIT3args, &c), (xdrproc_t)xdr_COMMIT3res, &cr), 0);
 	CU_ASSERT_EQUAL(cr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+}
+
+/* WRITE LEN bytes of data UNSTABLE at 0 of id, then COMMIT; both OK. */
+static void write_commit(struct nfs3_h *h, uint64_t id, uint8_t *data)
+{
+	write_at(h, id, 0, data, LEN);
+	commit(h, id);
 }
 
 /* Advance in steps until the upstream made a WRITE call more than
@@ -173,9 +190,200 @@ static void test_nospc(void) { check_cause(NFS3ERR_NOSPC, LC_NOSPC); }
 static void test_rofs(void) { check_cause(NFS3ERR_ROFS, LC_ROFS); }
 static void test_stale(void) { check_cause(NFS3ERR_STALE, LC_STALE); }
 
+
+/* ---- replay after a crash ---- */
+
+/* What the upstream held of toy file id, kept across a "crash". */
+struct up_copy {
+	uint64_t size;
+	uint8_t *data;
+};
+
+/* Crash: stop everything without the clean stop's journaling
+ * (lcommit_stop is not called) and start again on the same cache_dir
+ * with the upstream file as it was; install the journal (lcommit_start,
+ * as main() does). Returns the file's id. */
+static uint64_t crash_restart(struct nfs3_h *h, uint64_t id)
+{
+	struct toy_node *n = toy_node(&h->toy, id);
+	struct up_copy up = { n->size, malloc(TOY_MAX_DATA) };
+	char err[256];
+	uint64_t id2;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up.data);
+	memcpy(up.data, n->data, n->size);
+	h_fini(h);
+	h_init(h, tune);
+	h->fu.respond = respond;
+	id2 = toy_add_file(&h->toy, "f", up.size);
+	CU_ASSERT_EQUAL(id2, id);	/* the same handle */
+	memcpy(toy_node(&h->toy, id2)->data, up.data, up.size);
+	free(up.data);
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+	return id2;
+}
+
+/* READ [off, off + len) of id through the proxy into out; the size the
+ * reply's attributes give (or UINT64_MAX). */
+static uint64_t read_at(struct nfs3_h *h, uint64_t id, uint64_t off,
+			uint32_t len, uint8_t *out)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = len };
+	READ3res res;
+	uint64_t size = UINT64_MAX;
+
+	h_fh(h, id, &a.file, buf);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, NFSPROC3_READ,
+		(xdrproc_t)xdr_READ3args, &a), (xdrproc_t)xdr_READ3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	if (res.status == NFS3_OK) {
+		memset(out, 0, len);
+		memcpy(out, res.READ3res_u.resok.data.data_val,
+		       res.READ3res_u.resok.data.data_len);
+		if (res.READ3res_u.resok.file_attributes.attributes_follow)
+			size = res.READ3res_u.resok.file_attributes
+				       .post_op_attr_u.attributes.size;
+	}
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	return size;
+}
+
+/* n bytes of value v. */
+static uint8_t *fill(uint8_t *b, uint8_t v, size_t n)
+{
+	memset(b, v, n);
+	return b;
+}
+
+/*
+ * Bytes made stable upstream, then rewritten and made stable again,
+ * while an older record of their page lives on (the page kept other
+ * write-back bytes): the next local COMMIT must leave no record that
+ * brings the old bytes back. A at [0,100) and X at [1000,1100) are
+ * journaled; C overwrites A and is written back with X; while that
+ * upstream COMMIT is held, Y rewrites X; the COMMIT then makes C clean
+ * with Y still dirty. The client's COMMIT journals; after a crash a
+ * READ of [0,100) must give C (the upstream's), never A.
+ */
+static void test_rewritten_stable_bytes_not_replayed(void)
+{
+	uint8_t b[100], got[100];
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(&h, tune);
+	h.fu.respond = respond;
+	id = toy_add_file(&h.toy, "f", 0);
+	write_at(&h, id, 0, fill(b, 'A', 100), 100);
+	write_at(&h, id, 1000, fill(b, 'X', 100), 100);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	write_at(&h, id, 0, fill(b, 'C', 100), 100);
+	/* Write-back sends C and X; their upstream COMMIT is held. */
+	h.fu.hold[NFSPROC3_COMMIT] = true;
+	for (int i = 0; i < 10 && !fake_up_held(&h.fu, NFSPROC3_COMMIT); i++) {
+		h_advance(&h, 3601);
+		h_turns(&h, 20);
+	}
+	CU_ASSERT_EQUAL_FATAL(fake_up_held(&h.fu, NFSPROC3_COMMIT), 1);
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'C', 100),
+			       100), 0);
+	write_at(&h, id, 1000, fill(b, 'Y', 100), 100);
+	fake_up_release(&h.fu, NFSPROC3_COMMIT);
+	h_turns(&h, 50);
+	commit(&h, id);
+	CU_ASSERT(records() >= 1);	/* Y is not upstream yet */
+
+	id = crash_restart(&h, id);
+	read_at(&h, id, 0, 100, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'C', 100), 100), 0);
+	read_at(&h, id, 1000, 100, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'Y', 100), 100), 0);
+	h_fini(&h);
+	h_rmtree(tdir);
+}
+
+/* A truncating SETATTR after a local COMMIT: a crash must not bring the
+ * cut bytes, or the old size, back. */
+static void test_truncate_not_undone_by_replay(void)
+{
+	uint8_t b[4000], got[4000];
+	uint8_t fh[FH_SIZE_MAX];
+	SETATTR3args sa;
+	SETATTR3res sr;
+	struct nfs3_h h;
+	uint64_t id, size;
+
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(&h, tune);
+	h.fu.respond = respond;
+	id = toy_add_file(&h.toy, "f", 0);
+	/* 4000 bytes in page 0 and 4000 in page 1, journaled. */
+	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
+	write_at(&h, id, 65536, fill(b, 'B', 4000), 4000);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 2);
+	memset(&sa, 0, sizeof(sa));
+	h_fh(&h, id, &sa.object, fh);
+	sa.new_attributes.size.set_it = TRUE;
+	sa.new_attributes.size.set_size3_u.size = 100;
+	memset(&sr, 0, sizeof(sr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_call(&h, NFSPROC3_SETATTR,
+		(xdrproc_t)xdr_SETATTR3args, &sa), (xdrproc_t)xdr_SETATTR3res, &sr), 0);
+	CU_ASSERT_EQUAL(sr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_SETATTR3res, (char *)&sr);
+	CU_ASSERT_EQUAL(records(), 1);	/* page 1 is gone, page 0 rewritten */
+
+	id = crash_restart(&h, id);
+	size = read_at(&h, id, 0, 4000, got);
+	CU_ASSERT_EQUAL(size, 100);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'A', 100), 100), 0);
+	CU_ASSERT_EQUAL(got[100], 0);
+	h_fini(&h);
+	h_rmtree(tdir);
+}
+
+/* REMOVE of the last link drops the file's unwritten data: its journal
+ * records go with it. */
+static void test_remove_drops_records(void)
+{
+	uint8_t b[4000], fh[FH_SIZE_MAX];
+	char name[] = "f";
+	REMOVE3args ra;
+	REMOVE3res rr;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(&h, tune);
+	h.fu.respond = respond;
+	id = toy_add_file(&h.toy, "f", 0);
+	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	memset(&ra, 0, sizeof(ra));
+	h_fh(&h, TOY_ROOT, &ra.object.dir, fh);
+	ra.object.name = name;
+	memset(&rr, 0, sizeof(rr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_call(&h, NFSPROC3_REMOVE,
+		(xdrproc_t)xdr_REMOVE3args, &ra), (xdrproc_t)xdr_REMOVE3res, &rr), 0);
+	CU_ASSERT_EQUAL(rr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_REMOVE3res, (char *)&rr);
+	CU_ASSERT_EQUAL(records(), 0);
+	h_fini(&h);
+	h_rmtree(tdir);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_lcommit", NULL, NULL);
+
+	/* A restart closes the client's end with replies possibly queued,
+	 * as a crash does: the daemon ignores SIGPIPE, so does this test. */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (!s ||
 	    !CU_add_test(s, "acces_kept_then_written", test_acces) ||
@@ -183,7 +391,12 @@ int test_register(void)
 	    !CU_add_test(s, "dquot_kept_then_written", test_dquot) ||
 	    !CU_add_test(s, "nospc_kept_then_written", test_nospc) ||
 	    !CU_add_test(s, "rofs_kept_then_written", test_rofs) ||
-	    !CU_add_test(s, "stale_kept_in_cache_dir", test_stale))
+	    !CU_add_test(s, "stale_kept_in_cache_dir", test_stale) ||
+	    !CU_add_test(s, "rewritten_stable_bytes_not_replayed",
+			 test_rewritten_stable_bytes_not_replayed) ||
+	    !CU_add_test(s, "truncate_not_undone_by_replay",
+			 test_truncate_not_undone_by_replay) ||
+	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records))
 		return -1;
 	return 0;
 }
