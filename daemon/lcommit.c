@@ -17,7 +17,8 @@
  * records, and then lc_map holds its entry; lc_stale holds the bytes
  * (file offsets) a client wrote since they were last journaled, so every
  * byte acknowledged to a client of a local export is in a record, in
- * lc_stale, or stable upstream; lc_syncs counts the syncs in flight,
+ * lc_stale, or stable upstream (when a note was lost, lc_lost is set and
+ * the file's COMMITs wait for the upstream instead); lc_syncs counts the syncs in flight,
  * each holding a file reference. A page's records are deleted only when
  * the page holds no write-back bytes (every byte in it is stable
  * upstream).
