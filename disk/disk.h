@@ -355,8 +355,10 @@ typedef int disk_journal_fn(void *arg, const struct disk_key *k, uint64_t seq,
  * Call fn for every journal record, in key order (by file handle, page,
  * then seq), on this thread
  * (synchronously: at start, before serving, while nothing is in flight).
+ * Each record is an aligned copy (malloc alignment), valid for the call.
  * Returns the number of records seen, fn's non-zero value when it
- * stopped the scan, or -1 (errno EIO) when the index cannot be read.
+ * stopped the scan, or -1 (errno EIO when the index cannot be read,
+ * ENOMEM).
  */
 long disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg);
 

@@ -240,6 +240,7 @@ disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
 	MDB_val kv, v;
 	struct disk_key k;
 	uint64_t seq;
+	void *copy;
 	long n = 0, stop = 0;
 	int rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn);
 
@@ -249,12 +250,23 @@ disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
 		errno = EIO;
 		return -1;
 	}
+	/* LMDB values are only 2-byte aligned: each record is handed over
+	 * as an aligned copy, so callers may read it as their structs. */
+	if (!(copy = malloc(DISK_JOURNAL_MAX))) {
+		mdb_cursor_close(cur);
+		mdb_txn_abort(txn);
+		errno = ENOMEM;
+		return -1;
+	}
 	while (!stop && (rc = mdb_cursor_get(cur, &kv, &v,
 					     n ? MDB_NEXT : MDB_FIRST)) == 0) {
 		n++;
-		if (key_decode(&kv, &k, &seq))
-			stop = fn(arg, &k, seq, v.mv_data, v.mv_size);
+		if (v.mv_size <= DISK_JOURNAL_MAX && key_decode(&kv, &k, &seq)) {
+			memcpy(copy, v.mv_data, v.mv_size);
+			stop = fn(arg, &k, seq, copy, v.mv_size);
+		}
 	}
+	free(copy);
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 	if (stop)
