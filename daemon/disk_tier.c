@@ -459,8 +459,9 @@ void disk_tier_render(struct evbuffer *o)
 	render_one(o, "disk_on", "gauge", "1 while the disk tier is in use, 0 "
 		   "when off or not configured.", st.on);
 	render_one(o, "disk_dirty_records", "gauge", "Journal records of "
-		   "locally committed data (commit = \"local\") in cache_dir, "
-		   "one per page not yet stable upstream.", st.journal_records);
+		   "locally committed data (commit = \"local\") in cache_dir "
+		   "(a full record per page not yet stable upstream, and its "
+		   "deltas).", st.journal_records);
 	render_one(o, "disk_dirty_bytes", "gauge", "Bytes of those records "
 		   "(the locally committed data with its extents).",
 		   st.journal_bytes);

@@ -87,6 +87,9 @@ struct lc_sync {
 
 static struct lcommit_stats stats;
 static uint64_t next_seq = 1;	/* the next record's sequence number */
+static uint64_t pages_held;	/* pages with records in the journal: the
+				 * lc_map entries made (records kept at
+				 * start or after STALE stay counted) */
 
 /* The journal when it can take records now. */
 static struct disk *journal(void)
@@ -105,9 +108,11 @@ bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 	if (!dk || !ex || !ex->conf || !conf_commit_local(ex->conf))
 		return false;
 	disk_stats_get(dk, &st);
-	return st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
-	       (st.journal_records + 1) * ps <=
-		       ((uint64_t)d->conf->cache_size << 20) / 2;
+	if (st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
+	    (pages_held + 1) * ps <= ((uint64_t)d->conf->cache_size << 20) / 2)
+		return true;
+	stats.fallbacks++;	/* at the bound: the caller waits upstream */
+	return false;
 }
 
 void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
@@ -116,6 +121,9 @@ void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
 	struct fstate *fs = fstate_find(f);
 
 	(void)d;
+	/* Noted for every export: a reload may make this one local before
+	 * these bytes are COMMITted, and its next COMMIT must journal them.
+	 * The note goes with the file's write-back bytes (lcommit_settle). */
 	if (fs && len && rangeset_add(&fs->lc_stale, off, off + len) != 0) {
 		/* The next COMMITs of f wait for the upstream instead. */
 		fs->lc_lost = true;
@@ -223,6 +231,7 @@ static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
 	pm->idx = idx;
 	pm->since = UINT64_MAX;
 	HASH_ADD(hh, fs->lc_map, idx, sizeof(pm->idx), pm);
+	pages_held++;
 	return pm;
 }
 
@@ -235,6 +244,7 @@ static void page_forget(struct fstate *fs, uint64_t idx)
 	if (pm) {
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
+		pages_held--;
 	}
 	rangeset_remove(&fs->lc_pages, idx, idx + 1);
 }
@@ -620,6 +630,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 
 	if (!f) {
 		stats.kept_records++;
+		pages_held++;		/* it still needs room at a later start */
 		log_error("journal record %s at page %" PRIu64 " kept in "
 			  "cache_dir: %s", h ? "of an unknown export" :
 			  "damaged", k->page, h ? "no export with its id" :
@@ -658,6 +669,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 		writeback_kick(d, f, ex, true);
 	} else {
 		stats.kept_records++;
+		pages_held++;
 		log_error("journal record of page %" PRIu64 " kept in cache_dir: "
 			  "no room in the cache (cache_size) to install it",
 			  k->page);
@@ -725,6 +737,7 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	long n;
 
 	memset(&stats, 0, sizeof(stats));
+	pages_held = 0;
 	next_seq = 1;
 	if (!dk)
 		return 0;
@@ -855,7 +868,7 @@ void lcommit_render(struct evbuffer *o)
 		"# TYPE nfscached_local_commit_fallbacks_total counter\n"
 		"nfscached_local_commit_fallbacks_total %" PRIu64 "\n"
 		"# HELP nfscached_local_journal_writes_total Journal records "
-		"written (one per page per local commit).\n"
+		"written (a full or delta record per page per local commit).\n"
 		"# TYPE nfscached_local_journal_writes_total counter\n"
 		"nfscached_local_journal_writes_total %" PRIu64 "\n"
 		"# HELP nfscached_local_journal_write_bytes_total Bytes of "

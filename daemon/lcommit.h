@@ -3,14 +3,14 @@
  * lcommit: commit = "local" (issue 18, docs/disk-tier.md "Local commit").
  * A COMMIT or a FILE_SYNC/DATA_SYNC WRITE of an export with commit =
  * "local" is answered once the file's bytes not yet stable upstream are
- * durable in the disk tier's journal (disk.h "The journal"): one record
- * per page, holding that page's write-back extents (RFC 1813 sections
- * 3.3.7 and 3.3.21: "stable storage" is cache_dir here). Write-back to the
- * upstream goes on as for any absorbed data (writeback.c); a page's record
- * is deleted once the page holds no write-back bytes (written and
- * COMMITted upstream under the same verifier), and found again at start
- * when the daemon stopped before that: the bytes become dirty again and
- * are written back.
+ * durable in the disk tier's journal (disk.h "The journal"): per page a
+ * full record of its write-back extents, then delta records of what was
+ * written since (RFC 1813 sections 3.3.7 and 3.3.21: "stable storage" is
+ * cache_dir here). Write-back to the upstream goes on as for any absorbed
+ * data (writeback.c); a page's records are deleted once the page holds no
+ * write-back bytes (written and COMMITted upstream under the same
+ * verifier), and found again at start when the daemon stopped before
+ * that: the bytes become dirty again and are written back.
  *
  * The proxy's write verifier is kept in cache_dir: reused at start only
  * when the previous run stopped cleanly with every acknowledged byte
@@ -87,7 +87,9 @@ void lcommit_stop(struct daemon *d);
 
 /* True when ex's COMMITs may be answered locally now: commit = "local",
  * the disk tier on, the journal under disk_dirty_limit and its pages
- * within half of cache_size (so the next start can install them). */
+ * within half of cache_size (so the next start can install them). A
+ * local export past either bound counts a fallback (the caller then
+ * waits for the upstream). */
 bool lcommit_on(const struct daemon *d, const struct export_rt *ex);
 
 /* A client WRITE of [off, off + len) of f was absorbed: its pages must

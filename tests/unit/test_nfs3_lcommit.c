@@ -12,6 +12,8 @@
  * journal with no upstream call; the failed write-back is counted under
  * its cause (nfscached_local_writeback_failures_total{cause}); the
  * journal keeps the page's record and the upstream holds nothing of it.
+ * disk_dirty_limit reached: a COMMIT waits for the upstream (a counted
+ * fallback) and local commits resume once the journal empties.
  * For every cause but STALE: once the upstream takes WRITEs again, the
  * retry (LCOMMIT_RETRY seconds of the test clock later) writes the bytes
  * and the record goes. For STALE (the file is gone upstream) the record
@@ -70,6 +72,23 @@ static uint64_t records(void)
 	return st.journal_records;
 }
 
+/* A fresh cache_dir, the daemon tuned by fn on the toy with its WRITE
+ * failing as fail_write says, and an empty toy file "f": its id. */
+static uint64_t start(struct nfs3_h *h, h_conf_fn fn)
+{
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(h, fn);
+	h->fu.respond = respond;
+	return toy_add_file(&h->toy, "f", 0);
+}
+
+/* Stop everything and remove the cache_dir. */
+static void stop(struct nfs3_h *h)
+{
+	h_fini(h);
+	h_rmtree(tdir);
+}
+
 /* WRITE len bytes of data UNSTABLE at off of id; NFS3_OK. */
 static void write_at(struct nfs3_h *h, uint64_t id, uint64_t off,
 		     uint8_t *data, uint32_t len)
@@ -103,6 +122,28 @@ static void commit(struct nfs3_h *h, uint64_t id)
 	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
 }
 
+/* COMMIT id and run the loop until the reply comes (a COMMIT that waits
+ * for write-back, which the waiting COMMIT starts at once), moving the
+ * clock by small steps, far from upstream_timeout; NFS3_OK. */
+static void commit_upstream_wait(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args c = { .offset = 0, .count = 0 };
+	COMMIT3res cr;
+	uint32_t xid;
+
+	h_fh(h, id, &c.file, buf);
+	xid = h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
+	for (int i = 0; i < 200 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		h_advance(h, 0.05);
+	}
+	memset(&cr, 0, sizeof(cr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_COMMIT3res, &cr), 0);
+	CU_ASSERT_EQUAL(cr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+}
+
 /* WRITE LEN bytes of data UNSTABLE at 0 of id, then COMMIT; both OK. */
 static void write_commit(struct nfs3_h *h, uint64_t id, uint8_t *data)
 {
@@ -129,10 +170,7 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	struct nfs3_h h;
 	uint64_t id, w0;
 
-	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
-	h_init(&h, tune);
-	h.fu.respond = respond;
-	id = toy_add_file(&h.toy, "f", 0);
+	id = start(&h, tune);
 	for (unsigned i = 0; i < LEN; i++)
 		data[i] = (uint8_t)(i * 13 + st);
 	lcommit_stats_get(&s0);
@@ -179,8 +217,7 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 		CU_ASSERT_EQUAL(memcmp(n->data, data, LEN), 0);
 		CU_ASSERT_EQUAL(records(), 0);
 	}
-	h_fini(&h);
-	h_rmtree(tdir);
+	stop(&h);
 }
 
 static void test_acces(void) { check_cause(NFS3ERR_ACCES, LC_ACCES); }
@@ -273,10 +310,7 @@ static void test_rewritten_stable_bytes_not_replayed(void)
 	struct nfs3_h h;
 	uint64_t id;
 
-	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
-	h_init(&h, tune);
-	h.fu.respond = respond;
-	id = toy_add_file(&h.toy, "f", 0);
+	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', 100), 100);
 	write_at(&h, id, 1000, fill(b, 'X', 100), 100);
 	commit(&h, id);
@@ -302,8 +336,7 @@ static void test_rewritten_stable_bytes_not_replayed(void)
 	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'C', 100), 100), 0);
 	read_at(&h, id, 1000, 100, got);
 	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'Y', 100), 100), 0);
-	h_fini(&h);
-	h_rmtree(tdir);
+	stop(&h);
 }
 
 /* A truncating SETATTR after a local COMMIT: a crash must not bring the
@@ -317,10 +350,7 @@ static void test_truncate_not_undone_by_replay(void)
 	struct nfs3_h h;
 	uint64_t id, size;
 
-	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
-	h_init(&h, tune);
-	h.fu.respond = respond;
-	id = toy_add_file(&h.toy, "f", 0);
+	id = start(&h, tune);
 	/* 4000 bytes in page 0 and 4000 in page 1, journaled. */
 	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
 	write_at(&h, id, 65536, fill(b, 'B', 4000), 4000);
@@ -342,8 +372,7 @@ static void test_truncate_not_undone_by_replay(void)
 	CU_ASSERT_EQUAL(size, 100);
 	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'A', 100), 100), 0);
 	CU_ASSERT_EQUAL(got[100], 0);
-	h_fini(&h);
-	h_rmtree(tdir);
+	stop(&h);
 }
 
 /* REMOVE of the last link drops the file's unwritten data: its journal
@@ -357,10 +386,7 @@ static void test_remove_drops_records(void)
 	struct nfs3_h h;
 	uint64_t id;
 
-	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
-	h_init(&h, tune);
-	h.fu.respond = respond;
-	id = toy_add_file(&h.toy, "f", 0);
+	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
 	commit(&h, id);
 	CU_ASSERT_EQUAL(records(), 1);
@@ -373,8 +399,58 @@ static void test_remove_drops_records(void)
 	CU_ASSERT_EQUAL(rr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_REMOVE3res, (char *)&rr);
 	CU_ASSERT_EQUAL(records(), 0);
-	h_fini(&h);
-	h_rmtree(tdir);
+	stop(&h);
+}
+
+
+/* disk_dirty_limit = 1 MiB: local COMMITs until the journal holds that
+ * much, then a COMMIT waits for the upstream (a fallback counted), is
+ * answered once the bytes are COMMITted upstream, and local commits
+ * resume once write-back has emptied the journal. */
+static void tune_small_journal(struct conf *c)
+{
+	tune(c);
+	c->disk_dirty_limit = 1;
+	/* A COMMIT that waits upstream gets its upstream COMMIT as soon as
+	 * the WRITEs are done (tune holds it an hour). */
+	c->writeback_commit_delay = 0;
+}
+
+static void test_dirty_limit_falls_back_to_upstream(void)
+{
+	static uint8_t data[64 * 1024];
+	struct lcommit_stats s0, s1;
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start(&h, tune_small_journal);
+	memset(data, 'D', sizeof(data));
+	lcommit_stats_get(&s0);
+	for (unsigned i = 0; i < 20; i++)	/* 1.25 MiB */
+		write_at(&h, id, (uint64_t)i * sizeof(data), data, sizeof(data));
+	commit(&h, id);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
+	CU_ASSERT_EQUAL(s1.fallbacks, s0.fallbacks);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
+	CU_ASSERT_EQUAL(records(), 20);
+	/* Over the bound: the next COMMIT waits for the upstream (its
+	 * write-back runs on the test clock). */
+	write_at(&h, id, 20 * sizeof(data), data, 4096);
+	commit_upstream_wait(&h, id);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
+	CU_ASSERT_EQUAL(s1.fallbacks - s0.fallbacks, 1);
+	CU_ASSERT(h.fu.calls[NFSPROC3_COMMIT] >= 1);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 20 * sizeof(data) + 4096);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(records(), 0);
+	/* Room again: answered locally. */
+	write_at(&h, id, 0, data, 4096);
+	commit(&h, id);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.commits - s0.commits, 2);
+	stop(&h);
 }
 
 int test_register(void)
@@ -396,7 +472,9 @@ int test_register(void)
 			 test_rewritten_stable_bytes_not_replayed) ||
 	    !CU_add_test(s, "truncate_not_undone_by_replay",
 			 test_truncate_not_undone_by_replay) ||
-	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records))
+	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
+	    !CU_add_test(s, "dirty_limit_falls_back_to_upstream",
+			 test_dirty_limit_falls_back_to_upstream))
 		return -1;
 	return 0;
 }
