@@ -260,10 +260,18 @@ static const struct directive directives[] = {
 	    "Upstream NFSv3 export, nfs://HOST/PATH?nfsport=N&mountport=M "
 	    "(a port left out or 0 is asked of the upstream's portmapper)."),
 	STR("clients", EXPORT(clients), K_NETS, "{}", check_net,
-	    "Client networks that may mount, \"ADDR[/PREFIX]\", IPv4 or IPv6; "
-	    "{} lets everyone."),
+	    "Clients that may mount, as in exports(5): \"SPEC\" or "
+	    "\"SPEC(OPT,...)\", SPEC an address, ADDR/PREFIX, a host name "
+	    "or a wildcard (*.lab.example), OPT rw, ro, root_squash, "
+	    "no_root_squash, all_squash, no_all_squash, secure, insecure, "
+	    "anonuid=N, anongid=N; {} lets everyone."),
+	BOOL("read_only", EXPORT(read_only), "false",
+	     "Refuse every call that changes a file (NFS3ERR_ROFS), for "
+	     "clients whose entry does not say rw."),
 	BOOL("root_squash", EXPORT(root_squash), "true",
 	     "Map uid 0 and gid 0 of callers to anonuid and anongid."),
+	BOOL("all_squash", EXPORT(all_squash), "false",
+	     "Map every caller's uid and gids to anonuid and anongid."),
 	NUM("anonuid", EXPORT(anonuid), K_U32, "65534", 0, 4294967295.0, "uid",
 	    "User id a squashed root becomes."),
 	NUM("anongid", EXPORT(anongid), K_U32, "65534", 0, 4294967295.0, "gid",
@@ -613,17 +621,17 @@ static int str_replace(char **dst, const char *s)
 	return 0;
 }
 
-/* Append the network s (already checked) to e's clients. */
+/* Append the clients entry s (already checked) to e's clients. */
 static int nets_append(struct conf_export *e, const char *s)
 {
-	struct conf_net *n;
+	struct conf_client *n;
 	char why[WHY_MAX];
 
 	n = realloc(e->clients, (e->nclients + 1) * sizeof(*n));
 	if (!n)
 		return -1;
 	e->clients = n;
-	if (conf_parse_net(s, &n[e->nclients], why, sizeof(why)) != 0)
+	if (conf_parse_client(s, &n[e->nclients], why, sizeof(why)) != 0)
 		return -1;
 	e->nclients++;
 	return 0;
@@ -686,6 +694,8 @@ static void field_free(void *base, const struct directive *d)
 			conf_upstream_url_clear(&e->url);
 		break;
 	case K_NETS:
+		for (size_t i = 0; i < e->nclients; i++)
+			conf_client_clear(&e->clients[i]);
 		free(e->clients);
 		e->clients = NULL;
 		e->nclients = 0;
@@ -722,14 +732,9 @@ static bool field_equal(const void *a, const void *b,
 	case K_NETS:
 		if (ea->nclients != eb->nclients)
 			return false;
-		for (size_t i = 0; i < ea->nclients; i++) {
-			const struct conf_net *x = &ea->clients[i];
-			const struct conf_net *y = &eb->clients[i];
-
-			if (x->family != y->family || x->prefix != y->prefix ||
-			    memcmp(x->addr, y->addr, sizeof(x->addr)) != 0)
+		for (size_t i = 0; i < ea->nclients; i++)
+			if (!conf_client_equal(&ea->clients[i], &eb->clients[i]))
 				return false;
-		}
 		return true;
 	}
 	return false;
@@ -823,12 +828,15 @@ static int check_url(const char *s, char *why, size_t len)
 	return 0;
 }
 
-/* Check one client network. */
+/* Check one clients entry. */
 static int check_net(const char *s, char *why, size_t len)
 {
-	struct conf_net n;
+	struct conf_client cl;
 
-	return conf_parse_net(s, &n, why, len);
+	if (conf_parse_client(s, &cl, why, len) != 0)
+		return -1;
+	conf_client_clear(&cl);
+	return 0;
 }
 
 /* Check a client-visible export path: absolute and normalised. */
@@ -1810,7 +1818,7 @@ static void dump_value(FILE *f, const void *base, const struct directive *d)
 {
 	const void *p = field(base, d);
 	const struct conf_export *e = base;
-	char buf[64];
+	char buf[512];
 
 	switch (d->kind) {
 	case K_BOOL:
@@ -1836,7 +1844,7 @@ static void dump_value(FILE *f, const void *base, const struct directive *d)
 	case K_NETS:
 		fputc('{', f);
 		for (size_t i = 0; i < e->nclients; i++) {
-			conf_format_net(&e->clients[i], buf, sizeof(buf));
+			conf_format_client(&e->clients[i], buf, sizeof(buf));
 			fputs(i ? ", " : "", f);
 			fput_quoted(f, buf);
 		}
@@ -1970,7 +1978,8 @@ static const char example_header[] =
 
 void conf_write_example(FILE *f)
 {
-	static const char *const nets[] = { "192.0.2.0/24", "2001:db8::/32" };
+	static const char *const nets[] = { "192.0.2.0/24",
+					    "2001:db8::/32(ro,all_squash)" };
 	struct conf *c = NULL;
 	struct conf_export *e;
 	char err[WHY_MAX];

@@ -35,6 +35,61 @@ struct conf_net {
 	unsigned prefix;	/* 0..32 or 0..128 */
 };
 
+/*
+ * What a client may do in an export: the options of exports(5) that
+ * nfscached honours. The export's own directives give the defaults; a
+ * clients entry's options in parentheses override them for the clients
+ * that entry matches.
+ */
+struct conf_access {
+	bool read_only;		/* ro: every mutating call is NFS3ERR_ROFS */
+	bool root_squash;	/* map uid/gid 0 to anonuid/anongid */
+	bool all_squash;	/* map every uid/gid to anonuid/anongid */
+	bool secure;		/* require a source port < 1024 */
+	uint32_t anonuid;
+	uint32_t anongid;
+};
+
+/* Bits of struct conf_client.set: the options an entry gave. */
+enum {
+	CONF_OPT_READ_ONLY = 1u << 0,
+	CONF_OPT_ROOT_SQUASH = 1u << 1,
+	CONF_OPT_ALL_SQUASH = 1u << 2,
+	CONF_OPT_SECURE = 1u << 3,
+	CONF_OPT_ANONUID = 1u << 4,
+	CONF_OPT_ANONGID = 1u << 5,
+};
+
+/* Which kind of client an entry names, in exports(5)'s order of
+ * precedence: a single host first, then a network, then a wildcard. */
+enum conf_client_kind {
+	CONF_CLIENT_HOST,	/* an address, or a host name (addrs) */
+	CONF_CLIENT_NET,	/* ADDR/PREFIX shorter than the address */
+	CONF_CLIENT_WILDCARD,	/* a pattern of the client's host name */
+};
+
+/*
+ * One entry of an export's clients list, "SPEC" or "SPEC(OPT,...)" as in
+ * exports(5): SPEC an address, ADDR/PREFIX, a host name (resolved to
+ * addresses by conf_clients_resolve at start and at each reload) or a
+ * wildcard ('*' and '?', matched against the client's host name from its
+ * address; "*" alone matches every client).
+ */
+struct conf_client {
+	enum conf_client_kind kind;
+	int family;		/* AF_INET or AF_INET6 for an address or a
+				 * network; 0 for a name or a wildcard */
+	uint8_t addr[16];	/* network byte order; IPv4 uses 4 bytes */
+	unsigned prefix;	/* 0..32 or 0..128 */
+	char *name;		/* host name or pattern, owned; NULL for an
+				 * address or a network */
+	struct conf_net *addrs;	/* a host name's addresses, owned; set by
+				 * conf_clients_resolve */
+	size_t naddrs;
+	unsigned set;		/* CONF_OPT_* given in parentheses */
+	struct conf_access opt;	/* their values */
+};
+
 /* A parsed nfs:// URL (libnfs URL syntax, RFC 2224 style). */
 struct conf_upstream_url {
 	char *server;		/* owned */
@@ -48,9 +103,12 @@ struct conf_export {
 	char *path;			/* client-visible MOUNT path, owned */
 	char *upstream;			/* the URL as written, owned */
 	struct conf_upstream_url url;	/* parsed from upstream */
-	struct conf_net *clients;	/* owned array; empty = everyone */
+	struct conf_client *clients;	/* owned array; empty = everyone */
 	size_t nclients;
+	bool read_only;			/* every client read-only unless its
+					 * entry says rw */
 	bool root_squash;		/* map uid/gid 0 to anonuid/anongid */
+	bool all_squash;		/* map every uid/gid to anonuid/anongid */
 	uint32_t anonuid;
 	uint32_t anongid;
 	bool secure;			/* require a source port < 1024 */
@@ -191,10 +249,63 @@ void conf_format_net(const struct conf_net *n, char *buf, size_t len);
 int conf_parse_net(const char *s, struct conf_net *n, char *err,
 		   size_t errlen);
 
-/* True if sa (AF_INET or AF_INET6; v4-mapped v6 counts as v4) falls in one
- * of e's client networks, or e lists none. */
-bool conf_client_allowed(const struct conf_export *e,
-			 const struct sockaddr *sa);
+/*
+ * Parse one clients entry, "SPEC" or "SPEC(OPT,...)" (see struct
+ * conf_client; OPT is rw, ro, root_squash, no_root_squash, all_squash,
+ * no_all_squash, secure, insecure, anonuid=N or anongid=N, N 0..2^32-1).
+ * On success *cl owns its strings (free with conf_client_clear). Returns
+ * 0, or -1 with a reason in err (*cl then owns nothing).
+ */
+int conf_parse_client(const char *s, struct conf_client *cl, char *err,
+		      size_t errlen);
+
+/* Write cl as its entry would be written, "SPEC" or "SPEC(OPT,...)" with
+ * the options it gave (truncated to len, always terminated). */
+void conf_format_client(const struct conf_client *cl, char *buf, size_t len);
+
+/* True if a and b are the same entry (spec and options; a host name's
+ * resolved addresses are not compared). */
+bool conf_client_equal(const struct conf_client *a,
+		       const struct conf_client *b);
+
+/* Free what cl owns and zero it. */
+void conf_client_clear(struct conf_client *cl);
+
+/* The result of matching a client against an export's clients list. */
+enum conf_match {
+	CONF_MATCH_NO,		/* refused: no entry matches */
+	CONF_MATCH_YES,		/* *acc says what the client may do */
+	CONF_MATCH_NEED_NAME,	/* only a wildcard entry could match, and
+				 * the client's host name is not known yet */
+};
+
+/*
+ * Match the client at sa (AF_INET or AF_INET6; v4-mapped v6 counts as v4)
+ * with host name name ("" when its address has none, NULL when not known
+ * yet) against e's clients, in exports(5)'s precedence: entries naming a
+ * single host (an address, or a host name's resolved addresses), then
+ * networks, then wildcards (fnmatch, case-insensitive); inside a class the
+ * first entry written wins. On CONF_MATCH_YES, *acc is e's defaults with
+ * the matching entry's options applied (e's defaults alone when e lists
+ * no clients, which lets everyone). sa NULL never matches a list.
+ */
+enum conf_match conf_client_match(const struct conf_export *e,
+				  const struct sockaddr *sa, const char *name,
+				  struct conf_access *acc);
+
+/* True if some entry of some export of c is a wildcard that needs the
+ * client's host name ("*" alone does not). */
+bool conf_needs_client_names(const struct conf *c);
+
+/*
+ * Resolve the host names of every export's clients entries to their
+ * addresses (getaddrinfo, blocking: call at start and at reload, before
+ * the configuration serves). A name that does not resolve matches no
+ * client; warn (may be NULL) is called once for it with a line
+ * "FILE:LINE: clients entry "NAME": reason; it matches no client".
+ * Returns the number of names that did not resolve.
+ */
+unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg));
 
 /* The export with id, or NULL. Borrowed from c. */
 const struct conf_export *conf_export_by_id(const struct conf *c,

@@ -91,18 +91,6 @@ bad_addr:
 	return -1;
 }
 
-/* True if the first prefix bits of a and b are equal. */
-static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned prefix)
-{
-	unsigned full = prefix / 8, rest = prefix % 8;
-
-	if (memcmp(a, b, full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	return ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
-}
-
 /* True if addr has a bit set past the first prefix of its bits. */
 static bool host_bits_set(const uint8_t *addr, unsigned prefix,
 			  unsigned bits)
@@ -309,34 +297,4 @@ void conf_upstream_url_clear(struct conf_upstream_url *u)
 	free(u->server);
 	free(u->path);
 	memset(u, 0, sizeof(*u));
-}
-
-bool conf_client_allowed(const struct conf_export *e,
-			 const struct sockaddr *sa)
-{
-	const uint8_t *addr;
-	int family;
-
-	if (e->nclients == 0)
-		return true;
-	if (!sa)
-		return false;
-	if (sa->sa_family == AF_INET) {
-		family = AF_INET;
-		addr = (const uint8_t *)
-		       &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
-	} else if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a6 =
-			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-
-		family = IN6_IS_ADDR_V4MAPPED(a6) ? AF_INET : AF_INET6;
-		addr = a6->s6_addr + (family == AF_INET ? 12 : 0);
-	} else {
-		return false;
-	}
-	for (size_t i = 0; i < e->nclients; i++)
-		if (e->clients[i].family == family &&
-		    prefix_match(e->clients[i].addr, addr, e->clients[i].prefix))
-			return true;
-	return false;
 }

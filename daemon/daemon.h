@@ -15,9 +15,11 @@
 #include "conf.h"
 #include "fh.h"
 #include "mclock.h"
+#include "refusal.h"
 #include "upcall.h"
 
 struct event_base;
+struct peername;
 struct upstream;
 struct server;
 struct metrics;
@@ -35,6 +37,7 @@ struct export_rt {
 					 * FH_UP_FULLAUTH bytes: only then are
 					 * client handles with a short
 					 * authenticator accepted */
+	struct refusal_counts refused;	/* its client rules' refusals */
 };
 
 struct daemon {
@@ -47,6 +50,11 @@ struct daemon {
 	struct cache *cache;		/* owned; shared by all exports */
 	struct ra_params ra_params;	/* readahead window and streams */
 	struct metrics *metrics;
+	struct peername *names;		/* clients' host names, for wildcard
+					 * clients entries; owned, may be
+					 * NULL (no names: "") */
+	struct refusal_counts refused_other; /* MNTs of paths under no
+					      * export */
 	bool stopping;
 };
 

@@ -49,6 +49,7 @@
 #include "nfs3_meta.h"
 #include "nfs3_prot.h"
 #include "mount_ops.h"
+#include "peername.h"
 #include "registrar.h"
 #include "reload.h"
 #include "server.h"
@@ -244,6 +245,18 @@ static void warn_open_exports(const struct conf *c)
 	}
 }
 
+/* Print a warning of --check-config (a host name that does not resolve). */
+static void warn_check_line(const char *msg)
+{
+	fprintf(stderr, "warning: %s\n", msg);
+}
+
+/* Log a warning line of the configuration in force. */
+static void warn_conf_line(const char *msg)
+{
+	log_warn("%s", msg);
+}
+
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -255,6 +268,7 @@ static struct conf *load_conf(const struct opts *o)
 			fprintf(stderr, "%s\n", err);
 			exit(1);
 		}
+		conf_clients_resolve(c, warn_check_line);
 		printf("%s: ok (%zu export%s)\n", o->check, c->nexports,
 		       c->nexports == 1 ? "" : "s");
 		conf_free(&c);
@@ -457,6 +471,7 @@ static void reload(struct daemon *d, const struct opts *o)
 		service_reload_done(false, summary);
 		return;
 	}
+	conf_clients_resolve(next, warn_conf_line);
 	if (apply_overrides(next, o, err, sizeof(err)) != 0 ||
 	    reload_check(d->conf, next, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
@@ -465,6 +480,7 @@ static void reload(struct daemon *d, const struct opts *o)
 		return;
 	}
 	kept = reload_apply(d, &next);
+	peername_clear(d->names);
 	warn_open_exports(d->conf);
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
 		 d->nexports == 1 ? "" : "s",
@@ -516,6 +532,7 @@ static void daemon_free(struct daemon *d)
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	stale_forget_all();
+	peername_free(&d->names);
 	if (stop_timer)
 		event_free(stop_timer);
 	service_shutdown();
@@ -561,6 +578,7 @@ int main(int argc, char **argv)
 	if (log_set_level_name(d.conf->log_level) != 0)
 		fatal("unknown log level %s", d.conf->log_level);
 	warn_open_exports(d.conf);
+	conf_clients_resolve(d.conf, warn_conf_line);
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);
 	ec = event_config_new();
@@ -569,6 +587,9 @@ int main(int argc, char **argv)
 	event_config_free(ec);
 	if (!d.base)
 		fatal("cannot create the event loop");
+	d.names = peername_new(d.base);
+	if (!d.names)
+		fatal("out of memory");
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	start_disk_tier(&d);

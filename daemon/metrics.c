@@ -35,6 +35,7 @@
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "peername.h"
 #include "procstat.h"
 #include "server.h"
 #include "service.h"
@@ -496,6 +497,48 @@ static void render_meta(struct evbuffer *o)
 	RENDER(o, meta_rows, &ms.cache);
 }
 
+/* Write the refusals of one export's client rules (export "" for MNTs of
+ * paths under no export: reason no_export only). */
+static void render_refusals_of(struct evbuffer *o, const char *export,
+			       const struct refusal_counts *rc)
+{
+	for (int c = 0; c < REFUSAL_NCALLS; c++)
+		for (int r = 0; r < REFUSAL_NREASONS; r++) {
+			bool other = !*export;
+
+			if (other != (r == REFUSAL_NO_EXPORT) ||
+			    (other && c != REFUSAL_MOUNT))
+				continue;
+			evbuffer_add_printf(o, "nfscached_client_refusals_total{export=\"%s\",call=\"%s\",reason=\"%s\"} %llu\n",
+					    export, refusal_call_name(c),
+					    refusal_reason_name(r),
+					    (unsigned long long)rc->n[c][r]);
+		}
+}
+
+/* Write the client rules' refusals and the host-name lookups. */
+static void render_refusals(struct evbuffer *o, struct daemon *d)
+{
+	struct peername_stats pn;
+
+	head(o, "nfscached_client_refusals_total", "counter",
+	     "MNTs and NFS calls refused by an export's client rules, by reason.");
+	for (size_t i = 0; i < d->nexports; i++)
+		render_refusals_of(o, d->exports[i].conf->path,
+				   &d->exports[i].refused);
+	render_refusals_of(o, "", &d->refused_other);
+	peername_stats_get(d->names, &pn);
+	head(o, "nfscached_client_name_lookups_total", "counter",
+	     "Host names of client addresses looked up for wildcard clients entries, by result.");
+	evbuffer_add_printf(o, "nfscached_client_name_lookups_total{result=\"found\"} %llu\n"
+			    "nfscached_client_name_lookups_total{result=\"none\"} %llu\n",
+			    (unsigned long long)pn.found,
+			    (unsigned long long)pn.none);
+	scalar(o, "nfscached_client_names_cached", "gauge",
+	       "Client addresses whose host name is known or being looked up.",
+	       pn.cached);
+}
+
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
@@ -515,6 +558,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	service_stats_get(&sv);
 	RENDER(o, service_rows, &sv);
 	render_config(o, d->conf);
+	render_refusals(o, d);
 	server_stats_get(d->server, &st);
 	render_client(o, &st);
 	RENDER(o, server_rows, &st);

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "mount3_prot.h"
 #include "mount_ops.h"
+#include "nfs3_guard.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "server.h"
@@ -46,13 +47,11 @@ struct mount_rec {
 
 static struct mount_rec *mounts;
 
-/* A MNT waiting for its upstream's first mount. sub is the path below the
- * export (into the MNT's argument, which lives as long as r), "" for the
- * export itself. */
+/* A MNT waiting for its upstream's first mount, or for the caller's host
+ * name (a wildcard clients entry needs it): it is checked again from the
+ * start each time the timer fires. */
 struct mnt_wait {
 	struct req *r;
-	struct export_rt *ex;
-	const char *sub;
 	struct event *timer;
 	double deadline;
 };
@@ -163,9 +162,16 @@ static enum op_status walk_fail(struct mnt_walk *w, mountstat3 st,
 				const char *why)
 {
 	struct req *r = w->r;
+	char what[128];
 
-	log_info("MNT %s refused for %s: %s", *(char **)r->args,
-		 req_peer_name(r), why);
+	if (st == MNT3ERR_SERVERFAULT) {
+		log_info("MNT %s failed for %s: %s", *(char **)r->args,
+			 req_peer_name(r), why);
+	} else {
+		snprintf(what, sizeof(what), "MNT %s", *(char **)r->args);
+		refusal_note(&w->ex->refused, REFUSAL_MOUNT, REFUSAL_PATH,
+			     daemon_now(), what, req_peer_name(r), why);
+	}
 	free(w);
 	return mnt_fail(r, st);
 }
@@ -354,65 +360,86 @@ static bool sub_has_dots(const char *sub)
 	return false;
 }
 
-/* Poll a waiting MNT. */
+/*
+ * Check MNT r and answer it, or return OP_PENDING (*wait true) when it
+ * must wait: for its upstream's first mount, or for the caller's host
+ * name, unless past deadline (then answered as things stand).
+ */
+static enum op_status mnt_check(struct req *r, double deadline, bool *wait)
+{
+	const char *path = *(char **)r->args;
+	const char *sub = "";
+	const struct conf_export *e = export_below(r->d->conf, path, &sub);
+	bool late = daemon_now() >= deadline || r->d->stopping;
+	struct conf_access acc;
+	struct export_rt *ex;
+	char what[128];
+	nfsstat3 st;
+
+	snprintf(what, sizeof(what), "MNT %s", path);
+	*wait = false;
+	if (!e) {
+		refusal_note(&r->d->refused_other, REFUSAL_MOUNT,
+			     REFUSAL_NO_EXPORT, daemon_now(), what,
+			     req_peer_name(r), "no export holds it");
+		return mnt_fail(r, MNT3ERR_NOENT);
+	}
+	ex = daemon_export(r->d, e->id);
+	st = nfs3_guard_request(r, e, REFUSAL_MOUNT, what, &acc);
+	if (st == NFS3ERR_JUKEBOX && late)
+		return mnt_fail(r, MNT3ERR_SERVERFAULT);
+	if (st == NFS3ERR_JUKEBOX)
+		return *wait = true, OP_PENDING;
+	if (st != NFS3_OK)
+		return mnt_fail(r, st == NFS3ERR_PERM ? MNT3ERR_PERM
+						      : MNT3ERR_ACCES);
+	if (sub_has_dots(sub)) {
+		refusal_note(&ex->refused, REFUSAL_MOUNT, REFUSAL_DOT_PATH,
+			     daemon_now(), what, req_peer_name(r),
+			     ". or .. component");
+		return mnt_fail(r, MNT3ERR_ACCES);
+	}
+	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }) || late)
+		return mnt_answer(r, ex, sub);
+	return *wait = true, OP_PENDING;
+}
+
+/* Check a waiting MNT again. */
 static void mnt_wait_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mnt_wait *w = arg;
 	struct timeval tv = { 0, 100000 };
+	bool wait;
 
 	(void)fd;
 	(void)what;
-	if (!upcall_root_fh(&w->ex->upc, &(size_t){ 0 }) &&
-	    daemon_now() < w->deadline && !w->r->d->stopping) {
+	mnt_check(w->r, w->deadline, &wait);
+	if (wait) {
 		mclock_timer_add(w->timer, &tv);
 		return;
 	}
-	mnt_answer(w->r, w->ex, w->sub);
 	event_free(w->timer);
 	free(w);
 }
 
 enum op_status mount_op_mnt(struct req *r)
 {
-	const char *path = *(char **)r->args;
-	const char *sub = "";
-	const struct conf_export *e = export_below(r->d->conf, path, &sub);
-	struct export_rt *ex;
-	struct mnt_wait *w;
+	double deadline = daemon_now() + r->d->conf->upstream_timeout;
 	struct timeval tv = { 0, 100000 };
+	struct mnt_wait *w;
+	enum op_status st;
+	bool wait;
 
-	if (!e) {
-		log_info("MNT %s refused for %s: no export holds it", path,
-			 req_peer_name(r));
-		return mnt_fail(r, MNT3ERR_NOENT);
-	}
-	if (!conf_client_allowed(e, req_peer(r))) {
-		log_info("MNT %s refused for %s: not in clients", path,
-			 req_peer_name(r));
-		return mnt_fail(r, MNT3ERR_ACCES);
-	}
-	if (e->secure && !req_peer_privileged(r)) {
-		log_info("MNT %s refused for %s: insecure source port", path,
-			 req_peer_name(r));
-		return mnt_fail(r, MNT3ERR_PERM);
-	}
-	if (sub_has_dots(sub)) {
-		log_info("MNT %s refused for %s: . or .. component", path,
-			 req_peer_name(r));
-		return mnt_fail(r, MNT3ERR_ACCES);
-	}
-	ex = daemon_export(r->d, e->id);
-	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }))
-		return mnt_answer(r, ex, sub);
+	st = mnt_check(r, deadline, &wait);
+	if (!wait)
+		return st;
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->timer = evtimer_new(r->d->base, mnt_wait_cb, w))) {
 		free(w);
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);
 	}
 	w->r = r;
-	w->ex = ex;
-	w->sub = sub;
-	w->deadline = daemon_now() + r->d->conf->upstream_timeout;
+	w->deadline = deadline;
 	mclock_timer_add(w->timer, &tv);
 	return OP_PENDING;
 }
@@ -453,13 +480,19 @@ enum op_status mount_op_umntall(struct req *r)
 	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
 }
 
-/* Format a client network as "ADDR/PREFIX" into buf. */
-static void net_format(const struct conf_net *n, char *buf, size_t len)
+/* Format a clients entry as EXPORT shows it (showmount -e): its SPEC
+ * without options, an address with its prefix. */
+static void client_format(const struct conf_client *cl, char *buf,
+			  size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
 
-	inet_ntop(n->family, n->addr, a, sizeof(a));
-	snprintf(buf, len, "%s/%u", a, n->prefix);
+	if (cl->name) {
+		snprintf(buf, len, "%s", cl->name);
+		return;
+	}
+	inet_ntop(cl->family, cl->addr, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, cl->prefix);
 }
 
 /* Free an exports list built by mount_op_export. */
@@ -499,11 +532,11 @@ enum op_status mount_op_export(struct req *r)
 		gt = &n->ex_groups;
 		for (size_t j = 0; j < e->nclients; j++) {
 			struct groupnode *g = calloc(1, sizeof(*g));
-			char buf[INET6_ADDRSTRLEN + 8];
+			char buf[256];
 
 			if (!g)
 				break;
-			net_format(&e->clients[j], buf, sizeof(buf));
+			client_format(&e->clients[j], buf, sizeof(buf));
 			g->gr_name = strdup(buf);
 			*gt = g;
 			gt = &g->gr_next;

@@ -8,11 +8,13 @@
 
 #include "conf.h"
 #include "daemon.h"
+#include "dispatch.h"
 #include "fh.h"
 #include "log.h"
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
 #include "nfs3_proc.h"
+#include "peername.h"
 #include "server.h"
 
 /* The nfs_fh3 at offset off inside obj. */
@@ -67,13 +69,53 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 }
 
 nfsstat3 nfs3_guard_client(const struct conf_export *e,
-			   const struct sockaddr *peer, bool privileged)
+			   const struct sockaddr *peer, const char *name,
+			   bool privileged, struct conf_access *acc,
+			   enum refusal_reason *why)
 {
-	if (!conf_client_allowed(e, peer))
+	switch (conf_client_match(e, peer, name, acc)) {
+	case CONF_MATCH_NEED_NAME:
+		return NFS3ERR_JUKEBOX;
+	case CONF_MATCH_NO:
+		*why = REFUSAL_NOT_IN_CLIENTS;
 		return NFS3ERR_ACCES;
-	if (e->secure && !privileged)
+	case CONF_MATCH_YES:
+		break;
+	}
+	if (acc->secure && !privileged) {
+		*why = REFUSAL_INSECURE_PORT;
 		return NFS3ERR_PERM;
+	}
 	return NFS3_OK;
+}
+
+nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
+			    enum refusal_call call, const char *what,
+			    struct conf_access *acc)
+{
+	static const char *const reasons[] = {
+		[REFUSAL_NOT_IN_CLIENTS] = "not in clients",
+		[REFUSAL_INSECURE_PORT] = "insecure source port",
+	};
+	const struct sockaddr *peer = req_peer(r);
+	bool priv = req_peer_privileged(r);
+	enum refusal_reason why = REFUSAL_NOT_IN_CLIENTS;
+	struct export_rt *ex;
+	nfsstat3 st;
+
+	st = nfs3_guard_client(e, peer, NULL, priv, acc, &why);
+	if (st == NFS3ERR_JUKEBOX) {
+		const char *name = peername_get(r->d->names, peer);
+
+		if (name)
+			st = nfs3_guard_client(e, peer, name, priv, acc, &why);
+	}
+	if (st != NFS3ERR_ACCES && st != NFS3ERR_PERM)
+		return st;
+	ex = daemon_export(r->d, e->id);
+	refusal_note(ex ? &ex->refused : &r->d->refused_other, call, why,
+		     daemon_now(), what, req_peer_name(r), reasons[why]);
+	return st;
 }
 
 nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args)
@@ -99,26 +141,32 @@ nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args)
 }
 
 void nfs3_guard_cred(const struct rpcmsg_call *call,
-		     const struct conf_export *e, struct nfs_cred *uc)
+		     const struct conf_access *acc, struct nfs_cred *uc)
 {
 	memset(uc, 0, sizeof(*uc));
 	uc->machine = call->machine[0] ? call->machine : "nfscached";
-	if (call->flavor != AUTH_SYS) {
-		uc->uid = e->anonuid;
-		uc->gid = e->anongid;
+	if (call->flavor != AUTH_SYS || acc->all_squash) {
+		uc->uid = acc->anonuid;
+		uc->gid = acc->anongid;
 		return;
 	}
 	*uc = call->cred;
 	uc->machine = call->machine[0] ? call->machine : "nfscached";
-	if (!e->root_squash)
+	if (!acc->root_squash)
 		return;
 	if (uc->uid == 0)
-		uc->uid = e->anonuid;
+		uc->uid = acc->anonuid;
 	if (uc->gid == 0)
-		uc->gid = e->anongid;
+		uc->gid = acc->anongid;
 	for (uint32_t i = 0; i < uc->ngids; i++)
 		if (uc->gids[i] == 0)
-			uc->gids[i] = e->anongid;
+			uc->gids[i] = acc->anongid;
+}
+
+bool nfs3_guard_changes(const struct dispatch_entry *ent)
+{
+	return (ent->flags & DISPATCH_MUTATING) ||
+	       ent->proc == NFSPROC3_COMMIT;
 }
 
 /* Lower a count to max. */
@@ -227,15 +275,27 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 		      struct nfs_cred *uc)
 {
 	const struct nfs3_proc *m = r->ent->nfs3;
+	struct conf_access acc;
+	char what[128];
 	nfsstat3 st;
 
 	*ex = NULL;
-	if ((st = nfs3_guard_unwrap(r->d, m, r->args, ex)) != NFS3_OK ||
-	    (st = nfs3_guard_client((*ex)->conf, req_peer(r),
-				    req_peer_privileged(r))) != NFS3_OK ||
-	    (st = nfs3_guard_names(m, r->args)) != NFS3_OK)
+	if ((st = nfs3_guard_unwrap(r->d, m, r->args, ex)) != NFS3_OK)
+		return st;
+	snprintf(what, sizeof(what), "%s on %s", r->ent->name,
+		 (*ex)->conf->path);
+	if ((st = nfs3_guard_request(r, (*ex)->conf, REFUSAL_NFS, what,
+				     &acc)) != NFS3_OK)
+		return st;
+	if (acc.read_only && nfs3_guard_changes(r->ent)) {
+		refusal_note(&(*ex)->refused, REFUSAL_NFS, REFUSAL_READ_ONLY,
+			     daemon_now(), what, req_peer_name(r),
+			     "read-only for this client");
+		return NFS3ERR_ROFS;
+	}
+	if ((st = nfs3_guard_names(m, r->args)) != NFS3_OK)
 		return st;
 	nfs3_guard_clamp_args(m, r->args, upcall_rtmax(&(*ex)->upc));
-	nfs3_guard_cred(&r->call, (*ex)->conf, uc);
+	nfs3_guard_cred(&r->call, &acc, uc);
 	return NFS3_OK;
 }

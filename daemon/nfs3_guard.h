@@ -6,11 +6,15 @@
  *
  *   - client handles are unwrapped and authenticated (fh.h), must name a
  *     configured export and all one export;
- *   - the export's client rules (address, `secure`) are checked;
+ *   - the export's client rules are checked: its clients entries (an
+ *     address, a network, a host name, a wildcard of host names) and
+ *     their exports(5) options (`secure`; `ro`, under which every call
+ *     that changes a file is NFS3ERR_ROFS); refusals are counted by
+ *     reason and logged at a bounded rate (refusal.h);
  *   - file names must be one path component of at most NFS3_NAME_MAX
  *     bytes, a symlink target at most NFS3_PATH_MAX;
- *   - the caller's credential is mapped for upstream (root squash,
- *     anonuid/anongid for AUTH_NONE);
+ *   - the caller's credential is mapped for upstream (root_squash,
+ *     all_squash, anonuid/anongid for AUTH_NONE);
  *   - transfer counts are clamped to what the upstream link carries;
  *   - handles in results are wrapped into client handles, and FSINFO never
  *     advertises more than the proxy can take.
@@ -26,7 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf.h"
 #include "nfs3_prot.h"
+#include "refusal.h"
 #include "rpcmsg.h"
 #include "upstream.h"
 
@@ -59,11 +65,31 @@ struct sockaddr;
 nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 			   void *args, struct export_rt **ex);
 
-/* Export e's client rules for a caller at peer (privileged: from a port
- * below 1024): NFS3ERR_ACCES when the address is not allowed,
- * NFS3ERR_PERM when `secure` wants a privileged port, else NFS3_OK. */
+/*
+ * Export e's client rules (conf_client_match: its clients entries and
+ * their exports(5) options) for a caller at peer with host name name (as
+ * peername_get gives it: NULL when not known yet), privileged when it
+ * calls from a port below 1024. NFS3_OK with *acc what the caller may do;
+ * NFS3ERR_ACCES when no entry matches (*why REFUSAL_NOT_IN_CLIENTS);
+ * NFS3ERR_PERM when the matching entry is `secure` and the port is not
+ * (*why REFUSAL_INSECURE_PORT); NFS3ERR_JUKEBOX when only a wildcard
+ * entry could match and name is NULL (the caller retries once the name is
+ * known; *why untouched).
+ */
 nfsstat3 nfs3_guard_client(const struct conf_export *e,
-			   const struct sockaddr *peer, bool privileged);
+			   const struct sockaddr *peer, const char *name,
+			   bool privileged, struct conf_access *acc,
+			   enum refusal_reason *why);
+
+/*
+ * nfs3_guard_client for request r on export e, looking the caller's host
+ * name up (d->names) only when a wildcard entry needs it; a refusal is
+ * counted and logged (refusal_note) under call, what names the call
+ * ("MNT /data", "write on /data"). Same returns as nfs3_guard_client.
+ */
+nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
+			    enum refusal_call call, const char *what,
+			    struct conf_access *acc);
 
 /*
  * Refuse a call whose file name (filename3, RFC 1813 s2.6) holds a '/': a
@@ -81,13 +107,22 @@ nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args);
 
 /*
  * Map the credential of call (a decoded call header) for upstream under
- * export e's rules into *uc: AUTH_SYS keeps uid, gid and groups (root
- * squashed to anonuid and anongid under root_squash, group 0 included),
- * anything else becomes anonuid/anongid without groups. uc->machine
- * borrows call->machine, or is "nfscached" when the call has none.
+ * the caller's access acc (nfs3_guard_client) into *uc, as knfsd's
+ * nfsd_setuser: AUTH_SYS keeps uid, gid and groups, except that under
+ * all_squash every one becomes anonuid/anongid (no groups) and under
+ * root_squash uid 0, gid 0 and group 0 do; anything other than AUTH_SYS
+ * becomes anonuid/anongid without groups. uc->machine borrows
+ * call->machine, or is "nfscached" when the call has none.
  */
 void nfs3_guard_cred(const struct rpcmsg_call *call,
-		     const struct conf_export *e, struct nfs_cred *uc);
+		     const struct conf_access *acc, struct nfs_cred *uc);
+
+struct dispatch_entry;
+
+/* True if the procedure of ent changes files (a DISPATCH_MUTATING row,
+ * or COMMIT): what a read-only client is refused with NFS3ERR_ROFS, as
+ * knfsd refuses it on an `ro` export. */
+bool nfs3_guard_changes(const struct dispatch_entry *ent);
 
 /* Lower the transfer counts in args (m->count) to rtmax bytes (0: no
  * limit known yet, left alone). */
@@ -119,7 +154,9 @@ void nfs3_guard_clamp_fsinfo(FSINFO3res *res, uint32_t rtmax, uint32_t wtmax,
  * (one holding a '/': NFS3ERR_ACCES, as knfsd answers), clamp counts and
  * map the credential. Returns NFS3_OK with *ex and *uc set, or the
  * nfsstat3 to reply (NFS3ERR_BADHANDLE, NFS3ERR_XDEV, NFS3ERR_STALE,
- * NFS3ERR_ACCES, NFS3ERR_PERM, NFS3ERR_NAMETOOLONG).
+ * NFS3ERR_ACCES, NFS3ERR_PERM, NFS3ERR_NAMETOOLONG; NFS3ERR_ROFS for a
+ * call that changes a file from a read-only client; NFS3ERR_JUKEBOX while
+ * the caller's host name, which a wildcard entry needs, is looked up).
  */
 nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 		      struct nfs_cred *uc);

@@ -113,16 +113,14 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	return n;
 }
 
-/* True if a and b list the same client networks in the same order. */
+/* True if a and b list the same clients entries in the same order. */
 static bool same_clients(const struct conf_export *a,
 			 const struct conf_export *b)
 {
 	if (a->nclients != b->nclients)
 		return false;
 	for (size_t i = 0; i < a->nclients; i++)
-		if (a->clients[i].family != b->clients[i].family ||
-		    a->clients[i].prefix != b->clients[i].prefix ||
-		    memcmp(a->clients[i].addr, b->clients[i].addr, 16) != 0)
+		if (!conf_client_equal(&a->clients[i], &b->clients[i]))
 			return false;
 	return true;
 }
@@ -143,8 +141,12 @@ static void log_export_changes(const struct conf_export *o,
 
 	if (!same_clients(o, n))
 		add_word(what, sizeof(what), "clients");
+	if (o->read_only != n->read_only)
+		add_word(what, sizeof(what), "read_only");
 	if (o->root_squash != n->root_squash)
 		add_word(what, sizeof(what), "root_squash");
+	if (o->all_squash != n->all_squash)
+		add_word(what, sizeof(what), "all_squash");
 	if (o->anonuid != n->anonuid || o->anongid != n->anongid)
 		add_word(what, sizeof(what), "anonuid/anongid");
 	if (o->secure != n->secure)

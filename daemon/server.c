@@ -41,6 +41,7 @@
 #include "log.h"
 #include "mclock.h"
 #include "nfs3_prot.h"
+#include "peername.h"
 #include "rpcrec.h"
 #include "server.h"
 
@@ -782,6 +783,10 @@ int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
 	s->st.connections_accepted++;
 	s->st.connections_open++;
 	log_debug("connection from %s", c->peer_name);
+	/* Start looking its host name up now, so that a wildcard clients
+	 * entry can usually judge its first call without a wait. */
+	if (conf_needs_client_names(cf))
+		peername_get(s->d->names, (const struct sockaddr *)&c->peer);
 	return 0;
 }
 

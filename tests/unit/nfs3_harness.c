@@ -20,6 +20,7 @@
 #include "invariant.h"
 #include "nfs3_meta.h"
 #include "log.h"
+#include "peername.h"
 #include "nfs3_harness.h"
 #include "rpcmsg.h"
 #include "server.h"
@@ -130,6 +131,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		tune(h->d.conf);
 	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
 	h->d.base = event_base_new();
+	h->d.names = peername_new(h->d.base);
 	if (daemon_cache_start(&h->d, err, sizeof(err)) != 0) {
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
@@ -167,6 +169,7 @@ void h_fini(struct nfs3_h *h)
 	cache_owner_clear(h->d.cache, fstate_free);
 	cache_free(&h->d.cache);
 	toy_fini(&h->toy);
+	peername_free(&h->d.names);
 	conf_free(&h->d.conf);
 	event_base_free(h->d.base);
 	free(h->in);

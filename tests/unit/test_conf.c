@@ -628,9 +628,17 @@ static void test_bad_network_is_refused_at_its_line(void)
 		     "}\n", 3,
 		     "export \"/a\": clients: \"10.0.0.0/33\": prefix length "
 		     "must be 0..32");
-	expect_error("export \"/a\" {\n clients = {\"example.com\"}\n}\n", 2,
-		     "export \"/a\": clients: \"example.com\": not an IPv4 or "
-		     "IPv6 address (ADDR or ADDR/PREFIX)");
+	expect_error("export \"/a\" {\n clients = {\"example.com(rx)\"}\n}\n",
+		     2, "export \"/a\": clients: \"example.com(rx)\": unknown "
+		     "option \"rx\" (options: rw, ro, root_squash, "
+		     "no_root_squash, all_squash, no_all_squash, secure, "
+		     "insecure, anonuid=N, anongid=N)");
+	expect_error("export \"/a\" {\n clients = {\"a.lab\",\n"
+		     " \"10.0.0.0/8(ro;rw)\"}\n}\n", 3,
+		     "export \"/a\": clients: \"10.0.0.0/8(ro;rw)\": unknown "
+		     "option \"ro;rw\" (options: rw, ro, root_squash, "
+		     "no_root_squash, all_squash, no_all_squash, secure, "
+		     "insecure, anonuid=N, anongid=N)");
 }
 
 static void test_duplicate_id_is_refused_at_the_second_id(void)
@@ -1010,24 +1018,47 @@ static struct sockaddr_in6 sa6(const char *ip)
 	return s;
 }
 
+/*
+ * Match the client at ip (v4 or v6 text) with host name name (NULL: not
+ * known) against an export whose clients are the entries nets[0..n) and
+ * whose own defaults are def; *acc gets what it may do.
+ */
+static enum conf_match match_full(const char *const *nets, size_t n,
+				  const char *ip, const char *name,
+				  const struct conf_export *def,
+				  struct conf_access *acc)
+{
+	struct conf_client list[8];
+	struct conf_export e = *def;
+	struct sockaddr_in s4;
+	struct sockaddr_in6 s6;
+	enum conf_match m;
+	char err[256];
+
+	e.clients = list;
+	e.nclients = n;
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL_FATAL(conf_parse_client(nets[i], &list[i], err,
+							sizeof(err)), 0);
+	if (strchr(ip, ':')) {
+		s6 = sa6(ip);
+		m = conf_client_match(&e, (struct sockaddr *)&s6, name, acc);
+	} else {
+		s4 = sa4(ip);
+		m = conf_client_match(&e, (struct sockaddr *)&s4, name, acc);
+	}
+	for (size_t i = 0; i < n; i++)
+		conf_client_clear(&list[i]);
+	return m;
+}
+
 /* Ask whether ip (v4 or v6 text) may use an export listing nets. */
 static bool allowed(const char *const *nets, size_t n, const char *ip)
 {
-	struct conf_net list[8];
-	struct conf_export e = { .clients = list, .nclients = n };
-	struct sockaddr_in s4;
-	struct sockaddr_in6 s6;
-	char err[256];
+	struct conf_export def = { .root_squash = true };
+	struct conf_access acc;
 
-	for (size_t i = 0; i < n; i++)
-		CU_ASSERT_EQUAL_FATAL(conf_parse_net(nets[i], &list[i], err,
-						     sizeof(err)), 0);
-	if (strchr(ip, ':')) {
-		s6 = sa6(ip);
-		return conf_client_allowed(&e, (struct sockaddr *)&s6);
-	}
-	s4 = sa4(ip);
-	return conf_client_allowed(&e, (struct sockaddr *)&s4);
+	return match_full(nets, n, ip, "", &def, &acc) == CONF_MATCH_YES;
 }
 
 static void test_network_matching(void)
@@ -1072,6 +1103,158 @@ static void test_v4_mapped_network_becomes_ipv4(void)
 	CU_ASSERT_EQUAL(n.prefix, 8);
 	CU_ASSERT_EQUAL(n.addr[0], 10);
 	CU_ASSERT_EQUAL(n.addr[1], 0);
+}
+
+static void test_client_entries_parse_and_format(void)
+{
+	static const char *const ok[][2] = {
+		{ "10.0.0.0/8(ro,all_squash,anonuid=1000,anongid=1001)",
+		  "10.0.0.0/8(ro,all_squash,anonuid=1000,anongid=1001)" },
+		{ "ws1.lab.example(rw,no_root_squash)",
+		  "ws1.lab.example(rw,no_root_squash)" },
+		{ "*.lab.example(insecure,ro)", "*.lab.example(ro,insecure)" },
+		{ "192.0.2.7", "192.0.2.7" },
+		{ "node1", "node1" },
+		{ "2001:db8::/32(root_squash,secure,no_all_squash)",
+		  "2001:db8::/32(root_squash,no_all_squash,secure)" },
+	};
+	static const char *const bad[][2] = {
+		{ "10.0.0.1(bogus)", "unknown option \"bogus\"" },
+		{ "x()", "empty option list" },
+		{ "x(ro,,rw)", "empty option between commas" },
+		{ "x(anonuid=-1)", "anonuid must be a number 0..4294967295" },
+		{ "x(anongid=4294967296)", "anongid must be a number" },
+		{ "x(ro", "options go in one pair of parentheses" },
+		{ "x(ro)(rw)", "options go in one pair of parentheses" },
+		{ "x)", "')' without '('" },
+		{ "a b", "one client per entry" },
+		{ "-x.lab", "is not an address, a network" },
+		{ "10.0.0.0/33(ro)", "prefix length must be 0..32" },
+		{ "(ro)", "expected an address" },
+	};
+	struct conf_client cl, back;
+	char err[512], buf[256];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(conf_parse_client(ok[i][0], &cl, err,
+							sizeof(err)), 0);
+		conf_format_client(&cl, buf, sizeof(buf));
+		CU_ASSERT_STRING_EQUAL(buf, ok[i][1]);
+		CU_ASSERT_EQUAL_FATAL(conf_parse_client(buf, &back, err,
+							sizeof(err)), 0);
+		CU_ASSERT_TRUE(conf_client_equal(&cl, &back));
+		conf_client_clear(&back);
+		conf_client_clear(&cl);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL(conf_parse_client(bad[i][0], &cl, err,
+						  sizeof(err)), -1);
+		if (!strstr(err, bad[i][1]))
+			fprintf(stderr, "\n%s: got \"%s\"\n", bad[i][0], err);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+	}
+	CU_ASSERT_EQUAL_FATAL(conf_parse_client("10.0.0.0/8(ro,anonuid=7)",
+						&cl, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cl.kind, CONF_CLIENT_NET);
+	CU_ASSERT_EQUAL(cl.set, CONF_OPT_READ_ONLY | CONF_OPT_ANONUID);
+	CU_ASSERT_TRUE(cl.opt.read_only);
+	CU_ASSERT_EQUAL(cl.opt.anonuid, 7);
+	conf_client_clear(&cl);
+}
+
+/* exports(5): a single host beats a network, a network beats a wildcard,
+ * whatever the order written; the entry's options override the export's. */
+static void test_client_precedence_and_options(void)
+{
+	static const char *const list[] = {
+		"*(ro)", "10.0.0.0/8(all_squash,anonuid=1000)",
+		"10.1.2.3(no_root_squash)",
+	};
+	static const char *const wild[] = { "*.lab.example(rw)",
+					    "192.0.2.0/24" };
+	struct conf_export def = { .read_only = true, .root_squash = true,
+				   .anonuid = 65534, .anongid = 65534 };
+	struct conf_access a;
+
+	CU_ASSERT_EQUAL(match_full(list, 3, "10.1.2.3", NULL, &def, &a),
+			CONF_MATCH_YES);
+	CU_ASSERT_FALSE(a.root_squash);
+	CU_ASSERT_FALSE(a.all_squash);
+	CU_ASSERT_TRUE(a.read_only);	/* the export's default */
+	CU_ASSERT_EQUAL(match_full(list, 3, "10.9.9.9", NULL, &def, &a),
+			CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.all_squash);
+	CU_ASSERT_TRUE(a.root_squash);
+	CU_ASSERT_EQUAL(a.anonuid, 1000);
+	CU_ASSERT_EQUAL(a.anongid, 65534);
+	CU_ASSERT_EQUAL(match_full(list, 3, "203.0.113.5", NULL, &def, &a),
+			CONF_MATCH_YES);	/* "*" needs no name */
+	CU_ASSERT_TRUE(a.read_only);
+	CU_ASSERT_FALSE(a.all_squash);
+	/* A wildcard of names: unknown name, a match, none, another name. */
+	CU_ASSERT_EQUAL(match_full(wild, 2, "198.51.100.4", NULL, &def, &a),
+			CONF_MATCH_NEED_NAME);
+	CU_ASSERT_EQUAL(match_full(wild, 2, "198.51.100.4", "ws1.LAB.example",
+				   &def, &a), CONF_MATCH_YES);
+	CU_ASSERT_FALSE(a.read_only);
+	CU_ASSERT_EQUAL(match_full(wild, 2, "198.51.100.4", "", &def, &a),
+			CONF_MATCH_NO);
+	CU_ASSERT_EQUAL(match_full(wild, 2, "198.51.100.4", "lab.example.evil",
+				   &def, &a), CONF_MATCH_NO);
+	/* An address entry decides without the name. */
+	CU_ASSERT_EQUAL(match_full(wild, 2, "192.0.2.9", NULL, &def, &a),
+			CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.read_only);
+}
+
+static char *last_warning;
+static unsigned warnings;
+
+/* Keep a warning of conf_clients_resolve. */
+static void keep_warning(const char *msg)
+{
+	free(last_warning);
+	last_warning = strdup(msg);
+	warnings++;
+}
+
+static void test_host_names_resolve_at_load(void)
+{
+	struct conf *c = load_ok("export \"/a\" {\n"
+				 " upstream = \"nfs://u/a\"\n id = 1\n"
+				 " clients = {\"localhost(ro)\",\n"
+				 "  \"no-such-host.invalid\", \"*.lab\"}\n"
+				 "}\n");
+	struct conf_access a;
+	struct sockaddr_in s4 = sa4("127.0.0.1");
+	char want[512];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_TRUE(conf_needs_client_names(c));
+	/* Before resolution a host name matches nobody. */
+	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
+					  (struct sockaddr *)&s4, "x", &a),
+			CONF_MATCH_NO);
+	warnings = 0;
+	CU_ASSERT_EQUAL(conf_clients_resolve(c, keep_warning), 1);
+	CU_ASSERT_EQUAL(warnings, 1);
+	snprintf(want, sizeof(want), "%s:1: clients entry "
+		 "\"no-such-host.invalid\": ", conf_path);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(last_warning);
+	CU_ASSERT_EQUAL(strncmp(last_warning, want, strlen(want)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(last_warning, "; it matches no client"));
+	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
+					  (struct sockaddr *)&s4, NULL, &a),
+			CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.read_only);
+	conf_free(&c);
+	c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n id = 1\n"
+		    " clients = {\"*\"}\n}\n");
+	CU_ASSERT_FALSE(conf_needs_client_names(c));
+	conf_free(&c);
+	free(last_warning);
+	last_warning = NULL;
 }
 
 static void test_bad_networks_are_refused(void)
@@ -1392,7 +1575,7 @@ static void test_docs_name_every_directive(void)
 				want);
 		CU_ASSERT_PTR_NOT_NULL(strstr(docs, want));
 	}
-	CU_ASSERT_EQUAL(n, 49);	/* 35 global and 14 export directives */
+	CU_ASSERT_EQUAL(n, 51);	/* 35 global and 16 export directives */
 	free(gen);
 	free(docs);
 }
@@ -1457,6 +1640,9 @@ int test_register(void)
 		T(test_network_matching),
 		T(test_v4_mapped_network_becomes_ipv4),
 		T(test_bad_networks_are_refused),
+		T(test_client_entries_parse_and_format),
+		T(test_client_precedence_and_options),
+		T(test_host_names_resolve_at_load),
 		T(test_hostport_parsing),
 		CU_TEST_INFO_NULL,
 	};

@@ -19,6 +19,8 @@
 #include "nfs3_guard.h"
 #include "nfs3_harness.h"
 #include "nfs3_proc.h"
+#include "peername.h"
+#include "refusal.h"
 
 /* Every upstream call the fake took. */
 static uint64_t upstream_calls(const struct nfs3_h *h)
@@ -115,6 +117,162 @@ static void test_root_is_squashed(void)
 	h_fini(&h);
 }
 
+/* Give the harness's one export the clients entry spec. */
+static const char *clients_spec;
+
+static void tune_clients(struct conf *c)
+{
+	struct conf_export *e = &c->exports[0];
+	char err[256];
+
+	e->clients = calloc(1, sizeof(*e->clients));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->clients);
+	CU_ASSERT_EQUAL_FATAL(conf_parse_client(clients_spec, e->clients, err,
+						sizeof(err)), 0);
+	e->nclients = 1;
+}
+
+/* Send call proc with args a and return the reply's status. */
+static nfsstat3 call_status(struct nfs3_h *h, uint32_t proc, xdrproc_t xa,
+			    void *a, xdrproc_t xr, size_t res_size)
+{
+	void *res = calloc(1, res_size);
+	nfsstat3 st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, h_call(h, proc, xa, a), xr, res), 0);
+	st = *(nfsstat3 *)res;
+	xdr_free(xr, res);
+	free(res);
+	return st;
+}
+
+/* Every call that changes a file, from a read-only client: NFS3ERR_ROFS
+ * without an upstream call (knfsd on an ro export), each one counted;
+ * reads are served under the squashed identity of the entry. */
+static void test_read_only_client_changes_nothing(void)
+{
+	uint8_t buf[FH_SIZE_MAX], dbuf[FH_SIZE_MAX];
+	struct nfs3_h h;
+	nfs_fh3 fh, dir;
+	char data[4] = "abc", name[] = "new";
+	const struct refusal_counts *rc;
+	uint64_t before;
+
+	clients_spec = "127.0.0.1(ro,all_squash,anonuid=4242,anongid=4343)";
+	h_init(&h, tune_clients);
+	h_fh(&h, toy_add_file(&h.toy, "f", 10), &fh, buf);
+	h_fh(&h, TOY_ROOT, &dir, dbuf);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
+	CU_ASSERT_EQUAL(h.fu.last_cred[NFSPROC3_GETATTR].uid, 4242);
+	CU_ASSERT_EQUAL(h.fu.last_cred[NFSPROC3_GETATTR].gid, 4343);
+	CU_ASSERT_EQUAL(h.fu.last_cred[NFSPROC3_GETATTR].ngids, 0);
+	before = upstream_calls(&h);
+	{
+		WRITE3args w = { .file = fh, .count = 3, .stable = UNSTABLE,
+				 .data = { 3, data } };
+		SETATTR3args sa = { .object = fh };
+		CREATE3args ca = { .where = { dir, name } };
+		REMOVE3args ra = { .object = { dir, name } };
+		COMMIT3args co = { .file = fh };
+
+		CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_WRITE,
+					    (xdrproc_t)xdr_WRITE3args, &w,
+					    (xdrproc_t)xdr_WRITE3res,
+					    sizeof(WRITE3res)), NFS3ERR_ROFS);
+		CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_SETATTR,
+					    (xdrproc_t)xdr_SETATTR3args, &sa,
+					    (xdrproc_t)xdr_SETATTR3res,
+					    sizeof(SETATTR3res)), NFS3ERR_ROFS);
+		CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_CREATE,
+					    (xdrproc_t)xdr_CREATE3args, &ca,
+					    (xdrproc_t)xdr_CREATE3res,
+					    sizeof(CREATE3res)), NFS3ERR_ROFS);
+		CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_REMOVE,
+					    (xdrproc_t)xdr_REMOVE3args, &ra,
+					    (xdrproc_t)xdr_REMOVE3res,
+					    sizeof(REMOVE3res)), NFS3ERR_ROFS);
+		CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_COMMIT,
+					    (xdrproc_t)xdr_COMMIT3args, &co,
+					    (xdrproc_t)xdr_COMMIT3res,
+					    sizeof(COMMIT3res)), NFS3ERR_ROFS);
+	}
+	CU_ASSERT_EQUAL(upstream_calls(&h), before);
+	rc = &daemon_export(&h.d, 1)->refused;
+	CU_ASSERT_EQUAL(rc->n[REFUSAL_NFS][REFUSAL_READ_ONLY], 5);
+	/* Paced: the first was logged, the other four only counted. */
+	CU_ASSERT_EQUAL(rc->unlogged[REFUSAL_NFS][REFUSAL_READ_ONLY], 4);
+	h_fini(&h);
+}
+
+/* A client no entry names is refused before anything reaches upstream. */
+static void test_client_not_listed_is_refused(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	struct nfs3_h h;
+	nfs_fh3 fh;
+
+	clients_spec = "192.0.2.0/24";
+	h_init(&h, tune_clients);
+	h_fh(&h, TOY_ROOT, &fh, buf);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(upstream_calls(&h), 0);
+	CU_ASSERT_EQUAL(daemon_export(&h.d, 1)->refused
+			.n[REFUSAL_NFS][REFUSAL_NOT_IN_CLIENTS], 2);
+	h_fini(&h);
+}
+
+/* A wildcard entry: calls wait (JUKEBOX) until the caller's host name is
+ * known, then the entry's options apply. */
+static void test_wildcard_waits_for_the_name(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct nfs3_h h;
+	nfs_fh3 fh;
+
+	clients_spec = "*.lab.example(ro)";
+	h_init(&h, tune_clients);
+	h_fh(&h, TOY_ROOT, &fh, buf);
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* The connection's accept started a lookup; until it answers (the
+	 * test answers it) a call is JUKEBOX. */
+	if (peername_get(h.d.names, (struct sockaddr *)&lo) == NULL)
+		CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_JUKEBOX);
+	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1.lab.example");
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
+	peername_set(h.d.names, (struct sockaddr *)&lo, "elsewhere.example");
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_GETATTR], 1);
+	h_fini(&h);
+}
+
+/* One log line per interval and reason; the rest counted, then reported. */
+static void test_refusals_are_paced(void)
+{
+	struct refusal_counts rc;
+
+	memset(&rc, 0, sizeof(rc));
+	for (int i = 0; i < 50; i++)
+		refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS, 100.0,
+			     "MNT /a", "192.0.2.1:700", "not in clients");
+	CU_ASSERT_EQUAL(rc.n[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 50);
+	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 49);
+	/* Another reason has its own pace. */
+	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_INSECURE_PORT, 100.0,
+		     "MNT /a", "192.0.2.1:700", "insecure source port");
+	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_INSECURE_PORT], 0);
+	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS, 109.9,
+		     "MNT /a", "192.0.2.1:700", "not in clients");
+	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 50);
+	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS,
+		     100.0 + REFUSAL_LOG_INTERVAL, "MNT /a", "192.0.2.1:700",
+		     "not in clients");
+	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 0);
+	CU_ASSERT_EQUAL(rc.n[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 52);
+}
+
 /* The descriptor of NFSv3 procedure proc, from the dispatch table. */
 static const struct nfs3_proc *desc(uint32_t proc)
 {
@@ -171,7 +329,7 @@ static void test_guard_names(void)
 
 static void test_guard_cred(void)
 {
-	struct conf_export e;
+	struct conf_access e;
 	struct rpcmsg_call c;
 	struct nfs_cred uc;
 
@@ -208,29 +366,62 @@ static void test_guard_cred(void)
 	CU_ASSERT_EQUAL(uc.uid, 65534);
 	CU_ASSERT_EQUAL(uc.gid, 65534);
 	CU_ASSERT_EQUAL(uc.ngids, 0);
+	/* all_squash: every AUTH_SYS caller becomes anonuid/anongid with no
+	 * groups, root or not, root_squash or not (knfsd's nfsd_setuser). */
+	c.flavor = AUTH_SYS;
+	c.cred.uid = 1000;
+	c.cred.gid = 100;
+	e.all_squash = true;
+	e.anonuid = 4242;
+	e.anongid = 4343;
+	nfs3_guard_cred(&c, &e, &uc);
+	CU_ASSERT_EQUAL(uc.uid, 4242);
+	CU_ASSERT_EQUAL(uc.gid, 4343);
+	CU_ASSERT_EQUAL(uc.ngids, 0);
+	CU_ASSERT_STRING_EQUAL(uc.machine, "client1");
 }
 
 static void test_guard_client(void)
 {
-	struct conf_net net = { .family = AF_INET, .prefix = 24 };
 	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct conf_client cl[2];
 	struct conf_export e;
+	struct conf_access acc;
+	enum refusal_reason why = REFUSAL_NO_EXPORT;
+	char err[256];
 
 	memset(&e, 0, sizeof(e));
-	inet_pton(AF_INET, "192.0.2.0", net.addr);
-	e.clients = &net;
+	CU_ASSERT_EQUAL_FATAL(conf_parse_client("192.0.2.0/24", &cl[0], err,
+						sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(conf_parse_client("*.lab(ro,insecure)", &cl[1],
+						err, sizeof(err)), 0);
+	e.clients = cl;
 	e.nclients = 1;
 	inet_pton(AF_INET, "192.0.2.9", &in.sin_addr);
-	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, false),
-			NFS3_OK);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
+					  false, &acc, &why), NFS3_OK);
 	e.secure = true;
-	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, false),
-			NFS3ERR_PERM);
-	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, true),
-			NFS3_OK);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
+					  false, &acc, &why), NFS3ERR_PERM);
+	CU_ASSERT_EQUAL(why, REFUSAL_INSECURE_PORT);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
+					  true, &acc, &why), NFS3_OK);
 	inet_pton(AF_INET, "198.51.100.1", &in.sin_addr);
-	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, true),
-			NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
+					  true, &acc, &why), NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(why, REFUSAL_NOT_IN_CLIENTS);
+	/* A wildcard entry: wait for the name, then its options apply (its
+	 * insecure overrides the export's secure). */
+	e.nclients = 2;
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
+					  false, &acc, &why), NFS3ERR_JUKEBOX);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "a.lab",
+					  false, &acc, &why), NFS3_OK);
+	CU_ASSERT_TRUE(acc.read_only);
+	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "",
+					  false, &acc, &why), NFS3ERR_ACCES);
+	conf_client_clear(&cl[0]);
+	conf_client_clear(&cl[1]);
 }
 
 static void test_guard_clamps(void)
@@ -373,5 +564,9 @@ int test_register(void)
 	CU_add_test(s, "guard_clamps", test_guard_clamps);
 	CU_add_test(s, "guard_unwrap", test_guard_unwrap);
 	CU_add_test(s, "guard_rewrap", test_guard_rewrap);
+	CU_add_test(s, "read_only_client_changes_nothing", test_read_only_client_changes_nothing);
+	CU_add_test(s, "client_not_listed_is_refused", test_client_not_listed_is_refused);
+	CU_add_test(s, "wildcard_waits_for_the_name", test_wildcard_waits_for_the_name);
+	CU_add_test(s, "refusals_are_paced", test_refusals_are_paced);
 	return 0;
 }
