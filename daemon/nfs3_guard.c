@@ -293,6 +293,13 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 			     "read-only for this client");
 		return NFS3ERR_ROFS;
 	}
+	if (acc.read_only && r->ent->proc == NFSPROC3_ACCESS)
+		/* Never granted to a read-only client, as knfsd's nfsd_access
+		 * answers on an ro export: asked of no one, so the reply (the
+		 * cache's or the upstream's) leaves them out. */
+		((ACCESS3args *)r->args)->access &=
+			~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND |
+				    ACCESS3_DELETE);
 	if ((st = nfs3_guard_names(m, r->args)) != NFS3_OK)
 		return st;
 	nfs3_guard_clamp_args(m, r->args, upcall_rtmax(&(*ex)->upc));

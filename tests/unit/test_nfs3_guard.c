@@ -198,6 +198,22 @@ static void test_read_only_client_changes_nothing(void)
 					    sizeof(COMMIT3res)), NFS3ERR_ROFS);
 	}
 	CU_ASSERT_EQUAL(upstream_calls(&h), before);
+	{
+		/* ACCESS never grants a change to a read-only client. */
+		ACCESS3args aa = { .object = fh,
+				   .access = ACCESS3_READ | ACCESS3_MODIFY |
+					     ACCESS3_EXTEND | ACCESS3_DELETE };
+		ACCESS3res ar;
+
+		memset(&ar, 0, sizeof(ar));
+		CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_call(&h, NFSPROC3_ACCESS,
+						      (xdrproc_t)xdr_ACCESS3args,
+						      &aa),
+					    (xdrproc_t)xdr_ACCESS3res, &ar), 0);
+		CU_ASSERT_EQUAL(ar.status, NFS3_OK);
+		CU_ASSERT_EQUAL(ar.ACCESS3res_u.resok.access, ACCESS3_READ);
+		xdr_free((xdrproc_t)xdr_ACCESS3res, (char *)&ar);
+	}
 	rc = &daemon_export(&h.d, 1)->refused;
 	CU_ASSERT_EQUAL(rc->n[REFUSAL_NFS][REFUSAL_READ_ONLY], 5);
 	/* Paced: the first was logged, the other four only counted. */
