@@ -336,6 +336,9 @@ cell_start() {
 		else
 			printf 'page_size = %s\ncache_size = %s\n' "$page" "$cache_mib" >"$x/nfscached.extra"
 		fi
+		# BENCH_PROXY_EXTRA: more global directives for every nfscached
+		# cell, one per line (e.g. "upstream_connections = 4").
+		[[ -z "${BENCH_PROXY_EXTRA:-}" ]] || printf '%s\n' "$BENCH_PROXY_EXTRA" >>"$x/nfscached.extra"
 		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
 			"$x/export.extra" >"$x/nfscached.conf" || return 1

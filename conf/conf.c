@@ -154,6 +154,10 @@ static const struct directive directives[] = {
 	NUM("max_transfer", GLOBAL(max_transfer), K_U32, "1048576", 4096,
 	    1048576, "bytes",
 	    "Cap on READ and WRITE sizes, towards clients and upstream."),
+	NUM("upstream_connections", GLOBAL(upstream_connections), K_U32, "1",
+	    1, 16, "connections",
+	    "TCP connections to each export's upstream, as the Linux "
+	    "client's nconnect; calls go to the least busy one."),
 	BOOL("register_rpcbind", GLOBAL(register_rpcbind), "true",
 	     "Register NFS and MOUNT with the local rpcbind at start."),
 	NUM("upstream_timeout", GLOBAL(upstream_timeout), K_DOUBLE, "30", 0.1,

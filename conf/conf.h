@@ -139,6 +139,8 @@ struct conf {
 	char *admin_socket;		/* Unix socket path, "" = off, owned */
 	uint32_t max_record_size;	/* bytes, client RPC record cap */
 	uint32_t max_transfer;		/* bytes, cap on rsize/wsize */
+	uint32_t upstream_connections;	/* TCP connections per export's
+					 * upstream (nconnect), 1..16 */
 	bool register_rpcbind;
 	double upstream_timeout;	/* seconds */
 	double stale_on_error;		/* seconds past expiry served while

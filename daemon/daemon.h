@@ -27,7 +27,8 @@ struct metrics;
 /* One configured export and its upstream connection. */
 struct export_rt {
 	const struct conf_export *conf;	/* borrowed from daemon.conf */
-	struct upstream *up;		/* owned (NULL under a unit test) */
+	struct upcall_lanes lanes;	/* its upstream connections, owned
+					 * (none under a unit test) */
 	struct upcall upc;		/* what the handlers call: upcall_libnfs
 					 * on up, or a test's fake */
 	bool warned_fh_len;		/* long upstream handle logged once */

@@ -320,7 +320,27 @@ static void upstream_state_changed(struct upstream *u, enum upstream_state st,
 	service_upstream_state(arg, st, upstream_last_error(u));
 }
 
-/* Start one upstream client per export. */
+/* Start the upstream_connections connections of export ex with p; only
+ * lane 0's state is the export's (upcall.h). */
+static void start_lanes(struct daemon *d, struct export_rt *ex,
+			const struct upstream_params *p)
+{
+	struct upcall_lanes *l = &ex->lanes;
+
+	l->n = d->conf->upstream_connections;
+	for (unsigned k = 0; k < l->n; k++) {
+		l->lane[k] = upstream_new(d->base, p, k ? NULL
+						       : upstream_state_changed,
+					  ex);
+		if (!l->lane[k] || upstream_start(l->lane[k]) != 0)
+			fatal("export %s: cannot start the upstream client",
+			      ex->conf->path);
+	}
+	ex->upc.ops = &upcall_libnfs;
+	ex->upc.impl = l;
+}
+
+/* Start the upstream clients of every export. */
 static void start_upstreams(struct daemon *d)
 {
 	const struct conf *c = d->conf;
@@ -345,12 +365,7 @@ static void start_upstreams(struct daemon *d)
 		d->exports[i].ac_reg.max = e->acregmax;
 		d->exports[i].ac_dir.min = e->acdirmin;
 		d->exports[i].ac_dir.max = e->acdirmax;
-		d->exports[i].up = upstream_new(d->base, &p, upstream_state_changed,
-						&d->exports[i]);
-		d->exports[i].upc.ops = &upcall_libnfs;
-		d->exports[i].upc.impl = d->exports[i].up;
-		if (!d->exports[i].up || upstream_start(d->exports[i].up) != 0)
-			fatal("export %s: cannot start the upstream client", e->path);
+		start_lanes(d, &d->exports[i], &p);
 	}
 }
 
@@ -386,8 +401,9 @@ static void start_listeners(struct daemon *d)
 static bool upstream_calls_out(const struct daemon *d)
 {
 	for (size_t i = 0; i < d->nexports; i++)
-		if (upstream_busy(d->exports[i].up))
-			return true;
+		for (unsigned k = 0; k < d->exports[i].lanes.n; k++)
+			if (upstream_busy(d->exports[i].lanes.lane[k]))
+				return true;
 	return false;
 }
 
@@ -524,7 +540,8 @@ static void daemon_free(struct daemon *d)
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	for (size_t i = 0; i < d->nexports; i++)
-		upstream_free(&d->exports[i].up);
+		for (unsigned k = 0; k < d->exports[i].lanes.n; k++)
+			upstream_free(&d->exports[i].lanes.lane[k]);
 	free(d->exports);
 	mount_list_clear();
 	writeback_stop(d);

@@ -359,12 +359,15 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	struct upstream_stats sum, one;
 
 	memset(&sum, 0, sizeof(sum));
-	for (size_t i = 0; i < d->nexports; i++) {
-		upstream_stats_get(d->exports[i].up, &one);
-		metrics_add_rows(upstream_rows, NROWS(upstream_rows), &sum, &one);
-		for (int p = 0; p < UPSTREAM_NPROCS; p++)
-			histogram_merge(&sum.latency[p], &one.latency[p]);
-	}
+	for (size_t i = 0; i < d->nexports; i++)
+		for (unsigned k = 0; k < d->exports[i].lanes.n; k++) {
+			upstream_stats_get(d->exports[i].lanes.lane[k], &one);
+			metrics_add_rows(upstream_rows, NROWS(upstream_rows),
+					 &sum, &one);
+			for (int p = 0; p < UPSTREAM_NPROCS; p++)
+				histogram_merge(&sum.latency[p],
+						&one.latency[p]);
+		}
 	RENDER(o, upstream_rows, &sum);
 	render_upstream_latency(o, &sum);
 	head(o, "nfscached_upstream_up", "gauge",

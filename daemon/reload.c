@@ -100,6 +100,7 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += KEEP_NUM(cur, next, max_record_size);
 	n += KEEP_NUM(cur, next, max_reply_buffer);
 	n += KEEP_NUM(cur, next, max_transfer);
+	n += KEEP_NUM(cur, next, upstream_connections);
 	n += KEEP_NUM(cur, next, drc_entries);
 	n += KEEP_NUM(cur, next, drc_timeout);
 	n += KEEP_NUM(cur, next, page_size);

@@ -62,7 +62,8 @@ static int libnfs_call(void *impl, uint32_t proc, xdrproc_t xargs,
 
 	if (bytes && c) {
 		*c = (struct libnfs_call){ .proc = proc, .cb = cb, .arg = arg };
-		rc = upstream_call(impl, proc, bytes, len, cred, libnfs_done, c);
+		rc = upstream_call(upcall_lanes_pick(impl), proc, bytes, len,
+				   cred, libnfs_done, c);
 	}
 	if (rc != 0)
 		free(c);
@@ -70,28 +71,50 @@ static int libnfs_call(void *impl, uint32_t proc, xdrproc_t xargs,
 	return rc;
 }
 
-/* upstream_get_state on impl. */
+struct upstream *upcall_lanes_pick(const struct upcall_lanes *l)
+{
+	struct upstream *best = l->lane[0];
+	unsigned least = upstream_inflight(best);
+
+	for (unsigned i = 1; i < l->n && least; i++) {
+		unsigned k = upstream_inflight(l->lane[i]);
+
+		if (k < least && upstream_get_state(l->lane[i]) == UPSTREAM_UP) {
+			best = l->lane[i];
+			least = k;
+		}
+	}
+	return best;
+}
+
+/* The first lane of impl (a struct upcall_lanes). */
+static const struct upstream *lane0(const void *impl)
+{
+	return ((const struct upcall_lanes *)impl)->lane[0];
+}
+
+/* upstream_get_state of impl's lane 0. */
 static enum upstream_state libnfs_state(const void *impl)
 {
-	return upstream_get_state(impl);
+	return upstream_get_state(lane0(impl));
 }
 
-/* upstream_rtmax on impl. */
+/* upstream_rtmax of impl's lane 0. */
 static uint32_t libnfs_rtmax(const void *impl)
 {
-	return upstream_rtmax(impl);
+	return upstream_rtmax(lane0(impl));
 }
 
-/* upstream_wtmax on impl. */
+/* upstream_wtmax of impl's lane 0. */
 static uint32_t libnfs_wtmax(const void *impl)
 {
-	return upstream_wtmax(impl);
+	return upstream_wtmax(lane0(impl));
 }
 
-/* upstream_root_fh on impl. */
+/* upstream_root_fh of impl's lane 0. */
 static const uint8_t *libnfs_root_fh(const void *impl, size_t *len)
 {
-	return upstream_root_fh(impl, len);
+	return upstream_root_fh(lane0(impl), len);
 }
 
 const struct upcall_ops upcall_libnfs = {

@@ -33,7 +33,7 @@ typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
 
 /*
  * One upstream implementation. impl is the implementation's own object
- * (for upcall_libnfs a struct upstream *), borrowed from export_rt.
+ * (for upcall_libnfs a struct upcall_lanes *), borrowed from export_rt.
  *
  * call: send NFSv3 procedure proc (0..21) with args (encoded by xargs) as
  * cred (required). Returns -1 when it cannot be sent now (nothing is sent
@@ -66,7 +66,29 @@ struct upcall {
 void upcall_deliver(uint32_t proc, enum upstream_status status,
 		    const uint8_t *xdr, size_t len, upcall_cb cb, void *arg);
 
-/* The adapter onto proto/upstream.c: impl is a struct upstream *. */
+/* The most upstream connections of one export (upstream_connections). */
+#define UPCALL_LANES_MAX 16
+
+/*
+ * The upstream connections of one export, as the Linux client's nconnect
+ * option: n struct upstream (owned by export_rt), each its own TCP
+ * connection, the same server and export. Lane 0 decides the export's
+ * state, its transfer sizes and root handle; a call goes to the lane that
+ * is up with the fewest calls in flight (lane 0 when no other is up).
+ * Order across lanes needs nothing more: the proxy sends a COMMIT only
+ * for bytes whose WRITE replies came back (writeback.c), and waits for
+ * write-back before a SETATTR of size or a REMOVE of the last link.
+ */
+struct upcall_lanes {
+	struct upstream *lane[UPCALL_LANES_MAX];
+	unsigned n;			/* 1..UPCALL_LANES_MAX */
+};
+
+/* The lane upcall_libnfs sends the next call on: the one up with the
+ * fewest calls in flight, lane 0 on ties and when no other is up. */
+struct upstream *upcall_lanes_pick(const struct upcall_lanes *l);
+
+/* The adapter onto proto/upstream.c: impl is a struct upcall_lanes *. */
 extern const struct upcall_ops upcall_libnfs;
 
 /* Shorthands over u->ops (u must have been set: export_rt.upc). */

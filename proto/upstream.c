@@ -198,6 +198,7 @@ struct upstream {
 	char cred_machine[UP_MACHINE_MAX + 1];
 
 	struct up_call_list calls;
+	unsigned ncalls;		/* calls on the calls list */
 	struct up_call_list failed;
 	struct up_call_list zombies;
 
@@ -524,6 +525,10 @@ static void up_call_move(struct up_call *c, enum up_list l)
 {
 	struct upstream *u = c->u;
 
+	if (c->list == UP_LIST_CALLS)
+		u->ncalls--;
+	if (l == UP_LIST_CALLS)
+		u->ncalls++;
 	if (c->list != UP_LIST_NONE)
 		TAILQ_REMOVE(up_list_head(u, c->list), c, link);
 	c->list = l;
@@ -1445,6 +1450,11 @@ fail:
 	zdr_destroy(&z);
 	free(args);
 	return -1;
+}
+
+unsigned upstream_inflight(const struct upstream *u)
+{
+	return u ? u->ncalls : 0;
 }
 
 bool upstream_busy(const struct upstream *u)

@@ -193,6 +193,10 @@ void upstream_stats_get(const struct upstream *u, struct upstream_stats *st);
  * upstream_call refused never counts). NULL is idle. */
 bool upstream_busy(const struct upstream *u);
 
+/* Calls sent (or queued to send) on u and not yet answered: what a pool
+ * of connections (upstream_connections) balances on. 0 for NULL. */
+unsigned upstream_inflight(const struct upstream *u);
+
 /*
  * Disconnect, complete every call in flight with UPSTREAM_EDOWN (before it
  * returns), free *u and clear the caller's pointer. NULL is ignored. Safe
