@@ -19,9 +19,11 @@
  * and stores what comes back as a cache fill (cache_fill, the attributes
  * with cfile_attr_observe, counted as fetches), so later client READs are
  * hits; forget kicks the file's write-back and drops its clean data and
- * attributes (cfile_invalidate, cfile_attr_expire): write-back state
- * stays, as everywhere. Names cached for the tree are not dropped (they
- * stay valid until their directory changes).
+ * attributes (cfile_invalidate, cfile_attr_expire) and each directory's
+ * cached names and listings (nfs3_meta_forget_dir), then waits, as flush
+ * does, until the files it found have nothing left to write back and drops
+ * what that made clean: dirty bytes are never dropped, only written first.
+ * flush PATH walks the same way and waits for the files it found only.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -49,6 +51,7 @@
 #include "fstate.h"
 #include "lcommit.h"
 #include "log.h"
+#include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "writeback.h"
@@ -57,6 +60,15 @@
 #define ADMIN_MAX_WORDS		1024	/* words of one request */
 #define ADMIN_POLL_US		20000	/* flush: how often to look */
 #define ADMIN_DIR_COUNT		65536	/* READDIRPLUS maxcount, bytes */
+
+/* What a walk does: warm, forget, or find the files flush PATH waits for. */
+enum walk_mode { WALK_WARM, WALK_FORGET, WALK_FLUSH };
+
+/* A file a walk found, by upstream handle. */
+struct fset {
+	uint8_t fh[NFS3_FHSIZE];
+	size_t len;
+};
 
 /* One file or directory to warm or forget. */
 struct witem {
@@ -79,7 +91,10 @@ struct aconn {
 	struct aconn *prev, *next;
 	struct bufferevent *bev;	/* NULL once the client went away */
 	bool busy, closing;
-	bool forget;			/* the walk forgets instead of warming */
+	enum walk_mode mode;		/* what the walk does to each file */
+	struct fset *set;		/* forget, flush PATH: the files found,
+					 * whose write-back is waited for */
+	size_t nset, capset;
 	struct witem *head, *tail;	/* walk queue; head is current */
 	uint64_t off;			/* warm: next READ offset in head */
 	unsigned files, failed;
@@ -104,6 +119,8 @@ struct admin {
 };
 
 static void walk_next(struct aconn *c);
+static void flush_tick(evutil_socket_t fd, short what, void *arg);
+static int set_add(struct aconn *c, const struct witem *w);
 
 /* Seconds on the monotonic clock (real time: flush's deadline). */
 static double mono(void)
@@ -147,6 +164,7 @@ static void conn_free(struct aconn *c)
 			free(c->fctx);
 	}
 	queue_free(c);
+	free(c->set);
 	free(c);
 }
 
@@ -480,6 +498,8 @@ static void forget_file(struct aconn *c)
 	uint64_t valid, kept;
 
 	disk_tier_forget(w->fh, w->fhlen);
+	if (w->type == NF3DIR)
+		nfs3_meta_forget_dir(d, w->fh, w->fhlen);
 	if (!f) {
 		conn_line(c, "forgot %s: nothing cached", w->path);
 		return;
@@ -506,8 +526,8 @@ static void item_start(struct aconn *c)
 	struct witem *w = c->head;
 
 	if (w->type == NF3DIR) {
-		if (c->forget)
-			forget_file(c);	/* the directory's own attributes */
+		if (c->mode == WALK_FORGET)
+			forget_file(c);	/* its attributes, names, listings */
 		w->cookie = 0;
 		memset(w->verf, 0, sizeof(w->verf));
 		readdir_step(c);
@@ -518,8 +538,11 @@ static void item_start(struct aconn *c)
 		return;
 	}
 	c->files++;
-	if (c->forget) {
-		forget_file(c);
+	if (c->mode != WALK_WARM) {
+		if (set_add(c, w) != 0)
+			c->failed++;
+		if (c->mode == WALK_FORGET)
+			forget_file(c);
 		walk_next(c);
 		return;
 	}
@@ -682,8 +705,12 @@ static void walk_next(struct aconn *c)
 		queue_free(&(struct aconn){ .head = w });
 	}
 	if (!c->head) {
-		conn_line(c, "%s %u files, %llu bytes%s", c->forget ? "forgot" : "warmed",
-			  c->files, (unsigned long long)c->bytes,
+		if (c->mode != WALK_WARM) {
+			flush_tick(-1, 0, c);	/* the files found */
+			return;
+		}
+		conn_line(c, "warmed %u files, %llu bytes%s", c->files,
+			  (unsigned long long)c->bytes,
 			  c->failed ? "; some paths failed" : "");
 		snprintf(why, sizeof(why), "%u paths failed", c->failed);
 		conn_finish(c, c->failed ? 1 : 0, why);
@@ -695,15 +722,16 @@ static void walk_next(struct aconn *c)
 		item_start(c);
 }
 
-/* warm PATH... / forget PATH: queue the paths and walk them. */
-static void cmd_walk(struct aconn *c, char **w, int n, bool forget)
+/* warm PATH... / forget TIMEOUT PATH / flush TIMEOUT PATH (the walk part):
+ * queue the paths w[first..n) and walk them. */
+static void cmd_walk(struct aconn *c, char **w, int n, int first)
 {
-	c->forget = forget;
-	if (n < 2 || (forget && n != 2)) {
-		conn_finish(c, 2, forget ? "usage: forget PATH" : "usage: warm PATH...");
+	if (n <= first || (c->mode != WALK_WARM && n != first + 1)) {
+		conn_finish(c, 2, c->mode == WALK_FORGET ? "usage: forget TIMEOUT PATH"
+							 : "usage: warm PATH...");
 		return;
 	}
-	for (int i = 1; i < n; i++)
+	for (int i = first; i < n; i++)
 		if (queue_path(c, w[i]) != 0)
 			c->failed++;
 	c->busy = true;
@@ -719,14 +747,73 @@ static void cmd_walk(struct aconn *c, char **w, int n, bool forget)
 
 /* ---- flush, drop, status ---- */
 
-/* Bytes not yet committed upstream anywhere. */
-static uint64_t flush_left(struct aconn *c)
+/* Remember the file of walk item w for the wait at the walk's end. */
+static int set_add(struct aconn *c, const struct witem *w)
+{
+	if (c->nset == c->capset) {
+		size_t cap = c->capset ? 2 * c->capset : 16;
+		struct fset *s = realloc(c->set, cap * sizeof(*s));
+
+		if (!s)
+			return -1;
+		c->set = s;
+		c->capset = cap;
+	}
+	memcpy(c->set[c->nset].fh, w->fh, w->fhlen);
+	c->set[c->nset++].len = w->fhlen;
+	return 0;
+}
+
+/* Bytes of f not yet committed upstream. */
+static uint64_t file_left(const struct cfile *f)
 {
 	uint64_t n = 0;
 
 	for (int s = WB_DIRTY; s < WB_NSTATES; s++)
-		n += cache_wb_bytes(c->a->d->cache, (enum cache_wb_state)s);
+		n += cfile_wb_bytes(f, (enum cache_wb_state)s);
 	return n;
+}
+
+/* Bytes not yet committed upstream: anywhere, or (a walk's wait) in the
+ * files the walk found. */
+static uint64_t flush_left(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	uint64_t n = 0;
+
+	if (c->mode == WALK_WARM) {
+		for (int s = WB_DIRTY; s < WB_NSTATES; s++)
+			n += cache_wb_bytes(d->cache, (enum cache_wb_state)s);
+		return n;
+	}
+	for (size_t i = 0; i < c->nset; i++) {
+		struct cfile *f = cache_find(d->cache, c->set[i].fh,
+					     c->set[i].len);
+
+		if (f)
+			n += file_left(f);
+		cfile_put(d->cache, &f);
+	}
+	return n;
+}
+
+/* forget's last step: drop what write-back made clean in the files. */
+static void forget_written(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+
+	for (size_t i = 0; i < c->nset; i++) {
+		struct cfile *f = cache_find(d->cache, c->set[i].fh,
+					     c->set[i].len);
+		uint64_t valid;
+
+		if (!f)
+			continue;
+		valid = cfile_valid_bytes(f);
+		cfile_invalidate(d->cache, f);
+		c->bytes += valid - cfile_valid_bytes(f);
+		cfile_put(d->cache, &f);
+	}
 }
 
 /* One of flush's write-back waits ended (its status is not needed: the
@@ -752,13 +839,41 @@ static void flush_kick(struct aconn *c)
 
 	for (f = cache_wb_file_first(d->cache); f; f = next) {
 		struct fstate *fs = fstate_find(f);
+		bool mine = c->mode == WALK_WARM;
 
 		next = cache_wb_file_next(d->cache, f);
-		if (fs && fs->ex &&
+		for (size_t i = 0; !mine && i < c->nset; i++) {
+			size_t len;
+			const uint8_t *fh = cfile_fh(f, &len);
+
+			mine = len == c->set[i].len &&
+			       memcmp(fh, c->set[i].fh, len) == 0;
+		}
+		if (mine && fs && fs->ex &&
 		    writeback_wait(d, f, fs->ex, WB_WAIT_ALL, 0, 0, flush_wait_done,
 				   c->fctx) == 0)
 			c->fctx->pending++;
 	}
+}
+
+/* Nothing is left to write back: say so and end the command. */
+static void flush_finish(struct aconn *c)
+{
+	char why[64];
+
+	if (c->mode == WALK_FORGET) {
+		forget_written(c);
+		conn_line(c, "forgot %u files, %llu bytes%s", c->files,
+			  (unsigned long long)c->bytes,
+			  c->failed ? "; some paths failed" : "");
+	} else if (c->mode == WALK_FLUSH) {
+		conn_line(c, "flushed %u files: nothing left to write back%s",
+			  c->files, c->failed ? "; some paths failed" : "");
+	} else {
+		conn_line(c, "flushed: nothing left to write back");
+	}
+	snprintf(why, sizeof(why), "%u paths failed", c->failed);
+	conn_finish(c, c->failed ? 1 : 0, why);
 }
 
 /* The flush poll: done, timed out, or (when its waits ended) wait again. */
@@ -777,13 +892,14 @@ static void flush_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (!left) {
-		conn_line(c, "flushed: nothing left to write back");
-		conn_finish(c, 0, NULL);
+		flush_finish(c);
 		return;
 	}
 	if (mono() >= c->deadline) {
-		snprintf(why, sizeof(why), "flush timed out: %llu bytes not yet committed upstream",
-			 (unsigned long long)left);
+		snprintf(why, sizeof(why), "%s timed out: %llu bytes not yet committed upstream%s",
+			 c->mode == WALK_FORGET ? "forget" : "flush",
+			 (unsigned long long)left,
+			 c->mode == WALK_FORGET ? " (kept)" : "");
 		conn_finish(c, 3, why);
 		return;
 	}
@@ -792,19 +908,17 @@ static void flush_tick(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->timer, &tv);
 }
 
-/* flush TIMEOUT [PATH] */
-static void cmd_flush(struct aconn *c, char **w, int n)
+/* flush TIMEOUT [PATH] and forget TIMEOUT PATH: set up the wait (until
+ * TIMEOUT, w[1]), then flush at once, or walk PATH first. */
+static void cmd_flush(struct aconn *c, char **w, int n, enum walk_mode mode)
 {
 	char *end;
 	double t = n >= 2 ? strtod(w[1], &end) : -1;
 
-	if (n < 2 || n > 3 || end == w[1] || *end || !(t >= 0) || t > 86400) {
-		conn_finish(c, 2, "usage: flush TIMEOUT [PATH]");
-		return;
-	}
-	if (n == 3) {
-		/* Not yet: one file's flush needs its handle resolved first. */
-		conn_finish(c, 2, "flush PATH is not implemented; flush without PATH writes back everything");
+	if (n < 2 || n > 3 || end == w[1] || *end || !(t >= 0) || t > 86400 ||
+	    (mode == WALK_FORGET && n != 3)) {
+		conn_finish(c, 2, mode == WALK_FORGET ? "usage: forget TIMEOUT PATH"
+						      : "usage: flush TIMEOUT [PATH]");
 		return;
 	}
 	c->timer = evtimer_new(c->a->d->base, flush_tick, c);
@@ -816,7 +930,11 @@ static void cmd_flush(struct aconn *c, char **w, int n)
 	c->fctx->c = c;
 	c->deadline = mono() + t;
 	c->busy = true;
-	flush_tick(-1, 0, c);
+	c->mode = n == 3 ? mode : WALK_WARM;
+	if (n == 3)
+		cmd_walk(c, w, n, 2);
+	else
+		flush_tick(-1, 0, c);
 }
 
 /* drop: every file's clean data. */
@@ -879,11 +997,11 @@ static void conn_run(struct aconn *c, char *line)
 	else if (strcmp(w[0], "drop") == 0 && n == 1)
 		cmd_drop(c);
 	else if (strcmp(w[0], "flush") == 0)
-		cmd_flush(c, w, n);
+		cmd_flush(c, w, n, WALK_FLUSH);
 	else if (strcmp(w[0], "warm") == 0)
-		cmd_walk(c, w, n, false);
+		cmd_walk(c, w, n, 1);
 	else if (strcmp(w[0], "forget") == 0)
-		cmd_walk(c, w, n, true);
+		cmd_flush(c, w, n, WALK_FORGET);
 	else
 		conn_finish(c, 2, "unknown command (status, warm, forget, flush, drop)");
 }
@@ -1036,8 +1154,9 @@ void admin_stop(struct admin **ap)
 static void cache_usage(FILE *f)
 {
 	fprintf(f, "usage: nfscached cache [--socket PATH] [--timeout SECS] COMMAND\n"
-		   "commands: status | warm PATH... | forget PATH | flush | drop\n"
-		   "  (--socket defaults to %s; --timeout is flush's, default %d s)\n",
+		   "commands: status | warm PATH... | forget PATH | flush [PATH] | drop\n"
+		   "  (--socket defaults to %s; --timeout is flush's and forget's\n"
+		   "  wait for write-back, default %d s)\n",
 		   ADMIN_DEFAULT_SOCKET, ADMIN_FLUSH_TIMEOUT);
 }
 
@@ -1077,7 +1196,7 @@ static int cache_request(int argc, char **argv, double timeout, char *buf,
 
 	if (!ok || add_word(buf, cap, &len, cmd, true) != 0)
 		return -1;
-	if (!strcmp(cmd, "flush")) {
+	if (!strcmp(cmd, "flush") || !strcmp(cmd, "forget")) {
 		snprintf(t, sizeof(t), "%g", timeout);
 		if (add_word(buf, cap, &len, t, false) != 0)
 			return -1;

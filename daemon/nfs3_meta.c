@@ -91,6 +91,13 @@ const char *nfs3_meta_check_why(void)
 	return mc ? meta_check_why(mc) : NULL;
 }
 
+static struct meta *meta_cache(struct daemon *d);
+
+void nfs3_meta_forget_dir(struct daemon *d, const uint8_t *dir, size_t len)
+{
+	meta_dir_drop(meta_cache(d), dir, len);
+}
+
 /* The metadata cache, created or resized to d's meta_cache_size. */
 static struct meta *meta_cache(struct daemon *d)
 {

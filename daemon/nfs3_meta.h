@@ -88,6 +88,10 @@ enum op_status nfs3_op_readdirplus(struct req *r);
 nfs3_names_fn nfs3_names_lookup, nfs3_names_readdir, nfs3_names_create,
 	nfs3_names_remove, nfs3_names_rename, nfs3_names_link, nfs3_names_none;
 
+/* Drop every name and listing cached under directory dir (an upstream
+ * handle, len bytes): `nfscached cache forget`. Nothing if none. */
+void nfs3_meta_forget_dir(struct daemon *d, const uint8_t *dir, size_t len);
+
 /* Free the metadata cache (shutdown). */
 void nfs3_meta_shutdown(void);
 

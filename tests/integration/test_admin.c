@@ -293,6 +293,70 @@ static void test_warm_tree(void)
 	CHECK_EQ(metric("nfscached_upstream_read_bytes_total") - before, 0);
 }
 
+/* Bytes the proxy holds not yet committed upstream. */
+static double not_committed(void)
+{
+	return metric("nfscached_cache_bytes{state=\"dirty\"}") +
+	       metric("nfscached_cache_bytes{state=\"writing\"}") +
+	       metric("nfscached_cache_bytes{state=\"unstable\"}");
+}
+
+/* flush PATH writes back that file only; forget of a dirty file writes it
+ * back first, then drops it: the next read fetches it all again. */
+static void test_flush_path_and_forget_dirty(void)
+{
+	unsigned char *a = absorb("fa.bin"), *b = absorb("fb.bin");
+	char *out = NULL;
+	double before;
+
+	CHECK_EQ(not_committed(), 2 * SMALL);
+	CHECK_EQ(cache_cmd("--timeout 120 flush /export/fa.bin", &out), 0);
+	CHECK_MSG(out && strstr(out, "flushed 1 files: nothing left to write back\n"),
+		  "flush PATH output: %s", out ? out : "(none)");
+	free(out);
+	CHECK_EQ(disk_size("fa.bin"), SMALL);
+	CHECK_EQ(disk_size("fb.bin"), 0);
+	CHECK_EQ(not_committed(), SMALL);
+
+	CHECK_EQ(cache_cmd("--timeout 120 forget /export/fb.bin", &out), 0);
+	CHECK_MSG(out && strstr(out, "forgot 1 files, 100000 bytes\n"),
+		  "forget of a dirty file: %s", out ? out : "(none)");
+	free(out);
+	CHECK_EQ(disk_size("fb.bin"), SMALL);
+	CHECK_EQ(not_committed(), 0);
+	before = metric("nfscached_upstream_read_bytes_total");
+	read_through_proxy("fb.bin", b, SMALL);
+	CHECK_EQ(metric("nfscached_upstream_read_bytes_total") - before, SMALL);
+	free(a);
+	free(b);
+}
+
+/* forget of a tree drops the names cached under it: the next LOOKUP in
+ * it goes upstream. */
+static void test_forget_tree_drops_names(void)
+{
+	const char *series = "nfscached_meta_requests_total{procedure=\"lookup\",result=\"miss\"}";
+	struct nfsc *c = nfsc_connect(getenv("NFSC_PROXY_URL"), 0, 0);
+	nfs_fh3 dir = { 0 }, fh = { 0 };
+	double before;
+
+	CU_ASSERT_FATAL(c != NULL);
+	CHECK_STAT(nfsc_lookup(c, nfsc_root(c), "tree", &dir, NULL), NFS3_OK);
+	CHECK_STAT(nfsc_lookup(c, &dir, "a.bin", &fh, NULL), NFS3_OK);
+	nfsc_fh_free(&fh);
+	before = metric(series);
+	CHECK_STAT(nfsc_lookup(c, &dir, "a.bin", &fh, NULL), NFS3_OK);
+	nfsc_fh_free(&fh);
+	CHECK_EQ(metric(series) - before, 0);	/* a hit: the name is cached */
+	CHECK_EQ(cache_cmd("forget /export/tree", NULL), 0);
+	before = metric(series);
+	CHECK_STAT(nfsc_lookup(c, &dir, "a.bin", &fh, NULL), NFS3_OK);
+	nfsc_fh_free(&fh);
+	CHECK_EQ(metric(series) - before, 1);
+	nfsc_fh_free(&dir);
+	nfsc_close(&c);
+}
+
 /* With the upstream stopped, flush gives up at its timeout with status
  * 3 and keeps the data; once the upstream is back, flush writes it. */
 static void test_flush_times_out_with_upstream_down(void)
@@ -336,6 +400,8 @@ int test_register(void)
 	    !CU_add_test(s, "warm_then_forget", test_warm_then_forget) ||
 	    !CU_add_test(s, "drop_keeps_dirty_flush_writes", test_drop_keeps_dirty_flush_writes) ||
 	    !CU_add_test(s, "warm_tree", test_warm_tree) ||
+	    !CU_add_test(s, "flush_path_and_forget_dirty", test_flush_path_and_forget_dirty) ||
+	    !CU_add_test(s, "forget_tree_drops_names", test_forget_tree_drops_names) ||
 	    !CU_add_test(s, "flush_times_out_with_upstream_down",
 			 test_flush_times_out_with_upstream_down) ||
 	    !CU_add_test(s, "bad_requests", test_bad_requests))
