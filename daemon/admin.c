@@ -937,12 +937,13 @@ static void cmd_flush(struct aconn *c, char **w, int n, enum walk_mode mode)
 		flush_tick(-1, 0, c);
 }
 
-/* drop: every file's clean data. */
+/* drop: every file's clean data, in RAM and in the disk tier. */
 static void cmd_drop(struct aconn *c)
 {
 	struct daemon *d = c->a->d;
 	uint64_t n = cache_drop_clean(d->cache);
 
+	disk_tier_drop_all();
 	conn_line(c, "dropped %llu bytes; %llu bytes kept until written back",
 		  (unsigned long long)n,
 		  (unsigned long long)(cache_wb_bytes(d->cache, WB_DIRTY) +

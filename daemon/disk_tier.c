@@ -485,6 +485,12 @@ void disk_tier_forget(const uint8_t *fh, size_t len)
 		disk_drop_file(tier, fh, (uint8_t)len);
 }
 
+void disk_tier_drop_all(void)
+{
+	if (tier && disk_on(tier))
+		disk_drop_all(tier);
+}
+
 int disk_tier_gate(enum disk_tier_gate_action a, bool *closed, unsigned *held)
 {
 	if (!tier)

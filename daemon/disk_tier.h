@@ -85,6 +85,11 @@ bool disk_tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k);
  */
 void disk_tier_forget(const uint8_t *fh, size_t len);
 
+/* Drop every page the disk tier holds (`nfscached cache drop`);
+ * asynchronous, nothing when the tier is off. Locally committed data
+ * (commit = "local", its journal) is kept. */
+void disk_tier_drop_all(void);
+
 /* Called once when the disk loads of a disk_tier_load are all back. */
 typedef void disk_tier_done_fn(void *arg);
 

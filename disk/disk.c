@@ -707,11 +707,14 @@ run_write(struct disk *d, struct disk_op *op, const char *what,
 		disk_degrade(d, what, rc);
 }
 
-/* Drop up to DISK_DROP_BATCH pages of op's file; *more if some remain. */
+/* Drop up to DISK_DROP_BATCH pages of op's file (of every file when its
+ * key's fh_len is 0); *more if some remain. */
 static int
 drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	      uint32_t *freed, unsigned *n, bool *more)
 {
+	bool all = op->key.fh_len == 0;
+	MDB_cursor_op first = all ? MDB_FIRST : MDB_SET_RANGE;
 	struct disk_kbuf pre;
 	struct disk_rec rec;
 	MDB_cursor *cur;
@@ -723,9 +726,9 @@ drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	if (rc != 0)
 		return rc;
 	kv = (MDB_val){ pre.len, pre.b };
-	rc = mdb_cursor_get(cur, &kv, &vv, MDB_SET_RANGE);
-	while (rc == 0 && kv.mv_size == pre.len + 8 &&
-	       memcmp(kv.mv_data, pre.b, pre.len) == 0) {
+	rc = mdb_cursor_get(cur, &kv, &vv, first);
+	while (rc == 0 && (all || (kv.mv_size == pre.len + 8 &&
+				   memcmp(kv.mv_data, pre.b, pre.len) == 0))) {
 		if (*n == DISK_DROP_BATCH) {
 			*more = true;
 			break;
@@ -742,7 +745,7 @@ drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 		rc = mdb_cursor_del(cur, 0);
 		kv = (MDB_val){ pre.len, pre.b };
 		if (rc == 0)
-			rc = mdb_cursor_get(cur, &kv, &vv, MDB_SET_RANGE);
+			rc = mdb_cursor_get(cur, &kv, &vv, first);
 	}
 	mdb_cursor_close(cur);
 	DISK_COUNT(d, drops, *n);

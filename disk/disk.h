@@ -253,6 +253,13 @@ bool disk_has(struct disk *d, const struct disk_key *k);
 void disk_drop_file(struct disk *d, const uint8_t *fh, uint8_t fh_len);
 
 /*
+ * Drop every page of every file asynchronously (`nfscached cache drop`),
+ * in batches of DISK_DROP_BATCH per transaction; the journal of
+ * commit = "local" is not touched. Pages stored after this call are kept.
+ */
+void disk_drop_all(struct disk *d);
+
+/*
  * Wait (blocking poll(2) on disk_fd, no timeout) until every operation
  * submitted so far has completed and its callback ran. For tests and
  * shutdown only; never from a serving event loop.

@@ -595,6 +595,18 @@ disk_drop_file(struct disk *d, const uint8_t *fh, uint8_t fh_len)
 		submit(d, &d->wq, op, &dropped);
 }
 
+/* Drop every page of every file asynchronously (disk.h). */
+void
+disk_drop_all(struct disk *d)
+{
+	struct disk_key k = { .fh_len = 0 };
+	struct disk_op *op = op_new(DISK_OP_DROP_FILE, &k, 0);
+	bool dropped;
+
+	if (op)
+		submit(d, &d->wq, op, &dropped);
+}
+
 /* Close the test gate. */
 void
 disk_gate_close(struct disk *d)

@@ -152,8 +152,14 @@ static void read_through_proxy(const char *name, const unsigned char *want, size
 static void test_status_json(void)
 {
 	char *out = NULL;
+	struct stat st;
 
 	CU_ASSERT_FATAL(find_socket() == 0);
+	/* Only its owner (the daemon's user, root) may talk to it. */
+	CHECK_EQ(stat(sock, &st), 0);
+	CHECK_MSG(S_ISSOCK(st.st_mode) && (st.st_mode & 07777) == 0600,
+		  "admin socket mode %o, want a socket of mode 0600",
+		  (unsigned)st.st_mode);
 	CHECK_EQ(cache_cmd("status", &out), 0);
 	CHECK_MSG(out && out[0] == '{' && strstr(out, "\"cache_bytes\":") &&
 		  strstr(out, "\"dirty_bytes\":0,") &&

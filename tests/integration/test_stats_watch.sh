@@ -116,7 +116,10 @@ for ((i = 0; i < 3000; i++)); do
 	sleep 0.1
 done
 check "disk tier: the file is on disk ($held bytes)" test "$held" -eq "$size"
-"$bin" cache --socket "$NFSC_TMP/proxy-state/admin.sock" drop
+# A restart empties RAM; the disk tier keeps the file.
+nfsc_proxy_stop "$NFSC_PROXY_PID" 60 || { echo "FAIL: disk proxy: exit $NFSC_PROXY_STATUS" >&2; fails=$((fails + 1)); }
+nfsc_proxy_start "$NFSC_TMP/stats_disk2.log" "$NFSC_PROXY_NFS_PORT" \
+	"$NFSC_PROXY_MOUNT_PORT" "$bin" --config "$conf" || exit 1
 nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read4"
 check "disk tier: the read from disk is right" cmp -s "$NFSC_TMP/read4" "$NFSC_EXPORT_DIR/watched.bin"
 
@@ -139,6 +142,21 @@ check "text: since start, disk hits per second > 0 and 1.0M held" \
 	awk 'NR == 2 { exit !($11 > 0 && $12 == "1.0M") }' <<<"$text"
 check "text: an idle interval, 0.0 disk hits per second" \
 	awk 'NR == 3 { exit !($11 == "0.0" && $12 == "1.0M") }' <<<"$text"
+# cache drop empties the disk tier too: nothing held, and the next read
+# fetches the whole file upstream.
+"$bin" cache --socket "$NFSC_TMP/proxy-state/admin.sock" drop
+for ((i = 0; i < 3000; i++)); do
+	held=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_disk_bytes)
+	((held == 0)) && break
+	sleep 0.1
+done
+check "drop: the disk tier holds nothing ($held bytes)" test "$held" -eq 0
+up0=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_upstream_read_bytes_total)
+nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read5"
+up1=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_upstream_read_bytes_total)
+check "drop: the next read is right" cmp -s "$NFSC_TMP/read5" "$NFSC_EXPORT_DIR/watched.bin"
+check "drop: the next read fetched the whole file upstream ($((up1 - up0)) bytes)" \
+	test $((up1 - up0)) -eq "$size"
 nfsc_proxy_stop "$NFSC_PROXY_PID" 60 || { echo "FAIL: disk proxy: exit $NFSC_PROXY_STATUS" >&2; fails=$((fails + 1)); }
 echo "test_stats_watch: $fails failure(s)"
 ((fails == 0))

@@ -1250,8 +1250,16 @@ static void test_host_names_resolve_at_load(void)
 	CU_ASSERT_TRUE(a.read_only);
 	conf_free(&c);
 	c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n id = 1\n"
-		    " clients = {\"*\"}\n}\n");
+		    " clients = {\"*\"}\n read_only = true\n all_squash = true\n"
+		    " anonuid = 7\n}\n");
 	CU_ASSERT_FALSE(conf_needs_client_names(c));
+	/* The export's own options apply to a client whose entry has none. */
+	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
+					  (struct sockaddr *)&s4, NULL, &a),
+			CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.read_only);
+	CU_ASSERT_TRUE(a.all_squash);
+	CU_ASSERT_EQUAL(a.anonuid, 7);
 	conf_free(&c);
 	free(last_warning);
 	last_warning = NULL;

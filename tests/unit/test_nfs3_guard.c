@@ -221,6 +221,34 @@ static void test_read_only_client_changes_nothing(void)
 	h_fini(&h);
 }
 
+static void tune_read_only_export(struct conf *c)
+{
+	c->exports[0].read_only = true;
+}
+
+/* read_only = true on the export, no clients list: every client is
+ * read-only. */
+static void test_read_only_export(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	struct nfs3_h h;
+	nfs_fh3 fh;
+	char data[4] = "abc";
+	WRITE3args w;
+
+	h_init(&h, tune_read_only_export);
+	h_fh(&h, toy_add_file(&h.toy, "f", 10), &fh, buf);
+	w = (WRITE3args){ .file = fh, .count = 3, .stable = FILE_SYNC,
+			  .data = { 3, data } };
+	CU_ASSERT_EQUAL(call_status(&h, NFSPROC3_WRITE,
+				    (xdrproc_t)xdr_WRITE3args, &w,
+				    (xdrproc_t)xdr_WRITE3res, sizeof(WRITE3res)),
+			NFS3ERR_ROFS);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
+	h_fini(&h);
+}
+
 /* A client no entry names is refused before anything reaches upstream. */
 static void test_client_not_listed_is_refused(void)
 {
@@ -582,6 +610,7 @@ int test_register(void)
 	CU_add_test(s, "guard_rewrap", test_guard_rewrap);
 	CU_add_test(s, "read_only_client_changes_nothing", test_read_only_client_changes_nothing);
 	CU_add_test(s, "client_not_listed_is_refused", test_client_not_listed_is_refused);
+	CU_add_test(s, "read_only_export", test_read_only_export);
 	CU_add_test(s, "wildcard_waits_for_the_name", test_wildcard_waits_for_the_name);
 	CU_add_test(s, "refusals_are_paced", test_refusals_are_paced);
 	return 0;
