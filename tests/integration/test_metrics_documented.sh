@@ -21,6 +21,29 @@ done
 echo "$n metric families exported, $missing undocumented"
 [ "$n" -gt 50 ] && [ "$missing" -eq 0 ] || exit 1
 
+# The process_* families hold the daemon's own live values (procstat.c):
+# resident memory and open descriptors above 0 and at most what /proc says
+# of NFSC_PROXY_PID now (give or take a few MiB and fds), a start time
+# within the last day and not in the future, CPU seconds above 0.
+: "${NFSC_PROXY_PID:?}"
+page=$(curl -sf "http://$NFSC_METRICS_ADDR/metrics")
+pval() { awk -v n="$1" '$1 == n { print $2 }' <<<"$page"; }
+rss=$(pval process_resident_memory_bytes)
+fds=$(pval process_open_fds)
+start=$(pval process_start_time_seconds)
+cpu=$(pval process_cpu_seconds_total)
+proc_rss=$(($(awk '/^VmRSS:/ { print $2 }' "/proc/$NFSC_PROXY_PID/status") * 1024))
+proc_fds=$(find "/proc/$NFSC_PROXY_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
+now=$(date +%s)
+echo "process_*: rss $rss (/proc $proc_rss), fds $fds (/proc $proc_fds), start $start (now $now), cpu $cpu"
+awk -v r="$rss" -v p="$proc_rss" 'BEGIN { exit !(r > 0 && r < p + 16777216 && r > p - 16777216) }' ||
+	{ echo "process_resident_memory_bytes $rss, /proc says $proc_rss"; exit 1; }
+awk -v f="$fds" -v p="$proc_fds" 'BEGIN { exit !(f > 0 && f <= p + 8 && f >= p - 8) }' ||
+	{ echo "process_open_fds $fds, /proc says $proc_fds"; exit 1; }
+awk -v s="$start" -v n="$now" 'BEGIN { exit !(s > n - 86400 && s <= n + 1) }' ||
+	{ echo "process_start_time_seconds $start, now $now"; exit 1; }
+awk -v c="$cpu" 'BEGIN { exit !(c > 0) }' || { echo "process_cpu_seconds_total $cpu"; exit 1; }
+
 # Send "HEAD $1 HTTP/1.0" over a raw socket (curl would not read a body
 # after a HEAD) and print the whole response, which ends when the server
 # closes the connection.
