@@ -84,9 +84,15 @@ def parse_snap(path):
                     s[w[0]][w[1]] = int(w[2])
                 elif w[0] == "m" and len(w) == 3:
                     try:
-                        s["m"][w[1]] = float(w[2])
+                        v = float(w[2])
                     except ValueError:
-                        pass
+                        continue
+                    s["m"][w[1]] = v
+                    # A family kept per export: also summed without it.
+                    plain = re.sub(r'export="[^"]*",?', "", w[1])
+                    plain = plain.replace(",}", "}").replace("{}", "")
+                    if plain != w[1]:
+                        s["m"][plain] = s["m"].get(plain, 0.0) + v
     except FileNotFoundError:
         return None
     return s

@@ -649,7 +649,7 @@ static bool read_learn(struct aconn *c, READ3resok *ok)
 		}
 		cfile_put(d->cache, &f);
 	}
-	nfs3_count_fetch(ok->count);
+	nfs3_count_fetch(w->ex->conf->id, ok->count);
 	c->off += ok->count;
 	c->bytes += ok->count;
 	return !ok->eof && ok->count > 0 && !(a && c->off >= a->size);

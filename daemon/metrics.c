@@ -165,6 +165,8 @@ ROWS(ra_rows, RA_METRICS);
 #undef ROW_T
 #define ROW_T struct writeback_stats
 ROWS(writeback_rows, WRITEBACK_METRICS);
+ROWS(wb_room_rows, WRITEBACK_ROOM_METRICS);
+ROWS(wb_export_rows, WRITEBACK_EXPORT_METRICS);
 #undef ROW_T
 #define ROW_T struct stale_stats
 ROWS(stale_rows, STALE_METRICS);
@@ -205,11 +207,37 @@ const struct metrics_table metrics_tables[] = {
 };
 const size_t metrics_ntables = NROWS(metrics_tables);
 
-/* Write row r's value(s), read from the stats struct at base. */
+/*
+ * Write row r's series name with export's label (NULL: none) and the
+ * label pair extra ("" for none) into buf: name, name{...} or the row's
+ * own name{labels} with them put first.
+ */
+static void series_name(const struct metrics_row *r, const char *export,
+			const char *extra, char *buf, size_t len)
+{
+	int flen = (int)strcspn(r->name, "{");
+	const char *own = r->name[flen] ? r->name + flen + 1 : "";
+	char ex[300] = "";
+
+	if (export)
+		snprintf(ex, sizeof(ex), "export=\"%s\"", export);
+	if (!*ex && !*extra && !*own) {
+		snprintf(buf, len, "%s", r->name);
+		return;
+	}
+	snprintf(buf, len, "%.*s{%s%s%s%s%s%s", flen, r->name, ex,
+		 *ex && (*extra || *own) ? "," : "", extra,
+		 *extra && *own ? "," : "", *own ? own : "}",
+		 "");
+}
+
+/* Write row r's value(s), read from the stats struct at base, with the
+ * label export="..." first when export is not NULL. */
 static void row_values(struct evbuffer *o, const struct metrics_row *r,
-		       const void *base)
+		       const void *base, const char *export)
 {
 	const char *p = (const char *)base + r->offset;
+	char name[512], lab[160];
 	uint64_t u;
 	double v;
 	bool b;
@@ -219,25 +247,28 @@ static void row_values(struct evbuffer *o, const struct metrics_row *r,
 		uint64_t x;
 
 		memcpy(&x, p + i * sizeof(x), sizeof(x));
-		if (lv)
-			evbuffer_add_printf(o, "%s{%s=\"%s\"} %llu\n", r->name,
-					    r->label, lv, (unsigned long long)x);
+		if (!lv)
+			continue;
+		snprintf(lab, sizeof(lab), "%s=\"%s\"", r->label, lv);
+		series_name(r, export, lab, name, sizeof(name));
+		evbuffer_add_printf(o, "%s %llu\n", name, (unsigned long long)x);
 	}
 	if (r->n)
 		return;
+	series_name(r, export, "", name, sizeof(name));
 	switch (r->value) {
 	case METRICS_U64:
 		memcpy(&u, p, sizeof(u));
-		evbuffer_add_printf(o, "%s %llu\n", r->name, (unsigned long long)u);
+		evbuffer_add_printf(o, "%s %llu\n", name, (unsigned long long)u);
 		break;
 	case METRICS_BOOL:
 		memcpy(&b, p, sizeof(b));
-		evbuffer_add_printf(o, "%s %d\n", r->name, b ? 1 : 0);
+		evbuffer_add_printf(o, "%s %d\n", name, b ? 1 : 0);
 		break;
 	case METRICS_DOUBLE:
 		memcpy(&v, p, sizeof(v));
 		evbuffer_add_printf(o, strcmp(r->type, "counter") == 0 ?
-				    "%s %.6f\n" : "%s %.3f\n", r->name, v);
+				    "%s %.6f\n" : "%s %.3f\n", name, v);
 		break;
 	}
 }
@@ -253,7 +284,25 @@ void metrics_render_rows(struct evbuffer *o, const struct metrics_row *rows,
 			evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
 					    flen, r->name, r->help, flen,
 					    r->name, r->type);
-		row_values(o, r, base);
+		row_values(o, r, base, NULL);
+	}
+}
+
+void metrics_render_rows_by_export(struct evbuffer *o,
+				   const struct metrics_row *rows, size_t n,
+				   const void *const *bases,
+				   const char *const *exports, size_t nexp)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct metrics_row *r = &rows[i];
+		int flen = (int)strcspn(r->name, "{");
+
+		if (r->help)
+			evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
+					    flen, r->name, r->help, flen,
+					    r->name, r->type);
+		for (size_t k = 0; k < nexp; k++)
+			row_values(o, r, bases[k], exports[k]);
 	}
 }
 
@@ -336,40 +385,82 @@ static void render_client(struct evbuffer *o, const struct server_stats *st)
 	}
 }
 
-/* Write the upstream call latency histograms, by procedure. */
-static void render_upstream_latency(struct evbuffer *o,
-				    const struct upstream_stats *sum)
+/* Write the upstream call latency histograms, by export and procedure. */
+static void render_upstream_latency(struct evbuffer *o, struct daemon *d,
+				    const struct upstream_stats *st)
 {
-	char labels[64];
+	char labels[384];
 
 	head(o, "nfscached_upstream_rpc_duration_seconds", "histogram",
 	     "Time from sending an NFSv3 call upstream to its reply, by "
-	     "procedure (calls that got no reply are not timed).");
-	for (int p = 0; p < UPSTREAM_NPROCS; p++) {
-		snprintf(labels, sizeof(labels), "procedure=\"%s\"",
-			 dispatch_rows[p].name);
-		histogram_lines(o, "nfscached_upstream_rpc_duration_seconds",
-				labels, &sum->latency[p]);
-	}
+	     "export and procedure (calls that got no reply are not timed).");
+	for (size_t i = 0; i < d->nexports; i++)
+		for (int p = 0; p < UPSTREAM_NPROCS; p++) {
+			snprintf(labels, sizeof(labels),
+				 "export=\"%s\",procedure=\"%s\"",
+				 d->exports[i].conf->path,
+				 dispatch_rows[p].name);
+			histogram_lines(o, "nfscached_upstream_rpc_duration_seconds",
+					labels, &st[i].latency[p]);
+		}
 }
 
-/* Write the upstream counters summed over exports, and per-export state. */
+/* The exports' paths and their stats structs (n of size sz at st) as the
+ * arrays metrics_render_rows_by_export takes; false when out of memory. */
+static bool by_export(struct daemon *d, const void *st, size_t sz,
+		      const void ***bases, const char ***paths)
+{
+	*bases = calloc(d->nexports + 1, sizeof(**bases));
+	*paths = calloc(d->nexports + 1, sizeof(**paths));
+	if (!*bases || !*paths) {
+		free(*bases);
+		free(*paths);
+		return false;
+	}
+	for (size_t i = 0; i < d->nexports; i++) {
+		(*bases)[i] = (const char *)st + i * sz;
+		(*paths)[i] = d->exports[i].conf->path;
+	}
+	return true;
+}
+
+/* Render rows per export from the n stats structs of size sz at st. */
+static void render_exports(struct evbuffer *o, struct daemon *d,
+			   const struct metrics_row *rows, size_t n,
+			   const void *st, size_t sz)
+{
+	const void **bases;
+	const char **paths;
+
+	if (!by_export(d, st, sz, &bases, &paths))
+		return;
+	metrics_render_rows_by_export(o, rows, n, bases, paths, d->nexports);
+	free(bases);
+	free(paths);
+}
+
+/* Write the upstream counters per export (its connections summed), and
+ * per-export state. */
 static void render_upstream(struct evbuffer *o, struct daemon *d)
 {
-	struct upstream_stats sum, one;
+	struct upstream_stats *st = calloc(d->nexports + 1, sizeof(*st));
+	struct upstream_stats one;
 
-	memset(&sum, 0, sizeof(sum));
+	if (!st)
+		return;
 	for (size_t i = 0; i < d->nexports; i++)
 		for (unsigned k = 0; k < d->exports[i].lanes.n; k++) {
 			upstream_stats_get(d->exports[i].lanes.lane[k], &one);
 			metrics_add_rows(upstream_rows, NROWS(upstream_rows),
-					 &sum, &one);
+					 &st[i], &one);
 			for (int p = 0; p < UPSTREAM_NPROCS; p++)
-				histogram_merge(&sum.latency[p],
+				histogram_merge(&st[i].latency[p],
 						&one.latency[p]);
 		}
-	RENDER(o, upstream_rows, &sum);
-	render_upstream_latency(o, &sum);
+	render_exports(o, d, upstream_rows, NROWS(upstream_rows), st,
+		       sizeof(*st));
+	render_upstream_latency(o, d, st);
+	free(st);
 	head(o, "nfscached_upstream_up", "gauge",
 	     "1 when the export's upstream connection is up.");
 	for (size_t i = 0; i < d->nexports; i++)
@@ -542,6 +633,34 @@ static void render_refusals(struct evbuffer *o, struct daemon *d)
 	       pn.cached);
 }
 
+/* Write READ's counters per export. */
+static void render_read(struct evbuffer *o, struct daemon *d)
+{
+	struct nfs3_read_stats *st = calloc(d->nexports + 1, sizeof(*st));
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < d->nexports; i++)
+		nfs3_read_stats_export(d->exports[i].conf->id, &st[i]);
+	render_exports(o, d, nfs3_read_rows, NROWS(nfs3_read_rows), st,
+		       sizeof(*st));
+	free(st);
+}
+
+/* Write write-back's per-export counters. */
+static void render_writeback(struct evbuffer *o, struct daemon *d)
+{
+	struct writeback_stats *st = calloc(d->nexports + 1, sizeof(*st));
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < d->nexports; i++)
+		writeback_stats_export(d->exports[i].conf->id, &st[i]);
+	render_exports(o, d, wb_export_rows, NROWS(wb_export_rows), st,
+		       sizeof(*st));
+	free(st);
+}
+
 void metrics_render(struct daemon *d, struct evbuffer *o)
 {
 	struct server_stats st;
@@ -549,7 +668,6 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct writeback_stats wb;
 	struct stale_stats ss;
 	struct nfs3_ops_stats ns;
-	struct nfs3_read_stats rs;
 	struct nfs3_write_stats ws;
 	struct procstat ps;
 
@@ -567,8 +685,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, server_rows, &st);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(&ns);
-	nfs3_read_stats_get(&rs);
-	RENDER(o, nfs3_read_rows, &rs);
+	render_read(o, d);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);
@@ -576,7 +693,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	nfs3_write_stats_get(&ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
-	RENDER(o, writeback_rows, &wb);
+	RENDER(o, wb_room_rows, &wb);
+	render_writeback(o, d);
 	head(o, "nfscached_writeback_oldest_dirty_age_seconds", "gauge",
 	     "Age of the oldest bytes written by clients and not yet sent upstream (0 when none).");
 	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",

@@ -73,6 +73,17 @@ void metrics_render(struct daemon *d, struct evbuffer *out);
 void metrics_render_rows(struct evbuffer *out, const struct metrics_row *rows,
 			 size_t n, const void *base);
 
+/*
+ * metrics_render_rows for a family per export: each row's HELP and TYPE
+ * once, then its series for each of the nexp exports, the export's path
+ * as the first label (`nfscached_reads_total{export="/data",result="hit"}`),
+ * the values of export i read from the stats struct at bases[i].
+ */
+void metrics_render_rows_by_export(struct evbuffer *out,
+				   const struct metrics_row *rows, size_t n,
+				   const void *const *bases,
+				   const char *const *exports, size_t nexp);
+
 /* Add every value rows[0..n) declare in src's stats struct to dst's. */
 void metrics_add_rows(const struct metrics_row *rows, size_t n, void *dst,
 		      const void *src);

@@ -52,7 +52,8 @@
 #include "server.h"
 #include "stale.h"
 
-static struct nfs3_read_stats read_stats;
+/* READ's counters, by export id (1..NFS3_EXPORT_IDS - 1). */
+static struct nfs3_read_stats read_stats[NFS3_EXPORT_IDS];
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
@@ -222,8 +223,8 @@ static void read_reply(struct read_op *op, uint8_t *data,
 					    cfile_attr(op->f)->size);
 	res.READ3res_u.resok.data.data_len = (u_int)count;
 	res.READ3res_u.resok.data.data_val = (char *)data;
-	nfs3_count_read(op->outcome, op->cache_bytes, upstream_bytes,
-			hole_bytes);
+	nfs3_count_read(op->ex->conf->id, op->outcome, op->cache_bytes,
+			upstream_bytes, hole_bytes);
 	req_reply(r, (xdrproc_t)xdr_READ3res, &res);
 	op_free(op);
 }
@@ -386,7 +387,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	if (err == NFS3_OK) {
 		READ3resok *ok = &res->READ3res_u.resok;
 
-		nfs3_count_fetch(ok->count);
+		nfs3_count_fetch(fe->ex->conf->id, ok->count);
 		current = fetch_learn(fe, ok);
 	}
 	/* No one joins this fetch any more. */
@@ -581,7 +582,7 @@ static struct range read_fetch_window(struct read_op *op)
 		return all;
 	w.start = op->off & ~mask;
 	w.end = op->end > UINT64_MAX - mask ? UINT64_MAX : (op->end + mask) & ~mask;
-	read_stats.random_fetches++;
+	read_stats[op->ex->conf->id].random_fetches++;
 	return w;
 }
 
@@ -763,8 +764,9 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 		read_plan(op);
 		return;
 	}
-	nfs3_count_read(CACHE_BYPASS, 0, res->status == NFS3_OK ?
-			res->READ3res_u.resok.count : 0, 0);
+	nfs3_count_read(op->ex->conf->id, CACHE_BYPASS, 0,
+			res->status == NFS3_OK ? res->READ3res_u.resok.count
+					       : 0, 0);
 	if (res->status == NFS3_OK && op->f) {
 		READ3resok *ok = &res->READ3res_u.resok;
 		struct cattr tmp;
@@ -868,27 +870,47 @@ enum op_status nfs3_op_read(struct req *r)
 	return OP_PENDING;
 }
 
-void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
 		     uint64_t upstream_bytes, uint64_t hole_bytes)
 {
-	read_stats.reads[o]++;
-	read_stats.read_bytes_cache += cache_bytes;
-	read_stats.read_bytes_upstream += upstream_bytes;
-	read_stats.read_bytes_hole += hole_bytes;
+	struct nfs3_read_stats *s = &read_stats[id % NFS3_EXPORT_IDS];
+
+	s->reads[o]++;
+	s->read_bytes_cache += cache_bytes;
+	s->read_bytes_upstream += upstream_bytes;
+	s->read_bytes_hole += hole_bytes;
 	/* A bypassed READ's bytes came straight from its own upstream READ;
 	 * every other outcome's came through a fetch, counted there. */
 	if (o == CACHE_BYPASS)
-		read_stats.upstream_read_bytes += upstream_bytes;
+		s->upstream_read_bytes += upstream_bytes;
 }
 
-void nfs3_count_fetch(uint64_t bytes)
+void nfs3_count_fetch(unsigned id, uint64_t bytes)
 {
-	read_stats.fetches++;
-	read_stats.fetch_bytes += bytes;
-	read_stats.upstream_read_bytes += bytes;
+	struct nfs3_read_stats *s = &read_stats[id % NFS3_EXPORT_IDS];
+
+	s->fetches++;
+	s->fetch_bytes += bytes;
+	s->upstream_read_bytes += bytes;
+}
+
+void nfs3_read_stats_export(unsigned id, struct nfs3_read_stats *st)
+{
+	*st = read_stats[id % NFS3_EXPORT_IDS];
 }
 
 void nfs3_read_stats_get(struct nfs3_read_stats *st)
 {
-	*st = read_stats;
+	memset(st, 0, sizeof(*st));
+	for (unsigned id = 0; id < NFS3_EXPORT_IDS; id++) {
+		const struct nfs3_read_stats *s = &read_stats[id];
+
+#define X(t, f, k, n, h) st->f += s->f;
+#define A(f, len, k, n, l, ls, h) \
+		for (unsigned i = 0; i < (len); i++) \
+			st->f[i] += s->f[i];
+		NFS3_READ_METRICS(X, A)
+#undef X
+#undef A
+	}
 }

@@ -44,15 +44,23 @@ struct nfs3_read_stats {
 #undef A
 };
 
-/* Copy the READ counters into *st. */
+/* Export ids are 1..63 (the handle's export byte): counters by id. */
+#define NFS3_EXPORT_IDS 64
+
+/* Copy the READ counters, summed over every export, into *st. */
 void nfs3_read_stats_get(struct nfs3_read_stats *st);
 
-/* Count one client READ by outcome and where its bytes came from (bytes). */
-void nfs3_count_read(enum cache_outcome o, uint64_t cache_bytes,
+/* Copy the READ counters of export id into *st. */
+void nfs3_read_stats_export(unsigned id, struct nfs3_read_stats *st);
+
+/* Count one client READ of export id by outcome and where its bytes came
+ * from (bytes). */
+void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
 		     uint64_t upstream_bytes, uint64_t hole_bytes);
 
-/* Count one upstream READ sent to fill pages, returning bytes. */
-void nfs3_count_fetch(uint64_t bytes);
+/* Count one upstream READ of export id sent to fill pages, returning
+ * bytes. */
+void nfs3_count_fetch(unsigned id, uint64_t bytes);
 
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);

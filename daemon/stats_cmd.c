@@ -167,10 +167,34 @@ static unsigned parse_client_meta(struct stats_snap *s, const char *name, double
 	return 0;
 }
 
+/*
+ * name with its export label taken out, into buf ("a{export="/x",b="1"}"
+ * becomes "a{b="1"}", "a{export="/x"}" becomes "a"): the families kept
+ * per export are summed over the exports. name itself when it has none.
+ */
+static const char *without_export(const char *name, char *buf, size_t len)
+{
+	const char *ex = strstr(name, "export=\""), *q, *rest;
+	size_t n;
+
+	if (!ex || !(q = strchr(ex + 8, '"')))
+		return name;
+	rest = q + 1 + (q[1] == ',');
+	n = (size_t)snprintf(buf, len, "%.*s%s", (int)(ex - name), name, rest);
+	if (n >= len)
+		return name;
+	if (n >= 2 && buf[n - 1] == '}' && buf[n - 2] == ',')
+		buf[n - 2] = '}', buf[n - 1] = 0;
+	n = strlen(buf);
+	if (n >= 2 && buf[n - 1] == '}' && buf[n - 2] == '{')
+		buf[n - 2] = 0;
+	return buf;
+}
+
 /* Take in one sample line "NAME[{LABELS}] VALUE". */
 static void parse_sample(struct stats_snap *s, const char *line, size_t len)
 {
-	char name[512], *sp, *end;
+	char name[512], plain[512], *sp, *end;
 	double v;
 
 	if (len >= sizeof(name))
@@ -184,7 +208,8 @@ static void parse_sample(struct stats_snap *s, const char *line, size_t len)
 	v = strtod(sp + 1, &end);
 	if (end == sp + 1)
 		return;
-	s->samples += add_fields(s, name, v);
+	s->samples += add_fields(s, without_export(name, plain, sizeof(plain)),
+				 v);
 	if (strcmp(name, "nfscached_disk_on") == 0)
 		s->disk_known = true;
 	else if (strcmp(name, "nfscached_disk_budget_bytes") == 0)

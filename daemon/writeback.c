@@ -38,6 +38,7 @@
 #include "log.h"
 #include "nfs3_ops.h"
 #include "server.h"
+#include "nfs3_read.h"
 #include "writeback.h"
 
 #define WB_INFLIGHT 32		/* upstream WRITEs in flight per file, */
@@ -74,7 +75,16 @@ struct wb_call {
 	uint32_t len;
 };
 
-static struct writeback_stats stats;
+static struct writeback_stats stats;	/* the room counters */
+static struct writeback_stats wb_export[NFS3_EXPORT_IDS]; /* by export id */
+
+/* The per-export counters of f's export (id 0 when it has none). */
+static struct writeback_stats *ex_stats(struct cfile *f)
+{
+	struct fstate *fs = fstate_find(f);
+
+	return &wb_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
+}
 static struct wb_room *rooms;		/* oldest first */
 static unsigned nrooms;
 static bool waking;			/* room_wake or a first flush runs */
@@ -274,7 +284,7 @@ static bool wb_failed_local(struct daemon *d, struct cfile *f,
 
 	if (!err || !lcommit_failed(d, f, err, &keep))
 		return false;
-	stats.errors++;
+	ex_stats(f)->errors++;
 	cache_wb_done(d->cache, f, call->seq,
 		      keep ? CACHE_WB_RETRY : CACHE_WB_FAILED, 0, err);
 	return true;
@@ -301,17 +311,17 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 	} else if (status == UPSTREAM_EPROTO) {
 		/* The upstream will not take the writer's credential: a
 		 * retry would meet the same refusal. Kept, and reported. */
-		stats.errors++;
+		ex_stats(f)->errors++;
 		log_warn("write-back of %u bytes refused upstream at the RPC "
 			 "level (credential); reporting NFS3ERR_ACCES",
 			 call->len);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      NFS3ERR_ACCES);
 	} else if (!res || res->status == NFS3ERR_JUKEBOX) {
-		stats.retries++;
+		ex_stats(f)->retries++;
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
 	} else if (res->status != NFS3_OK) {
-		stats.errors++;
+		ex_stats(f)->errors++;
 		log_warn("write-back of %u bytes failed upstream: error %d",
 			 call->len, (int)res->status);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
@@ -413,8 +423,8 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	fs->wb_inflight_bytes += run->len;
 	fs->commit_cred = uc;
 	fs->has_commit_cred = true;
-	stats.writes++;
-	stats.write_bytes += run->len;
+	ex_stats(f)->writes++;
+	ex_stats(f)->write_bytes += run->len;
 	return true;
 }
 
@@ -454,7 +464,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 		return;
 	}
 	fs->commit_tag = tag;
-	stats.commits++;
+	ex_stats(f)->commits++;
 }
 
 /* UNSTABLE bytes of one file past which it is COMMITted even while more
@@ -696,6 +706,19 @@ struct wb_wait *writeback_wait_unlink(struct wb_wait *w)
 void writeback_stats_get(struct writeback_stats *st)
 {
 	*st = stats;
+	for (unsigned id = 0; id < NFS3_EXPORT_IDS; id++) {
+#define X(t, f, k, n, h) st->f += wb_export[id].f;
+		WRITEBACK_EXPORT_METRICS(X, )
+#undef X
+	}
+}
+
+void writeback_stats_export(unsigned id, struct writeback_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+#define X(t, f, k, n, h) st->f = wb_export[id % NFS3_EXPORT_IDS].f;
+	WRITEBACK_EXPORT_METRICS(X, )
+#undef X
 }
 
 double writeback_oldest_dirty_age(struct daemon *d, double now)

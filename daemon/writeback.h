@@ -50,6 +50,11 @@ typedef void (*wb_room_fn)(struct daemon *d, bool room, void *arg);
  * (daemon/metrics.c; HACKING.md "Adding a counter").
  */
 #define WRITEBACK_METRICS(X, A) \
+	WRITEBACK_ROOM_METRICS(X, A) \
+	WRITEBACK_EXPORT_METRICS(X, A)
+
+/* Cache room is shared by every export: these have no export label. */
+#define WRITEBACK_ROOM_METRICS(X, A) \
 	X(uint64_t, room_waits, counter, "nfscached_write_room_waits_total", \
 	  "Waits of client WRITEs for cache room that ended (woken or timed out).") \
 	X(uint64_t, room_timeouts, counter, \
@@ -57,7 +62,10 @@ typedef void (*wb_room_fn)(struct daemon *d, bool room, void *arg);
 	  "Of those, waits that reached their 10 s limit (the WRITE then went through).") \
 	X(double, room_wait_seconds, counter, \
 	  "nfscached_write_room_wait_seconds_total", \
-	  "Total time client WRITEs spent waiting for cache room.") \
+	  "Total time client WRITEs spent waiting for cache room.")
+
+/* Per export (the export label): writeback_stats_export(). */
+#define WRITEBACK_EXPORT_METRICS(X, A) \
 	X(uint64_t, writes, counter, "nfscached_upstream_write_calls_total", \
 	  "Upstream WRITEs sent by write-back.") \
 	X(uint64_t, write_bytes, counter, "nfscached_upstream_write_bytes_total", \
@@ -135,6 +143,10 @@ struct wb_wait *writeback_wait_unlink(struct wb_wait *w);
 
 /* Copy the counters into *st. */
 void writeback_stats_get(struct writeback_stats *st);
+
+/* Copy the WRITEBACK_EXPORT_METRICS counters of export id (1..63) into
+ * *st (the other fields zero). */
+void writeback_stats_export(unsigned id, struct writeback_stats *st);
 
 /*
  * Seconds (now - then, monotonic, as daemon_now()) since the oldest DIRTY

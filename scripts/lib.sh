@@ -585,9 +585,22 @@ nfsc_url_join() {
 	echo "${url%/}/$name$query"
 }
 
-# Print the metrics page of the nfscached at ADDR:PORT $1.
+# The metrics page of the nfscached at ADDR:PORT $1 as the tests read it: as served, then each
+# series that carries an export label once more without it, summed over
+# the exports (nfscached_reads_total{result="hit"} is every export's).
 nfsc_metrics() {
-	curl -sSf --max-time 10 "http://$1/metrics"
+	local page
+	page=$(curl -sSf --max-time 10 "http://$1/metrics") || return 1
+	printf '%s\n' "$page"
+	awk '!/^#/ && NF == 2 && index($1, "export=\"") {
+		n = $1
+		sub(/export="[^"]*",?/, "", n)
+		sub(/,}$/, "}", n)
+		sub(/\{\}$/, "", n)
+		if (!(n in sum)) order[++k] = n
+		sum[n] += $2
+	}
+	END { for (i = 1; i <= k; i++) printf "%s %.17g\n", order[i], sum[order[i]] }' <<<"$page"
 }
 
 # Print the value of the metrics sample exactly named $2 (with its labels,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* httpget: see httpget.h. */
+#define _GNU_SOURCE		/* memmem */
 #include "httpget.h"
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -185,10 +187,44 @@ int http_disk_gate(const char *hostport, const char *action, unsigned *held)
 	return rc;
 }
 
+/* True if the series name line[0..len) is want once its export label is
+ * taken out ("a{export="/x",b="1"}" is "a{b="1"}", "a{export="/x"}" is
+ * "a"). */
+static bool same_but_export(const char *line, size_t len, const char *want,
+			    size_t wl)
+{
+	const char *ex = memmem(line, len, "export=\"", 8), *q, *end;
+	char buf[1024];
+	size_t n = 0, head;
+
+	if (!ex || len >= sizeof(buf))
+		return false;
+	q = memchr(ex + 8, '"', len - (size_t)(ex + 8 - line));
+	if (!q)
+		return false;
+	end = q + 1;
+	if (end < line + len && *end == ',')
+		end++;
+	head = (size_t)(ex - line);
+	memcpy(buf, line, head);
+	n = head;
+	memcpy(buf + n, end, (size_t)(line + len - end));
+	n += (size_t)(line + len - end);
+	if (n >= 2 && buf[n - 1] == '}' && buf[n - 2] == ',') {
+		buf[n - 2] = '}';
+		n--;
+	}
+	if (n >= 2 && buf[n - 1] == '}' && buf[n - 2] == '{')
+		n -= 2;
+	return n == wl && memcmp(buf, want, wl) == 0;
+}
+
 int prom_sample(const char *text, const char *series, double *value)
 {
 	size_t sl = strlen(series);
 	const char *line = text, *stop;
+	bool by_export = !strstr(series, "export=\""), found = false;
+	double sum = 0;
 	char *end;
 
 	if (!text)
@@ -201,13 +237,28 @@ int prom_sample(const char *text, const char *series, double *value)
 	while (line < stop) {
 		const char *nl = memchr(line, '\n', (size_t)(stop - line));
 		size_t len = nl ? (size_t)(nl - line) : (size_t)(stop - line);
+		const char *sp = memchr(line, ' ', len);
 
 		if (len > sl && line[sl] == ' ' && memcmp(line, series, sl) == 0) {
 			*value = strtod(line + sl + 1, &end);
 			if (end != line + sl + 1)
 				return 0;
 		}
+		/* A series of a family per export, asked for without the
+		 * export label: the sum over the exports. */
+		if (by_export && sp && line[0] != '#' &&
+		    same_but_export(line, (size_t)(sp - line), series, sl)) {
+			double v = strtod(sp + 1, &end);
+
+			if (end != sp + 1) {
+				sum += v;
+				found = true;
+			}
+		}
 		line += len + 1;
 	}
-	return -1;
+	if (!found)
+		return -1;
+	*value = sum;
+	return 0;
 }
