@@ -295,6 +295,11 @@ enum conf_match conf_client_match(const struct conf_export *e,
 				  const struct sockaddr *sa, const char *name,
 				  struct conf_access *acc);
 
+/* The family of sa, AF_INET (also for a v4-mapped IPv6 address) or
+ * AF_INET6, with *addr pointing at its 4 or 16 address bytes inside sa;
+ * 0 for another family or NULL. */
+int conf_sockaddr_ip(const struct sockaddr *sa, const uint8_t **addr);
+
 /* True if some entry of some export of c is a wildcard that needs the
  * client's host name ("*" alone does not). */
 bool conf_needs_client_names(const struct conf *c);

@@ -325,8 +325,7 @@ static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned prefix)
 	return ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
-/* The family and address bytes of sa (v4-mapped v6 as v4); 0 if neither. */
-static int peer_addr(const struct sockaddr *sa, const uint8_t **addr)
+int conf_sockaddr_ip(const struct sockaddr *sa, const uint8_t **addr)
 {
 	if (sa && sa->sa_family == AF_INET) {
 		*addr = (const uint8_t *)
@@ -388,7 +387,7 @@ enum conf_match conf_client_match(const struct conf_export *e,
 				  struct conf_access *acc)
 {
 	const uint8_t *addr = NULL;
-	int family = peer_addr(sa, &addr);
+	int family = conf_sockaddr_ip(sa, &addr);
 	bool need_name = false;
 
 	if (e->nclients == 0) {
@@ -456,7 +455,7 @@ static int resolve_one(struct conf_client *cl)
 		struct conf_net *a = &cl->addrs[cl->naddrs];
 		const uint8_t *bytes;
 
-		a->family = peer_addr(ai->ai_addr, &bytes);
+		a->family = conf_sockaddr_ip(ai->ai_addr, &bytes);
 		if (!a->family)
 			continue;
 		a->prefix = a->family == AF_INET ? 32 : 128;

@@ -60,6 +60,8 @@
 #define ADMIN_MAX_WORDS		1024	/* words of one request */
 #define ADMIN_POLL_US		20000	/* flush: how often to look */
 #define ADMIN_DIR_COUNT		65536	/* READDIRPLUS maxcount, bytes */
+#define ADMIN_PROGRESS		(8ull << 20) /* warm: a line per this many
+					       * bytes of a file */
 
 /* What a walk does: warm, forget, or find the files flush PATH waits for. */
 enum walk_mode { WALK_WARM, WALK_FORGET, WALK_FLUSH };
@@ -668,6 +670,11 @@ static void read_done(enum upstream_status st, void *res, void *arg)
 		return;
 	}
 	if (read_learn(c, &r->READ3res_u.resok)) {
+		/* Progress through a large file: a line per ADMIN_PROGRESS. */
+		if (c->off / ADMIN_PROGRESS !=
+		    (c->off - r->READ3res_u.resok.count) / ADMIN_PROGRESS)
+			conn_line(c, "warming %s: %llu bytes so far",
+				  c->head->path, (unsigned long long)c->off);
 		read_step(c);
 		return;
 	}

@@ -225,10 +225,9 @@ static void series_name(const struct metrics_row *r, const char *export,
 		snprintf(buf, len, "%s", r->name);
 		return;
 	}
-	snprintf(buf, len, "%.*s{%s%s%s%s%s%s", flen, r->name, ex,
+	snprintf(buf, len, "%.*s{%s%s%s%s%s", flen, r->name, ex,
 		 *ex && (*extra || *own) ? "," : "", extra,
-		 *extra && *own ? "," : "", *own ? own : "}",
-		 "");
+		 *extra && *own ? "," : "", *own ? own : "}");
 }
 
 /* Write row r's value(s), read from the stats struct at base, with the
@@ -633,32 +632,31 @@ static void render_refusals(struct evbuffer *o, struct daemon *d)
 	       pn.cached);
 }
 
-/* Write READ's counters per export. */
-static void render_read(struct evbuffer *o, struct daemon *d)
+/* Render rows per export from stats structs of size sz that get fills
+ * for an export id. */
+static void render_by_id(struct evbuffer *o, struct daemon *d,
+			 const struct metrics_row *rows, size_t n, size_t sz,
+			 void (*get)(unsigned id, void *st))
 {
-	struct nfs3_read_stats *st = calloc(d->nexports + 1, sizeof(*st));
+	char *st = calloc(d->nexports + 1, sz);
 
 	if (!st)
 		return;
 	for (size_t i = 0; i < d->nexports; i++)
-		nfs3_read_stats_export(d->exports[i].conf->id, &st[i]);
-	render_exports(o, d, nfs3_read_rows, NROWS(nfs3_read_rows), st,
-		       sizeof(*st));
+		get(d->exports[i].conf->id, st + i * sz);
+	render_exports(o, d, rows, n, st, sz);
 	free(st);
 }
 
-/* Write write-back's per-export counters. */
-static void render_writeback(struct evbuffer *o, struct daemon *d)
+/* nfs3_read_stats_export and writeback_stats_export for render_by_id. */
+static void get_read(unsigned id, void *st)
 {
-	struct writeback_stats *st = calloc(d->nexports + 1, sizeof(*st));
+	nfs3_read_stats_export(id, st);
+}
 
-	if (!st)
-		return;
-	for (size_t i = 0; i < d->nexports; i++)
-		writeback_stats_export(d->exports[i].conf->id, &st[i]);
-	render_exports(o, d, wb_export_rows, NROWS(wb_export_rows), st,
-		       sizeof(*st));
-	free(st);
+static void get_writeback(unsigned id, void *st)
+{
+	writeback_stats_export(id, st);
 }
 
 void metrics_render(struct daemon *d, struct evbuffer *o)
@@ -685,7 +683,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, server_rows, &st);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(&ns);
-	render_read(o, d);
+	render_by_id(o, d, nfs3_read_rows, NROWS(nfs3_read_rows),
+		     sizeof(struct nfs3_read_stats), get_read);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);
@@ -694,7 +693,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
 	RENDER(o, wb_room_rows, &wb);
-	render_writeback(o, d);
+	render_by_id(o, d, wb_export_rows, NROWS(wb_export_rows),
+		     sizeof(struct writeback_stats), get_writeback);
 	head(o, "nfscached_writeback_oldest_dirty_age_seconds", "gauge",
 	     "Age of the oldest bytes written by clients and not yet sent upstream (0 when none).");
 	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",

@@ -16,6 +16,8 @@
  */
 #include "peername.h"
 
+#include "conf.h"
+
 #include <event2/event.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -65,27 +67,14 @@ struct peername {
 /* The key of sa; false for another family. */
 static bool key_of(const struct sockaddr *sa, struct pn_key *k)
 {
-	memset(k, 0, sizeof(*k));
-	if (sa && sa->sa_family == AF_INET) {
-		k->family = AF_INET;
-		memcpy(k->addr, &((const struct sockaddr_in *)(const void *)sa)
-				 ->sin_addr, 4);
-		return true;
-	}
-	if (sa && sa->sa_family == AF_INET6) {
-		const struct in6_addr *a6 =
-			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	const uint8_t *addr;
 
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			k->family = AF_INET;
-			memcpy(k->addr, a6->s6_addr + 12, 4);
-		} else {
-			k->family = AF_INET6;
-			memcpy(k->addr, a6->s6_addr, 16);
-		}
-		return true;
-	}
-	return false;
+	memset(k, 0, sizeof(*k));
+	k->family = conf_sockaddr_ip(sa, &addr);
+	if (!k->family)
+		return false;
+	memcpy(k->addr, addr, k->family == AF_INET ? 4 : 16);
+	return true;
 }
 
 /* Look the name of k up (blocking): the name, or "" for none. Owned. */
