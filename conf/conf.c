@@ -1521,6 +1521,8 @@ static struct conf *conf_from_cfg(cfg_t *cfg, const char *source)
 		e->line = r ? r->line : 0;
 		e->commit_line = r ? r->dline[directive_find(S_EXPORT,
 					      "commit") - directives] : 0;
+		e->clients_line = r ? r->dline[directive_find(S_EXPORT,
+					       "clients") - directives] : 0;
 	}
 	return c;
 fail:

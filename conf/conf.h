@@ -119,6 +119,8 @@ struct conf_export {
 					 * directories before listings */
 	char *commit;			/* "upstream" or "local", owned */
 	int commit_line;		/* line of commit in conf.source, 0 */
+	int clients_line;		/* line of clients in conf.source, 0
+					 * if not set there */
 	int line;			/* line of the section in
 					 * conf.source; 0 if none */
 };

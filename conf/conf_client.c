@@ -483,7 +483,9 @@ unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg))
 				continue;
 			bad++;
 			conf_error(msg, sizeof(msg), c->source,
-				   c->exports[i].line, "clients entry \"%s\": "
+				   c->exports[i].clients_line ?
+				   c->exports[i].clients_line : c->exports[i].line,
+				   "clients entry \"%s\": "
 				   "%s; it matches no client", cl->name,
 				   gai_strerror(rc));
 			if (warn)

@@ -418,8 +418,13 @@ static void learn_attr(struct aconn *c, struct witem *w, const struct cattr *a)
 /* The walk item at the head failed: say so and go on with the next. */
 static void item_failed(struct aconn *c, const char *what, int status)
 {
-	conn_line(c, "%s: %s failed (%s %d)", c->head->path, what,
-		  status >= 0 ? "NFS3 status" : "upstream error", status);
+	if (status >= 0)
+		conn_line(c, "%s: %s failed (NFS3 status %d)", c->head->path,
+			  what, status);
+	else
+		conn_line(c, "%s: %s failed: the upstream is down or did not "
+			  "answer (error %d); nothing was dropped",
+			  c->head->path, what, -status);
 	c->failed++;
 	walk_next(c);
 }
@@ -514,7 +519,7 @@ static void forget_file(struct aconn *c)
 	cfile_put(d->cache, &f);
 	c->bytes += valid - kept;
 	if (kept)
-		conn_line(c, "forgot %s: %llu bytes dropped, %llu bytes kept until written back",
+		conn_line(c, "forgot %s: %llu bytes dropped, %llu more once written back",
 			  w->path, (unsigned long long)(valid - kept),
 			  (unsigned long long)kept);
 	else

@@ -542,7 +542,7 @@ static void render_config(struct evbuffer *o, const struct conf *c)
 				    c->exports[i].path, c->exports[i].id,
 				    c->exports[i].upstream);
 	head(o, "nfscached_config_export_clients", "gauge",
-	     "Client networks allowed to mount the export (0 = everyone).");
+	     "Entries of the export's clients list (0 = everyone may mount it).");
 	for (size_t i = 0; i < c->nexports; i++)
 		export_value(o, "nfscached_config_export_clients", c->exports[i].path,
 			     "", (double)c->exports[i].nclients);

@@ -585,14 +585,19 @@ nfsc_url_join() {
 	echo "${url%/}/$name$query"
 }
 
-# The metrics page of the nfscached at ADDR:PORT $1 as the tests read it: as served, then each
-# series that carries an export label once more without it, summed over
-# the exports (nfscached_reads_total{result="hit"} is every export's).
+# The metrics page of the nfscached at ADDR:PORT $1 as the tests read it:
+# as served, then each counter or histogram series that carries an export
+# label once more without it, summed over the exports
+# (nfscached_reads_total{result="hit"} is every export's). Gauges with an
+# export label (nfscached_upstream_up, nfscached_config_*) are not summed.
 nfsc_metrics() {
 	local page
 	page=$(curl -sSf --max-time 10 "http://$1/metrics") || return 1
 	printf '%s\n' "$page"
 	awk '!/^#/ && NF == 2 && index($1, "export=\"") {
+		f = $1
+		sub(/\{.*/, "", f)
+		if (f !~ /(_total|_bucket|_sum|_count)$/) next
 		n = $1
 		sub(/export="[^"]*",?/, "", n)
 		sub(/,}$/, "}", n)

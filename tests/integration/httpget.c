@@ -219,6 +219,25 @@ static bool same_but_export(const char *line, size_t len, const char *want,
 	return n == wl && memcmp(buf, want, wl) == 0;
 }
 
+/* True if the family of the series line[0..sp) is a counter or a
+ * histogram's part (_total, _bucket, _sum, _count): what sums over
+ * exports. */
+static bool summable(const char *line, const char *sp)
+{
+	static const char *const ends[] = { "_total", "_bucket", "_sum",
+					    "_count" };
+	const char *b = memchr(line, '{', (size_t)(sp - line));
+	size_t n = (size_t)((b ? b : sp) - line);
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		size_t e = strlen(ends[i]);
+
+		if (n >= e && memcmp(line + n - e, ends[i], e) == 0)
+			return true;
+	}
+	return false;
+}
+
 int prom_sample(const char *text, const char *series, double *value)
 {
 	size_t sl = strlen(series);
@@ -244,9 +263,10 @@ int prom_sample(const char *text, const char *series, double *value)
 			if (end != line + sl + 1)
 				return 0;
 		}
-		/* A series of a family per export, asked for without the
-		 * export label: the sum over the exports. */
-		if (by_export && sp && line[0] != '#' &&
+		/* A counter or histogram series of a family per export,
+		 * asked for without the export label: the sum over the
+		 * exports. */
+		if (by_export && sp && line[0] != '#' && summable(line, sp) &&
 		    same_but_export(line, (size_t)(sp - line), series, sl)) {
 			double v = strtod(sp + 1, &end);
 

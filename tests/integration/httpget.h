@@ -47,10 +47,10 @@ int http_disk_gate(const char *hostport, const char *action, unsigned *held);
 /*
  * Find series (a metric name with its labels exactly as rendered, e.g.
  * nfscached_upstream_rpcs_total{procedure="create"}) at the start of a line
- * of Prometheus text and store its value. A series asked for without an
- * export label that the page has per export (reads, upstream calls,
- * write-back) is the sum over the exports. Returns 0, or -1 if the series
- * is absent.
+ * of Prometheus text and store its value. A counter or histogram series
+ * asked for without an export label that the page has per export (reads,
+ * upstream calls, write-back) is the sum over the exports. Returns 0, or
+ * -1 if the series is absent.
  */
 int prom_sample(const char *text, const char *series, double *value);
 
