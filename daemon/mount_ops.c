@@ -162,16 +162,13 @@ static enum op_status walk_fail(struct mnt_walk *w, mountstat3 st,
 				const char *why)
 {
 	struct req *r = w->r;
-	char what[128];
 
-	if (st == MNT3ERR_SERVERFAULT) {
+	if (st == MNT3ERR_SERVERFAULT)
 		log_info("MNT %s failed for %s: %s", *(char **)r->args,
 			 req_peer_name(r), why);
-	} else {
-		snprintf(what, sizeof(what), "MNT %s", *(char **)r->args);
-		refusal_note(&w->ex->refused, REFUSAL_MOUNT, REFUSAL_PATH,
-			     daemon_now(), what, req_peer_name(r), why);
-	}
+	else
+		nfs3_guard_refused(r, w->ex->conf, REFUSAL_MOUNT,
+				   *(char **)r->args, REFUSAL_PATH, why);
 	free(w);
 	return mnt_fail(r, st);
 }
@@ -373,19 +370,16 @@ static enum op_status mnt_check(struct req *r, double deadline, bool *wait)
 	bool late = daemon_now() >= deadline || r->d->stopping;
 	struct conf_access acc;
 	struct export_rt *ex;
-	char what[128];
 	nfsstat3 st;
 
-	snprintf(what, sizeof(what), "MNT %s", path);
 	*wait = false;
 	if (!e) {
-		refusal_note(&r->d->refused_other, REFUSAL_MOUNT,
-			     REFUSAL_NO_EXPORT, daemon_now(), what,
-			     req_peer_name(r), "no export holds it");
+		nfs3_guard_refused(r, NULL, REFUSAL_MOUNT, path,
+				   REFUSAL_NO_EXPORT, "no export holds it");
 		return mnt_fail(r, MNT3ERR_NOENT);
 	}
 	ex = daemon_export(r->d, e->id);
-	st = nfs3_guard_request(r, e, REFUSAL_MOUNT, what, &acc);
+	st = nfs3_guard_request(r, e, REFUSAL_MOUNT, path, &acc);
 	if (st == NFS3ERR_JUKEBOX && late)
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);
 	if (st == NFS3ERR_JUKEBOX)
@@ -394,9 +388,8 @@ static enum op_status mnt_check(struct req *r, double deadline, bool *wait)
 		return mnt_fail(r, st == NFS3ERR_PERM ? MNT3ERR_PERM
 						      : MNT3ERR_ACCES);
 	if (sub_has_dots(sub)) {
-		refusal_note(&ex->refused, REFUSAL_MOUNT, REFUSAL_DOT_PATH,
-			     daemon_now(), what, req_peer_name(r),
-			     ". or .. component");
+		nfs3_guard_refused(r, e, REFUSAL_MOUNT, path, REFUSAL_DOT_PATH,
+				   ". or .. component");
 		return mnt_fail(r, MNT3ERR_ACCES);
 	}
 	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }) || late)

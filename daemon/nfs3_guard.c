@@ -89,8 +89,25 @@ nfsstat3 nfs3_guard_client(const struct conf_export *e,
 	return NFS3_OK;
 }
 
+void nfs3_guard_refused(struct req *r, const struct conf_export *e,
+			enum refusal_call call, const char *path,
+			enum refusal_reason why, const char *reason)
+{
+	struct export_rt *ex = e ? daemon_export(r->d, e->id) : NULL;
+	char what[128];
+
+	/* Formatted only here: a call that passes pays nothing for it. */
+	if (call == REFUSAL_MOUNT)
+		snprintf(what, sizeof(what), "MNT %s", path);
+	else
+		snprintf(what, sizeof(what), "%s on %s", r->ent->name,
+			 e ? e->path : "?");
+	refusal_note(ex ? &ex->refused : &r->d->refused_other, call, why,
+		     daemon_now(), what, req_peer_name(r), reason);
+}
+
 nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
-			    enum refusal_call call, const char *what,
+			    enum refusal_call call, const char *path,
 			    struct conf_access *acc)
 {
 	static const char *const reasons[] = {
@@ -100,7 +117,6 @@ nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
 	const struct sockaddr *peer = req_peer(r);
 	bool priv = req_peer_privileged(r);
 	enum refusal_reason why = REFUSAL_NOT_IN_CLIENTS;
-	struct export_rt *ex;
 	nfsstat3 st;
 
 	st = nfs3_guard_client(e, peer, NULL, priv, acc, &why);
@@ -110,11 +126,8 @@ nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
 		if (name)
 			st = nfs3_guard_client(e, peer, name, priv, acc, &why);
 	}
-	if (st != NFS3ERR_ACCES && st != NFS3ERR_PERM)
-		return st;
-	ex = daemon_export(r->d, e->id);
-	refusal_note(ex ? &ex->refused : &r->d->refused_other, call, why,
-		     daemon_now(), what, req_peer_name(r), reasons[why]);
+	if (st == NFS3ERR_ACCES || st == NFS3ERR_PERM)
+		nfs3_guard_refused(r, e, call, path, why, reasons[why]);
 	return st;
 }
 
@@ -276,21 +289,18 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 {
 	const struct nfs3_proc *m = r->ent->nfs3;
 	struct conf_access acc;
-	char what[128];
 	nfsstat3 st;
 
 	*ex = NULL;
 	if ((st = nfs3_guard_unwrap(r->d, m, r->args, ex)) != NFS3_OK)
 		return st;
-	snprintf(what, sizeof(what), "%s on %s", r->ent->name,
-		 (*ex)->conf->path);
-	if ((st = nfs3_guard_request(r, (*ex)->conf, REFUSAL_NFS, what,
+	if ((st = nfs3_guard_request(r, (*ex)->conf, REFUSAL_NFS, NULL,
 				     &acc)) != NFS3_OK)
 		return st;
 	if (acc.read_only && nfs3_guard_changes(r->ent)) {
-		refusal_note(&(*ex)->refused, REFUSAL_NFS, REFUSAL_READ_ONLY,
-			     daemon_now(), what, req_peer_name(r),
-			     "read-only for this client");
+		nfs3_guard_refused(r, (*ex)->conf, REFUSAL_NFS, NULL,
+				   REFUSAL_READ_ONLY,
+				   "read-only for this client");
 		return NFS3ERR_ROFS;
 	}
 	if (acc.read_only && r->ent->proc == NFSPROC3_ACCESS)

@@ -84,12 +84,20 @@ nfsstat3 nfs3_guard_client(const struct conf_export *e,
 /*
  * nfs3_guard_client for request r on export e, looking the caller's host
  * name up (d->names) only when a wildcard entry needs it; a refusal is
- * counted and logged (refusal_note) under call, what names the call
- * ("MNT /data", "write on /data"). Same returns as nfs3_guard_client.
+ * counted and logged (refusal_note) under call, the log line naming the
+ * call "MNT PATH" (path: the MNT's argument) for REFUSAL_MOUNT, "PROC on
+ * EXPORT" for REFUSAL_NFS (path unused). Same returns as
+ * nfs3_guard_client.
  */
 nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
-			    enum refusal_call call, const char *what,
+			    enum refusal_call call, const char *path,
 			    struct conf_access *acc);
+
+/* Count and log (refusal_note) refusal why of request r on export e,
+ * naming the call as nfs3_guard_request does; reason is the log's. */
+void nfs3_guard_refused(struct req *r, const struct conf_export *e,
+			enum refusal_call call, const char *path,
+			enum refusal_reason why, const char *reason);
 
 /*
  * Refuse a call whose file name (filename3, RFC 1813 s2.6) holds a '/': a
