@@ -272,18 +272,23 @@ static void row_values(struct evbuffer *o, const struct metrics_row *r,
 	}
 }
 
+/* Write row r's HELP and TYPE lines, if it is its family's first row. */
+static void row_head(struct evbuffer *o, const struct metrics_row *r)
+{
+	int flen = (int)strcspn(r->name, "{");
+
+	if (r->help)
+		evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
+				    flen, r->name, r->help, flen, r->name,
+				    r->type);
+}
+
 void metrics_render_rows(struct evbuffer *o, const struct metrics_row *rows,
 			 size_t n, const void *base)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct metrics_row *r = &rows[i];
-		int flen = (int)strcspn(r->name, "{");
-
-		if (r->help)
-			evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
-					    flen, r->name, r->help, flen,
-					    r->name, r->type);
-		row_values(o, r, base, NULL);
+		row_head(o, &rows[i]);
+		row_values(o, &rows[i], base, NULL);
 	}
 }
 
@@ -293,15 +298,9 @@ void metrics_render_rows_by_export(struct evbuffer *o,
 				   const char *const *exports, size_t nexp)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct metrics_row *r = &rows[i];
-		int flen = (int)strcspn(r->name, "{");
-
-		if (r->help)
-			evbuffer_add_printf(o, "# HELP %.*s %s\n# TYPE %.*s %s\n",
-					    flen, r->name, r->help, flen,
-					    r->name, r->type);
+		row_head(o, &rows[i]);
 		for (size_t k = 0; k < nexp; k++)
-			row_values(o, r, bases[k], exports[k]);
+			row_values(o, &rows[i], bases[k], exports[k]);
 	}
 }
 
