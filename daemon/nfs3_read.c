@@ -207,7 +207,35 @@ static READ3res *read_res_check(READ3res *res, uint64_t off, bool past_end)
 	return res;
 }
 
-/* Reply data[0..count) of the window, eof as the upstream sets it. */
+/*
+ * What a READ of holes alone is answered from, by reference: READ_ZEROS_MAX
+ * zero bytes, never written (in .bss, so reading it maps the kernel's zero
+ * page and costs no memory).
+ */
+#define READ_ZEROS_MAX (1024 * 1024)
+static uint8_t read_zeros[READ_ZEROS_MAX];
+
+/* Release callback of reply data from malloc. */
+static void read_data_free(const void *data, size_t len, void *arg)
+{
+	(void)len;
+	(void)arg;
+	free((void *)(uintptr_t)data);
+}
+
+/* Release callback of read_zeros: nothing to release. */
+static void read_zeros_keep(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	(void)arg;
+}
+
+/*
+ * Reply data[0..count) of the window, eof as the upstream sets it. data is
+ * malloc'd and owned by the call (sent without a copy, then freed), or
+ * read_zeros.
+ */
 static void read_reply(struct read_op *op, uint8_t *data,
 		       uint64_t count, uint64_t upstream_bytes,
 		       uint64_t hole_bytes)
@@ -221,20 +249,33 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	res.READ3res_u.resok.count = (count3)count;
 	res.READ3res_u.resok.eof = eof_flag(op->off, op_args(op)->count, count,
 					    cfile_attr(op->f)->size);
-	res.READ3res_u.resok.data.data_len = (u_int)count;
-	res.READ3res_u.resok.data.data_val = (char *)data;
+	/* data<> goes by reference after the rest (req_reply_tail). */
+	res.READ3res_u.resok.data.data_len = 0;
+	res.READ3res_u.resok.data.data_val = NULL;
 	nfs3_count_read(op->ex->conf->id, op->outcome, op->cache_bytes,
 			upstream_bytes, hole_bytes);
-	req_reply(r, (xdrproc_t)xdr_READ3res, &res);
 	op_free(op);
+	req_reply_tail(r, (xdrproc_t)xdr_READ3res, &res, data, (size_t)count,
+		       data == read_zeros ? read_zeros_keep : read_data_free,
+		       NULL);
 }
 
 /* Answer a HIT or HOLE straight from the pages and holes. */
 static void read_from_cache(struct read_op *op)
 {
 	uint64_t n = op->end - op->off, holes = 0;
-	uint8_t *data = malloc(n ? n : 1);
+	uint8_t *data;
 
+	if (op->outcome == CACHE_HOLE && n <= READ_ZEROS_MAX) {
+		/* Every byte a hole (cache_plan_read): no copy at all. */
+		cache_touch(op->d->cache, op->f, op->off, n);
+		op->cache_bytes = 0;
+		if (op->stale)
+			stale_count(NFSPROC3_READ);
+		read_reply(op, read_zeros, n, 0, n);
+		return;
+	}
+	data = malloc(n ? n : 1);
 	if (!data) {
 		read_fail(op, NFS3ERR_SERVERFAULT);
 		return;
@@ -251,7 +292,6 @@ static void read_from_cache(struct read_op *op)
 	if (op->stale)
 		stale_count(NFSPROC3_READ);
 	read_reply(op, data, n, 0, holes);
-	free(data);
 }
 
 /* Park op on fetch fe. 0, or -1 on ENOMEM. */
@@ -287,6 +327,8 @@ static void deliver(struct read_op *op, uint64_t s, const uint8_t *data,
 /* A waiting READ's fetches are all back: reply, or fall back. */
 static void read_finish(struct read_op *op)
 {
+	uint8_t *buf;
+
 	if (op->err != NFS3_OK) {
 		read_fail(op, op->err);
 		return;
@@ -296,7 +338,9 @@ static void read_finish(struct read_op *op)
 		read_bypass(op);
 		return;
 	}
-	read_reply(op, op->buf, op->end - op->off,
+	buf = op->buf;
+	op->buf = NULL;		/* read_reply owns it now */
+	read_reply(op, buf, op->end - op->off,
 		   op->end - op->off - op->cache_bytes, 0);
 }
 

@@ -327,26 +327,56 @@ static struct evbuffer *reply_target(struct req *r, bool *scratch)
 	return bufferevent_get_output(r->conn->bev);
 }
 
+/* After encoding a success reply into out (rc: the encoder's 0 or -1):
+ * SYSTEM_ERR instead if it failed, the scratch buffer delivered; r is
+ * released. */
+static enum op_status reply_encoded(struct req *r, struct evbuffer *out,
+				    bool scratch, int rc)
+{
+	if (rc != 0) {
+		log_warn("cannot encode reply to %s xid %08x",
+			 r->conn->peer_name, r->call.xid);
+		rpcmsg_reply_accept_error(out, r->call.xid, SYSTEM_ERR, 0, 0);
+	}
+	if (scratch) {
+		req_deliver(r, out);
+		evbuffer_free(out);
+	}
+	req_release(r);
+	return OP_DONE;
+}
+
 enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res)
 {
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
 	count_reply(r->conn->srv, r, res);
-	if (out) {
-		if (rpcmsg_reply_success(out, r->call.xid, proc, res) != 0) {
-			log_warn("cannot encode reply to %s xid %08x",
-				 r->conn->peer_name, r->call.xid);
-			rpcmsg_reply_accept_error(out, r->call.xid,
-						  SYSTEM_ERR, 0, 0);
-		}
-		if (scratch) {
-			req_deliver(r, out);
-			evbuffer_free(out);
-		}
+	if (!out) {
+		req_release(r);
+		return OP_DONE;
 	}
-	req_release(r);
-	return OP_DONE;
+	return reply_encoded(r, out, scratch,
+			     rpcmsg_reply_success(out, r->call.xid, proc, res));
+}
+
+enum op_status req_reply_tail(struct req *r, xdrproc_t proc, const void *res,
+			      const void *tail, size_t len,
+			      rpcmsg_tail_release release, void *arg)
+{
+	bool scratch;
+	struct evbuffer *out = reply_target(r, &scratch);
+
+	count_reply(r->conn->srv, r, res);
+	if (!out) {
+		release(tail, len, arg);
+		req_release(r);
+		return OP_DONE;
+	}
+	return reply_encoded(r, out, scratch,
+			     rpcmsg_reply_success_tail(out, r->call.xid, proc,
+						       res, tail, len, release,
+						       arg));
 }
 
 enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat)

@@ -266,6 +266,19 @@ const char *req_peer_host(const struct req *r);
  */
 enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res);
 
+/*
+ * req_reply for a result ending in a variable-length opaque whose bytes
+ * are not copied into the reply (READ3resok's data): res encodes it empty,
+ * tail[0..len) is its content, as rpcmsg_reply_success_tail. Ownership of
+ * tail passes to the call: release(tail, len, arg) runs once the reply no
+ * longer needs it (after the write, or at once when the connection is
+ * gone or encoding failed; the client then gets SYSTEM_ERR). Releases r;
+ * returns OP_DONE.
+ */
+enum op_status req_reply_tail(struct req *r, xdrproc_t proc, const void *res,
+			      const void *tail, size_t len,
+			      rpcmsg_tail_release release, void *arg);
+
 /* Reply MSG_ACCEPTED with stat and release r. Returns OP_DONE. */
 enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat);
 

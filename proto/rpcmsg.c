@@ -29,6 +29,9 @@
 #define RPCMSG_NOBODY		65534u
 #define RPCMSG_MARK_LAST	0x80000000u
 #define RPCMSG_MARK_MAXLEN	0x7fffffffu
+/* Room for the encoded part of a reply with a tail (a READ3res header is
+ * 124 bytes: 24 of reply header, 88 of post_op_attr, 12 more). */
+#define RPCMSG_TAIL_HEAD_MAX	1024
 
 /* A bounds-checked big-endian reader over a borrowed byte range. */
 struct rd {
@@ -229,6 +232,71 @@ rpcmsg_reply_success(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	/* xdr routines take non-const pointers; encoding does not write. */
 	msg.acpted_rply.ar_results.where = (caddr_t)(uintptr_t)res;
 	return reply_append(out, &msg);
+}
+
+int
+rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
+			  const void *res, const void *tail, size_t len,
+			  rpcmsg_tail_release release, void *arg)
+{
+	static const uint8_t pad[4];
+	struct evbuffer *rec = NULL;
+	struct rpc_msg msg;
+	uint8_t head[RPCMSG_TAIL_HEAD_MAX];
+	unsigned long sz;
+	size_t npad = (4 - (len & 3)) & 3, total;
+	XDR x;
+	bool ok;
+
+	if (proc == NULL)
+		goto fail;
+	reply_init(&msg, xid, MSG_ACCEPTED);
+	msg.acpted_rply.ar_stat = SUCCESS;
+	msg.acpted_rply.ar_results.proc = proc;
+	msg.acpted_rply.ar_results.where = (caddr_t)(uintptr_t)res;
+	sz = xdr_sizeof((xdrproc_t)xdr_replymsg, &msg);
+	if (sz < 4 || 4 + sz > sizeof(head) || len > RPCMSG_MARK_MAXLEN)
+		goto fail;
+	total = sz + len + npad;
+	if (total > RPCMSG_MARK_MAXLEN)
+		goto fail;
+	xdrmem_create(&x, (char *)head + 4, (u_int)sz, XDR_ENCODE);
+	ok = xdr_replymsg(&x, &msg) && xdr_getpos(&x) == sz;
+	xdr_destroy(&x);
+	/* The last word encoded is the empty opaque's length. */
+	if (!ok || memcmp(head + sz, pad, 4) != 0)
+		goto fail;
+	head[0] = (uint8_t)((RPCMSG_MARK_LAST | total) >> 24);
+	head[1] = (uint8_t)(total >> 16);
+	head[2] = (uint8_t)(total >> 8);
+	head[3] = (uint8_t)total;
+	head[sz] = (uint8_t)(len >> 24);
+	head[sz + 1] = (uint8_t)(len >> 16);
+	head[sz + 2] = (uint8_t)(len >> 8);
+	head[sz + 3] = (uint8_t)len;
+	/* Built aside and moved in whole: out never holds half a record. */
+	rec = evbuffer_new();
+	if (!rec || evbuffer_add(rec, head, 4 + sz) != 0)
+		goto fail;
+	if (len == 0) {
+		release(tail, len, arg);
+	} else if (evbuffer_add_reference(rec, tail, len, release, arg) != 0) {
+		goto fail;
+	}
+	release = NULL;		/* released, or rec owns tail now */
+	if ((npad && evbuffer_add(rec, pad, npad) != 0) ||
+	    evbuffer_add_buffer(out, rec) != 0) {
+		evbuffer_free(rec);
+		return -1;
+	}
+	evbuffer_free(rec);
+	return 0;
+fail:
+	if (rec)
+		evbuffer_free(rec);
+	if (release)
+		release(tail, len, arg);
+	return -1;
 }
 
 int

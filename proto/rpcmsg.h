@@ -68,6 +68,33 @@ int rpcmsg_reply_success(struct evbuffer *out, uint32_t xid,
 			 xdrproc_t proc, const void *res);
 
 /*
+ * Release callback of rpcmsg_reply_success_tail: called once with the
+ * tail, its length and the caller's argument when the reply no longer
+ * needs the bytes (written to the socket, the buffer freed, or at once on
+ * failure). Matches libevent's evbuffer_ref_cleanup_cb.
+ */
+typedef void (*rpcmsg_tail_release)(const void *tail, size_t len, void *arg);
+
+/*
+ * rpcmsg_reply_success for a result whose last field is a variable-length
+ * opaque (READ3resok's data, RFC 1813 section 3.3.6), with that opaque's
+ * bytes not copied: res must encode it as empty (data_len 0); its content
+ * is tail[0..len), appended to out by reference (evbuffer_add_reference)
+ * after the encoded part, whose final length word is set to len, and
+ * followed by the XDR padding (RFC 4506 section 4.10). One record (a
+ * record mark's 31-bit length at most), appended whole or not at all.
+ * Ownership of tail passes to the call: release(tail, len, arg) runs once,
+ * when out no longer needs it, also on failure (before the return).
+ * release must not be NULL. Returns 0, or -1 when encoding failed, res's
+ * last word was not an empty opaque's length, the encoded part exceeds
+ * 1 KiB, the record is too long, or memory ran out.
+ */
+int rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid,
+			      xdrproc_t proc, const void *res,
+			      const void *tail, size_t len,
+			      rpcmsg_tail_release release, void *arg);
+
+/*
  * Append a framed MSG_ACCEPTED reply with accept_stat stat (PROG_UNAVAIL,
  * PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR); for PROG_MISMATCH, low and high
  * give the supported version range (ignored otherwise). Returns 0 or -1.

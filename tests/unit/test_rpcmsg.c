@@ -393,6 +393,101 @@ test_reply_success_failure_appends_nothing(void)
 	evbuffer_free(out);
 }
 
+/* Release callback for the tail tests: counts calls, checks the bytes. */
+struct tail_seen {
+	const void *tail;
+	size_t len;
+	int calls;
+};
+
+static void
+tail_release(const void *tail, size_t len, void *arg)
+{
+	struct tail_seen *t = arg;
+
+	CU_ASSERT_PTR_EQUAL(tail, t->tail);
+	CU_ASSERT_EQUAL(len, t->len);
+	t->calls++;
+}
+
+/* A READ3res of len data bytes encoded with the tail by reference is
+ * byte-identical to the copying encoder's, and the tail is released once,
+ * only when the buffer lets go of it. */
+static void
+tail_matches_copy(size_t len)
+{
+	static const uint8_t data[13] = "0123456789abc";
+	struct evbuffer *want = evbuffer_new(), *out = evbuffer_new();
+	struct tail_seen seen = { data, len, 0 };
+	uint8_t a[512], b[512];
+	READ3res res;
+	size_t na, nb;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
+	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes.size = 99;
+	res.READ3res_u.resok.count = (count3)len;
+	res.READ3res_u.resok.eof = TRUE;
+	res.READ3res_u.resok.data.data_len = (u_int)len;
+	res.READ3res_u.resok.data.data_val = (char *)(uintptr_t)data;
+	CU_ASSERT_EQUAL_FATAL(rpcmsg_reply_success(want, XID,
+	    (xdrproc_t)xdr_READ3res, &res), 0);
+	res.READ3res_u.resok.data.data_len = 0;
+	res.READ3res_u.resok.data.data_val = NULL;
+	CU_ASSERT_EQUAL_FATAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_READ3res, &res, data, len, tail_release, &seen), 0);
+	/* Referenced, not copied: released only when drained. */
+	CU_ASSERT_EQUAL(seen.calls, len ? 0 : 1);
+	na = evbuffer_get_length(want);
+	nb = evbuffer_get_length(out);
+	CU_ASSERT_EQUAL_FATAL(na, nb);
+	CU_ASSERT_EQUAL_FATAL(na % 4, 0);
+	evbuffer_remove(want, a, sizeof(a));
+	evbuffer_remove(out, b, sizeof(b));
+	CU_ASSERT_EQUAL(memcmp(a, b, na), 0);
+	CU_ASSERT_EQUAL(seen.calls, 1);
+	evbuffer_free(want);
+	evbuffer_free(out);
+	CU_ASSERT_EQUAL(seen.calls, 1);
+}
+
+static void
+test_reply_success_tail_same_bytes(void)
+{
+	tail_matches_copy(10);	/* 2 bytes of padding */
+	tail_matches_copy(12);	/* none */
+	tail_matches_copy(13);	/* 3 */
+	tail_matches_copy(0);	/* an empty tail */
+}
+
+/* On failure nothing is appended and the tail is released at once. */
+static void
+test_reply_success_tail_failure(void)
+{
+	static const uint8_t data[4] = "abcd";
+	struct evbuffer *out = evbuffer_new();
+	struct tail_seen seen = { data, 4, 0 };
+	uint8_t junk = 1;
+	READ3res res;
+
+	evbuffer_add(out, &junk, 1);
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_always_fail, &junk, data, 4, tail_release, &seen),
+	    -1);
+	CU_ASSERT_EQUAL(seen.calls, 1);
+	/* A result whose last field is not an empty opaque. */
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.data.data_len = 4;
+	res.READ3res_u.resok.data.data_val = (char *)(uintptr_t)data;
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_READ3res, &res, data, 4, tail_release, &seen), -1);
+	CU_ASSERT_EQUAL(seen.calls, 2);
+	CU_ASSERT_EQUAL(evbuffer_get_length(out), 1);
+	evbuffer_free(out);
+}
+
 static void
 test_reply_prog_mismatch(void)
 {
@@ -622,6 +717,10 @@ test_register(void)
 			 test_reply_success_void_exact_bytes) ||
 	    !CU_add_test(s, "reply_success_failure_appends_nothing",
 			 test_reply_success_failure_appends_nothing) ||
+	    !CU_add_test(s, "reply_success_tail_same_bytes",
+			 test_reply_success_tail_same_bytes) ||
+	    !CU_add_test(s, "reply_success_tail_failure",
+			 test_reply_success_tail_failure) ||
 	    !CU_add_test(s, "reply_prog_mismatch", test_reply_prog_mismatch) ||
 	    !CU_add_test(s, "reply_accept_errors", test_reply_accept_errors) ||
 	    !CU_add_test(s, "reply_rpc_mismatch", test_reply_rpc_mismatch) ||
