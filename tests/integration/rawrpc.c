@@ -37,6 +37,12 @@ void rawrpc_buf_init(struct rawrpc_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void rawrpc_buf_reset(struct rawrpc_buf *b)
+{
+	b->len = 0;
+	b->failed = false;
+}
+
 void rawrpc_buf_free(struct rawrpc_buf *b)
 {
 	free(b->data);

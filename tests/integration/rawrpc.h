@@ -73,6 +73,8 @@ struct rawrpc_reply {
 /* Start an empty buffer. */
 void rawrpc_buf_init(struct rawrpc_buf *b);
 
+/* Empty b for the next call, keeping its memory (and clearing failed). */
+void rawrpc_buf_reset(struct rawrpc_buf *b);
 /* Release b's memory and leave it empty. */
 void rawrpc_buf_free(struct rawrpc_buf *b);
 
