@@ -8,7 +8,8 @@
  *   FREE/any --READ matching no stream, slot least recently used-->
  *     CANDIDATE, or SEQUENTIAL at once (offset 0, prev_cached)
  *   CANDIDATE --matching READ that moves past next--> SEQUENTIAL
- *   SEQUENTIAL --matching READ past next--> SEQUENTIAL, window grown
+ *   SEQUENTIAL --matching READ past next--> SEQUENTIAL, window grown when
+ *     the READ reaches a page the stream had not reached
  * A stream is never demoted: it is replaced when it is the least recently
  * used slot and a READ needs a new one.
  *
@@ -314,11 +315,15 @@ ra_issue(struct ra_state *s, const struct ra_params *p, struct ra_stream *t,
 	return k;
 }
 
-/* Move stream t over a READ ending at end; say whether it issues now. */
+/* Move stream t over a READ ending at end; say whether it issues now. A
+ * growing window grows only when the READ reaches a page the stream had
+ * not reached (consumption, not the count of READs). */
 static bool
 ra_advance(struct ra_state *s, const struct ra_params *p,
 	   struct ra_stream *t, uint32_t len, uint64_t end, bool start_now)
 {
+	bool new_page = page_up(p, end) > page_up(p, t->next);
+
 	t->next = end;
 	if (t->window == 0) {
 		if (!start_now)
@@ -328,6 +333,8 @@ ra_advance(struct ra_state *s, const struct ra_params *p,
 		return true;
 	}
 	if (t->window < p->max_window) {
+		if (!new_page)
+			return false;
 		t->window = ra_grow_window(p, t->window);
 		return true;
 	}

@@ -23,16 +23,20 @@
  *
  * Window. A stream that turns sequential starts with
  *   init = max(min_window, 2 x len rounded up to pages), at most max_window
- * and grows on each of its following sequential READs, x4 while below a
- * quarter of max_window, then x2, up to max_window. With the defaults
- * (128 KiB, 4 MiB) a stream of 4 KiB or 64 KiB READs issues windows of
- * 128K, 512K, 2M, 4M, 4M...: full size at its 4th sequential READ. A
- * stream's window depends only on how many sequential READs it has seen,
- * never on the file's history: a sequential phase after a random one ramps
- * exactly like a fresh stream (the 2.6.x bug fixed in 2004 kept an average
- * over random reads and ramped slowly).
+ * and grows when the reader consumes it: on each following sequential
+ * READ that reaches a page the stream had not reached (the kernel's
+ * readahead, too, runs per page: a READ inside a page already read never
+ * reaches it), x4 while below a quarter of max_window, then x2, up to
+ * max_window. With the defaults (128 KiB, 4 MiB) a stream of READs of a
+ * page each issues windows of 128K, 512K, 2M, 4M, 4M...: full size at its
+ * 4th sequential READ; sixteen 1 KiB READs inside one 64 KiB page issue
+ * the first window only (issue 16: they had prefetched 4 MiB). A stream's
+ * window depends only on how far it has read, never on the file's
+ * history: a sequential phase after a random one ramps exactly like a
+ * fresh stream (the 2.6.x bug fixed in 2004 kept an average over random
+ * reads and ramped slowly).
  *
- * Issue. While growing, every sequential READ issues one window; at full
+ * Issue. While growing, every READ that grows the window issues it; at full
  * size a window is issued when a READ reaches the trigger, the start of
  * the last window issued (the kernel's PG_readahead mark). Windows are
  * contiguous from the stream's `frontier` (never before the reader: every

@@ -145,6 +145,43 @@ test_small_reads_reach_max_in_4_reads(void)
 	sim_fini(&m);
 }
 
+/*
+ * Issue 16: sixteen sequential 1 KiB READs inside one 64 KiB page consumed
+ * 16 KiB of the first window; they issue that window only (they had
+ * prefetched over 6 MiB). The window grows when the reader reaches the
+ * next page, and again at each page after it.
+ */
+static void
+test_window_grows_by_consumption_not_by_reads(void)
+{
+	struct sim m;
+
+	sim_init(&m, 1 * GiB);
+	ra_state_free(&m.s);
+	ra_params_default(&m.p, 64 * KiB);
+	m.s = ra_state_new(&m.p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m.s);
+	sim_read(&m, 0, 1 * KiB);
+	expect_one(&m, 64 * KiB, 192 * KiB);
+	for (uint64_t off = 1 * KiB; off < 16 * KiB; off += 1 * KiB)
+		CU_ASSERT_EQUAL(sim_read(&m, off, 1 * KiB), 0);
+	CU_ASSERT_EQUAL(m.pf_bytes, 128 * KiB);
+	/* The rest of page 0: still nothing. */
+	for (uint64_t off = 16 * KiB; off < 64 * KiB; off += 1 * KiB)
+		CU_ASSERT_EQUAL(sim_read(&m, off, 1 * KiB), 0);
+	CU_ASSERT_EQUAL(m.pf_bytes, 128 * KiB);
+	/* Page 1's first READ: x4 from the frontier. */
+	sim_read(&m, 64 * KiB, 1 * KiB);
+	expect_one(&m, 192 * KiB, 704 * KiB);
+	CU_ASSERT_EQUAL(sim_read(&m, 65 * KiB, 1 * KiB), 0);
+	/* Page 2's first READ: 2 MiB; page 3's: the full 4 MiB. */
+	sim_read(&m, 128 * KiB, 1 * KiB);
+	expect_one(&m, 704 * KiB, 704 * KiB + 2 * MiB);
+	sim_read(&m, 192 * KiB, 1 * KiB);
+	expect_one(&m, 704 * KiB + 2 * MiB, 704 * KiB + 6 * MiB);
+	sim_fini(&m);
+}
+
 static void
 test_next_window_in_flight_before_reader_needs_it(void)
 {
@@ -597,6 +634,7 @@ test_register(void)
 #define T(f) { #f, f }
 		T(test_cold_sequential_reaches_max_in_4_reads),
 		T(test_small_reads_reach_max_in_4_reads),
+		T(test_window_grows_by_consumption_not_by_reads),
 		T(test_next_window_in_flight_before_reader_needs_it),
 		T(test_random_reads_issue_under_5_percent),
 		T(test_random_unaligned_reads_issue_under_5_percent),
