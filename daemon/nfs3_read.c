@@ -14,7 +14,9 @@
  *      bytes of the touched pages are fetched (PARTIAL or MISS), joining
  *      fetches already in flight for the same bytes (COALESCED when this
  *      READ needed no new upstream READ); a random READ fetches only its
- *      own bytes, 4 KiB aligned (read_fetch_window);
+ *      own bytes, 4 KiB aligned (read_fetch_window); missing pieces
+ *      split only by a few cached bytes go in one upstream READ
+ *      (fetch_pieces);
  *   4. each fetch fills the pages (never over valid bytes) and hands its
  *      bytes straight to the READs waiting on it, so a reply never
  *      depends on the pages surviving eviction.
@@ -58,6 +60,9 @@ static struct nfs3_read_stats read_stats[NFS3_EXPORT_IDS];
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
 				 * to this: the client's page */
+#define READ_MERGE_GAP (64 * 1024)	/* cached bytes between two missing
+					 * pieces fetched again, to send
+					 * them in one READ (fetch_pieces) */
 #define FETCH_MAGIC 0x46455443u
 
 struct read_op;
@@ -527,42 +532,79 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 	}
 }
 
+/*
+ * Send the upstream READs of the pieces of rest (bytes op's file lacks
+ * that no fetch in flight covers), at most rtmax bytes each; ra: for
+ * readahead (op waits on none of them). Two pieces separated by at most
+ * READ_MERGE_GAP bytes, all valid in the cache, go in one READ when both
+ * fit in rtmax (issue 16: a window over scattered cached bytes was sent
+ * as one READ per gap); a fill never overwrites valid bytes (cache_fill),
+ * so the gap's bytes come again and are dropped. A READ that cannot be
+ * sent stops a client's fetch (op->err = NFS3ERR_JUKEBOX); readahead
+ * goes on. Returns the READs sent; *lost gets the bytes not sent.
+ */
+static unsigned fetch_pieces(struct read_op *op, const struct rangeset *rest,
+			     uint32_t rtmax, bool ra, uint64_t *lost)
+{
+	size_t n, i = 0;
+	const struct range *pc = rangeset_ranges(rest, &n);
+	uint64_t a = n ? pc[0].start : 0, b;
+	unsigned sent = 0;
+
+	*lost = 0;
+	while (i < n && (ra || op->err == NFS3_OK)) {
+		/* Never past a piece's end, even next to 2^64. */
+		b = pc[i].end - a > rtmax ? a + rtmax : pc[i].end;
+		while (b == pc[i].end && i + 1 < n &&
+		       pc[i + 1].start - b <= READ_MERGE_GAP &&
+		       pc[i + 1].end - a <= rtmax &&
+		       cfile_range_cached(op->d->cache, op->f, b,
+					  pc[i + 1].start))
+			b = pc[++i].end;
+		if (fetch_start(op, a, b, ra) == 0) {
+			sent++;
+		} else {
+			*lost += b - a;
+			if (!ra)
+				op->err = NFS3ERR_JUKEBOX;
+		}
+		if (b == pc[i].end && ++i < n)
+			a = pc[i].start;
+		else
+			a = b;
+	}
+	return sent;
+}
+
 /* Prefetch [s, e) of op's file: the bytes the cache lacks and no fetch
- * in flight covers, in upstream READs of at most rtmax bytes. Returns the
- * bytes that could not be sent. */
+ * in flight covers (fetch_pieces). Returns the bytes that could not be
+ * sent. */
 static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 			 uint32_t rtmax)
 {
 	struct range miss[READ_MAX_FETCH];
-	uint64_t end, lost = 0;
+	struct rangeset rest = RANGESET_INIT;
+	uint64_t end, lost;
 	size_t n;
 	enum cache_outcome o;
 
 	if (e - s > UINT32_MAX)
 		return e - s;
-	o = cache_plan_read(op->d->cache, op->f, s, (uint32_t)(e - s), &end,
-			    miss, READ_MAX_FETCH, &n);
-	if (o == CACHE_HIT || o == CACHE_HOLE)
-		return 0;
-	for (size_t i = 0; i < n && i < READ_MAX_FETCH; i++) {
-		struct rangeset rest = RANGESET_INIT;
-		const struct range *pieces;
-		size_t np;
-
-		join_inflight(op, miss[i].start, miss[i].end, &rest);
-		disk_tier_take(op->d, op->f, &rest);
-		pieces = rangeset_ranges(&rest, &np);
-		for (size_t j = 0; j < np; j++)
-			for (uint64_t a = pieces[j].start, b; a < pieces[j].end; a = b) {
-				/* Never past end, even next to 2^64. */
-				b = pieces[j].end - a > rtmax ? a + rtmax
-							      : pieces[j].end;
-
-				if (fetch_start(op, a, b, true) != 0)
-					lost += b - a;
-			}
-		rangeset_clear(&rest);
+	for (;;) {
+		o = cache_plan_read(op->d->cache, op->f, s, (uint32_t)(e - s),
+				    &end, miss, READ_MAX_FETCH, &n);
+		if (o == CACHE_HIT || o == CACHE_HOLE)
+			break;
+		for (size_t i = 0; i < n && i < READ_MAX_FETCH; i++)
+			join_inflight(op, miss[i].start, miss[i].end, &rest);
+		/* More missing ranges than planned: plan the rest too. */
+		if (n <= READ_MAX_FETCH || miss[READ_MAX_FETCH - 1].end >= e)
+			break;
+		s = miss[READ_MAX_FETCH - 1].end;
 	}
+	disk_tier_take(op->d, op->f, &rest);
+	fetch_pieces(op, &rest, rtmax, true, &lost);
+	rangeset_clear(&rest);
 	return lost;
 }
 
@@ -635,11 +677,17 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 		       size_t n)
 {
 	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
+	struct rangeset rest = RANGESET_INIT;
 	unsigned issued = 0;
+	uint64_t lost;
 	struct range w;
 
 	if (!rtmax)
 		rtmax = 65536;
+	/* Planned again after a bypass (a local file's short READ): what
+	 * the first plan kept goes. */
+	free(op->buf);
+	rangeset_clear(&op->need);
 	op->buf = malloc(op->end - op->off);
 	if (!op->buf) {
 		read_fail(op, NFS3ERR_SERVERFAULT);
@@ -656,32 +704,16 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 	}
 	op->waiting = 1;	/* hold op while fetches are issued */
 	w = read_fetch_window(op);
-	for (size_t i = 0; i < n && op->err == NFS3_OK; i++) {
-		struct rangeset rest = RANGESET_INIT;
-		const struct range *pieces;
+	for (size_t i = 0; i < n; i++) {
 		uint64_t fs = fetch[i].start > w.start ? fetch[i].start : w.start;
 		uint64_t fe = fetch[i].end < w.end ? fetch[i].end : w.end;
-		size_t np;
 
-		if (fs >= fe)
-			continue;
-		join_inflight(op, fs, fe, &rest);
-		pieces = rangeset_ranges(&rest, &np);
-		for (size_t j = 0; j < np && op->err == NFS3_OK; j++) {
-			for (uint64_t s = pieces[j].start, e; s < pieces[j].end; s = e) {
-				/* Never past end, even next to 2^64. */
-				e = pieces[j].end - s > rtmax ? s + rtmax
-							      : pieces[j].end;
-
-				if (fetch_start(op, s, e, false) != 0) {
-					op->err = NFS3ERR_JUKEBOX;
-					break;
-				}
-				issued++;
-			}
-		}
-		rangeset_clear(&rest);
+		if (fs < fe)
+			join_inflight(op, fs, fe, &rest);
 	}
+	if (op->err == NFS3_OK)
+		issued = fetch_pieces(op, &rest, rtmax, false, &lost);
+	rangeset_clear(&rest);
 	if (!issued && op->outcome != CACHE_HIT)
 		op->outcome = CACHE_COALESCED;
 	read_ahead(op, false);

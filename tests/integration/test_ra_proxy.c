@@ -561,8 +561,8 @@ static void seq_phase(const char *tag, const nfs_fh3 *fh, uint64_t off,
 
 /*
  * After random READs, a sequential phase ramps like a fresh stream
- * (readahead.h "Window": the window depends only on how many sequential
- * READs the stream has seen). From offset 0 the first READ starts the
+ * (readahead.h "Window": the window depends only on how far the stream
+ * has read; each 64 KiB READ here reaches a new page). From offset 0 the first READ starts the
  * stream at once: windows 128K, 512K, 2M, 4M on READs 1-4, and READ 5
  * issues nothing (at full size a window goes out only when a READ passes
  * the trigger, 2752K here). From another offset the first READ is one
