@@ -9,13 +9,25 @@
 # host what each one left in the upstream's export directory and, through
 # nfscached, the proxy's /metrics deltas over each scenario.
 #
-# Scenarios: data fsx fio namespace cto restart (see guest/*.sh).
+# Scenarios: data fsx fio namespace cto restart lcommit (see guest/*.sh).
+#
+#   ktest.sh [--lcommit-proxy] SCENARIO...
+#
+# --lcommit-proxy (under harness.sh --no-proxy): ktest.sh starts nfscached
+# itself, with commit = "local" on a cache_dir, writeback_delay = 3600 and
+# NFSCACHED_TEST_CLOCK=1 (for the disk gate), so that the guest's hooks
+# can hold its journal, SIGKILL it and start it again; it is stopped
+# (SIGTERM: everything written back) before the checks.
 #
 # Environment: what harness.sh exports; KFSX_BIN (the kfsx program);
 # NFSC_VM_HOME (vm.sh's cache); KT_FSX_SEEDS ("1 2 3"), KT_FSX_OPS (20000).
 # Also the guest's hook: `ktest.sh --hook snap NAME` saves the proxy's
 # metrics as $NFSC_TMP/metrics.NAME; `ktest.sh --hook upstream stop|start`
-# runs $NFSC_UPSTREAMCTL.
+# runs $NFSC_UPSTREAMCTL; `ktest.sh --hook proxy kill|start` SIGKILLs the
+# --lcommit-proxy nfscached (and waits until it is gone) or starts it
+# again on the same configuration ($KT_PROXY_PIDFILE holds its pid);
+# `ktest.sh --hook gate close|held` closes its disk tier's test gate, or
+# waits until the gate holds work (docs/operations.md "Test clock").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +55,34 @@ hook() {
 		nfsc_metrics "$NFSC_METRICS_ADDR" >"$NFSC_TMP/metrics.$2"
 		;;
 	"upstream stop" | "upstream start") "$NFSC_UPSTREAMCTL" "$2" ;;
+	"proxy kill")
+		[[ -n "${KT_PROXY_PIDFILE:-}" ]] || return 2
+		local pid
+		pid=$(<"$KT_PROXY_PIDFILE")
+		kill -KILL "$pid" || return 1
+		nfsc_wait_gone "$pid" 600
+		;;
+	"gate close")
+		curl -sf -X POST --max-time 10 \
+			"http://$NFSC_METRICS_ADDR/debug/disk/gate?action=close" >/dev/null
+		;;
+	"gate held")
+		# Until the gate holds work (60 s at most).
+		local i
+		for ((i = 0; i < 600; i++)); do
+			curl -sf --max-time 10 "http://$NFSC_METRICS_ADDR/debug/disk/gate" |
+				grep -q '^held [1-9]' && return 0
+			sleep 0.1
+		done
+		return 1
+		;;
+	"proxy start")
+		[[ -n "${KT_PROXY_PIDFILE:-}" ]] || return 2
+		nfsc_proxy_start "$NFSC_PROXY_LOG" "$NFSC_PROXY_NFS_PORT" \
+			"$NFSC_PROXY_MOUNT_PORT" "$NFSCACHED_BIN" --config "$NFSC_PROXY_CONF" ||
+			return 1
+		echo "$NFSC_PROXY_PID" >"$KT_PROXY_PIDFILE"
+		;;
 	*) return 2 ;;
 	esac
 }
@@ -188,11 +228,105 @@ check_restart() {
 	kt_all_committed restart
 }
 
+prepare_lcommit() {
+	[[ -n "${KT_PROXY_PIDFILE:-}" ]] || kt_fail "lcommit needs --lcommit-proxy"
+	head -c $((16 * MiB)) /dev/urandom >"$KT_IN/lc.src"
+}
+
+check_lcommit() {
+	local w c
+	# At the kill: the 8 fsynced MiB were acknowledged from cache_dir and
+	# none of it had gone upstream; the 4 MiB after them had reached it.
+	w=$(($(snap lcommit-kill nfscached_client_write_bytes_total) -
+		$(snap lcommit-before nfscached_client_write_bytes_total)))
+	kt_expect "$w" $((12 * MiB)) "lcommit: bytes the guest WROTE before the kill"
+	# Each fsync: a FILE_SYNC WRITE or UNSTABLE WRITEs and a COMMIT.
+	w=0
+	for c in commit write; do
+		w=$((w + $(snap lcommit-kill "nfscached_local_commits_total{call=\"$c\"}") -
+			$(snap lcommit-before "nfscached_local_commits_total{call=\"$c\"}")))
+	done
+	kt_expect "$((w >= 8))" 1 \
+		"lcommit: fsyncs answered from cache_dir before the kill (>= 8)"
+	kt_expect "$(($(snap lcommit-kill nfscached_upstream_write_bytes_total) -
+		$(snap lcommit-before nfscached_upstream_write_bytes_total)))" 0 \
+		"lcommit: bytes written upstream before the kill"
+	kt_expect "$(($(snap lcommit-kill nfscached_disk_dirty_bytes) >= 8 * MiB))" 1 \
+		"lcommit: journal bytes in cache_dir at the kill (>= 8 MiB)"
+	kt_expect "$(($(snap lcommit-kill nfscached_client_commit_calls_total) -
+		$(snap lcommit-before nfscached_client_commit_calls_total) >= 1))" 1 \
+		"lcommit: the held COMMIT had arrived at the kill"
+	# The new process: the journal recovered, a new verifier, and the
+	# kernel resent the 4 MiB it had not seen committed.
+	kt_expect "$(snap lcommit-after nfscached_write_verifier_reused)" 0 \
+		"lcommit: write verifier reused after SIGKILL"
+	kt_expect "$(($(snap lcommit-after nfscached_local_recovered_records) > 0))" 1 \
+		"lcommit: journal records recovered at the restart (> 0)"
+	kt_expect "$(snap lcommit-after nfscached_client_write_bytes_total)" $((8 * MiB)) \
+		"lcommit: bytes the guest WROTE after the restart (4 MiB resent + 4 MiB)"
+	lcommit_proxy_stop
+	kt_cmp lc.bin "$KT_IN/lc.src"
+}
+
+# ------------------------------------------- --lcommit-proxy: own nfscached
+
+KT_PROXY_PIDFILE=
+KT_PROXY_FIRST=
+
+# Start nfscached with commit = "local" (wbtest_proxy.sh's config).
+lcommit_proxy_start() {
+	# shellcheck source=../integration/wbtest_proxy.sh
+	. "$here/../integration/wbtest_proxy.sh"
+	cat >"$NFSC_TMP/lcommit.conf" <<-EOF
+		writeback_delay = 3600
+		cache_dir = "$NFSC_TMP/diskcache"
+	EOF
+	printf '\tcommit = "local"\n' >"$NFSC_TMP/lcommit-export.conf"
+	export NFSCACHED_TEST_CLOCK=1
+	wbp_setup "$NFSC_TMP/lcommit.conf" "$NFSC_TMP/lcommit-export.conf" ||
+		kt_fail "lcommit: nfscached's configuration"
+	wbp_start || kt_fail "lcommit: nfscached did not start"
+	KT_PROXY_FIRST=$NFSC_PROXY_PID
+	KT_PROXY_PIDFILE=$NFSC_TMP/proxy.pid
+	echo "$NFSC_PROXY_PID" >"$KT_PROXY_PIDFILE"
+	export KT_PROXY_PIDFILE NFSCACHED_BIN
+	trap 'lcommit_proxy_cleanup' EXIT
+}
+
+# Stop the running nfscached with SIGTERM: it writes everything back and
+# logs "stopped" last; the first one (SIGKILLed) exited 137.
+lcommit_proxy_stop() {
+	local pid st=0
+	pid=$(<"$KT_PROXY_PIDFILE")
+	kill -TERM "$pid" 2>/dev/null || kt_fail "lcommit: nfscached (pid $pid) is not running"
+	nfsc_wait_gone "$pid" 600 || kt_fail "lcommit: nfscached still runs 60 s after SIGTERM"
+	: >"$KT_PROXY_PIDFILE"
+	kt_expect "$(tail -n 1 "$NFSC_PROXY_LOG" | grep -c ': stopped$')" 1 \
+		"lcommit: nfscached's last log line is 'stopped'"
+	if [[ "$pid" != "$KT_PROXY_FIRST" ]]; then
+		wait "$KT_PROXY_FIRST" || st=$?
+		kt_expect "$st" 137 "lcommit: exit status of the SIGKILLed nfscached"
+	fi
+}
+
+# On exit: kill what still runs, release the ports.
+lcommit_proxy_cleanup() {
+	local pid
+	pid=$(cat "$KT_PROXY_PIDFILE" 2>/dev/null) || pid=
+	[[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null
+	NFSC_PROXY_PID=
+	wbp_cleanup
+}
+
 # ------------------------------------------------------------------ main
 
 main() {
 	local s nfs mnt t0 t1 rc=0
-	(($#)) || kt_fail "usage: $0 SCENARIO..."
+	if [[ "${1:-}" == --lcommit-proxy ]]; then
+		shift
+		lcommit_proxy_start
+	fi
+	(($#)) || kt_fail "usage: $0 [--lcommit-proxy] SCENARIO..."
 	for s in "$@"; do
 		declare -F "check_$s" >/dev/null || kt_fail "no scenario $s"
 	done
