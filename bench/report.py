@@ -438,6 +438,7 @@ def targets(cells):
         n = up.get("READ", 0) if up is not None else None
         out.append((f"W6b, {delay} ms: second pass 0 upstream READs", "n/a" if n is None else f"{n} READs",
                     None if n is None else n == 0))
+    out.extend(fast_path_targets(cells))
     out.extend(local_targets(cells))
     # Each cell against its own cache_size (W8 runs a smaller one); the
     # worst is the cell with the highest peak RSS / budget.
@@ -456,6 +457,63 @@ def targets(cells):
         out.append(("Every workload: nfscached RSS <= its cache budget + 10%",
                     f"worst: peak {worst:.0f} MiB for {budget} MiB ({worst_id})", worst <= budget * 1.1))
     return out
+
+
+def fast_path_targets(cells):
+    """Issue 16's targets: nfscached against direct where it must reach the
+    upstream (cold reads, write-back, parallel streams)."""
+    out = []
+    for w, label, delay, qd, kind, want, what in (
+            ("W2", "w2", 0, 16, "ops_s", 1.0, "W2"),
+            ("W3", "w3", 0, 1, "w3", 1.0, "W3 (to COMMIT)"),
+            ("W3", "w3", 0, 16, "w3", 1.0, "W3 (to COMMIT)"),
+            ("W4", "w4", 0, 1, "mb_s", 1.0, "W4"),
+            ("W4", "w4", 0, 16, "mb_s", 1.0, "W4"),
+            ("W6b", "w6b1", 0, 16, "mb_s", 1.0, "W6b pass 1"),
+            ("W5", "w5rand", 0, 1, "ops_s", 0.9, "W5 random"),
+            ("W2", "w2", 2, 16, "ops_s", 2.0, "W2"),
+            ("W4", "w4", 2, 16, "mb_s", 2.0, "W4")):
+        x = ratio(value(cells, w, label, "nfscached", delay, qd, kind),
+                  value(cells, w, label, "direct", delay, qd, kind))
+        out.append((f"{what}, {delay} ms, {qd} in flight: >= {want:.1f}x direct", fmt_ratio(x),
+                    None if x is None else x >= want))
+    return out
+
+
+def phase_cpu(cell, label):
+    """nfscached's CPU seconds over phase label (user + system), or None."""
+    if not cell:
+        return None
+    _, s0, s1 = PHASES[label]
+    a, b = cell.snaps.get(s0), cell.snaps.get(s1)
+    if not a or not b or "nfscached" not in a["proc"] or "nfscached" not in b["proc"]:
+        return None
+    d = b["proc"]["nfscached"]["cpu"] - a["proc"]["nfscached"]["cpu"]
+    return d if d >= 0 else None
+
+
+def cpu_section(cells):
+    """Issue 16: nfscached's own CPU time per unit of work, 0 ms, 16 in
+    flight: a cached READ (W1 reads), a MiB of miss (W4, every byte
+    fetched), an absorbed WRITE (W1 writes, their write-back and COMMIT
+    included)."""
+    rows = []
+    for what, w, label, unit in (
+            ("cached 1 KiB READ (W1 reads)", "W1", "w1read", "op"),
+            ("MiB of cold sequential miss (W4)", "W4", "w4", "mib"),
+            ("absorbed 1 KiB WRITE (W1 writes, write-back and COMMIT included)", "W1", "w1write", "op")):
+        c = get(cells, w, "nfscached", 0, 16)
+        p, cpu = ph(c, label), phase_cpu(c, label)
+        if not p or cpu is None or not p.get("ops"):
+            rows.append([what, "n/a", "n/a", "n/a"])
+            continue
+        n = p["ops"] if unit == "op" else p["ops"] * p["bs"] / MIB
+        rows.append([what, fmt(n, 0) if unit == "op" else f"{n:.0f} MiB", f"{cpu:.2f}",
+                     fmt(cpu * 1e6 / n)])
+    return ["## nfscached's CPU per unit of work", "",
+            "CPU time (user + system) of the nfscached process over the phase, from /proc, divided by "
+            "the work done in it; 0 ms, 16 calls in flight.", "",
+            table(["work", "done in the phase", "CPU s", "CPU us per unit"], rows), ""]
 
 
 def local_targets(cells):
@@ -1115,6 +1173,7 @@ def write_report(cells, run, root, out, results_dir=""):
     a("")
     a(witness_table(cells))
     a("")
+    lines.extend(cpu_section(cells))
     lines.extend(relay_ceiling_section(results_dir) if results_dir else [])
     lines.extend(local_section(cells, results_dir))
     lines.extend(hostile_section(results_dir) if results_dir else [])
