@@ -124,7 +124,8 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 		return false;
 	stale_count(r->call.proc);
 	w->stale = true;
-	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, forward_done, r);
+	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, NULL, 0,
+		       forward_done, r);
 	return true;
 }
 

@@ -19,13 +19,15 @@ struct libnfs_call {
 };
 
 void upcall_deliver(uint32_t proc, enum upstream_status status,
-		    const uint8_t *xdr, size_t len, upcall_cb cb, void *arg)
+		    const uint8_t *xdr, size_t len, const uint8_t *tail,
+		    size_t tail_len, upcall_cb cb, void *arg)
 {
 	enum dispatch_miss miss;
 	uint32_t lo, hi;
 	const struct dispatch_entry *e =
 		dispatch_find(NFS_PROGRAM, NFS_V3, proc, &miss, &lo, &hi);
 	void *res = NULL;
+	READ3resok *ok = NULL;
 
 	if (status == UPSTREAM_OK && e && (res = calloc(1, e->res_size)) &&
 	    rpcmsg_decode_args(xdr, len, 0, e->xdr_res, res) != 0) {
@@ -33,8 +35,30 @@ void upcall_deliver(uint32_t proc, enum upstream_status status,
 		free(res);
 		res = NULL;
 	}
+	if (res && tail) {
+		READ3res *rd = res;
+
+		/* The data by reference (upstream_cb): only where the result
+		 * holds the empty opaque the tail stands for. */
+		if (proc != NFSPROC3_READ || rd->status != NFS3_OK ||
+		    rd->READ3res_u.resok.data.data_len != 0 ||
+		    tail_len > UINT32_MAX) {
+			xdr_free(e->xdr_res, res);
+			free(res);
+			res = NULL;
+		} else {
+			ok = &rd->READ3res_u.resok;
+			free(ok->data.data_val);
+			ok->data.data_val = (char *)(uintptr_t)tail;
+			ok->data.data_len = (u_int)tail_len;
+		}
+	}
 	cb(status, res, arg);
 	if (res) {
+		if (ok) {	/* borrowed, not ours to free */
+			ok->data.data_val = NULL;
+			ok->data.data_len = 0;
+		}
 		xdr_free(e->xdr_res, res);
 		free(res);
 	}
@@ -42,12 +66,13 @@ void upcall_deliver(uint32_t proc, enum upstream_status status,
 
 /* upstream_cb of the libnfs adapter: decode and hand over. */
 static void libnfs_done(enum upstream_status status, const uint8_t *xdr,
-			size_t len, void *arg)
+			size_t len, const uint8_t *tail, size_t tail_len,
+			void *arg)
 {
 	struct libnfs_call c = *(struct libnfs_call *)arg;
 
 	free(arg);
-	upcall_deliver(c.proc, status, xdr, len, c.cb, c.arg);
+	upcall_deliver(c.proc, status, xdr, len, tail, tail_len, c.cb, c.arg);
 }
 
 /* Encode args with xargs and send them on the libnfs upstream impl. */

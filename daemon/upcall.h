@@ -61,10 +61,15 @@ struct upcall {
 /*
  * For adapters: decode the XDR result xdr[0..len) of NFSv3 procedure proc
  * (when status is UPSTREAM_OK; borrowed), call cb(status, res, arg) and
- * free res after it. Returns nothing; cb is called exactly once.
+ * free res after it. tail[0..tail_len) (borrowed, NULL/0 for none) is a
+ * READ's data passed by reference, as upstream_cb gives it: res's data
+ * then points into it, copied by no one (a result that does not hold the
+ * empty opaque it stands for is a decoding failure: res NULL). Returns
+ * nothing; cb is called exactly once.
  */
 void upcall_deliver(uint32_t proc, enum upstream_status status,
-		    const uint8_t *xdr, size_t len, upcall_cb cb, void *arg);
+		    const uint8_t *xdr, size_t len, const uint8_t *tail,
+		    size_t tail_len, upcall_cb cb, void *arg);
 
 /* The most upstream connections of one export (upstream_connections). */
 #define UPCALL_LANES_MAX 16

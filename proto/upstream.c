@@ -25,7 +25,9 @@
  * AUTH_SYS credential on the context if it differs from the last one (libnfs
  * 4.0 encodes the credential when a call is queued), queues the call and
  * arms a per-call timer. The reply struct is re-encoded into u->scratch
- * and handed to the caller's callback during libnfs's own callback.
+ * and handed to the caller's callback during libnfs's own callback; a
+ * READ's data is not: it goes by reference from libnfs's decoded reply
+ * (upstream_cb's tail).
  *
  * Every call is on exactly one list:
  *   calls    sent, no outcome yet
@@ -556,7 +558,8 @@ static double up_clock(void)
  * may re-enter (upstream_call, upstream_free). The caller holds u->busy.
  */
 static void up_complete(struct upstream *u, struct up_call *c,
-			enum upstream_status st, const uint8_t *res, size_t len)
+			enum upstream_status st, const uint8_t *res, size_t len,
+			const uint8_t *tail, size_t tail_len)
 {
 	upstream_cb cb = c->cb;
 	void *arg = c->arg;
@@ -571,14 +574,14 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		u->last_reply = up_clock();
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		u->st.replies[proc]++;
-		u->st.bytes_received += len;
+		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
 	} else {
 		u->st.errors++;
 		if (st == UPSTREAM_ETIMEDOUT)
 			u->st.timeouts++;
-		res = NULL;
-		len = 0;
+		res = tail = NULL;
+		len = tail_len = 0;
 	}
 	if (c->in_libnfs) {
 		up_call_move(c, UP_LIST_ZOMBIES);
@@ -586,7 +589,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		up_call_move(c, UP_LIST_NONE);
 		up_call_free(c);
 	}
-	cb(st, res, len, arg);
+	cb(st, res, len, tail, tail_len, arg);
 }
 
 /* Complete every call still waiting (calls, failed) with status st. */
@@ -596,7 +599,7 @@ static void up_complete_all(struct upstream *u, enum upstream_status st)
 
 	while ((c = TAILQ_FIRST(&u->failed)) != NULL ||
 	       (c = TAILQ_FIRST(&u->calls)) != NULL)
-		up_complete(u, c, st, NULL, 0);
+		up_complete(u, c, st, NULL, 0, NULL, 0);
 }
 
 /* Complete the calls libnfs failed at the RPC level with EPROTO. */
@@ -605,7 +608,7 @@ static void up_complete_failed(struct upstream *u)
 	struct up_call *c;
 
 	while ((c = TAILQ_FIRST(&u->failed)) != NULL)
-		up_complete(u, c, UPSTREAM_EPROTO, NULL, 0);
+		up_complete(u, c, UPSTREAM_EPROTO, NULL, 0, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------
@@ -1076,7 +1079,7 @@ static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	if (u->phase == UP_PH_UP)
 		up_lose(u);
 	else
-		up_complete(u, c, UPSTREAM_ETIMEDOUT, NULL, 0);
+		up_complete(u, c, UPSTREAM_ETIMEDOUT, NULL, 0, NULL, 0);
 	up_unbusy(u);
 }
 
@@ -1084,18 +1087,31 @@ static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
  * Replies.
  */
 
-/* Encode a reply struct into scratch and complete c with it. */
+/* Encode a reply struct into scratch and complete c with it; a READ's
+ * data goes by reference (upstream_cb's tail). */
 static void up_deliver(struct upstream *u, struct up_call *c, void *res)
 {
 	const struct up_proc *p = &up_procs[c->proc];
+	READ3res *rd = c->proc == NFS3_READ ? res : NULL;
+	const uint8_t *tail = NULL;
+	size_t tail_len = 0;
 	ZDR z;
 	size_t len = 0;
 
+	if (rd && rd->status == NFS3_OK && rd->READ3res_u.resok.data.data_len) {
+		tail = (const uint8_t *)rd->READ3res_u.resok.data.data_val;
+		tail_len = rd->READ3res_u.resok.data.data_len;
+		rd->READ3res_u.resok.data.data_len = 0;	/* encoded empty */
+	} else {
+		rd = NULL;
+	}
 	if (p->res_encode) {
 		zdrmem_create(&z, (caddr_t)u->scratch, UP_SCRATCH_SIZE,
 			      ZDR_ENCODE);
 		if (!p->res_encode(&z, res)) {
 			zdr_destroy(&z);
+			if (rd)
+				rd->READ3res_u.resok.data.data_len = tail_len;
 			memset(u->scratch, 0, UP_SCRATCH_SIZE);
 			up_error(u, "%s: reply does not re-encode", p->name);
 			up_call_move(c, UP_LIST_FAILED);
@@ -1104,9 +1120,43 @@ static void up_deliver(struct upstream *u, struct up_call *c, void *res)
 		len = zdr_getpos(&z);
 		zdr_destroy(&z);
 	}
-	up_complete(u, c, UPSTREAM_OK, u->scratch, len);
+	if (rd)		/* libnfs frees what it decoded by its own lengths */
+		rd->READ3res_u.resok.data.data_len = tail_len;
+	up_complete(u, c, UPSTREAM_OK, u->scratch, len, tail, tail_len);
 	/* libnfs's encoder does not write XDR padding: keep it zero. */
 	memset(u->scratch, 0, len);
+}
+
+uint8_t *upstream_result_join(const uint8_t *res_xdr, size_t res_len,
+			      const uint8_t *tail, size_t tail_len,
+			      size_t *len)
+{
+	static const uint8_t zero[4];
+	size_t pad = (4 - tail_len % 4) % 4, n;
+	uint32_t be;
+	uint8_t *out;
+
+	if (!tail) {
+		if (!(out = malloc(res_len ? res_len : 1)))
+			return NULL;
+		memcpy(out, res_xdr, res_len);
+		*len = res_len;
+		return out;
+	}
+	if (res_len < 4 || memcmp(res_xdr + res_len - 4, zero, 4) != 0 ||
+	    tail_len > UINT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = res_len + tail_len + pad;
+	if (!(out = calloc(1, n)))
+		return NULL;
+	memcpy(out, res_xdr, res_len - 4);
+	be = htonl((uint32_t)tail_len);
+	memcpy(out + res_len - 4, &be, 4);
+	memcpy(out + res_len, tail, tail_len);
+	*len = n;
+	return out;
 }
 
 /* libnfs's callback for a user call. */
@@ -1214,13 +1264,16 @@ static bool up_params_ok(const struct upstream_params *p)
 
 /* The NULL probe came back: the server is alive, however slow. */
 static void up_probe_cb(enum upstream_status status, const uint8_t *res,
-			size_t len, void *arg)
+			size_t len, const uint8_t *tail, size_t tail_len,
+			void *arg)
 {
 	struct upstream *u = arg;
 
 	(void)status;
 	(void)res;
 	(void)len;
+	(void)tail;
+	(void)tail_len;
 	u->probing = false;
 }
 

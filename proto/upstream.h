@@ -105,12 +105,29 @@ struct upstream_stats {
 
 /*
  * Called with res_xdr[0..res_len) the upstream's XDR-encoded result
- * (status UPSTREAM_OK) or NULL/0 (other statuses). res_xdr is borrowed:
- * valid only during the callback. arg is the caller's.
+ * (status UPSTREAM_OK) or NULL/0 (other statuses). For a successful READ
+ * with data, tail[0..tail_len) is that data, passed by reference from the
+ * reply libnfs decoded (issue 16: it had been copied three times more),
+ * and res_xdr encodes it as an empty opaque, its last field: the whole
+ * result is res_xdr less its last 4 bytes, then the XDR opaque of tail
+ * (upstream_result_join); otherwise tail is NULL and tail_len 0.
+ * res_xdr and tail are borrowed: valid only during the callback. arg is
+ * the caller's.
  */
 typedef void (*upstream_cb)(enum upstream_status status,
 			    const uint8_t *res_xdr, size_t res_len,
-			    void *arg);
+			    const uint8_t *tail, size_t tail_len, void *arg);
+
+/*
+ * The whole XDR result of a callback given (res_xdr, res_len, tail,
+ * tail_len) as upstream_cb describes, in a new malloc'd buffer of *len
+ * bytes the caller frees; a copy of res_xdr when tail is NULL. NULL on
+ * ENOMEM, or EINVAL when tail is given and res_xdr does not end in an
+ * empty opaque (4 zero bytes) or tail_len exceeds UINT32_MAX.
+ */
+uint8_t *upstream_result_join(const uint8_t *res_xdr, size_t res_len,
+			      const uint8_t *tail, size_t tail_len,
+			      size_t *len);
 
 /*
  * Called on every state change; arg is the one given to upstream_new.

@@ -90,6 +90,7 @@ struct result {
 	size_t len;
 	int cb_in_call;		/* cb ran inside upstream_call: forbidden */
 	int state_at_cb;	/* state of `observed` during the cb */
+	size_t tail_len;	/* the data passed by reference (READ) */
 };
 
 static int in_upstream_call;
@@ -107,9 +108,11 @@ static void state_note(struct upstream *u, enum upstream_state s, void *arg)
 	log->last = s;
 }
 
-/* Keep a copy of a call's outcome. */
+/* Keep a copy of a call's outcome (a READ's data, passed by reference,
+ * joined to the rest: upstream_result_join). */
 static void result_cb(enum upstream_status st, const uint8_t *res,
-		      size_t len, void *arg)
+		      size_t len, const uint8_t *tail, size_t tail_len,
+		      void *arg)
 {
 	struct result *r = arg;
 
@@ -119,11 +122,12 @@ static void result_cb(enum upstream_status st, const uint8_t *res,
 	r->state_at_cb = observed ? (int)upstream_get_state(observed) : -1;
 	free(r->buf);
 	r->buf = NULL;
-	r->len = len;
+	r->len = 0;
 	if (len) {
-		r->buf = malloc(len);
-		memcpy(r->buf, res, len);
+		r->buf = upstream_result_join(res, len, tail, tail_len, &r->len);
+		CU_ASSERT_PTR_NOT_NULL(r->buf);
 	}
+	r->tail_len = tail ? tail_len : 0;
 }
 
 /* Release a result's copy. */
@@ -562,6 +566,7 @@ static void test_lookup_and_read_file(void)
 	CU_ASSERT_EQUAL(xr_u32(&r, off + 8), 8);	/* data length */
 	CU_ASSERT_EQUAL(r.len, off + 12 + 8);
 	CU_ASSERT(r.len >= off + 20 && memcmp(r.buf + off + 12, "upstream", 8) == 0);
+	CU_ASSERT_EQUAL(r.tail_len, 8);		/* the data by reference */
 
 	/* Offset 0, count 4096: the whole 16 bytes and eof. */
 	w.off = 0;
@@ -575,6 +580,7 @@ static void test_lookup_and_read_file(void)
 	CU_ASSERT_EQUAL(xr_u32(&r, off + 4), 1);
 	CU_ASSERT_EQUAL(r.len, off + 12 + 16);
 	CU_ASSERT(r.len >= off + 28 && memcmp(r.buf + off + 12, text, 16) == 0);
+	CU_ASSERT_EQUAL(r.tail_len, 16);
 
 	/* An odd length: 3 bytes of data and one byte of zero padding. */
 	w.off = 0;
@@ -587,7 +593,41 @@ static void test_lookup_and_read_file(void)
 	CU_ASSERT_EQUAL(xr_u32(&r, off + 8), 3);
 	CU_ASSERT_EQUAL(r.len, off + 12 + 4);
 	CU_ASSERT(r.len == off + 16 && memcmp(r.buf + off + 12, "hel\0", 4) == 0);
+	CU_ASSERT_EQUAL(r.tail_len, 3);
 	result_clear(&r);
+}
+
+/* upstream_result_join: the whole result from a head and a tail, the
+ * tail's XDR padding zero; a head that does not end in an empty opaque is
+ * refused with EINVAL; no tail: a copy. */
+static void test_result_join(void)
+{
+	static const uint8_t head[8] = { 0, 0, 0, 7, 0, 0, 0, 0 };
+	static const uint8_t bad[8] = { 0, 0, 0, 7, 0, 0, 0, 1 };
+	static const uint8_t want[16] = { 0, 0, 0, 7, 0, 0, 0, 5,
+					  'h', 'e', 'l', 'l', 'o', 0, 0, 0 };
+	uint8_t *out;
+	size_t len = 0;
+
+	out = upstream_result_join(head, sizeof(head), (const uint8_t *)"hello",
+				   5, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_EQUAL(len, sizeof(want));
+	CU_ASSERT_EQUAL(memcmp(out, want, sizeof(want)), 0);
+	free(out);
+	out = upstream_result_join(head, sizeof(head), NULL, 0, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_EQUAL(len, sizeof(head));
+	CU_ASSERT_EQUAL(memcmp(out, head, sizeof(head)), 0);
+	free(out);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(upstream_result_join(bad, sizeof(bad),
+						(const uint8_t *)"x", 1, &len));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(upstream_result_join(head, 3, (const uint8_t *)"x",
+						1, &len));
+	CU_ASSERT_EQUAL(errno, EINVAL);
 }
 
 static void test_access_follows_credential(void)
@@ -911,9 +951,10 @@ static struct upstream *victim;
 
 /* Keep the result, then free the upstream that called us. */
 static void free_in_cb(enum upstream_status st, const uint8_t *res,
-		       size_t len, void *arg)
+		       size_t len, const uint8_t *tail, size_t tail_len,
+		       void *arg)
 {
-	result_cb(st, res, len, arg);
+	result_cb(st, res, len, tail, tail_len, arg);
 	upstream_free(&victim);
 }
 
@@ -1377,6 +1418,7 @@ int test_register(void)
 		{ "null_call_answers", test_null_call_answers },
 		{ "getattr_root_is_directory", test_getattr_root_is_directory },
 		{ "lookup_and_read_file", test_lookup_and_read_file },
+		{ "result_join", test_result_join },
 		{ "access_follows_credential",
 		  test_access_follows_credential },
 		{ "every_procedure_round_trips",

@@ -48,13 +48,27 @@ static void answer(struct fake_call *c, enum upstream_status forced)
 	uint8_t *bytes = NULL;
 	size_t len = 0;
 
+	const uint8_t *tail = NULL;
+	size_t tail_len = 0;
+
 	if (st == UPSTREAM_OK)
 		st = c->fu->respond(c, res, c->fu->respond_arg);
+	/* A READ's data by reference, as the libnfs adapter passes it. */
+	if (st == UPSTREAM_OK && c->proc == NFSPROC3_READ) {
+		READ3res *rd = res;
+
+		if (rd->status == NFS3_OK && rd->READ3res_u.resok.data.data_len) {
+			tail = (const uint8_t *)rd->READ3res_u.resok.data.data_val;
+			tail_len = rd->READ3res_u.resok.data.data_len;
+			rd->READ3res_u.resok.data.data_len = 0;
+		}
+	}
 	if (st == UPSTREAM_OK &&
 	    !(bytes = rpcmsg_encode(e->xdr_res, res, &len)))
 		st = UPSTREAM_EPROTO;
 	free(res);
-	upcall_deliver(c->proc, st, bytes, len, c->cb, c->cb_arg);
+	upcall_deliver(c->proc, st, bytes, len, tail, tail_len, c->cb,
+		       c->cb_arg);
 	free(bytes);
 	call_free(c);
 }
