@@ -640,6 +640,10 @@ static bool read_learn(struct aconn *c, READ3resok *ok)
 	struct cattr tmp;
 	const struct cattr *a = attr_from_post_op(&ok->file_attributes, &tmp);
 
+	/* Never more bytes than the reply carries (a count past its data
+	 * is the upstream's error). */
+	if (ok->count > ok->data.data_len)
+		ok->count = ok->data.data_len;
 	if (f) {
 		uint64_t gen = cfile_gen(f);
 

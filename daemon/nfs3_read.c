@@ -536,10 +536,12 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
  * Send the upstream READs of the pieces of rest (bytes op's file lacks
  * that no fetch in flight covers), at most rtmax bytes each; ra: for
  * readahead (op waits on none of them). Two pieces separated by at most
- * READ_MERGE_GAP bytes, all valid in the cache, go in one READ when both
- * fit in rtmax (issue 16: a window over scattered cached bytes was sent
- * as one READ per gap); a fill never overwrites valid bytes (cache_fill),
- * so the gap's bytes come again and are dropped. A READ that cannot be
+ * READ_MERGE_GAP bytes, all valid in the cache and clean (the disk tier
+ * stores a reply's bytes as the upstream's: not over bytes a client
+ * wrote), go in one READ when both fit in rtmax (issue 16: a window over
+ * scattered cached bytes was sent as one READ per gap); a fill never
+ * overwrites valid bytes (cache_fill), so the gap's bytes come again and
+ * are dropped. A READ that cannot be
  * sent stops a client's fetch (op->err = NFS3ERR_JUKEBOX); readahead
  * goes on. Returns the READs sent; *lost gets the bytes not sent.
  */
@@ -549,6 +551,7 @@ static unsigned fetch_pieces(struct read_op *op, const struct rangeset *rest,
 	size_t n, i = 0;
 	const struct range *pc = rangeset_ranges(rest, &n);
 	uint64_t a = n ? pc[0].start : 0, b;
+	uint32_t ps = cache_page_size(op->d->cache);
 	unsigned sent = 0;
 
 	*lost = 0;
@@ -559,7 +562,8 @@ static unsigned fetch_pieces(struct read_op *op, const struct rangeset *rest,
 		       pc[i + 1].start - b <= READ_MERGE_GAP &&
 		       pc[i + 1].end - a <= rtmax &&
 		       cfile_range_cached(op->d->cache, op->f, b,
-					  pc[i + 1].start))
+					  pc[i + 1].start) &&
+		       cfile_range_clean(op->f, b, pc[i + 1].start - b, ps))
 			b = pc[++i].end;
 		if (fetch_start(op, a, b, ra) == 0) {
 			sent++;
@@ -584,7 +588,7 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 {
 	struct range miss[READ_MAX_FETCH];
 	struct rangeset rest = RANGESET_INIT;
-	uint64_t end, lost;
+	uint64_t end, lost, next, ps = cache_page_size(op->d->cache);
 	size_t n;
 	enum cache_outcome o;
 
@@ -597,10 +601,18 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 			break;
 		for (size_t i = 0; i < n && i < READ_MAX_FETCH; i++)
 			join_inflight(op, miss[i].start, miss[i].end, &rest);
-		/* More missing ranges than planned: plan the rest too. */
-		if (n <= READ_MAX_FETCH || miss[READ_MAX_FETCH - 1].end >= e)
+		/* More missing ranges than planned: plan the rest too. A
+		 * plan covers whole pages, so its ranges may all lie before
+		 * s in s's page: then go on at the next page (what is left of
+		 * this one is not prefetched). */
+		if (n <= READ_MAX_FETCH)
 			break;
-		s = miss[READ_MAX_FETCH - 1].end;
+		next = miss[READ_MAX_FETCH - 1].end;
+		if (next <= s)
+			next = (s / ps + 1) * ps;
+		if (next <= s || next >= e)	/* <= s: past 2^64 */
+			break;
+		s = next;
 	}
 	disk_tier_take(op->d, op->f, &rest);
 	fetch_pieces(op, &rest, rtmax, true, &lost);
@@ -684,10 +696,6 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 
 	if (!rtmax)
 		rtmax = 65536;
-	/* Planned again after a bypass (a local file's short READ): what
-	 * the first plan kept goes. */
-	free(op->buf);
-	rangeset_clear(&op->need);
 	op->buf = malloc(op->end - op->off);
 	if (!op->buf) {
 		read_fail(op, NFS3ERR_SERVERFAULT);
@@ -736,6 +744,12 @@ static void read_plan(struct read_op *op)
 	struct range fetch[READ_MAX_FETCH];
 	size_t n;
 
+	/* Planned again after a bypass (a local file's short READ): what
+	 * the first plan kept goes, before a hit's readahead could park op
+	 * on a fetch by needs it no longer has (join_inflight). */
+	free(op->buf);
+	op->buf = NULL;
+	rangeset_clear(&op->need);
 	op->off = a->offset;
 	op->outcome = cache_plan_read(op->r->d->cache, op->f, a->offset,
 				      a->count, &op->end, fetch,

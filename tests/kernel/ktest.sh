@@ -26,8 +26,9 @@
 # runs $NFSC_UPSTREAMCTL; `ktest.sh --hook proxy kill|start` SIGKILLs the
 # --lcommit-proxy nfscached (and waits until it is gone) or starts it
 # again on the same configuration ($KT_PROXY_PIDFILE holds its pid);
-# `ktest.sh --hook gate close|held` closes its disk tier's test gate, or
-# waits until the gate holds work (docs/operations.md "Test clock").
+# `ktest.sh --hook gate close|open|held` closes or opens its disk tier's
+# test gate, or waits until the gate holds work (docs/operations.md "Test
+# clock").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -62,16 +63,16 @@ hook() {
 		kill -KILL "$pid" || return 1
 		nfsc_wait_gone "$pid" 600
 		;;
-	"gate close")
+	"gate close" | "gate open")
 		curl -sf -X POST --max-time 10 \
-			"http://$NFSC_METRICS_ADDR/debug/disk/gate?action=close" >/dev/null
+			"http://$NFSC_METRICS_ADDR/debug/disk/gate?action=$2" >/dev/null
 		;;
 	"gate held")
 		# Until the gate holds work (60 s at most).
-		local i
+		local i out
 		for ((i = 0; i < 600; i++)); do
-			curl -sf --max-time 10 "http://$NFSC_METRICS_ADDR/debug/disk/gate" |
-				grep -q '^held [1-9]' && return 0
+			out=$(curl -sf --max-time 10 "http://$NFSC_METRICS_ADDR/debug/disk/gate") || out=
+			[[ "$out" =~ (^|$'\n')held\ [1-9] ]] && return 0
 			sleep 0.1
 		done
 		return 1

@@ -301,6 +301,39 @@ static void test_short_fetch_of_local_file(void)
 	h_fini(&h);
 }
 
+/*
+ * A readahead window whose first page has more missing ranges than one
+ * plan holds (READ_MAX_FETCH, 64): 164 cached islands of 100 bytes in
+ * [64K, 128K). The prefetch planned that page again and again, forever,
+ * with the event loop stuck (found in review). Now it goes on at the next
+ * page: the READ is answered and [128K, 192K) is prefetched. alarm() only
+ * turns a hang into a quick failure; nothing here is timed.
+ */
+static void test_prefetch_over_crowded_page_ends(void)
+{
+	const struct toy_node *n;
+	struct nfs3_h h;
+	struct cfile *f;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	n = toy_node(&h.toy, id);
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 921600, 4096), 4096);
+	f = up_file(&h, id);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	for (uint64_t o = 65536 + 256; o + 100 < 131072; o += 400)
+		cache_fill(h.d.cache, f, o, n->data + o, 100);
+	alarm(300);
+	/* From offset 0: a stream at once, its window [64K, 192K). */
+	check_read(&h, send_read(&h, id, 0, 65536), id, 0, 65536);
+	h_turns(&h, 50);
+	alarm(0);
+	CU_ASSERT_TRUE(cfile_range_cached(h.d.cache, f, 131072, 196608));
+	cfile_put(h.d.cache, &f);
+	h_fini(&h);
+}
+
 static void test_upstream_down_gives_jukebox(void)
 {
 	struct nfs3_h h;
@@ -410,6 +443,7 @@ int test_register(void)
 	CU_add_test(s, "random_miss_fetches_its_bytes", test_random_miss_fetches_its_bytes);
 	CU_add_test(s, "fragmented_miss_fetched_in_one_read", test_fragmented_miss_fetched_in_one_read);
 	CU_add_test(s, "short_fetch_of_local_file", test_short_fetch_of_local_file);
+	CU_add_test(s, "prefetch_over_crowded_page_ends", test_prefetch_over_crowded_page_ends);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);

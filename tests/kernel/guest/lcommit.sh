@@ -33,11 +33,15 @@ guest_lcommit() {
 	dd if="$src" of="$M/lc.bin" bs=1M count=4 skip=8 seek=8 \
 		conv=notrunc,fsync status=none &
 	pid=$!
+	# A failing hook must not leave dd waiting at the gate (and the guest
+	# until its timeout): kill it, open the gate.
+	trap 'kill -KILL "$pid" 2>/dev/null; nfsc_vm_hook gate open' EXIT
 	nfsc_vm_hook gate held
 	nfsc_vm_hook snap lcommit-kill
 	nfsc_vm_hook proxy kill
 	nfsc_vm_hook proxy start
 	wait "$pid" || fail "the write and fsync of [8 MiB, 12 MiB) across the restart failed"
+	trap - EXIT
 	step "the last 4 MiB, fsynced"
 	dd if="$src" of="$M/lc.bin" bs=1M count=4 skip=12 seek=12 \
 		conv=notrunc,fsync status=none
