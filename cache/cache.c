@@ -24,6 +24,7 @@
 
 #include "cache.h"
 #include "cache_impl.h"
+#include "pagepool.h"
 #include "readahead.h"
 
 #define RA_IDLE_SLACK 16	/* other files' queue entries past one
@@ -57,8 +58,9 @@ const char *cache_outcome_name(enum cache_outcome o)
 
 /*
  * What a page costs the budget beyond its data (DESIGN.md: RSS stays
- * within cache_size + 10% at every page size): its cpage and the data
- * buffer's allocation header, a first write-back extent array and the
+ * within cache_size + 10% at every page size): its cpage and a header's
+ * worth for the data buffer (the page pool has none; it stands for a
+ * chunk's free slots), a first write-back extent array and the
  * wbpages range naming it (every page may hold uncommitted data), half a
  * ghost (kout is half the pages) and hash buckets for both. At 4 KiB
  * pages this is about 11% of the page (444 bytes on x86-64).
@@ -83,6 +85,10 @@ struct cache *cache_new(const struct cache_params *p)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	if (!(c->pool = pagepool_new(p->page_size))) {
+		free(c);
+		return NULL;
+	}
 	c->page_size = p->page_size;
 	while ((1u << c->shift) < p->page_size)
 		c->shift++;
@@ -159,7 +165,7 @@ static void page_free(struct cache *c, struct cpage *p)
 	f->valid_bytes -= rangeset_bytes(&p->valid);
 	c->st.valid_bytes -= rangeset_bytes(&p->valid);
 	rangeset_clear(&p->valid);
-	free(p->data);
+	pagepool_put(c->pool, p->data);
 	free(p);
 	c->st.pages--;
 	c->st.page_bytes -= c->page_size;
@@ -275,7 +281,7 @@ struct cpage *page_get(struct cache *c, struct cfile *f,
 		if (!evict_one(c))
 			return NULL;
 	p = calloc(1, sizeof(*p));
-	if (!p || !(p->data = malloc(c->page_size))) {
+	if (!p || !(p->data = pagepool_get(c->pool))) {
 		free(p);
 		return NULL;
 	}
@@ -493,6 +499,7 @@ void cache_free(struct cache **cp)
 		free(g);
 	}
 	free(c->creds);
+	pagepool_free(&c->pool);
 	free(c);
 	*cp = NULL;
 }
@@ -1395,7 +1402,11 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	const struct cpage *p, *ptmp;
 	uint64_t meta = 0;
 
+	struct pagepool_stats ps;
+
 	*st = c->st;
+	pagepool_stats_get(c->pool, &ps);
+	st->pool_bytes = ps.mapped_bytes;
 	memcpy(st->wb_bytes, c->wbbytes, sizeof(st->wb_bytes));
 	st->ra = c->ra_gone;
 	HASH_ITER(hh, c->files, f, ftmp) {
@@ -1504,8 +1515,13 @@ const char *cache_check_why(const struct cache *c)
 	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0;
 	const char *why;
 
-	if ((why = queues_check_why(c)))
+	struct pagepool_stats ps;
+
+	if ((why = queues_check_why(c)) || (why = pagepool_check_why(c->pool)))
 		return why;
+	pagepool_stats_get(c->pool, &ps);
+	if (ps.used != c->st.pages)
+		return "the page pool's buffers in use differ from the pages";
 	DL_FOREACH2(c->lru, f, lnext) {
 		if (f->magic != CFILE_MAGIC)
 			return "a file on the LRU list has a bad magic number";

@@ -198,6 +198,8 @@ struct cache_params {
 	  "Prefetched bytes dropped before any client READ used them.") \
 	X(uint64_t, page_bytes, gauge, "nfscached_cache_page_bytes", \
 	  "Memory held by page buffers (pages times page_size).") \
+	X(uint64_t, pool_bytes, gauge, "nfscached_cache_page_pool_bytes", \
+	  "Memory mapped for page buffers: whole 2 MiB chunks, free slots included.") \
 	X(uint64_t, budget, gauge, "nfscached_cache_budget_bytes", \
 	  "Configured budget for pages with their metadata (cache_size).") \
 	X(uint64_t, page_cost, gauge, "nfscached_cache_page_cost_bytes", \

@@ -154,6 +154,7 @@ struct cfile {
 };
 
 struct cache {
+	struct pagepool *pool;		/* page buffers (pagepool.h) */
 	uint32_t page_size;
 	unsigned shift;
 	uint64_t page_cost;		/* page_size + page_overhead() */

@@ -60,7 +60,7 @@
 #include "stale.h"
 #include "writeback.h"
 
-#define NFSCACHED_MMAP_THRESHOLD (256 * 1024)	/* bytes, see main() */
+#define NFSCACHED_MMAP_THRESHOLD (4 * 1024 * 1024)	/* bytes, see main() */
 #define NFSCACHED_TRIM_THRESHOLD (8 * 1024 * 1024)	/* bytes, see main() */
 #define NFSCACHED_TOP_PAD (1024 * 1024)		/* bytes, see main() */
 
@@ -569,17 +569,19 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "cache") == 0)
 		return admin_main(argc - 1, argv + 1);
 	/*
-	 * Transfer buffers (up to 1 MiB: upstream replies, write-back runs)
-	 * come and go while page buffers stay. glibc's dynamic threshold
-	 * would move the large ones from mmap into the heap after the first
-	 * free, where they fragment it between pages and hold RSS past
-	 * cache_size; a fixed threshold keeps them mmap'd and returned at
-	 * once (mallopt(3)). It also pins the trim threshold at 128 KiB: the
-	 * reply buffer of every 64 KiB READ then grew the heap's top and
-	 * gave it back (brk), faulting its pages in again each time (W6 read
-	 * holes at 224 MB/s, 4 s of CPU in page faults and memmove). Keeping
-	 * up to 8 MiB free at the top, and growing it 1 MiB at a time, made
-	 * it 2,294 MB/s (W4 cold: 71 -> 167 MB/s), for at most 8 MiB of RSS.
+	 * Page buffers come from the cache's page pool (cache/pagepool.h),
+	 * not from malloc. What malloc serves in bulk is transfer buffers
+	 * (up to 1 MiB and headers: libnfs's reply and call buffers, write-
+	 * back runs), which come and go. Below the mmap threshold a freed
+	 * one is reused by the next from the heap; above it each is a new
+	 * mapping faulted in 4 KiB at a time (256 faults per MiB: with the
+	 * threshold at 256 KiB, W3 ran at 61 MB/s and W4 at 121, at 4 MiB
+	 * 82 and 128, bench/run.sh on a 2-CPU VM). The threshold is fixed
+	 * (mallopt(3)) so glibc does not move it, above the largest
+	 * transfer. The trim threshold keeps up to 8 MiB free at the heap's
+	 * top and it grows 1 MiB at a time: the reply buffer of every 64 KiB
+	 * READ otherwise grew the top and gave it back (brk), faulting its
+	 * pages in again each time (W6 read holes: 224 -> 2,294 MB/s).
 	 */
 	mallopt(M_MMAP_THRESHOLD, NFSCACHED_MMAP_THRESHOLD);
 	mallopt(M_TRIM_THRESHOLD, NFSCACHED_TRIM_THRESHOLD);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pagepool: the cache's page buffers (page_size bytes each), carved from
+ * 2 MiB chunks mapped once and kept, each advised for transparent huge
+ * pages (madvise(2) MADV_HUGEPAGE).
+ *
+ * Why not malloc: a cold read fills a new page per 64 KiB of file. From
+ * malloc each one is fresh memory, faulted in 4 KiB at a time (16 faults
+ * per 64 KiB page, each several microseconds on a virtual machine), and
+ * a freed page may go back to the kernel and fault again when reused.
+ * Here a chunk faults once per huge page when THP is enabled
+ * ("madvise" or "always" in /sys/kernel/mm/transparent_hugepage/enabled;
+ * with "never" it is 4 KiB pages, as before), and a freed buffer stays
+ * mapped for the next page. Measured on W4 (cold sequential 64 KiB
+ * READs, bench/run.sh): see docs/benchmarks.md and HACKING.md.
+ *
+ * Memory: at most one chunk with no buffer in use is kept (the next
+ * growth takes it); every other chunk is unmapped as its last buffer
+ * comes back. So the pool maps no more than the buffers in use rounded
+ * up per chunk, plus one chunk: within cache_size, whose budget charges
+ * page_size per page, plus the partial chunks' free slots (at most one
+ * chunk's worth per chunk in use after evictions scatter them).
+ *
+ * Not thread-safe: the cache's one thread owns it.
+ *
+ * Invariants (pagepool_check_why): every chunk's used count is the number
+ * of clear bits in its free map (a set bit: the slot is free); a chunk is
+ * on the partial list exactly when it has a free slot; the pool's chunk
+ * and used counts are the sums over its chunks; at most one chunk has no
+ * buffer in use.
+ */
+#ifndef NFSCACHED_CACHE_PAGEPOOL_H
+#define NFSCACHED_CACHE_PAGEPOOL_H
+
+#include <stdint.h>
+
+#define PAGEPOOL_CHUNK (2u * 1024 * 1024)	/* bytes, one x86-64 huge page */
+
+struct pagepool;
+
+struct pagepool_stats {
+	uint64_t chunks;	/* chunks mapped */
+	uint64_t mapped_bytes;	/* chunks * PAGEPOOL_CHUNK */
+	uint64_t used;		/* buffers handed out and not returned */
+};
+
+/*
+ * A pool of page_size buffers. page_size: a power of two from 4 KiB to
+ * PAGEPOOL_CHUNK bytes. Maps nothing yet. Returns NULL (errno EINVAL) for
+ * another page_size, or on ENOMEM. Free with pagepool_free.
+ */
+struct pagepool *pagepool_new(uint32_t page_size);
+
+/*
+ * A buffer of page_size bytes, aligned to page_size, contents undefined
+ * (a reused buffer keeps its last bytes). Owned by the caller until
+ * pagepool_put. NULL when a new chunk cannot be mapped (mmap's ENOMEM).
+ */
+void *pagepool_get(struct pagepool *pp);
+
+/*
+ * Return buf (from pagepool_get of this pool; NULL is ignored). A chunk
+ * left with no buffer in use is unmapped unless it is the only such
+ * chunk. Aborts on a pointer this pool did not hand out (a double put
+ * included): that is memory corruption, not an error to report.
+ */
+void pagepool_put(struct pagepool *pp, void *buf);
+
+/* Unmap every chunk and free the pool (*ppp becomes NULL). Buffers still
+ * out become invalid. NULL or *ppp NULL: nothing. */
+void pagepool_free(struct pagepool **ppp);
+
+/* The pool's counters. */
+void pagepool_stats_get(const struct pagepool *pp, struct pagepool_stats *st);
+
+/* NULL when the invariants above hold, else the name of the first that
+ * does not. */
+const char *pagepool_check_why(const struct pagepool *pp);
+
+#endif

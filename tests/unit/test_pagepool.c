@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for cache/pagepool: page buffers carved from 2 MiB chunks.
+ * Each case checks the pool's invariants (pagepool_check_why) after every
+ * step and its counts against what the case handed out: buffers are
+ * aligned and distinct, a chunk fills before another is mapped, a chunk
+ * with nothing in use is kept once and unmapped beyond that, data stays
+ * put while a buffer is out, and bad page sizes are refused.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cunit_main.h"
+#include "pagepool.h"
+
+#define NR(arr) (sizeof(arr) / sizeof((arr)[0]))
+
+static void check(const struct pagepool *pp, uint64_t chunks, uint64_t used)
+{
+	struct pagepool_stats st;
+
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, chunks);
+	CU_ASSERT_EQUAL(st.mapped_bytes, chunks * PAGEPOOL_CHUNK);
+	CU_ASSERT_EQUAL(st.used, used);
+}
+
+static void bad_page_sizes_are_refused(void)
+{
+	uint32_t bad[] = { 0, 2048, 4095, 65536 + 4096, 2 * PAGEPOOL_CHUNK };
+
+	for (size_t i = 0; i < NR(bad); i++) {
+		errno = 0;
+		CU_ASSERT_PTR_NULL(pagepool_new(bad[i]));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+	}
+}
+
+/* 64 KiB pages: 32 per chunk. The 33rd maps a second chunk. */
+static void chunk_fills_before_the_next_is_mapped(void)
+{
+	struct pagepool *pp = pagepool_new(65536);
+	uint8_t *b[33];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	check(pp, 0, 0);
+	for (int i = 0; i < 32; i++) {
+		b[i] = pagepool_get(pp);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i]);
+		CU_ASSERT_EQUAL((uintptr_t)b[i] % 65536, 0);
+		/* In address order within the one chunk. */
+		CU_ASSERT_PTR_EQUAL(b[i], b[0] + (size_t)i * 65536);
+		memset(b[i], i, 65536);
+		check(pp, 1, (uint64_t)i + 1);
+	}
+	CU_ASSERT_EQUAL((uintptr_t)b[0] % PAGEPOOL_CHUNK, 0);
+	b[32] = pagepool_get(pp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b[32]);
+	CU_ASSERT_TRUE(b[32] < b[0] || b[32] >= b[0] + PAGEPOOL_CHUNK);
+	check(pp, 2, 33);
+	for (int i = 0; i < 32; i++)
+		CU_ASSERT_TRUE(b[i][0] == i && b[i][65535] == i);
+	/* A buffer put back is the next one handed out. */
+	pagepool_put(pp, b[7]);
+	check(pp, 2, 32);
+	CU_ASSERT_PTR_EQUAL(pagepool_get(pp), b[7]);
+	check(pp, 2, 33);
+	pagepool_free(&pp);
+	CU_ASSERT_PTR_NULL(pp);
+	pagepool_free(&pp);	/* NULL: nothing */
+}
+
+/* Three chunks' worth out, then all back: one chunk stays mapped, the
+ * others go as they empty; the kept one serves the next get. */
+static void one_empty_chunk_is_kept(void)
+{
+	struct pagepool *pp = pagepool_new(1024 * 1024);	/* 2 a chunk */
+	uint8_t *b[6], *again;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	for (int i = 0; i < 6; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i] = pagepool_get(pp));
+	check(pp, 3, 6);
+	pagepool_put(pp, b[0]);
+	pagepool_put(pp, b[1]);		/* first chunk empty: kept */
+	check(pp, 3, 4);
+	pagepool_put(pp, b[2]);
+	pagepool_put(pp, b[3]);		/* second empty: unmapped */
+	check(pp, 2, 2);
+	pagepool_put(pp, b[5]);
+	check(pp, 2, 1);
+	/* The half-used chunk serves first, not the spare. */
+	again = pagepool_get(pp);
+	CU_ASSERT_PTR_EQUAL(again, b[5]);
+	check(pp, 2, 2);
+	pagepool_put(pp, again);
+	pagepool_put(pp, b[4]);
+	check(pp, 1, 0);
+	CU_ASSERT_PTR_NOT_NULL(again = pagepool_get(pp));
+	check(pp, 1, 1);
+	pagepool_put(pp, again);
+	pagepool_free(&pp);
+}
+
+/* A random mix of gets and puts against a list of what is out: the
+ * counts and the invariants hold after every step, buffers never
+ * overlap, and each keeps the bytes written into it. */
+static void random_gets_and_puts_match_a_model(void)
+{
+	enum { N = 2000, STEPS = 20000 };
+	struct pagepool *pp = pagepool_new(16384);
+	uint8_t **out = calloc(N, sizeof(*out));
+	uint32_t *tag = calloc(N, sizeof(*tag));
+	unsigned n = 0, seed = 16;
+	uint64_t max_chunks = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tag);
+	for (uint32_t step = 1; step <= STEPS; step++) {
+		struct pagepool_stats st;
+
+		if (n < N && (n == 0 || rand_r(&seed) % 100 < 55)) {
+			out[n] = pagepool_get(pp);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(out[n]);
+			tag[n] = step;
+			memcpy(out[n], &step, sizeof(step));
+			memcpy(out[n] + 16380, &step, sizeof(step));
+			n++;
+		} else {
+			unsigned k = (unsigned)rand_r(&seed) % n;
+			uint32_t h, t;
+
+			memcpy(&h, out[k], sizeof(h));
+			memcpy(&t, out[k] + 16380, sizeof(t));
+			CU_ASSERT_EQUAL(h, tag[k]);
+			CU_ASSERT_EQUAL(t, tag[k]);
+			pagepool_put(pp, out[k]);
+			out[k] = out[--n];
+			tag[k] = tag[n];
+		}
+		CU_ASSERT_PTR_NULL_FATAL(pagepool_check_why(pp));
+		pagepool_stats_get(pp, &st);
+		CU_ASSERT_EQUAL_FATAL(st.used, n);
+		/* Never more chunks than buffers out could fill, plus those
+		 * the scattering of free slots keeps, plus the spare. */
+		CU_ASSERT_FATAL(st.chunks <= (uint64_t)n + 1);
+		if (st.chunks > max_chunks)
+			max_chunks = st.chunks;
+	}
+	/* 16 KiB pages: 128 a chunk. */
+	CU_ASSERT(max_chunks >= (uint64_t)(N / 4) / 128);
+	while (n)
+		pagepool_put(pp, out[--n]);
+	check(pp, 1, 0);
+	free(out);
+	free(tag);
+	pagepool_free(&pp);
+}
+
+int test_register(void)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+#define T(f) { #f, f }
+		T(bad_page_sizes_are_refused),
+		T(chunk_fills_before_the_next_is_mapped),
+		T(one_empty_chunk_is_kept),
+		T(random_gets_and_puts_match_a_model),
+#undef T
+	};
+	CU_pSuite s = CU_add_suite("pagepool", NULL, NULL);
+
+	if (s == NULL)
+		return -1;
+	for (size_t i = 0; i < NR(tests); i++)
+		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
+			return -1;
+	return 0;
+}
