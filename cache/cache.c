@@ -85,15 +85,16 @@ struct cache *cache_new(const struct cache_params *p)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	if (!(c->pool = pagepool_new(p->page_size))) {
-		free(c);
-		return NULL;
-	}
 	c->page_size = p->page_size;
 	while ((1u << c->shift) < p->page_size)
 		c->shift++;
 	c->page_cost = p->page_size + page_overhead();
 	c->max_pages = p->budget / c->page_cost;
+	if (!(c->pool = pagepool_new(p->page_size,
+				     c->max_pages * p->page_size))) {
+		free(c);
+		return NULL;
+	}
 	c->kin = c->max_pages / 4 ? c->max_pages / 4 : 1;
 	c->kout = c->max_pages / 2 ? c->max_pages / 2 : 1;
 	c->st.budget = p->budget;

@@ -45,9 +45,11 @@ struct pagepool {
 	struct chunk *chunks;		/* hash by base */
 	struct chunk *partial;		/* chunks with a free slot */
 	uint64_t nchunks, used, empty;	/* empty: chunks with used 0 */
+	uint64_t keep_chunks;		/* empty ones kept up to this many
+					 * chunks mapped in all */
 };
 
-struct pagepool *pagepool_new(uint32_t page_size)
+struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
 {
 	struct pagepool *pp;
 
@@ -61,6 +63,7 @@ struct pagepool *pagepool_new(uint32_t page_size)
 		return NULL;
 	pp->page_size = page_size;
 	pp->nslots = PAGEPOOL_CHUNK / page_size;
+	pp->keep_chunks = (keep_bytes + PAGEPOOL_CHUNK - 1) / PAGEPOOL_CHUNK;
 	return pp;
 }
 
@@ -172,12 +175,12 @@ void pagepool_put(struct pagepool *pp, void *buf)
 	}
 	if (--c->used)
 		return;
-	if (++pp->empty > 1) {
+	if (++pp->empty > 1 && pp->nchunks > pp->keep_chunks) {
 		chunk_unmap(pp, c);
 		return;
 	}
-	/* The one spare: last in line, so buffers come from chunks in use
-	 * and this one stays whole for when they are full. */
+	/* Kept: last in line, so buffers come from chunks in use and this
+	 * one stays whole for when they are full. */
 	DL_DELETE(pp->partial, c);
 	DL_APPEND(pp->partial, c);
 }
@@ -228,7 +231,8 @@ const char *pagepool_check_why(const struct pagepool *pp)
 		return "the partial list differs from the chunks marked on it";
 	if (n != pp->nchunks || used != pp->used || empty != pp->empty)
 		return "the pool's counts differ from its chunks";
-	if (empty > 1)
-		return "more than one chunk has no buffer in use";
+	if (empty > 1 && n > pp->keep_chunks + 1)
+		return "more than one chunk has no buffer in use past the keep "
+		       "limit";
 	return NULL;
 }

@@ -14,12 +14,14 @@
  * mapped for the next page. Measured on W4 (cold sequential 64 KiB
  * READs, bench/run.sh): see docs/benchmarks.md and HACKING.md.
  *
- * Memory: at most one chunk with no buffer in use is kept (the next
- * growth takes it); every other chunk is unmapped as its last buffer
- * comes back. So the pool maps no more than the buffers in use rounded
- * up per chunk, plus one chunk: within cache_size, whose budget charges
- * page_size per page, plus the partial chunks' free slots (at most one
- * chunk's worth per chunk in use after evictions scatter them).
+ * Memory: a chunk whose last buffer comes back stays mapped while the
+ * pool maps no more than its keep limit (the cache's pages at its budget,
+ * rounded up to whole chunks), or when it is the only empty one; past the
+ * limit it is unmapped. A cache that evicts to stay within its budget
+ * thus reuses mapped chunks instead of unmapping them and zeroing new
+ * ones (W3, writing more than the cache holds: 17% of the CPU was the
+ * kernel clearing new huge pages). The pool maps at most the larger of
+ * the keep limit plus one chunk and the chunks holding buffers in use.
  *
  * Not thread-safe: the cache's one thread owns it.
  *
@@ -27,7 +29,7 @@
  * of clear bits in its free map (a set bit: the slot is free); a chunk is
  * on the partial list exactly when it has a free slot; the pool's chunk
  * and used counts are the sums over its chunks; at most one chunk has no
- * buffer in use.
+ * buffer in use while the pool maps more than its keep limit.
  */
 #ifndef NFSCACHED_CACHE_PAGEPOOL_H
 #define NFSCACHED_CACHE_PAGEPOOL_H
@@ -45,11 +47,13 @@ struct pagepool_stats {
 };
 
 /*
- * A pool of page_size buffers. page_size: a power of two from 4 KiB to
- * PAGEPOOL_CHUNK bytes. Maps nothing yet. Returns NULL (errno EINVAL) for
- * another page_size, or on ENOMEM. Free with pagepool_free.
+ * A pool of page_size buffers that keeps empty chunks while it maps at
+ * most keep_bytes (rounded up to whole chunks; 0: one empty chunk only).
+ * page_size: a power of two from 4 KiB to PAGEPOOL_CHUNK bytes. Maps
+ * nothing yet. Returns NULL (errno EINVAL) for another page_size, or on
+ * ENOMEM. Free with pagepool_free.
  */
-struct pagepool *pagepool_new(uint32_t page_size);
+struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes);
 
 /*
  * A buffer of page_size bytes, aligned to page_size, contents undefined
@@ -60,8 +64,8 @@ void *pagepool_get(struct pagepool *pp);
 
 /*
  * Return buf (from pagepool_get of this pool; NULL is ignored). A chunk
- * left with no buffer in use is unmapped unless it is the only such
- * chunk. Aborts on a pointer this pool did not hand out (a double put
+ * left with no buffer in use is unmapped when the pool maps more than its
+ * keep limit and another chunk is empty too. Aborts on a pointer this pool did not hand out (a double put
  * included): that is memory corruption, not an error to report.
  */
 void pagepool_put(struct pagepool *pp, void *buf);

@@ -600,8 +600,11 @@ int main(int argc, char **argv)
 	conf_clients_resolve(d.conf, warn_conf_line);
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);
+	/* No EVENT_BASE_FLAG_PRECISE_TIMER: its timerfd was re-armed at
+	 * nearly every upstream call (each has a timeout timer), a system
+	 * call costing 6% of the CPU of W3 (bench/run.sh); the daemon's
+	 * timers need milliseconds, which epoll_wait's timeout gives. */
 	ec = event_config_new();
-	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
 	d.base = event_base_new_with_config(ec);
 	event_config_free(ec);
 	if (!d.base)

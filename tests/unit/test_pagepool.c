@@ -3,9 +3,9 @@
  * Unit tests for cache/pagepool: page buffers carved from 2 MiB chunks.
  * Each case checks the pool's invariants (pagepool_check_why) after every
  * step and its counts against what the case handed out: buffers are
- * aligned and distinct, a chunk fills before another is mapped, a chunk
- * with nothing in use is kept once and unmapped beyond that, data stays
- * put while a buffer is out, and bad page sizes are refused.
+ * aligned and distinct, a chunk fills before another is mapped, empty
+ * chunks are kept up to the keep limit (one past it) and unmapped beyond,
+ * data stays put while a buffer is out, and bad page sizes are refused.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -34,7 +34,7 @@ static void bad_page_sizes_are_refused(void)
 
 	for (size_t i = 0; i < NR(bad); i++) {
 		errno = 0;
-		CU_ASSERT_PTR_NULL(pagepool_new(bad[i]));
+		CU_ASSERT_PTR_NULL(pagepool_new(bad[i], 0));
 		CU_ASSERT_EQUAL(errno, EINVAL);
 	}
 }
@@ -42,7 +42,7 @@ static void bad_page_sizes_are_refused(void)
 /* 64 KiB pages: 32 per chunk. The 33rd maps a second chunk. */
 static void chunk_fills_before_the_next_is_mapped(void)
 {
-	struct pagepool *pp = pagepool_new(65536);
+	struct pagepool *pp = pagepool_new(65536, 0);
 	uint8_t *b[33];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
@@ -77,7 +77,7 @@ static void chunk_fills_before_the_next_is_mapped(void)
  * others go as they empty; the kept one serves the next get. */
 static void one_empty_chunk_is_kept(void)
 {
-	struct pagepool *pp = pagepool_new(1024 * 1024);	/* 2 a chunk */
+	struct pagepool *pp = pagepool_new(1024 * 1024, 0);	/* 2 a chunk */
 	uint8_t *b[6], *again;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
@@ -105,13 +105,38 @@ static void one_empty_chunk_is_kept(void)
 	pagepool_free(&pp);
 }
 
+/* A keep limit of 3 chunks: 4 chunks' worth out, then all back, leaves 3
+ * mapped; getting 3 chunks' worth again maps none. */
+static void empty_chunks_kept_up_to_the_limit(void)
+{
+	struct pagepool *pp = pagepool_new(1024 * 1024, 3 * PAGEPOOL_CHUNK - 1);
+	uint8_t *b[8];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i] = pagepool_get(pp));
+	check(pp, 4, 8);
+	for (int i = 0; i < 8; i++)
+		pagepool_put(pp, b[i]);
+	check(pp, 3, 0);
+	for (int i = 0; i < 6; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i] = pagepool_get(pp));
+	check(pp, 3, 6);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b[6] = pagepool_get(pp));
+	check(pp, 4, 7);
+	for (int i = 0; i < 7; i++)
+		pagepool_put(pp, b[i]);
+	check(pp, 3, 0);
+	pagepool_free(&pp);
+}
+
 /* A random mix of gets and puts against a list of what is out: the
  * counts and the invariants hold after every step, buffers never
  * overlap, and each keeps the bytes written into it. */
 static void random_gets_and_puts_match_a_model(void)
 {
 	enum { N = 2000, STEPS = 20000 };
-	struct pagepool *pp = pagepool_new(16384);
+	struct pagepool *pp = pagepool_new(16384, 0);
 	uint8_t **out = calloc(N, sizeof(*out));
 	uint32_t *tag = calloc(N, sizeof(*tag));
 	unsigned n = 0, seed = 16;
@@ -171,6 +196,7 @@ int test_register(void)
 		T(bad_page_sizes_are_refused),
 		T(chunk_fills_before_the_next_is_mapped),
 		T(one_empty_chunk_is_kept),
+		T(empty_chunks_kept_up_to_the_limit),
 		T(random_gets_and_puts_match_a_model),
 #undef T
 	};
