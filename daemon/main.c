@@ -556,11 +556,32 @@ static void daemon_free(struct daemon *d)
 	conf_free(&d->conf);
 }
 
+/*
+ * Page buffers come from the cache's page pool (cache/pagepool.h),
+ * not from malloc. What malloc serves in bulk is transfer buffers
+ * (up to 1 MiB and headers: libnfs's reply and call buffers, write-
+ * back runs), which come and go. Below the mmap threshold a freed
+ * one is reused by the next from the heap; above it each is a new
+ * mapping faulted in 4 KiB at a time (256 faults per MiB: with the
+ * threshold at 256 KiB, W3 ran at 61 MB/s and W4 at 121, at 4 MiB
+ * 82 and 128, bench/run.sh on a 2-CPU VM). The threshold is fixed
+ * (mallopt(3)) so glibc does not move it, above the largest
+ * transfer. The trim threshold keeps up to 8 MiB free at the heap's
+ * top and it grows 1 MiB at a time: the reply buffer of every 64 KiB
+ * READ otherwise grew the top and gave it back (brk), faulting its
+ * pages in again each time (W6 read holes: 224 -> 2,294 MB/s).
+ */
+static void malloc_tune(void)
+{
+	mallopt(M_MMAP_THRESHOLD, NFSCACHED_MMAP_THRESHOLD);
+	mallopt(M_TRIM_THRESHOLD, NFSCACHED_TRIM_THRESHOLD);
+	mallopt(M_TOP_PAD, NFSCACHED_TOP_PAD);
+}
+
 int main(int argc, char **argv)
 {
 	struct daemon d;
 	struct opts *o = &the_opts;
-	struct event_config *ec;
 	struct event *sigs[3];
 	char err[256];
 
@@ -568,24 +589,7 @@ int main(int argc, char **argv)
 		return stats_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "cache") == 0)
 		return admin_main(argc - 1, argv + 1);
-	/*
-	 * Page buffers come from the cache's page pool (cache/pagepool.h),
-	 * not from malloc. What malloc serves in bulk is transfer buffers
-	 * (up to 1 MiB and headers: libnfs's reply and call buffers, write-
-	 * back runs), which come and go. Below the mmap threshold a freed
-	 * one is reused by the next from the heap; above it each is a new
-	 * mapping faulted in 4 KiB at a time (256 faults per MiB: with the
-	 * threshold at 256 KiB, W3 ran at 61 MB/s and W4 at 121, at 4 MiB
-	 * 82 and 128, bench/run.sh on a 2-CPU VM). The threshold is fixed
-	 * (mallopt(3)) so glibc does not move it, above the largest
-	 * transfer. The trim threshold keeps up to 8 MiB free at the heap's
-	 * top and it grows 1 MiB at a time: the reply buffer of every 64 KiB
-	 * READ otherwise grew the top and gave it back (brk), faulting its
-	 * pages in again each time (W6 read holes: 224 -> 2,294 MB/s).
-	 */
-	mallopt(M_MMAP_THRESHOLD, NFSCACHED_MMAP_THRESHOLD);
-	mallopt(M_TRIM_THRESHOLD, NFSCACHED_TRIM_THRESHOLD);
-	mallopt(M_TOP_PAD, NFSCACHED_TOP_PAD);
+	malloc_tune();
 	memset(&d, 0, sizeof(d));
 	parse_flags(argc, argv, o);
 	d.conf = load_conf(o);
@@ -601,12 +605,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);
 	/* No EVENT_BASE_FLAG_PRECISE_TIMER: its timerfd was re-armed at
-	 * nearly every upstream call (each has a timeout timer), a system
-	 * call costing 6% of the CPU of W3 (bench/run.sh); the daemon's
-	 * timers need milliseconds, which epoll_wait's timeout gives. */
-	ec = event_config_new();
-	d.base = event_base_new_with_config(ec);
-	event_config_free(ec);
+	 * nearly every upstream call (each has a timeout timer), 6% of W3's
+	 * CPU (bench/run.sh); milliseconds (epoll_wait's) are enough. */
+	d.base = event_base_new();
 	if (!d.base)
 		fatal("cannot create the event loop");
 	d.names = peername_new(d.base);
