@@ -996,6 +996,28 @@ static void up_after_service(struct upstream *u, int rc)
 	up_io_update(u);
 }
 
+/*
+ * Send what libnfs queued now instead of at the next POLLOUT: a call goes
+ * out in upstream_call, saving a loop turn and the two epoll_ctl calls
+ * that switching the io event to EV_WRITE and back cost (on W5's cold
+ * random READs, one call at a time, +3%; W2 +8%). rpc_service with
+ * POLLOUT alone on a connected context only writes (libnfs
+ * lib/socket.c: rpc_write_to_socket, stopping at EAGAIN) and calls no
+ * callback. A write error is not acted on here, so nothing completes
+ * inside upstream_call: libnfs has marked the context disconnected with
+ * the PDUs queued again, which leaves it wanting POLLOUT; the io event
+ * armed for that fires on the next loop turn, and rpc_service fails
+ * there and up_after_service loses the connection as it would have.
+ */
+static void up_write_now(struct upstream *u)
+{
+	if (!u->rpc || u->closed || u->phase != UP_PH_UP)
+		return;
+	u->in_service = true;
+	(void)rpc_service(u->rpc, POLLOUT);
+	u->in_service = false;
+}
+
 /* The context's socket is ready: let libnfs work. */
 static void up_io_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -1494,8 +1516,10 @@ int upstream_call(struct upstream *u, uint32_t proc,
 	u->st.bytes_sent += args_len;
 	zdr_destroy(&z);
 	free(args);
-	if (!u->in_service)
-		up_io_update(u);	/* in service: re-armed on return */
+	if (!u->in_service) {		/* in service: written on return */
+		up_write_now(u);
+		up_io_update(u);
+	}
 	return 0;
 fail:
 	if (c)

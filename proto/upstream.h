@@ -17,6 +17,11 @@
  * would (on a link whose smoothed reply latency srtt is longer: 2 x srtt
  * and 4 x srtt). A slow server that answers the NULL keeps its calls
  * their whole call timeout.
+ *
+ * A call is written to the socket inside upstream_call when the socket
+ * takes it (libnfs's send(2), without MSG_NOSIGNAL): the process must
+ * ignore SIGPIPE, as nfscached's main does, or a write to a connection
+ * the server just closed kills it.
  */
 #ifndef NFSCACHED_PROTO_UPSTREAM_H
 #define NFSCACHED_PROTO_UPSTREAM_H

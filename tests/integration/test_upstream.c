@@ -16,6 +16,8 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -1040,6 +1042,7 @@ struct relay {
 	int target;		/* where it connects */
 	bool frozen;		/* drop server bytes */
 	bool proc_unavail;	/* rewrite replies to PROC_UNAVAIL */
+	struct relay_pair *last;	/* the pair accepted last */
 };
 
 struct relay_pair {
@@ -1106,8 +1109,13 @@ static void relay_srv_read(struct bufferevent *bev, void *arg)
 static void relay_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		relay_pair_free(arg);
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		struct relay_pair *rp = arg;
+
+		if (rp->rl->last == rp)
+			rp->rl->last = NULL;
+		relay_pair_free(rp);
+	}
 }
 
 /* Accept a client and connect to the target. */
@@ -1122,6 +1130,7 @@ static void relay_accept(struct evconnlistener *l, evutil_socket_t fd,
 	(void)sa;
 	(void)salen;
 	rp->rl = rl;
+	rl->last = rp;
 	rp->cli = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	rp->srv = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1143,6 +1152,7 @@ static int relay_start(struct relay *rl, int target)
 	rl->target = target;
 	rl->frozen = false;
 	rl->proc_unavail = false;
+	rl->last = NULL;
 	rl->l = evconnlistener_new_bind(base, relay_accept, rl,
 					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
 					16, (struct sockaddr *)&sa, sizeof(sa));
@@ -1152,6 +1162,54 @@ static int relay_start(struct relay *rl, int target)
 		    &salen);
 	rl->port = ntohs(sa.sin_port);
 	return 0;
+}
+
+/*
+ * A call is on the wire when upstream_call returns, not at the loop's next
+ * turn (up_write_now): the relay's socket towards nfscached becomes
+ * readable while the loop does not run. Without the immediate write the
+ * bytes wait in libnfs's queue and poll times out (the bound only limits
+ * how long a failure takes to show).
+ */
+static void test_call_is_sent_before_the_loop_turns(void)
+{
+	struct relay rl;
+	struct upstream_params p = params(5);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct nfs_cred c = cred_of(0, 0);
+	struct result r = { 0 };
+	struct upstream *u;
+	struct fh root;
+	struct pollfd pfd;
+	uint8_t args[128];
+	size_t alen;
+
+	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
+	p.nfs_port = rl.port;
+	u = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rl.last);
+	root = root_fh(u);
+	alen = getattr_args(args, &root);
+	/* Nothing pending from the connection's own calls. */
+	CU_ASSERT_EQUAL(evbuffer_get_length(bufferevent_get_input(rl.last->cli)), 0);
+	pfd.fd = bufferevent_getfd(rl.last->cli);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 0), 0);
+	CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r), 0);
+	CU_ASSERT_EQUAL(poll(&pfd, 1, 30000), 1);
+	CU_ASSERT(pfd.revents & POLLIN);
+	CU_ASSERT_EQUAL(r.done, 0);
+	/* The loop then relays it and the reply comes back. */
+	CU_ASSERT(run_until(is_done, &r, 10));
+	CU_ASSERT_EQUAL(r.st, UPSTREAM_OK);
+	CU_ASSERT_EQUAL(r.cb_in_call, 0);
+	upstream_free(&u);
+	evconnlistener_free(rl.l);
+	result_clear(&r);
+	run_until(never, NULL, 0.1);	/* let the relay pairs close */
 }
 
 static void test_call_timeout_drops_connection(void)
@@ -1320,12 +1378,17 @@ static void test_server_stop_gives_edown_then_recovers(void)
 	CU_ASSERT_EQUAL_FATAL(upstream_get_state(up), UPSTREAM_UP);
 	upstream_stats_get(up, &st0);
 	memset(&main_states, 0, sizeof(main_states));
-	/* Queued but not yet written: the loop does not run until the
-	 * server is gone. */
+	/* The server goes first; the loop does not run, so the connection
+	 * still looks UP and the calls are taken. They are written into the
+	 * closed connection at once (up_write_now): the first may be taken
+	 * by the kernel, later ones fail (EPIPE), and the failure is acted
+	 * on by the loop, never inside upstream_call. */
+	CU_ASSERT_EQUAL_FATAL(sh("stop"), 0);
 	for (i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(call(up, PROC_GETATTR, args, alen, &c, &r[i]),
 				0);
-	CU_ASSERT_EQUAL_FATAL(sh("stop"), 0);
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(r[i].done, 0);
 	CU_ASSERT_FATAL(run_until(all_done, &rs, 10));
 	for (i = 0; i < 4; i++) {
 		CU_ASSERT_EQUAL(r[i].done, 1);
@@ -1433,6 +1496,8 @@ int test_register(void)
 		  test_silent_server_times_out_connecting },
 		{ "call_timeout_drops_connection",
 		  test_call_timeout_drops_connection },
+		{ "call_is_sent_before_the_loop_turns",
+		  test_call_is_sent_before_the_loop_turns },
 		{ "free_from_state_callback_on_timeout",
 		  test_free_from_state_callback_on_timeout },
 		{ "rpc_failure_is_eproto_and_keeps_connection",
@@ -1446,6 +1511,7 @@ int test_register(void)
 	CU_pSuite s;
 	size_t i;
 
+	signal(SIGPIPE, SIG_IGN);	/* as nfscached's main (upstream.h) */
 	env_export_dir = need_env("NFSC_EXPORT_DIR");
 	env_upstreamctl = need_env("NFSC_UPSTREAMCTL");
 	if (!nfs || !mnt || !env_export_dir || !env_upstreamctl)
