@@ -1164,6 +1164,26 @@ static int relay_start(struct relay *rl, int target)
 	return 0;
 }
 
+/* An upstream with call timeout secs whose NFS connection goes through
+ * relay rl (started here), UP; args and *alen: a GETATTR of its root. */
+static struct upstream *relayed_up(struct relay *rl, double secs,
+				   struct state_log *log, uint8_t *args,
+				   size_t *alen)
+{
+	struct upstream_params p = params(secs);
+	struct upstream *u;
+	struct fh root;
+
+	CU_ASSERT_EQUAL_FATAL(relay_start(rl, env_nfs_port), 0);
+	p.nfs_port = rl->port;
+	u = new_up(&p, log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	root = root_fh(u);
+	*alen = getattr_args(args, &root);
+	return u;
+}
+
 /*
  * A call is on the wire when upstream_call returns, not at the loop's next
  * turn (up_write_now): the relay's socket towards nfscached becomes
@@ -1174,24 +1194,16 @@ static int relay_start(struct relay *rl, int target)
 static void test_call_is_sent_before_the_loop_turns(void)
 {
 	struct relay rl;
-	struct upstream_params p = params(5);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
 	struct nfs_cred c = cred_of(0, 0);
 	struct result r = { 0 };
 	struct upstream *u;
-	struct fh root;
 	struct pollfd pfd;
 	uint8_t args[128];
 	size_t alen;
 
-	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
-	p.nfs_port = rl.port;
-	u = new_up(&p, &log);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
+	u = relayed_up(&rl, 5, &log, args, &alen);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(rl.last);
-	root = root_fh(u);
-	alen = getattr_args(args, &root);
 	/* Nothing pending from the connection's own calls. */
 	CU_ASSERT_EQUAL(evbuffer_get_length(bufferevent_get_input(rl.last->cli)), 0);
 	pfd.fd = bufferevent_getfd(rl.last->cli);
@@ -1215,24 +1227,16 @@ static void test_call_is_sent_before_the_loop_turns(void)
 static void test_call_timeout_drops_connection(void)
 {
 	struct relay rl;
-	struct upstream_params p = params(0.5);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
 	struct nfs_cred c = cred_of(0, 0);
 	struct result r[2] = { { 0 } };
 	struct results rs = { r, 2 };
 	struct upstream_stats st;
 	struct upstream *u;
-	struct fh root;
 	uint8_t args[128];
 	size_t alen;
 
-	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
-	p.nfs_port = rl.port;
-	u = new_up(&p, &log);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
-	root = root_fh(u);
-	alen = getattr_args(args, &root);
+	u = relayed_up(&rl, 0.5, &log, args, &alen);
 
 	rl.frozen = true;
 	observed = u;
@@ -1321,23 +1325,15 @@ static void test_free_from_state_callback_on_timeout(void)
 static void test_rpc_failure_is_eproto_and_keeps_connection(void)
 {
 	struct relay rl;
-	struct upstream_params p = params(10);
 	struct state_log log = { { 0 }, UPSTREAM_DOWN };
 	struct nfs_cred c = cred_of(0, 0);
 	struct result r = { 0 };
 	struct upstream_stats st;
 	struct upstream *u;
-	struct fh root;
 	uint8_t args[128];
 	size_t alen;
 
-	CU_ASSERT_EQUAL_FATAL(relay_start(&rl, env_nfs_port), 0);
-	p.nfs_port = rl.port;
-	u = new_up(&p, &log);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-	CU_ASSERT_EQUAL_FATAL(upstream_get_state(u), UPSTREAM_UP);
-	root = root_fh(u);
-	alen = getattr_args(args, &root);
+	u = relayed_up(&rl, 10, &log, args, &alen);
 
 	rl.proc_unavail = true;
 	CU_ASSERT_EQUAL(call_sync(u, PROC_GETATTR, args, alen, &c, &r),
