@@ -8,7 +8,8 @@
  * (at most 512 slots: 2 MiB of 4 KiB pages); a buffer is handed out from
  * the lowest free slot of the first chunk on the partial list, so a chunk
  * fills in address order. Under AddressSanitizer a free slot is poisoned:
- * a use after pagepool_put is reported as it would be after free().
+ * a use after pagepool_put is reported as it would be after free() (an
+ * overflow into a neighbour in use is not: pagepool.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -47,6 +48,7 @@ struct pagepool {
 	uint64_t nchunks, used, empty;	/* empty: chunks with used 0 */
 	uint64_t keep_chunks;		/* empty ones kept up to this many
 					 * chunks mapped in all */
+	bool huge;			/* advise MADV_HUGEPAGE */
 };
 
 struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
@@ -64,11 +66,12 @@ struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
 	pp->page_size = page_size;
 	pp->nslots = PAGEPOOL_CHUNK / page_size;
 	pp->keep_chunks = (keep_bytes + PAGEPOOL_CHUNK - 1) / PAGEPOOL_CHUNK;
+	pp->huge = keep_bytes >= PAGEPOOL_HUGE_MIN;
 	return pp;
 }
 
 /* Map a chunk at an aligned address: map twice its size, unmap the ends. */
-static uint8_t *chunk_map(void)
+static uint8_t *chunk_map(bool huge)
 {
 	uint8_t *p = mmap(NULL, 2 * (size_t)PAGEPOOL_CHUNK,
 			  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -86,7 +89,10 @@ static uint8_t *chunk_map(void)
 	/* Best effort: EINVAL without THP in the kernel, and "never" in
 	 * /sys/kernel/mm/transparent_hugepage/enabled, keep 4 KiB pages. */
 #ifdef MADV_HUGEPAGE
-	(void)madvise((void *)a, PAGEPOOL_CHUNK, MADV_HUGEPAGE);
+	if (huge)
+		(void)madvise((void *)a, PAGEPOOL_CHUNK, MADV_HUGEPAGE);
+#else
+	(void)huge;
 #endif
 	return (uint8_t *)a;
 }
@@ -95,7 +101,7 @@ static struct chunk *chunk_new(struct pagepool *pp)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
 
-	if (!c || !(c->base = chunk_map())) {
+	if (!c || !(c->base = chunk_map(pp->huge))) {
 		free(c);
 		return NULL;
 	}
@@ -203,6 +209,7 @@ void pagepool_stats_get(const struct pagepool *pp, struct pagepool_stats *st)
 	st->chunks = pp->nchunks;
 	st->mapped_bytes = pp->nchunks * PAGEPOOL_CHUNK;
 	st->used = pp->used;
+	st->huge = pp->huge;
 }
 
 const char *pagepool_check_why(const struct pagepool *pp)

@@ -23,6 +23,16 @@
  * kernel clearing new huge pages). The pool maps at most the larger of
  * the keep limit plus one chunk and the chunks holding buffers in use.
  *
+ * A small pool (keep limit under PAGEPOOL_HUGE_MIN, i.e. cache_size under
+ * about 64 MiB) is not advised for huge pages: a huge page is resident
+ * whole, so a 1 MiB cache would hold 2 MiB; with 4 KiB pages only what
+ * was touched is resident.
+ *
+ * Under AddressSanitizer a free slot is poisoned (a use after put is
+ * reported), but buffers in use sit next to each other with no red zone:
+ * an overflow from one page into a neighbour in use is not reported, as
+ * it would be between two malloc'd buffers.
+ *
  * Not thread-safe: the cache's one thread owns it.
  *
  * Invariants (pagepool_check_why): every chunk's used count is the number
@@ -34,9 +44,12 @@
 #ifndef NFSCACHED_CACHE_PAGEPOOL_H
 #define NFSCACHED_CACHE_PAGEPOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PAGEPOOL_CHUNK (2u * 1024 * 1024)	/* bytes, one x86-64 huge page */
+#define PAGEPOOL_HUGE_MIN (64ull << 20)	/* keep limit from which chunks are
+					 * advised for huge pages */
 
 struct pagepool;
 
@@ -44,11 +57,13 @@ struct pagepool_stats {
 	uint64_t chunks;	/* chunks mapped */
 	uint64_t mapped_bytes;	/* chunks * PAGEPOOL_CHUNK */
 	uint64_t used;		/* buffers handed out and not returned */
+	bool huge;		/* chunks advised MADV_HUGEPAGE */
 };
 
 /*
  * A pool of page_size buffers that keeps empty chunks while it maps at
- * most keep_bytes (rounded up to whole chunks; 0: one empty chunk only).
+ * most keep_bytes (rounded up to whole chunks; 0: one empty chunk only),
+ * advised for huge pages when keep_bytes >= PAGEPOOL_HUGE_MIN.
  * page_size: a power of two from 4 KiB to PAGEPOOL_CHUNK bytes. Maps
  * nothing yet. Returns NULL (errno EINVAL) for another page_size, or on
  * ENOMEM. Free with pagepool_free.

@@ -63,8 +63,10 @@
 #define NFSCACHED_MMAP_THRESHOLD (4 * 1024 * 1024)	/* bytes, see main() */
 #define NFSCACHED_TRIM_THRESHOLD (8 * 1024 * 1024)	/* bytes, see main() */
 #define NFSCACHED_TOP_PAD (1024 * 1024)		/* bytes, see main() */
+#define NFSCACHED_TRIM_PERIOD 10	/* seconds between malloc_trim(3) */
 
 static struct event *stop_timer;
+static struct event *trim_timer;	/* trim_cb's */
 static struct admin *admin;	/* the admin socket, NULL when off */
 static double flush_deadline;	/* no new write-back after this */
 static double stop_deadline;	/* nor waiting for calls in flight */
@@ -552,6 +554,8 @@ static void daemon_free(struct daemon *d)
 	peername_free(&d->names);
 	if (stop_timer)
 		event_free(stop_timer);
+	if (trim_timer)
+		event_free(trim_timer);
 	service_shutdown();
 	conf_free(&d->conf);
 }
@@ -576,6 +580,35 @@ static void malloc_tune(void)
 	mallopt(M_MMAP_THRESHOLD, NFSCACHED_MMAP_THRESHOLD);
 	mallopt(M_TRIM_THRESHOLD, NFSCACHED_TRIM_THRESHOLD);
 	mallopt(M_TOP_PAD, NFSCACHED_TOP_PAD);
+}
+
+/*
+ * Every NFSCACHED_TRIM_PERIOD seconds, give the heap's free pages back
+ * (malloc_trim(3), which releases free pages inside the heap, not only at
+ * its top): with transfer buffers reused from the heap, those freed after
+ * a burst of large calls kept RSS at the burst's peak while idle (81 MB
+ * for a 32 MiB cache after 16 parallel 16 MiB writers, 46.6 MB with the
+ * 256 KiB mmap threshold). A burst after a trim faults them in once more.
+ */
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { NFSCACHED_TRIM_PERIOD, 0 };
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	malloc_trim(0);
+	mclock_timer_add(trim_timer, &tv);
+}
+
+/* Start trim_cb's timer on base (none on ENOMEM: RSS stays higher). */
+static void trim_start(struct event_base *base)
+{
+	struct timeval tv = { NFSCACHED_TRIM_PERIOD, 0 };
+
+	trim_timer = evtimer_new(base, trim_cb, NULL);
+	if (trim_timer)
+		mclock_timer_add(trim_timer, &tv);
 }
 
 int main(int argc, char **argv)
@@ -613,6 +646,7 @@ int main(int argc, char **argv)
 	d.names = peername_new(d.base);
 	if (!d.names)
 		fatal("out of memory");
+	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	start_disk_tier(&d);

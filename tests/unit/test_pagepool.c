@@ -112,7 +112,13 @@ static void empty_chunks_kept_up_to_the_limit(void)
 	struct pagepool *pp = pagepool_new(1024 * 1024, 3 * PAGEPOOL_CHUNK - 1);
 	uint8_t *b[8];
 
+	struct pagepool_stats st;
+
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	/* Under PAGEPOOL_HUGE_MIN: 4 KiB pages, only what is touched is
+	 * resident. */
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_FALSE(st.huge);
 	for (int i = 0; i < 8; i++)
 		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i] = pagepool_get(pp));
 	check(pp, 4, 8);
@@ -127,6 +133,28 @@ static void empty_chunks_kept_up_to_the_limit(void)
 	for (int i = 0; i < 7; i++)
 		pagepool_put(pp, b[i]);
 	check(pp, 3, 0);
+	pagepool_free(&pp);
+}
+
+/* A pool kept at PAGEPOOL_HUGE_MIN or more is advised for huge pages. */
+static void large_pool_is_huge(void)
+{
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN);
+	struct pagepool_stats st;
+	uint8_t *b;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_TRUE(st.huge);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b = pagepool_get(pp));
+	memset(b, 1, 65536);
+	check(pp, 1, 1);
+	pagepool_put(pp, b);
+	pagepool_free(&pp);
+	pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_FALSE(st.huge);
 	pagepool_free(&pp);
 }
 
@@ -197,6 +225,7 @@ int test_register(void)
 		T(chunk_fills_before_the_next_is_mapped),
 		T(one_empty_chunk_is_kept),
 		T(empty_chunks_kept_up_to_the_limit),
+		T(large_pool_is_huge),
 		T(random_gets_and_puts_match_a_model),
 #undef T
 	};
