@@ -1402,7 +1402,6 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
 	uint64_t meta = 0;
-
 	struct pagepool_stats ps;
 
 	*st = c->st;
@@ -1515,7 +1514,6 @@ const char *cache_check_why(const struct cache *c)
 	const struct cpage *p, *ptmp;
 	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0;
 	const char *why;
-
 	struct pagepool_stats ps;
 
 	if ((why = queues_check_why(c)) || (why = pagepool_check_why(c->pool)))

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pagepool: the cache's page buffers (page_size bytes each), carved from
- * 2 MiB chunks mapped once and kept, each advised for transparent huge
- * pages (madvise(2) MADV_HUGEPAGE).
+ * 2 MiB chunks mapped once and kept, advised for transparent huge pages
+ * (madvise(2) MADV_HUGEPAGE) unless the pool is small (below).
  *
  * Why not malloc: a cold read fills a new page per 64 KiB of file. From
  * malloc each one is fresh memory, faulted in 4 KiB at a time (16 faults
@@ -12,7 +12,7 @@
  * ("madvise" or "always" in /sys/kernel/mm/transparent_hugepage/enabled;
  * with "never" it is 4 KiB pages, as before), and a freed buffer stays
  * mapped for the next page. Measured on W4 (cold sequential 64 KiB
- * READs, bench/run.sh): see docs/benchmarks.md and HACKING.md.
+ * READs, bench/run.sh): docs/operations.md, "Memory".
  *
  * Memory: a chunk whose last buffer comes back stays mapped while the
  * pool maps no more than its keep limit (the cache's pages at its budget,
@@ -20,8 +20,10 @@
  * limit it is unmapped. A cache that evicts to stay within its budget
  * thus reuses mapped chunks instead of unmapping them and zeroing new
  * ones (W3, writing more than the cache holds: 17% of the CPU was the
- * kernel clearing new huge pages). The pool maps at most the larger of
- * the keep limit plus one chunk and the chunks holding buffers in use.
+ * kernel clearing new huge pages). A chunk is mapped only when every
+ * mapped one is full, so the pool maps at most (peak buffers in use) /
+ * (buffers per chunk) + 1 chunks, and at most the keep limit plus one
+ * once that peak is past.
  *
  * A small pool (keep limit under PAGEPOOL_HUGE_MIN, i.e. cache_size under
  * about 64 MiB) is not advised for huge pages: a huge page is resident
