@@ -10,6 +10,17 @@
  * EV_READ disabled and is resumed only through a deferred trigger, so a
  * synchronous reply never re-enters the record loop.
  *
+ * Replies are written without a loop turn: an open connection keeps its
+ * bufferevent's EV_WRITE disabled while its output is empty; a reply
+ * added to the output queues the connection (flush_queued, a reference
+ * held) on the server's flush event, activated to run in the same loop
+ * iteration after the callbacks already due, which writes each queued
+ * output at once (one writev for all the replies of that iteration) and
+ * enables EV_WRITE only for what the socket did not take. So a reply
+ * costs one system call, not an epoll_ctl to watch for room, a wake-up,
+ * the write and an epoll_ctl to stop watching. Invariant: an open
+ * connection with output and EV_WRITE disabled is queued.
+ *
  * Hostile and overloaded clients: a sweep timer closes connections whose
  * current record started (first mark byte read, or bytes waiting) more than
  * record_timeout ago while the proxy was reading (time paused by
@@ -65,6 +76,8 @@ struct conn {
 	bool closed;
 	bool paused;
 	bool lingering;			/* closed, flushing its last replies */
+	bool flush_queued;		/* on srv->flush_list */
+	struct conn *flush_next;
 	struct server *srv;
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
@@ -99,6 +112,8 @@ struct server {
 	struct drc *drc;
 	struct peer_count *peers;	/* uthash by host */
 	struct event *sweep;		/* timeout sweep timer */
+	struct event *flush;		/* writes flush_list's outputs */
+	struct conn *flush_list;	/* open connections with replies to write */
 	uint32_t fd_cap;		/* connections the descriptors allow */
 	double limit_logged;		/* last "refusing" line, daemon_now */
 	uint64_t limit_unlogged;	/* refusals since that line */
@@ -204,6 +219,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	bufferevent_setcb(c->bev, NULL, conn_linger_write_cb,
 			  conn_linger_event_cb, c);
 	bufferevent_set_timeouts(c->bev, NULL, &tv);
+	bufferevent_enable(c->bev, EV_WRITE);
 }
 
 /* Tell whether c must stop reading for now. */
@@ -652,12 +668,14 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	conn_put(&c);
 }
 
-/* Bufferevent write callback: output drained under the low mark. */
+/* Bufferevent write callback: output drained under the low mark. Once
+ * empty, the connection's replies are written directly again. */
 static void conn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
-	(void)bev;
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_disable(bev, EV_WRITE);
 	conn_get(c);
 	conn_maybe_resume(c);
 	conn_put(&c);
@@ -756,6 +774,69 @@ static int peer_take(struct server *s, struct conn *c, struct peer_count *pc)
 	return 0;
 }
 
+/*
+ * Write c's output now, as far as the socket takes it; what it does not
+ * take (or a failure) is left to the bufferevent's EV_WRITE, which reports
+ * a failure through conn_event_cb.
+ */
+static void conn_flush(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (bufferevent_get_enabled(c->bev) & EV_WRITE)
+		return;		/* already waiting for room */
+	if (evbuffer_get_length(out) > 0) {
+		/* A socket bufferevent keeps its output's front frozen
+		 * outside its own write callback; thaw it as that does. */
+		evbuffer_unfreeze(out, 1);
+		evbuffer_write_atmost(out, bufferevent_getfd(c->bev),
+				      CONN_IO_CHUNK);
+		evbuffer_freeze(out, 1);
+	}
+	if (evbuffer_get_length(out) > 0) {
+		c->srv->st.reply_waits++;
+		bufferevent_enable(c->bev, EV_WRITE);
+	} else {
+		conn_maybe_resume(c);
+	}
+}
+
+/* The flush event: write every queued connection's output. */
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	while (s->flush_list) {
+		struct conn *c = s->flush_list;
+
+		s->flush_list = c->flush_next;
+		c->flush_next = NULL;
+		c->flush_queued = false;
+		if (!c->closed)
+			conn_flush(c);
+		conn_put(&c);
+	}
+}
+
+/* Output callback: a reply was added; queue c for the flush event. */
+static void conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
+			   void *arg)
+{
+	struct conn *c = arg;
+	struct server *s = c->srv;
+
+	(void)out;
+	if (info->n_added == 0 || c->flush_queued || c->closed)
+		return;
+	c->flush_queued = true;
+	conn_get(c);
+	c->flush_next = s->flush_list;
+	s->flush_list = c;
+	event_active(s->flush, 0, 0);
+}
+
 /* Set up c's bufferevent callbacks, limits and socket options. */
 static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 {
@@ -769,7 +850,9 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	bufferevent_set_max_single_write(c->bev, CONN_IO_CHUNK);
 	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
+	bufferevent_disable(c->bev, EV_WRITE);	/* a new one has it enabled */
+	bufferevent_enable(c->bev, EV_READ);
 }
 
 int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
@@ -924,8 +1007,9 @@ struct server *server_new(struct daemon *d)
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
 			 drc_deliver, drc_release);
 	s->sweep = evtimer_new(d->base, sweep_cb, s);
+	s->flush = event_new(d->base, -1, 0, flush_cb, s);
 	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency ||
-	    !s->sweep) {
+	    !s->sweep || !s->flush) {
 		server_free(&s);
 		return NULL;
 	}
@@ -1033,6 +1117,9 @@ void server_free(struct server **sp)
 	server_close_all(s);
 	if (s->sweep)
 		event_free(s->sweep);
+	flush_cb(-1, 0, s);	/* drops the queue's references */
+	if (s->flush)
+		event_free(s->flush);
 	drc_free(&s->drc);
 	free(s->st.calls);
 	free(s->st.replies);

@@ -137,6 +137,8 @@ const char *server_nfs3_status_name(unsigned i);
 	  "Client calls being served now.") \
 	X(uint64_t, reads_paused, counter, "nfscached_backpressure_pauses_total", \
 	  "Times a connection stopped reading because of its limits.") \
+	X(uint64_t, reply_waits, counter, "nfscached_reply_write_waits_total", \
+	  "Times a connection's replies did not fit its socket at once and waited for room.") \
 	A(nfs3_replies, NFS3_NSTATUSES, counter, "nfscached_nfs3_replies_total", \
 	  "status", nfs3_status, \
 	  "NFSv3 replies sent to clients (the NULL procedure and retransmissions answered from the duplicate request cache aside), by NFS status.") \

@@ -5,7 +5,8 @@
  * proxy stops reading that connection at max_requests_per_conn calls in
  * flight or max_reply_buffer bytes of unsent replies, keeps serving other
  * clients meanwhile, and lets go of everything when the greedy client
- * leaves. Runs under harness.sh (raw RPC over TCP, libtirpc XDR).
+ * leaves; replies are written at once and wait only for a full socket.
+ * Runs under harness.sh (raw RPC over TCP, libtirpc XDR).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,71 @@ static int getattr_ok(int fd)
 	return ok;
 }
 
+/* n GETATTRs of the root on fd, each answered NFS3_OK. */
+static void getattrs_ok(int fd, int n)
+{
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(getattr_ok(fd));
+}
+
+/*
+ * A reply is written in the loop turn that made it, and only what the
+ * socket does not take waits for room (server.c): a client that reads
+ * each reply before its next call never makes one wait; 32 pipelined
+ * READs of 1 MiB (32 MiB, more than the loopback socket buffers hold
+ * while the client reads nothing) do; and once the client has read them
+ * all, replies are again written at once.
+ */
+static void test_replies_wait_only_for_a_full_socket(void)
+{
+	uint16_t port = rawrpc_env_port("NFSC_PROXY_NFS_PORT");
+	const char *m = "nfscached_reply_write_waits_total";
+	int fd = rawrpc_connect(port);
+	uint32_t xids[32];
+	double w0, w1, w2, w3;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(setup(fd) == 0);
+	w0 = rawrpc_metric_now(m);
+	getattrs_ok(fd, 20);
+	w1 = rawrpc_metric_now(m);
+	CU_ASSERT_EQUAL(w1, w0);
+	for (unsigned i = 0; i < 32; i++) {
+		struct rawrpc_buf b;
+
+		xids[i] = rawrpc_xid();
+		put_read(&b, xids[i]);
+		CU_ASSERT_FATAL(rawrpc_send_bytes(fd, b.data, b.len) == 0);
+		rawrpc_buf_free(&b);
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		struct rawrpc_reply r;
+		uint8_t *rec = NULL;
+		size_t len;
+
+		CU_ASSERT_FATAL(rawrpc_recv_record(fd, RAWRPC_TIMEOUT_MS, &rec,
+						   &len) == RAWRPC_OK);
+		unsigned j = 0;
+
+		CU_ASSERT_FATAL(rawrpc_parse_reply(rec, len, &r) == 0);
+		while (j < 32 && xids[j] != r.xid)
+			j++;	/* replies come in any order (RFC 5531) */
+		CU_ASSERT(j < 32);
+		if (j < 32)
+			xids[j] = 0;	/* each answered once */
+		CU_ASSERT(len > FILE_SIZE);
+		free(rec);
+	}
+	w2 = rawrpc_metric_now(m);
+	CU_ASSERT(w2 > w1);
+	getattrs_ok(fd, 20);
+	w3 = rawrpc_metric_now(m);
+	CU_ASSERT_EQUAL(w3, w2);
+	printf("\nreply write waits: 20 GETATTRs +%.0f, 32 MiB pipelined +%.0f, "
+	       "20 GETATTRs after +%.0f\n", w1 - w0, w2 - w1, w3 - w2);
+	close(fd);
+}
+
 static void test_greedy_client_cannot_grow_memory(void)
 {
 	uint16_t port = rawrpc_env_port("NFSC_PROXY_NFS_PORT");
@@ -206,8 +272,10 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("backpressure", NULL, NULL);
 
-	if (!s || !CU_add_test(s, "greedy_client_cannot_grow_memory",
-			       test_greedy_client_cannot_grow_memory))
+	if (!s || !CU_add_test(s, "replies_wait_only_for_a_full_socket",
+			       test_replies_wait_only_for_a_full_socket) ||
+	    !CU_add_test(s, "greedy_client_cannot_grow_memory",
+			 test_greedy_client_cannot_grow_memory))
 		return -1;
 	return 0;
 }
