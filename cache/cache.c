@@ -833,6 +833,19 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 	return dropped;
 }
 
+bool cfile_wb_write_end(struct cache *c, struct cfile *f, uint64_t off,
+			uint64_t end, const struct cwcc *pre,
+			const struct cattr *post, double now,
+			const struct cache_ac *ac)
+{
+	uint64_t gen = f->gen;
+	bool dropped = cfile_mutation_end(c, f, pre, post, now, ac);
+
+	if (!dropped && f->gen == gen + 1)
+		fetch_carry(f, gen, off, end);
+	return dropped;
+}
+
 /* ---- access ---- */
 
 /* The slot of cr, or NULL. */

@@ -367,6 +367,22 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
 			double now, const struct cache_ac *ac);
 
+/*
+ * cfile_mutation_end for the reply (or failure) of the proxy's own
+ * write-back WRITE of [off, end) of f. The file's generation moves as
+ * there, but when no data was dropped the fetches in flight that do not
+ * overlap [off, end) stay current (fetch_carry): the WRITE changed no byte
+ * they asked for, so their data may still fill; their attributes, which
+ * may predate the WRITE's, are no longer observed. With COMMITs every few
+ * writes, write-back ends all the time, and a READ fetch (a round trip or
+ * more) almost always spans one: without this its data was thrown away.
+ * Returns what cfile_mutation_end returns.
+ */
+bool cfile_wb_write_end(struct cache *c, struct cfile *f, uint64_t off,
+			uint64_t end, const struct cwcc *pre,
+			const struct cattr *post, double now,
+			const struct cache_ac *ac);
+
 /* ---- access ---- */
 
 /*
@@ -570,8 +586,13 @@ void *cache_fetch_arg(const struct cfetch *fe);
 /* The bytes [*off, *end) fe asked for. */
 void cache_fetch_range(const struct cfetch *fe, uint64_t *off, uint64_t *end);
 
-/* True while fe's generation holds: its reply may fill and be observed. */
+/* True while fe's generation holds: its reply may fill (and, unless
+ * cache_fetch_attr_current says otherwise, be observed). */
 bool cache_fetch_current(const struct cfetch *fe);
+
+/* True while fe's reply's attributes may be observed: it is current and
+ * was not carried past an own write-back (cfile_wb_write_end). */
+bool cache_fetch_attr_current(const struct cfetch *fe);
 
 /*
  * fe's reply carried data[0..len) from its start: stored as cache_fill_ex

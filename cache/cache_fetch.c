@@ -9,7 +9,11 @@
  * States: a fetch is recorded by cache_fetch_begin, joinable while the
  * file's generation is the one it began under (cache_fetch_join), and
  * freed by cache_fetch_end (or with its file at cache_free). Its reply
- * fills the pages only while it is current (cache_fetch_fill).
+ * fills the pages only while it is current (cache_fetch_fill). The
+ * proxy's own write-back WRITE ending moves the file's generation, but a
+ * fetch not overlapping the bytes it wrote is carried to the new one
+ * (fetch_carry): its data still holds, its attributes (older than the
+ * WRITE's) are not observed (cache_fetch_attr_current).
  *
  * Invariants (fetch_check, run by cache_check): every fetch on a file's
  * list carries CFETCH_MAGIC, names that file, asks off < end; the list's
@@ -70,6 +74,11 @@ bool cache_fetch_current(const struct cfetch *fe)
 	return fe->gen == fe->file->gen;
 }
 
+bool cache_fetch_attr_current(const struct cfetch *fe)
+{
+	return cache_fetch_current(fe) && !fe->attr_old;
+}
+
 bool cache_fetch_fill(struct cache *c, struct cfetch *fe,
 		      const uint8_t *data, uint64_t len)
 {
@@ -98,6 +107,18 @@ void cache_fetch_end(struct cache *c, struct cfetch **fep)
 unsigned cfile_fetches(const struct cfile *f)
 {
 	return f->nfetches;
+}
+
+void fetch_carry(struct cfile *f, uint64_t gen, uint64_t off, uint64_t end)
+{
+	struct cfetch *fe;
+
+	DL_FOREACH(f->fetches, fe) {
+		if (fe->gen != gen || (fe->off < end && off < fe->end))
+			continue;
+		fe->gen = gen + 1;
+		fe->attr_old = true;
+	}
 }
 
 void fetch_free_all(struct cfile *f)

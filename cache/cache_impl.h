@@ -62,7 +62,11 @@ struct cfetch {
 	uint32_t magic;
 	struct cfile *file;
 	uint64_t off, end;
-	uint64_t gen;			/* the file's generation at begin */
+	uint64_t gen;			/* the file's generation at begin, or
+					 * carried past own write-backs that
+					 * did not touch [off, end) */
+	bool attr_old;			/* carried: its reply's attributes
+					 * predate the file's */
 	bool ra;			/* a readahead prefetch */
 	void *arg;			/* the caller's, borrowed */
 	struct cfetch *prev, *next;	/* on file->fetches, oldest first */
@@ -243,6 +247,12 @@ int cred_intern(struct cache *c, const struct nfs_cred *cr);
 
 /* Free every fetch of f still in flight (the file is being freed). */
 void fetch_free_all(struct cfile *f);
+
+/* After f's generation moved from gen to gen + 1 for the proxy's own
+ * write-back WRITE of [off, end): the fetches current at gen that do not
+ * overlap [off, end) are carried to gen + 1, their attributes marked old
+ * (cfile_wb_write_end). */
+void fetch_carry(struct cfile *f, uint64_t gen, uint64_t off, uint64_t end);
 
 /* Why f's fetch list breaks an invariant, or NULL when it is sound. */
 const char *fetch_check(const struct cfile *f);

@@ -395,7 +395,10 @@ static bool fetch_learn(struct fetch *fe, READ3resok *ok)
 
 	if (!cache_fetch_current(fe->cf))
 		return false;
-	if ((a = attr_from_post_op(&ok->file_attributes, &tmp)))
+	a = attr_from_post_op(&ok->file_attributes, &tmp);
+	if (a && !cache_fetch_attr_current(fe->cf))
+		a = NULL;	/* older than an own write-back since */
+	if (a)
 		cfile_attr_observe(fe->d->cache, fe->f, a, daemon_now(),
 				   daemon_ac(fe->ex, a->type));
 	if (!cache_fetch_fill(fe->d->cache, fe->cf,

@@ -72,6 +72,7 @@ struct wb_call {
 	struct daemon *d;
 	struct cfile *f;		/* reference */
 	uint32_t seq;			/* run seq, or COMMIT tag */
+	uint64_t off;			/* a WRITE's bytes: [off, off + len) */
 	uint32_t len;
 };
 
@@ -248,9 +249,11 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 		room_wake(d);
 }
 
-/* Close the own-mutation bracket of a write-back WRITE. */
+/* Close the own-mutation bracket of write-back WRITE call (res: its
+ * reply, NULL if it failed); fetches of other bytes stay current
+ * (cfile_wb_write_end). */
 static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
-		       const WRITE3res *res)
+		       const struct wb_call *call, const WRITE3res *res)
 {
 	struct cwcc pre_tmp;
 	struct cattr post_tmp;
@@ -261,8 +264,8 @@ static void wb_mutated(struct daemon *d, struct cfile *f, struct fstate *fs,
 		pre = attr_from_pre_op(&res->WRITE3res_u.resok.file_wcc.before, &pre_tmp);
 		post = attr_from_post_op(&res->WRITE3res_u.resok.file_wcc.after, &post_tmp);
 	}
-	cfile_mutation_end(d->cache, f, pre, post, daemon_now(),
-			   daemon_ac(fs->ex, NF3REG));
+	cfile_wb_write_end(d->cache, f, call->off, call->off + call->len, pre,
+			   post, daemon_now(), daemon_ac(fs->ex, NF3REG));
 }
 
 /*
@@ -305,7 +308,7 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 	fs->wb_inflight--;
 	fs->wb_inflight_bytes -= call->len;
 	fs->last_write = daemon_now();
-	wb_mutated(d, f, fs, res);
+	wb_mutated(d, f, fs, call, res);
 	if (wb_failed_local(d, f, call, status, res)) {
 		/* Locally committed: kept, retried after a pause. */
 	} else if (status == UPSTREAM_EPROTO) {
@@ -408,6 +411,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	uc = run->cred;			/* the run's writer */
 	uc.machine = "nfscached";
 	call->seq = run->seq;
+	call->off = run->off;
 	call->len = run->len;
 	cfile_mutation_begin(f);
 	if (nfs3_send(fs->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,

@@ -196,6 +196,39 @@ static void put32(uint8_t **p, uint32_t v)
 	*p += 4;
 }
 
+uint32_t h_send_read(struct nfs3_h *h, uint64_t id, uint64_t off,
+		     uint32_t count)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = count };
+
+	h_fh(h, id, &a.file, buf);
+	return h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
+}
+
+uint32_t h_send_write(struct nfs3_h *h, uint64_t id, uint64_t off,
+		      uint32_t len, uint8_t v, stable_how how)
+{
+	static uint8_t data[65536];
+	uint8_t buf[FH_SIZE_MAX];
+	WRITE3args a = { .offset = off, .count = len, .stable = how };
+
+	memset(data, v, len);
+	h_fh(h, id, &a.file, buf);
+	a.data.data_len = len;
+	a.data.data_val = (char *)data;
+	return h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
+}
+
+uint32_t h_send_commit(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args a = { .offset = 0, .count = 0 };
+
+	h_fh(h, id, &a.file, buf);
+	return h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a);
+}
+
 uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 		const void *args)
 {

@@ -101,6 +101,18 @@ void h_fh(struct nfs3_h *h, uint64_t fileid, nfs_fh3 *fh, uint8_t *buf);
 uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 		const void *args);
 
+/* Send a READ of toy fileid's [off, off + count); returns its xid. */
+uint32_t h_send_read(struct nfs3_h *h, uint64_t id, uint64_t off,
+		     uint32_t count);
+
+/* Send a WRITE of len bytes (at most 64 KiB), each of value v, at off of
+ * toy fileid, as stable_how how; returns its xid. */
+uint32_t h_send_write(struct nfs3_h *h, uint64_t id, uint64_t off,
+		      uint32_t len, uint8_t v, stable_how how);
+
+/* Send a COMMIT of the whole of toy fileid; returns its xid. */
+uint32_t h_send_commit(struct nfs3_h *h, uint64_t id);
+
 /* Run the loop until the reply to xid arrives and decode it into res
  * (xres; free with xdr_free). Returns 0, or -1 if it is not an accepted
  * SUCCESS reply, the server closed the connection, or none came within

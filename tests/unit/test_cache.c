@@ -1429,6 +1429,78 @@ static void test_mutation_with_known_pre_keeps_data(void)
 	cache_free(&c);
 }
 
+/*
+ * An own write-back WRITE ending (cfile_wb_write_end) moves the
+ * generation, but fetches of other bytes stay current and fill; their
+ * attributes are no longer observed; a fetch overlapping the WRITE's bytes
+ * is not current. When the reply shows another writer (data dropped),
+ * nothing is carried.
+ */
+static void test_wb_write_end_keeps_other_fetches(void)
+{
+	struct cfile *f;
+	struct cattr s0, s1 = mkattr(10000, 101), s2 = mkattr(10000, 102),
+		     s3 = mkattr(10000, 103), other = mkattr(10000, 300),
+		     s4 = mkattr(10000, 301);
+	struct cache *c = mut_setup(&f, &s0);	/* [0, 8192) valid */
+	struct cwcc pre = wcc_of(&s0);
+	uint8_t *mine = pat_buf(4096, 4096, 1, false);
+	uint8_t *data = pat_buf(8192, 1808, 1, false);
+	struct cfetch *apart, *over, *older;
+	uint64_t gen;
+
+	/* Any other own mutation still leaves every fetch behind. */
+	older = cache_fetch_begin(c, f, 8192, 10000, false, NULL);
+	cfile_mutation_begin(f);
+	CU_ASSERT_FALSE(cfile_mutation_end(c, f, &pre, &s1, 5.0, &AC));
+	CU_ASSERT_FALSE(cache_fetch_current(older));
+	/* A write-back WRITE of [9000, 9500) leaves only the fetch that
+	 * overlaps it. */
+	apart = cache_fetch_begin(c, f, 4096, 8192, false, NULL);
+	over = cache_fetch_begin(c, f, 8192, 10000, false, NULL);
+	gen = cfile_gen(f);
+	write_pat(c, f, 9000, 500, 2);
+	pre = wcc_of(&s1);
+	cfile_mutation_begin(f);
+	CU_ASSERT_FALSE(cfile_wb_write_end(c, f, 9000, 9500, &pre, &s2, 6.0,
+					   &AC));
+	CHECK(c);
+	CU_ASSERT_NOT_EQUAL(cfile_gen(f), gen);
+	CU_ASSERT_TRUE(attr_is(f, &s2));
+	CU_ASSERT_TRUE(cache_fetch_current(apart));
+	CU_ASSERT_FALSE(cache_fetch_attr_current(apart));
+	CU_ASSERT_FALSE(cache_fetch_current(over));
+	CU_ASSERT_FALSE(cache_fetch_attr_current(over));
+	CU_ASSERT_PTR_EQUAL(cache_fetch_join(f, NULL, 0, 10000), apart);
+	CU_ASSERT_PTR_NULL(cache_fetch_join(f, apart, 0, 10000));
+	CU_ASSERT_FALSE(cache_fetch_fill(c, over, data, 1808));
+	CU_ASSERT_FALSE(cache_fetch_fill(c, older, data, 1808));
+	CU_ASSERT_EQUAL(cfile_valid_bytes(f), 8192 + 500);
+	CU_ASSERT_TRUE(cache_fetch_fill(c, apart, mine, 4096));
+	/* A second own write-back carries it again. */
+	pre = wcc_of(&s2);
+	cfile_mutation_begin(f);
+	CU_ASSERT_FALSE(cfile_wb_write_end(c, f, 9000, 9500, &pre, &s3, 7.0,
+					   &AC));
+	CU_ASSERT_TRUE(cache_fetch_current(apart));
+	cache_fetch_end(c, &over);
+	cache_fetch_end(c, &older);
+	/* Another writer's change (a pre-state no own change explains)
+	 * drops the clean data and carries nothing. */
+	pre = wcc_of(&other);
+	cfile_mutation_begin(f);
+	CU_ASSERT_TRUE(cfile_wb_write_end(c, f, 9000, 9500, &pre, &s4, 8.0,
+					  &AC));
+	CU_ASSERT_FALSE(cache_fetch_current(apart));
+	CU_ASSERT_FALSE(cache_fetch_fill(c, apart, mine, 4096));
+	CHECK(c);
+	cache_fetch_end(c, &apart);
+	free(mine);
+	free(data);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 static void test_mutation_with_unknown_pre_drops_data(void)
 {
 	struct cfile *f;
@@ -2062,6 +2134,7 @@ static const struct tcase attr_tests[] = {
 	T(test_own_links_change_keeps_data),
 	T(test_mutation_with_known_pre_keeps_data),
 	T(test_mutation_with_unknown_pre_drops_data),
+	T(test_wb_write_end_keeps_other_fetches),
 	T(test_mutation_without_pre_is_own),
 	T(test_mutations_in_order_keep_data),
 	T(test_mutations_out_of_order_keep_data),

@@ -28,17 +28,6 @@ static void no_readahead(struct conf *c)
 	c->readahead_max = 0;
 }
 
-/* Send a READ of fileid's [off, off+count). */
-static uint32_t send_read(struct nfs3_h *h, uint64_t id, uint64_t off,
-			  uint32_t count)
-{
-	uint8_t buf[FH_SIZE_MAX];
-	READ3args a = { .offset = off, .count = count };
-
-	h_fh(h, id, &a.file, buf);
-	return h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
-}
-
 /* Wait for the reply to xid and check it holds the toy's bytes. */
 static void check_read(struct nfs3_h *h, uint32_t xid, uint64_t id,
 		       uint64_t off, uint32_t count)
@@ -87,7 +76,7 @@ static void test_concurrent_misses_share_one_read(void)
 	id = toy_add_file(&h.toy, "f", 40000);
 	h.fu.hold[NFSPROC3_READ] = true;
 	for (int i = 0; i < NREADERS; i++)
-		xid[i] = send_read(&h, id, 4096, 8192);
+		xid[i] = h_send_read(&h, id, 4096, 8192);
 	h_turns(&h, 50);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
 	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_READ), 1);
@@ -122,7 +111,7 @@ static void test_concurrent_misses_share_one_read(void)
 		cfile_put(h.d.cache, &f);
 	}
 	/* A ninth READ of the range is a hit: nothing more goes upstream. */
-	check_read(&h, send_read(&h, id, 4096, 8192), id, 4096, 8192);
+	check_read(&h, h_send_read(&h, id, 4096, 8192), id, 4096, 8192);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
 	h_fini(&h);
 }
@@ -135,7 +124,7 @@ static uint64_t read_fetched(struct nfs3_h *h, uint64_t id, uint64_t off,
 	struct nfs3_read_stats before, after;
 
 	nfs3_read_stats_get(&before);
-	check_read(h, send_read(h, id, off, count), id, off, count);
+	check_read(h, h_send_read(h, id, off, count), id, off, count);
 	h_turns(h, 50);		/* readahead's own fetches come back */
 	nfs3_read_stats_get(&after);
 	return after.fetch_bytes - before.fetch_bytes;
@@ -190,6 +179,68 @@ static void test_random_miss_fetches_its_bytes(void)
 	h_fini(&h);
 }
 
+/*
+ * A READ's fetch in flight while write-back of other bytes of the file
+ * ends (a COMMIT every few writes) still fills the cache
+ * (cfile_wb_write_end): the same bytes read again are a hit, no second
+ * upstream READ. One that overlaps the bytes written back is not kept.
+ */
+static void test_fetch_survives_writeback_of_other_bytes(void)
+{
+	struct nfs3_read_stats before, after;
+	struct nfs3_h h;
+	COMMIT3res cr;
+	WRITE3res wr;
+	uint32_t rx, ox;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	h.fu.hold[NFSPROC3_READ] = true;
+	rx = h_send_read(&h, id, 300000, 4096);		/* [299008, 307200) */
+	ox = h_send_read(&h, id, 600000, 4096);		/* [598016, 606208) */
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_READ), 2);
+	/* Write [600064, 604160) and COMMIT it: write-back ends. */
+	memset(&wr, 0, sizeof(wr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_send_write(&h, id, 600064, 4096, 'w',
+						      UNSTABLE),
+				     (xdrproc_t)xdr_WRITE3res, &wr), 0);
+	CU_ASSERT_EQUAL(wr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&wr);
+	memset(&cr, 0, sizeof(cr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_send_commit(&h, id),
+				     (xdrproc_t)xdr_COMMIT3res, &cr), 0);
+	CU_ASSERT_EQUAL(cr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 2);
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	check_read(&h, rx, id, 300000, 4096);
+	{
+		READ3res res;
+
+		memset(&res, 0, sizeof(res));
+		CU_ASSERT_EQUAL_FATAL(h_wait(&h, ox, (xdrproc_t)xdr_READ3res,
+					     &res), 0);
+		CU_ASSERT_EQUAL(res.status, NFS3_OK);
+		xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	}
+	h.fu.hold[NFSPROC3_READ] = false;
+	nfs3_read_stats_get(&before);
+	/* The first fetch filled: a hit. */
+	check_read(&h, h_send_read(&h, id, 299008, 8192), id, 299008, 8192);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 2);
+	/* The second one overlapped the WRITE: its bytes before the
+	 * written ones, [598016, 600064), are fetched again. */
+	check_read(&h, h_send_read(&h, id, 598016, 2048), id, 598016, 2048);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
+			2048);
+	h_fini(&h);
+}
+
 /* One readahead stream per file: a far READ forgets the others. */
 static void one_stream(struct conf *c)
 {
@@ -220,14 +271,14 @@ static void test_fragmented_miss_fetched_in_one_read(void)
 	CU_ASSERT_EQUAL(reads, 4);
 	/* The whole page: four missing pieces, 4 KiB islands between. */
 	nfs3_read_stats_get(&before);
-	check_read(&h, send_read(&h, id, 262144, 65536), id, 262144, 65536);
+	check_read(&h, h_send_read(&h, id, 262144, 65536), id, 262144, 65536);
 	h_turns(&h, 50);
 	nfs3_read_stats_get(&after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ] - reads, 1);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			65536);
 	/* And now all of it is cached: a hit. */
-	check_read(&h, send_read(&h, id, 262144, 65536), id, 262144, 65536);
+	check_read(&h, h_send_read(&h, id, 262144, 65536), id, 262144, 65536);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ] - reads, 1);
 	h_fini(&h);
 }
@@ -287,7 +338,7 @@ static void test_short_fetch_of_local_file(void)
 	h.fu.respond = short_respond;
 	reads = h.fu.calls[NFSPROC3_READ];
 	memset(&res, 0, sizeof(res));
-	CU_ASSERT_EQUAL_FATAL(h_wait(&h, send_read(&h, id, 65536, 16384),
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_send_read(&h, id, 65536, 16384),
 				     (xdrproc_t)xdr_READ3res, &res), 0);
 	CU_ASSERT_EQUAL(res.status, NFS3_OK);
 	CU_ASSERT_EQUAL(res.READ3res_u.resok.count, 4096);
@@ -326,7 +377,7 @@ static void test_prefetch_over_crowded_page_ends(void)
 		cache_fill(h.d.cache, f, o, n->data + o, 100);
 	alarm(300);
 	/* From offset 0: a stream at once, its window [64K, 192K). */
-	check_read(&h, send_read(&h, id, 0, 65536), id, 0, 65536);
+	check_read(&h, h_send_read(&h, id, 0, 65536), id, 0, 65536);
 	h_turns(&h, 50);
 	alarm(0);
 	CU_ASSERT_TRUE(cfile_range_cached(h.d.cache, f, 131072, 196608));
@@ -344,7 +395,7 @@ static void test_upstream_down_gives_jukebox(void)
 	id = toy_add_file(&h.toy, "f", 10000);
 	h.fu.state = UPSTREAM_DOWN;
 	memset(&res, 0, sizeof(res));
-	CU_ASSERT_EQUAL_FATAL(h_wait(&h, send_read(&h, id, 0, 4096),
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, h_send_read(&h, id, 0, 4096),
 				     (xdrproc_t)xdr_READ3res, &res), 0);
 	CU_ASSERT_EQUAL(res.status, NFS3ERR_JUKEBOX);
 	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
@@ -354,7 +405,7 @@ static void test_upstream_down_gives_jukebox(void)
 	h.fu.state = UPSTREAM_UP;
 	h.fu.hold[NFSPROC3_READ] = true;
 	{
-		uint32_t xid = send_read(&h, id, 0, 4096);
+		uint32_t xid = h_send_read(&h, id, 0, 4096);
 
 		h_turns(&h, 50);
 		CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_READ), 1);
@@ -369,7 +420,7 @@ static void test_upstream_down_gives_jukebox(void)
 	/* Back up: the same READ is served. */
 	h.fu.state = UPSTREAM_UP;
 	h.fu.hold[NFSPROC3_READ] = false;
-	check_read(&h, send_read(&h, id, 0, 4096), id, 0, 4096);
+	check_read(&h, h_send_read(&h, id, 0, 4096), id, 0, 4096);
 	h_fini(&h);
 }
 
@@ -387,7 +438,7 @@ static void test_checks_run_every_turn(void)
 	CU_ASSERT_EQUAL(invariant_every(), 1);
 	before = invariant_checks();
 	id = toy_add_file(&h.toy, "f", 40000);
-	check_read(&h, send_read(&h, id, 0, 20000), id, 0, 20000);
+	check_read(&h, h_send_read(&h, id, 0, 20000), id, 0, 20000);
 	h_turns(&h, 10);
 	CU_ASSERT_TRUE(invariant_checks() >= before + 10);
 	h_fini(&h);
@@ -441,6 +492,8 @@ int test_register(void)
 		return -1;
 	CU_add_test(s, "concurrent_misses_share_one_read", test_concurrent_misses_share_one_read);
 	CU_add_test(s, "random_miss_fetches_its_bytes", test_random_miss_fetches_its_bytes);
+	CU_add_test(s, "fetch_survives_writeback_of_other_bytes",
+		    test_fetch_survives_writeback_of_other_bytes);
 	CU_add_test(s, "fragmented_miss_fetched_in_one_read", test_fragmented_miss_fetched_in_one_read);
 	CU_add_test(s, "short_fetch_of_local_file", test_short_fetch_of_local_file);
 	CU_add_test(s, "prefetch_over_crowded_page_ends", test_prefetch_over_crowded_page_ends);

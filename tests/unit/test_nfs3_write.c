@@ -15,21 +15,6 @@
 #include "nfs3_write.h"
 #include "writeback.h"
 
-/* Send a WRITE of len bytes of value v at off. */
-static uint32_t send_write(struct nfs3_h *h, uint64_t id, uint64_t off,
-			   uint32_t len, uint8_t v, stable_how how)
-{
-	static uint8_t data[65536];
-	uint8_t buf[FH_SIZE_MAX];
-	WRITE3args a = { .offset = off, .count = len, .stable = how };
-
-	memset(data, v, len);
-	h_fh(h, id, &a.file, buf);
-	a.data.data_len = len;
-	a.data.data_val = (char *)data;
-	return h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
-}
-
 /* Wait for a WRITE reply: NFS3_OK, UNSTABLE, the proxy's verifier. */
 static void check_write_absorbed(struct nfs3_h *h, uint32_t xid, uint32_t len)
 {
@@ -43,16 +28,6 @@ static void check_write_absorbed(struct nfs3_h *h, uint32_t xid, uint32_t len)
 	CU_ASSERT_EQUAL(memcmp(res.WRITE3res_u.resok.verf,
 			       writeback_verf(&h->d), NFS3_WRITEVERFSIZE), 0);
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
-}
-
-/* Send a COMMIT of the whole file. */
-static uint32_t send_commit(struct nfs3_h *h, uint64_t id)
-{
-	uint8_t buf[FH_SIZE_MAX];
-	COMMIT3args a = { .offset = 0, .count = 0 };
-
-	h_fh(h, id, &a.file, buf);
-	return h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a);
 }
 
 /* Wait for a COMMIT reply: NFS3_OK with the proxy's verifier. */
@@ -89,14 +64,14 @@ static void test_absorbed_writes_written_back_and_committed(void)
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 0);
 	for (int i = 0; i < 3; i++)
-		xid[i] = send_write(&h, id, 4096u * (unsigned)i, 4096,
+		xid[i] = h_send_write(&h, id, 4096u * (unsigned)i, 4096,
 				    (uint8_t)('a' + i), UNSTABLE);
 	for (int i = 0; i < 3; i++)
 		check_write_absorbed(&h, xid[i], 4096);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_ACCESS], 1);
 	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 0);
-	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
 	/* One run of 12 KiB (under wtmax), then one COMMIT. */
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
@@ -116,10 +91,10 @@ static void test_verifier_change_resends(void)
 
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 0);
-	check_write_absorbed(&h, send_write(&h, id, 0, 8192, 'x', UNSTABLE),
+	check_write_absorbed(&h, h_send_write(&h, id, 0, 8192, 'x', UNSTABLE),
 			     8192);
 	h.fu.hold[NFSPROC3_COMMIT] = true;
-	cx = send_commit(&h, id);
+	cx = h_send_commit(&h, id);
 	h_turns(&h, 50);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
 	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_COMMIT), 1);
@@ -148,7 +123,7 @@ static void test_setattr_size_waits_for_writeback(void)
 
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 0);
-	check_write_absorbed(&h, send_write(&h, id, 0, 8192, 'y', UNSTABLE),
+	check_write_absorbed(&h, h_send_write(&h, id, 0, 8192, 'y', UNSTABLE),
 			     8192);
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	h_advance(&h, h.d.conf->writeback_delay + 1);
@@ -196,7 +171,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	/* Fill the cache with unwritten bytes until a WRITE must wait. */
 	for (int i = 0; i < 40 && !blocked; i++, off += 65536) {
-		xid = send_write(&h, id, off, 65536, (uint8_t)i, UNSTABLE);
+		xid = h_send_write(&h, id, off, 65536, (uint8_t)i, UNSTABLE);
 		h_turns(&h, 50);
 		blocked = !h_replied(&h, xid);
 		if (!blocked)
@@ -232,7 +207,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	h_init(&h, NULL);
 	nfs3_write_stats_get(&before);
 	id = toy_add_file(&h.toy, "f", 0);
-	check_write_absorbed(&h, send_write(&h, id, 0, 4096, 'a', UNSTABLE),
+	check_write_absorbed(&h, h_send_write(&h, id, 0, 4096, 'a', UNSTABLE),
 			     4096);
 	/* Write-back on its own: the WRITE and the COMMIT that settles it. */
 	h_advance(&h, h.d.conf->writeback_delay + 1);
@@ -241,27 +216,27 @@ static void test_commit_with_nothing_held_answered_here(void)
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
 	CU_ASSERT_TRUE_FATAL(writeback_clean(&h.d));
 	/* The client's COMMIT (as after an fsync): nothing is left to commit. */
-	check_commit(&h, send_commit(&h, id));
-	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
 	nfs3_write_stats_get(&after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
 	/* A credential the proxy never saw write the file: the upstream decides. */
 	h.uid = 2000;
-	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 2);
 	h.uid = 1000;
 	/* New bytes: the COMMIT waits for their write-back and its COMMIT. */
-	check_write_absorbed(&h, send_write(&h, id, 4096, 4096, 'b', UNSTABLE),
+	check_write_absorbed(&h, h_send_write(&h, id, 4096, 4096, 'b', UNSTABLE),
 			     4096);
-	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 2);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 3);
 	CU_ASSERT_TRUE(toy_holds(&h, id, 0, 4096, 'a'));
 	CU_ASSERT_TRUE(toy_holds(&h, id, 4096, 4096, 'b'));
 	/* Attributes past their timeout: not trusted to say it is a file. */
 	h_advance(&h, h.ex.ac_reg.max + 1);
-	check_commit(&h, send_commit(&h, id));
+	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 4);
 	nfs3_write_stats_get(&after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
