@@ -59,7 +59,9 @@ static struct nfs3_read_stats read_stats[NFS3_EXPORT_IDS];
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
-				 * to this: the client's page */
+				 * to this at least: the client's page */
+#define READ_LINK_RATE 125e6	/* bytes/s a random miss's unit assumes the
+				 * link carries (1 Gb/s) */
 #define READ_MERGE_GAP (64 * 1024)	/* cached bytes between two missing
 					 * pieces fetched again, to send
 					 * them in one READ (fetch_pieces) */
@@ -657,13 +659,33 @@ static void read_ahead(struct read_op *op, bool hit)
 }
 
 /*
+ * The unit a random miss of op fetches, bytes: what the link carries
+ * (READ_LINK_RATE) in a quarter of the upstream's latency floor
+ * (upstream_latency_floor), so that the wider fetch adds at most about a
+ * quarter to the miss's wait, as a power of two from READ_RANDOM_ALIGN up
+ * to the cache's page. On a LAN (a floor of 0.1 ms) that is 4 KiB, at
+ * 1 ms 16 KiB, and from about 2.1 ms (a WAN) a whole 64 KiB page, whose
+ * other bytes a later READ then finds cached for next to nothing.
+ */
+static uint64_t read_random_unit(const struct read_op *op)
+{
+	double want = upcall_latency_floor(&op->ex->upc) / 4 * READ_LINK_RATE;
+	uint64_t unit = READ_RANDOM_ALIGN, ps = cache_page_size(op->d->cache);
+
+	while (unit * 2 <= ps && (double)(unit * 2) <= want)
+		unit *= 2;
+	return unit;
+}
+
+/*
  * The bytes a miss of op fetches: its whole pages ([0, UINT64_MAX)) when
  * it may be part of a stream, else (a random READ) only the bytes asked,
- * widened to READ_RANDOM_ALIGN (issue 16: a cold 4 KiB random READ cost a
- * 64 KiB page at 16x the bytes). Random: readahead is on for the file
- * (with it off the pattern is unknown and whole pages are kept), the READ
- * does not start at 0, belongs to no sequential stream (ra_in_stream), and
- * the bytes just before it are not cached (ra_prev_range): exactly the
+ * widened to read_random_unit() (issue 16: on a LAN a cold 4 KiB random
+ * READ cost a 64 KiB page at 16x the bytes). Random: readahead is on for
+ * the file (with it off the pattern is unknown and whole pages are kept),
+ * the READ does not start at 0, belongs to no sequential stream
+ * (ra_in_stream), and the bytes just before it are not cached
+ * (ra_prev_range): exactly the
  * READs that ra_on_read() will not start a stream for at once. A random
  * READ that turns out to be a stream's second one is fetched narrow; its
  * stream's window, issued by read_ahead(), covers what follows.
@@ -673,7 +695,7 @@ static struct range read_fetch_window(struct read_op *op)
 	struct daemon *d = op->d;
 	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
 	struct range all = { 0, UINT64_MAX }, w, pr;
-	const uint64_t mask = READ_RANDOM_ALIGN - 1;
+	uint64_t mask;
 
 	if (!ra || op->off == 0 || ra_in_stream(ra, &d->ra_params, op->off))
 		return all;
@@ -681,6 +703,7 @@ static struct range read_fetch_window(struct read_op *op)
 	if (pr.start < pr.end &&
 	    cfile_range_cached(d->cache, op->f, pr.start, pr.end))
 		return all;
+	mask = read_random_unit(op) - 1;
 	w.start = op->off & ~mask;
 	w.end = op->end > UINT64_MAX - mask ? UINT64_MAX : (op->end + mask) & ~mask;
 	read_stats[op->ex->conf->id].random_fetches++;

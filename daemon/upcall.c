@@ -142,10 +142,17 @@ static const uint8_t *libnfs_root_fh(const void *impl, size_t *len)
 	return upstream_root_fh(lane0(impl), len);
 }
 
+/* upstream_latency_floor of impl's lane 0. */
+static double libnfs_latency_floor(const void *impl)
+{
+	return upstream_latency_floor(lane0(impl));
+}
+
 const struct upcall_ops upcall_libnfs = {
 	.call = libnfs_call,
 	.state = libnfs_state,
 	.rtmax = libnfs_rtmax,
 	.wtmax = libnfs_wtmax,
 	.root_fh = libnfs_root_fh,
+	.latency_floor = libnfs_latency_floor,
 };

@@ -39,8 +39,9 @@ typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
  * cred (required). Returns -1 when it cannot be sent now (nothing is sent
  * and cb is never called) or 0, and then cb is called exactly once, never
  * from inside call itself (upstream_call's async contract).
- * state, rtmax, wtmax, root_fh: as upstream_get_state, upstream_rtmax,
- * upstream_wtmax and upstream_root_fh.
+ * state, rtmax, wtmax, root_fh, latency_floor: as upstream_get_state,
+ * upstream_rtmax, upstream_wtmax, upstream_root_fh and
+ * upstream_latency_floor.
  */
 struct upcall_ops {
 	int (*call)(void *impl, uint32_t proc, xdrproc_t xargs,
@@ -50,6 +51,7 @@ struct upcall_ops {
 	uint32_t (*rtmax)(const void *impl);
 	uint32_t (*wtmax)(const void *impl);
 	const uint8_t *(*root_fh)(const void *impl, size_t *len);
+	double (*latency_floor)(const void *impl);
 };
 
 /* An export's upstream: the operations and their object (both borrowed). */
@@ -105,6 +107,11 @@ static inline enum upstream_state upcall_state(const struct upcall *u)
 static inline uint32_t upcall_rtmax(const struct upcall *u)
 {
 	return u->ops->rtmax(u->impl);
+}
+
+static inline double upcall_latency_floor(const struct upcall *u)
+{
+	return u->ops->latency_floor(u->impl);
 }
 
 static inline uint32_t upcall_wtmax(const struct upcall *u)

@@ -96,6 +96,8 @@
 #define UP_PROBE_TIMEOUT	2.0	/* s a NULL probe may take, at least
 					 * (4 x srtt on slow links) */
 #define UP_PROBE_TICK_US	250000
+#define UP_FLOOR_WINDOW		10.0	/* s per latency-floor window */
+#define UP_FLOOR_BYTES		16384	/* largest reply it samples */
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
 #define UP_PMAP_PORT		111
@@ -182,6 +184,11 @@ struct upstream {
 					 * by the FSINFO phase (connect and
 					 * one call), then 7/8 old + 1/8 new */
 	double phase_start;		/* up_clock() when the phase began */
+	double floor_cur;		/* shortest small-call reply latency,
+					 * s, in the window begun at
+					 * floor_start (0: none yet) */
+	double floor_prev;		/* ... in the window before it */
+	double floor_start;		/* up_clock() */
 	double backoff;
 	bool started;
 	bool closed;
@@ -554,6 +561,27 @@ static double up_clock(void)
 }
 
 /*
+ * Note the reply latency lat (seconds) of a call of proc whose reply held
+ * bytes bytes, for upstream_latency_floor: the shortest in windows of
+ * UP_FLOOR_WINDOW seconds, the last two kept. WRITEs, COMMITs (the
+ * server's sync) and replies over UP_FLOOR_BYTES measure the transfer
+ * or the disk, not the link, and are left out.
+ */
+static void up_floor_observe(struct upstream *u, uint32_t proc, size_t bytes,
+			     double lat)
+{
+	if (proc == NFS3_WRITE || proc == NFS3_COMMIT || bytes > UP_FLOOR_BYTES)
+		return;
+	if (u->last_reply - u->floor_start >= UP_FLOOR_WINDOW) {
+		u->floor_prev = u->floor_cur;
+		u->floor_cur = lat;
+		u->floor_start = u->last_reply;
+	} else if (u->floor_cur == 0 || lat < u->floor_cur) {
+		u->floor_cur = lat;
+	}
+}
+
+/*
  * Complete c with status st: bookkeeping first, then the caller's cb, which
  * may re-enter (upstream_call, upstream_free). The caller holds u->busy.
  */
@@ -573,6 +601,8 @@ static void up_complete(struct upstream *u, struct up_call *c,
 	if (st == UPSTREAM_OK) {
 		u->last_reply = up_clock();
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
+		up_floor_observe(u, proc, len + tail_len,
+				 u->last_reply - c->sent);
 		u->st.replies[proc]++;
 		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -1432,6 +1462,13 @@ const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len)
 	if (len)
 		*len = u->root_fh_len;
 	return u->root_fh;
+}
+
+double upstream_latency_floor(const struct upstream *u)
+{
+	if (u->floor_prev > 0 && u->floor_prev < u->floor_cur)
+		return u->floor_prev;
+	return u->floor_cur;
 }
 
 uint32_t upstream_rtmax(const struct upstream *u)

@@ -170,6 +170,16 @@ enum upstream_state upstream_get_state(const struct upstream *u);
 const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len);
 
 /*
+ * The upstream's latency floor, seconds: the shortest reply latency (call
+ * sent to reply received) of the small calls (no WRITE or COMMIT, a reply
+ * of 16 KiB at most) answered in the last 10 to 20 s: the round trip of
+ * the link and the server's fastest answer, without the queueing and
+ * transfer times of the moment (as TCP BBR's windowed min_rtt). 0 before
+ * any such reply. Never fails.
+ */
+double upstream_latency_floor(const struct upstream *u);
+
+/*
  * Effective transfer sizes in bytes: min(upstream FSINFO rtmax/wtmax,
  * UPSTREAM_LIBNFS_MAX, max_transfer). 0 before the first FSINFO.
  */

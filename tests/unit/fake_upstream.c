@@ -148,12 +148,19 @@ static const uint8_t *fake_root_fh(const void *impl, size_t *len)
 	return fu->root_len ? fu->root : NULL;
 }
 
+/* upcall_ops.latency_floor. */
+static double fake_latency_floor(const void *impl)
+{
+	return ((const struct fake_up *)impl)->latency_floor;
+}
+
 const struct upcall_ops fake_upcall_ops = {
 	.call = fake_call,
 	.state = fake_state,
 	.rtmax = fake_rtmax,
 	.wtmax = fake_wtmax,
 	.root_fh = fake_root_fh,
+	.latency_floor = fake_latency_floor,
 };
 
 void fake_up_init(struct fake_up *fu, struct event_base *base,

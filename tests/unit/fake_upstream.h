@@ -46,6 +46,7 @@ struct fake_up {
 	struct event_base *base;		/* borrowed */
 	enum upstream_state state;		/* DOWN: call() refuses */
 	uint32_t rtmax, wtmax;
+	double latency_floor;			/* s; 0 (unknown) at init */
 	uint8_t root[64];
 	size_t root_len;
 	uint64_t calls[UPSTREAM_NPROCS];	/* accepted, by procedure */

@@ -131,7 +131,8 @@ static uint64_t read_fetched(struct nfs3_h *h, uint64_t id, uint64_t off,
 }
 
 /* Random READ misses fetch their own bytes, 4 KiB aligned, not whole
- * 64 KiB pages; a stream still gets whole pages and readahead. */
+ * 64 KiB pages (wider on a slow link); a stream still gets whole pages
+ * and readahead. */
 static void test_random_miss_fetches_its_bytes(void)
 {
 	struct nfs3_read_stats before, after;
@@ -167,6 +168,25 @@ static void test_random_miss_fetches_its_bytes(void)
 	id = toy_add_file(&h.toy, "f", 1u << 20);
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 0, 4096),
 			65536 + RA_DEFAULT_MIN_WINDOW);
+	h_fini(&h);
+
+	/* A slow link widens a random miss's unit (read_random_unit): to
+	 * 16 KiB at a latency floor of 1 ms, to the whole 64 KiB page from
+	 * about 2.1 ms; 0.1 ms keeps 4 KiB. */
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 1u << 20);
+	nfs3_read_stats_get(&before);
+	h.fu.latency_floor = 0.0001;
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 100000, 100), 4096);
+	h.fu.latency_floor = 0.001;	/* [688128, 704512) */
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 700416, 4096), 16384);
+	h.fu.latency_floor = 0.004;	/* the page [262144, 327680) */
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 65536);
+	CU_ASSERT_EQUAL(read_fetched(&h, id, 262144, 65536), 0);
+	nfs3_read_stats_get(&after);
+	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 3);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
+			4096 + 16384 + 65536);
 	h_fini(&h);
 
 	/* Readahead off: the pattern is not tracked, whole pages as before. */
