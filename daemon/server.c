@@ -789,8 +789,7 @@ static void conn_flush(struct conn *c)
 		/* A socket bufferevent keeps its output's front frozen
 		 * outside its own write callback; thaw it as that does. */
 		evbuffer_unfreeze(out, 1);
-		evbuffer_write_atmost(out, bufferevent_getfd(c->bev),
-				      CONN_IO_CHUNK);
+		evbuffer_write_atmost(out, bufferevent_getfd(c->bev), -1);
 		evbuffer_freeze(out, 1);
 	}
 	if (evbuffer_get_length(out) > 0) {

@@ -565,18 +565,21 @@ static double up_clock(void)
  * bytes bytes, for upstream_latency_floor: the shortest in windows of
  * UP_FLOOR_WINDOW seconds, the last two kept. WRITEs, COMMITs (the
  * server's sync) and replies over UP_FLOOR_BYTES measure the transfer
- * or the disk, not the link, and are left out.
+ * or the disk, not the link, and are left out of the minimum, but every
+ * reply moves the windows on: a floor no small call renewed for two
+ * windows is forgotten (0) rather than kept however old.
  */
 static void up_floor_observe(struct upstream *u, uint32_t proc, size_t bytes,
 			     double lat)
 {
-	if (proc == NFS3_WRITE || proc == NFS3_COMMIT || bytes > UP_FLOOR_BYTES)
-		return;
 	if (u->last_reply - u->floor_start >= UP_FLOOR_WINDOW) {
 		u->floor_prev = u->floor_cur;
-		u->floor_cur = lat;
+		u->floor_cur = 0;
 		u->floor_start = u->last_reply;
-	} else if (u->floor_cur == 0 || lat < u->floor_cur) {
+	}
+	if (proc == NFS3_WRITE || proc == NFS3_COMMIT || bytes > UP_FLOOR_BYTES)
+		return;
+	if (u->floor_cur == 0 || lat < u->floor_cur) {
 		u->floor_cur = lat;
 	}
 }
@@ -1466,7 +1469,8 @@ const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len)
 
 double upstream_latency_floor(const struct upstream *u)
 {
-	if (u->floor_prev > 0 && u->floor_prev < u->floor_cur)
+	if (u->floor_prev > 0 &&
+	    (u->floor_cur == 0 || u->floor_prev < u->floor_cur))
 		return u->floor_prev;
 	return u->floor_cur;
 }

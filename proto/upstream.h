@@ -175,7 +175,8 @@ const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len);
  * of 16 KiB at most) answered in the last 10 to 20 s: the round trip of
  * the link and the server's fastest answer, without the queueing and
  * transfer times of the moment (as TCP BBR's windowed min_rtt). 0 before
- * any such reply. Never fails.
+ * any such reply and when none came in the last 10 to 20 s (so a random
+ * READ miss fetches 4 KiB again and measures anew). Never fails.
  */
 double upstream_latency_floor(const struct upstream *u);
 
