@@ -1420,6 +1420,7 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 	*st = c->st;
 	pagepool_stats_get(c->pool, &ps);
 	st->pool_bytes = ps.mapped_bytes;
+	st->pool_inline_chunks = ps.inline_maps;
 	memcpy(st->wb_bytes, c->wbbytes, sizeof(st->wb_bytes));
 	st->ra = c->ra_gone;
 	HASH_ITER(hh, c->files, f, ftmp) {

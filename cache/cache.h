@@ -200,6 +200,9 @@ struct cache_params {
 	  "Memory held by page buffers (pages times page_size).") \
 	X(uint64_t, pool_bytes, gauge, "nfscached_cache_page_pool_bytes", \
 	  "Memory mapped for page buffers: whole 2 MiB chunks, free slots included.") \
+	X(uint64_t, pool_inline_chunks, counter, \
+	  "nfscached_cache_page_pool_inline_chunks_total", \
+	  "Page pool chunks the serving thread faulted in itself, none being ready ahead.") \
 	X(uint64_t, budget, gauge, "nfscached_cache_budget_bytes", \
 	  "Configured budget for pages with their metadata (cache_size).") \
 	X(uint64_t, page_cost, gauge, "nfscached_cache_page_cost_bytes", \

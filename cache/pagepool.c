@@ -12,6 +12,7 @@
  * overflow into a neighbour in use is not: pagepool.h).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -31,6 +32,27 @@
 
 #define MAP_WORDS ((PAGEPOOL_CHUNK / 4096 + 63) / 64)
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* Linux 5.14 */
+#endif
+
+/*
+ * The prefault thread's side of a huge pool (pagepool.h, "Ahead"). Under
+ * mu: ready[0..nready) are chunks mapped and faulted in, not yet in the
+ * pool; want is how many the pool asks for (nready <= want always: the
+ * pool trims, the thread stops); busy while the thread maps one outside
+ * the lock; failed after a map failed, until want changes.
+ */
+struct ahead {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;		/* the thread: want or stop changed */
+	pthread_cond_t idle;		/* pagepool_ahead_wait */
+	uint8_t *ready[PAGEPOOL_AHEAD_MAX];
+	unsigned nready, want;
+	bool busy, failed, stop;
+};
+
 struct chunk {
 	uint8_t *base;			/* hash key */
 	uint32_t used;			/* buffers out */
@@ -49,26 +71,10 @@ struct pagepool {
 	uint64_t keep_chunks;		/* empty ones kept up to this many
 					 * chunks mapped in all */
 	bool huge;			/* advise MADV_HUGEPAGE */
+	uint64_t inline_maps;		/* chunks mapped with none ready */
+	uint64_t ahead_taken;		/* chunks taken from the thread */
+	struct ahead *ahead;		/* NULL unless huge */
 };
-
-struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
-{
-	struct pagepool *pp;
-
-	if (page_size < 4096 || page_size > PAGEPOOL_CHUNK ||
-	    (page_size & (page_size - 1))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	pp = calloc(1, sizeof(*pp));
-	if (!pp)
-		return NULL;
-	pp->page_size = page_size;
-	pp->nslots = PAGEPOOL_CHUNK / page_size;
-	pp->keep_chunks = (keep_bytes + PAGEPOOL_CHUNK - 1) / PAGEPOOL_CHUNK;
-	pp->huge = keep_bytes >= PAGEPOOL_HUGE_MIN;
-	return pp;
-}
 
 /* Map a chunk at an aligned address: map twice its size, unmap the ends. */
 static uint8_t *chunk_map(bool huge)
@@ -97,11 +103,179 @@ static uint8_t *chunk_map(bool huge)
 	return (uint8_t *)a;
 }
 
+/* Fault a fresh chunk in: one madvise (Linux 5.14), else a write per
+ * 4 KiB page (the memory reads as zeros either way). */
+static void chunk_fault_in(uint8_t *p)
+{
+	if (madvise(p, PAGEPOOL_CHUNK, MADV_POPULATE_WRITE) == 0)
+		return;
+	for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
+		((volatile uint8_t *)p)[off] = 0;
+}
+
+/* The prefault thread: keep want chunks ready, as ahead's comment says. */
+static void *ahead_main(void *arg)
+{
+	struct pagepool *pp = arg;
+	struct ahead *a = pp->ahead;
+	uint8_t *p;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		if (a->failed || a->nready >= a->want) {
+			pthread_cond_broadcast(&a->idle);
+			pthread_cond_wait(&a->work, &a->mu);
+			continue;
+		}
+		a->busy = true;
+		pthread_mutex_unlock(&a->mu);
+		if ((p = chunk_map(pp->huge)))
+			chunk_fault_in(p);
+		pthread_mutex_lock(&a->mu);
+		a->busy = false;
+		if (!p) {
+			a->failed = true;	/* ENOMEM: the pool maps its own */
+		} else if (a->nready < a->want && !a->stop) {
+			a->ready[a->nready++] = p;
+		} else {
+			pthread_mutex_unlock(&a->mu);
+			munmap(p, PAGEPOOL_CHUNK);
+			pthread_mutex_lock(&a->mu);
+		}
+	}
+	pthread_cond_broadcast(&a->idle);
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* Chunks the pool asks to have ready: PAGEPOOL_AHEAD_MAX, at most an
+ * eighth of the keep limit, and never past it with the chunks mapped. */
+static unsigned ahead_target(const struct pagepool *pp)
+{
+	uint64_t room = pp->keep_chunks > pp->nchunks ?
+			pp->keep_chunks - pp->nchunks : 0;
+	uint64_t cap = pp->keep_chunks / 8;
+
+	if (cap > PAGEPOOL_AHEAD_MAX)
+		cap = PAGEPOOL_AHEAD_MAX;
+	return (unsigned)(room < cap ? room : cap);
+}
+
+/* Tell the thread how many chunks to keep ready now; unmap ready ones
+ * past that (the pool grew to its keep limit). */
+static void ahead_want(struct pagepool *pp)
+{
+	struct ahead *a = pp->ahead;
+	uint8_t *drop[PAGEPOOL_AHEAD_MAX];
+	unsigned ndrop = 0, want;
+
+	if (!a)
+		return;
+	want = ahead_target(pp);
+	pthread_mutex_lock(&a->mu);
+	while (a->nready > want)
+		drop[ndrop++] = a->ready[--a->nready];
+	if (a->want != want)
+		a->failed = false;	/* try mapping again */
+	a->want = want;
+	if (a->nready < want)
+		pthread_cond_signal(&a->work);
+	pthread_mutex_unlock(&a->mu);
+	while (ndrop)
+		munmap(drop[--ndrop], PAGEPOOL_CHUNK);
+}
+
+/* A ready chunk, or NULL when the thread has none. */
+static uint8_t *ahead_take(struct pagepool *pp)
+{
+	struct ahead *a = pp->ahead;
+	uint8_t *p = NULL;
+
+	if (!a)
+		return NULL;
+	pthread_mutex_lock(&a->mu);
+	if (a->nready)
+		p = a->ready[--a->nready];
+	pthread_mutex_unlock(&a->mu);
+	return p;
+}
+
+/* Stop and join the thread, unmap what it had ready, free it. */
+static void ahead_stop(struct pagepool *pp)
+{
+	struct ahead *a = pp->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_signal(&a->work);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->thread, NULL);
+	while (a->nready)
+		munmap(a->ready[--a->nready], PAGEPOOL_CHUNK);
+	pthread_cond_destroy(&a->work);
+	pthread_cond_destroy(&a->idle);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+	pp->ahead = NULL;
+}
+
+/* Start the prefault thread of a huge pool; without one (no memory, no
+ * thread) the pool faults its chunks in itself, as a small pool does. */
+static void ahead_start(struct pagepool *pp)
+{
+	struct ahead *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->idle, NULL);
+	pp->ahead = a;
+	if (pthread_create(&a->thread, NULL, ahead_main, pp) != 0) {
+		pthread_cond_destroy(&a->work);
+		pthread_cond_destroy(&a->idle);
+		pthread_mutex_destroy(&a->mu);
+		free(a);
+		pp->ahead = NULL;
+		return;
+	}
+	ahead_want(pp);
+}
+
+struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
+{
+	struct pagepool *pp;
+
+	if (page_size < 4096 || page_size > PAGEPOOL_CHUNK ||
+	    (page_size & (page_size - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return NULL;
+	pp->page_size = page_size;
+	pp->nslots = PAGEPOOL_CHUNK / page_size;
+	pp->keep_chunks = (keep_bytes + PAGEPOOL_CHUNK - 1) / PAGEPOOL_CHUNK;
+	pp->huge = keep_bytes >= PAGEPOOL_HUGE_MIN;
+	if (pp->huge)
+		ahead_start(pp);
+	return pp;
+}
+
 static struct chunk *chunk_new(struct pagepool *pp)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
 
-	if (!c || !(c->base = chunk_map(pp->huge))) {
+	if (!c)
+		return NULL;
+	if ((c->base = ahead_take(pp))) {
+		pp->ahead_taken++;
+	} else if ((c->base = chunk_map(pp->huge))) {
+		pp->inline_maps++;
+	} else {
 		free(c);
 		return NULL;
 	}
@@ -113,6 +287,7 @@ static struct chunk *chunk_new(struct pagepool *pp)
 	c->partial = true;
 	pp->nchunks++;
 	pp->empty++;
+	ahead_want(pp);
 	return c;
 }
 
@@ -127,6 +302,7 @@ static void chunk_unmap(struct pagepool *pp, struct chunk *c)
 	if (!c->used)
 		pp->empty--;
 	free(c);
+	ahead_want(pp);
 }
 
 void *pagepool_get(struct pagepool *pp)
@@ -198,6 +374,7 @@ void pagepool_free(struct pagepool **ppp)
 
 	if (!pp)
 		return;
+	ahead_stop(pp);
 	HASH_ITER(hh, pp->chunks, c, tmp)
 		chunk_unmap(pp, c);
 	free(pp);
@@ -207,9 +384,29 @@ void pagepool_free(struct pagepool **ppp)
 void pagepool_stats_get(const struct pagepool *pp, struct pagepool_stats *st)
 {
 	st->chunks = pp->nchunks;
-	st->mapped_bytes = pp->nchunks * PAGEPOOL_CHUNK;
+	st->ahead = 0;
+	if (pp->ahead) {
+		pthread_mutex_lock(&pp->ahead->mu);
+		st->ahead = pp->ahead->nready;
+		pthread_mutex_unlock(&pp->ahead->mu);
+	}
+	st->mapped_bytes = (pp->nchunks + st->ahead) * PAGEPOOL_CHUNK;
 	st->used = pp->used;
 	st->huge = pp->huge;
+	st->inline_maps = pp->inline_maps;
+	st->ahead_taken = pp->ahead_taken;
+}
+
+void pagepool_ahead_wait(struct pagepool *pp)
+{
+	struct ahead *a = pp->ahead;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop && (a->busy || (!a->failed && a->nready < a->want)))
+		pthread_cond_wait(&a->idle, &a->mu);
+	pthread_mutex_unlock(&a->mu);
 }
 
 const char *pagepool_check_why(const struct pagepool *pp)
@@ -241,5 +438,16 @@ const char *pagepool_check_why(const struct pagepool *pp)
 	if (empty > 1 && n > pp->keep_chunks + 1)
 		return "more than one chunk has no buffer in use past the keep "
 		       "limit";
+	if (pp->ahead) {
+		const char *why = NULL;
+
+		pthread_mutex_lock(&pp->ahead->mu);
+		if (pp->ahead->nready > pp->ahead->want ||
+		    pp->ahead->want != ahead_target(pp))
+			why = "the prefault thread holds more chunks ready than "
+			      "the pool wants, or wants a stale count";
+		pthread_mutex_unlock(&pp->ahead->mu);
+		return why;
+	}
 	return NULL;
 }

@@ -5,12 +5,16 @@
  * step and its counts against what the case handed out: buffers are
  * aligned and distinct, a chunk fills before another is mapped, empty
  * chunks are kept up to the keep limit (one past it) and unmapped beyond,
- * data stays put while a buffer is out, and bad page sizes are refused.
+ * data stays put while a buffer is out, bad page sizes are refused, and
+ * a huge pool's prefault thread keeps the chunks it should ready, faulted
+ * in, within the keep limit.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cunit_main.h"
 #include "pagepool.h"
@@ -148,13 +152,145 @@ static void large_pool_is_huge(void)
 	CU_ASSERT_TRUE(st.huge);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b = pagepool_get(pp));
 	memset(b, 1, 65536);
-	check(pp, 1, 1);
+	pagepool_ahead_wait(pp);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 1);
+	CU_ASSERT_EQUAL(st.used, 1);
 	pagepool_put(pp, b);
 	pagepool_free(&pp);
 	pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
 	pagepool_stats_get(pp, &st);
 	CU_ASSERT_FALSE(st.huge);
+	pagepool_free(&pp);
+}
+
+/* Whether the 4 KiB page at p is resident (mincore(2)). */
+static bool resident(void *p)
+{
+	unsigned char v = 0;
+
+	CU_ASSERT_EQUAL_FATAL(mincore(p, 4096, &v), 0);
+	return v & 1;
+}
+
+/* Take one chunk's worth of 64 KiB buffers (32) into b. */
+static void take_chunk(struct pagepool *pp, uint8_t **b)
+{
+	for (int i = 0; i < 32; i++)
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b[i] = pagepool_get(pp));
+}
+
+/*
+ * A huge pool of 256 MiB (128 chunks) keeps an eighth of it, capped at
+ * PAGEPOOL_AHEAD_MAX (16) chunks, faulted in before any get: buffers come
+ * from those chunks resident before they are written, the pool maps none
+ * itself, and the thread refills what was taken.
+ */
+static void huge_pool_faults_chunks_in_ahead(void)
+{
+	struct pagepool *pp = pagepool_new(65536, 256ull << 20);
+	struct pagepool_stats st;
+	uint8_t *b[3][32];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_ahead_wait(pp);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 0);
+	CU_ASSERT_EQUAL(st.ahead, PAGEPOOL_AHEAD_MAX);
+	CU_ASSERT_EQUAL(st.mapped_bytes, PAGEPOOL_AHEAD_MAX * PAGEPOOL_CHUNK);
+	for (int k = 0; k < 3; k++) {
+		take_chunk(pp, b[k]);
+		/* Faulted in by the thread: every 4 KiB of the chunk is
+		 * resident before the caller writes a byte. */
+		for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
+			CU_ASSERT_FATAL(resident(b[k][0] + off));
+		CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	}
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 3);
+	CU_ASSERT_EQUAL(st.ahead_taken, 3);
+	CU_ASSERT_EQUAL(st.inline_maps, 0);
+	CU_ASSERT_EQUAL(st.used, 96);
+	pagepool_ahead_wait(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.ahead, PAGEPOOL_AHEAD_MAX);
+	CU_ASSERT_EQUAL(st.mapped_bytes,
+			(3 + PAGEPOOL_AHEAD_MAX) * PAGEPOOL_CHUNK);
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 32; i++)
+			pagepool_put(pp, b[k][i]);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_free(&pp);	/* joins the thread, unmaps the ready ones */
+	CU_ASSERT_PTR_NULL(pp);
+}
+
+/*
+ * At the keep limit the thread holds nothing ready: a 64 MiB pool (32
+ * chunks, 4 ready) filled chunk by chunk never maps past 32 with what is
+ * ready, takes every chunk up to the limit from the thread, and maps the
+ * 33rd itself.
+ */
+static void ahead_stays_within_the_keep_limit(void)
+{
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN);
+	struct pagepool_stats st;
+	uint8_t *(*b)[32] = calloc(33, sizeof(*b));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	for (uint64_t k = 0; k < 32; k++) {
+		pagepool_ahead_wait(pp);
+		pagepool_stats_get(pp, &st);
+		CU_ASSERT_EQUAL(st.chunks, k);
+		CU_ASSERT_EQUAL(st.ahead, 32 - k < 4 ? 32 - k : 4);
+		CU_ASSERT(st.chunks + st.ahead <= 32);
+		take_chunk(pp, b[k]);
+		CU_ASSERT_PTR_NULL_FATAL(pagepool_check_why(pp));
+	}
+	pagepool_ahead_wait(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 32);
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_EQUAL(st.ahead_taken, 32);
+	CU_ASSERT_EQUAL(st.inline_maps, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b[32][0] = pagepool_get(pp));
+	pagepool_ahead_wait(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 33);
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_EQUAL(st.inline_maps, 1);
+	pagepool_put(pp, b[32][0]);
+	for (int k = 0; k < 32; k++)
+		for (int i = 0; i < 32; i++)
+			pagepool_put(pp, b[k][i]);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 32);	/* the empty 33rd went */
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	free(b);
+	pagepool_free(&pp);
+}
+
+/* A small pool has no prefault thread: it maps every chunk itself. */
+static void small_pool_maps_its_own(void)
+{
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1);
+	struct pagepool_stats st;
+	uint8_t *b[32];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_ahead_wait(pp);	/* no thread: returns at once */
+	take_chunk(pp, b);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_EQUAL(st.ahead_taken, 0);
+	CU_ASSERT_EQUAL(st.inline_maps, 1);
+	CU_ASSERT_EQUAL(st.mapped_bytes, PAGEPOOL_CHUNK);
+	for (int i = 0; i < 32; i++)
+		pagepool_put(pp, b[i]);
 	pagepool_free(&pp);
 }
 
@@ -232,6 +368,9 @@ int test_register(void)
 		T(one_empty_chunk_is_kept),
 		T(empty_chunks_kept_up_to_the_limit),
 		T(large_pool_is_huge),
+		T(huge_pool_faults_chunks_in_ahead),
+		T(ahead_stays_within_the_keep_limit),
+		T(small_pool_maps_its_own),
 		T(random_gets_and_puts_match_a_model),
 #undef T
 	};
