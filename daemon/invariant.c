@@ -13,6 +13,7 @@
 #include "lcommit.h"
 #include "log.h"
 #include "nfs3_meta.h"
+#include "server.h"
 
 static unsigned every;		/* 0: off */
 static uint64_t turns, checks;
@@ -60,6 +61,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "local commit";
 		why = lcommit_check_why(d);
+	}
+	if (!why && d->server) {
+		what = "server";
+		why = server_check_why(d->server);
 	}
 	if (!why)
 		return;

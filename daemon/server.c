@@ -1086,6 +1086,37 @@ void server_drain(struct server *s)
 	}
 }
 
+const char *server_check_why(const struct server *s)
+{
+	const struct conn *c;
+	unsigned inflight = 0;
+
+	DL_FOREACH(s->conns, c) {
+		short en;
+
+		if (c->closed)
+			return "a closed connection is on the open list";
+		en = bufferevent_get_enabled(c->bev);
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) &&
+		    !(en & EV_WRITE) && !c->flush_queued)
+			return "an open connection has replies to write, EV_WRITE "
+			       "disabled and is not queued for the flush";
+		if (c->paused && (en & EV_READ))
+			return "a paused connection still reads";
+		inflight += c->inflight;
+	}
+	DL_FOREACH(s->lingering, c) {
+		if (!c->lingering)
+			return "a connection on the lingering list is not "
+			       "marked lingering";
+		inflight += c->inflight;
+	}
+	if (inflight > s->inflight)
+		return "the connections' requests in flight exceed the "
+		       "server's count";
+	return NULL;
+}
+
 unsigned server_inflight(const struct server *s)
 {
 	return s->inflight;

@@ -237,6 +237,17 @@ void server_stop_accepting(struct server *s);
  * are answered, no new work is accepted. */
 void server_drain(struct server *s);
 
+/*
+ * NULL when the invariants at the top of server.c hold for s's open and
+ * lingering connections (an open connection with replies to write and
+ * EV_WRITE disabled is queued for the flush; a paused one has EV_READ
+ * disabled; their requests in flight are at most the server's count,
+ * which also counts closed connections' requests), else the name of the
+ * first that does not. For invariant_turn (NFSCACHED_CHECK), at the end
+ * of a loop turn: in the middle of one the flush may still be due.
+ */
+const char *server_check_why(const struct server *s);
+
 /* Calls in flight across all connections. */
 unsigned server_inflight(const struct server *s);
 
