@@ -8,7 +8,10 @@
  * Invariants: conn.inflight counts the requests that reference the
  * connection; server.inflight is their sum; a paused connection has
  * EV_READ disabled and is resumed only through a deferred trigger, so a
- * synchronous reply never re-enters the record loop.
+ * synchronous reply never re-enters the record loop. A client's EOF with
+ * calls in flight half-closes the connection (half_closed: reading off,
+ * never resumed); the release of its last call closes it, and its replies
+ * linger out as any closed connection's.
  *
  * Replies are written without a loop turn: an open connection keeps its
  * bufferevent's EV_WRITE disabled while its output is empty; a reply
@@ -75,6 +78,9 @@ struct conn {
 	unsigned refs;
 	bool closed;
 	bool paused;
+	bool half_closed;		/* the client sent EOF with calls in
+					 * flight: reading off, closed
+					 * once the last is answered */
 	bool lingering;			/* closed, flushing its last replies */
 	bool flush_queued;		/* on srv->flush_list */
 	struct conn *flush_next;
@@ -236,7 +242,7 @@ static bool conn_should_pause(const struct conn *c)
 /* Resume a paused connection once it is under its limits. */
 static void conn_maybe_resume(struct conn *c)
 {
-	if (c->closed || !c->paused || conn_should_pause(c))
+	if (c->closed || !c->paused || c->half_closed || conn_should_pause(c))
 		return;
 	c->paused = false;
 	if (c->rec_start > 0)
@@ -267,6 +273,8 @@ static void req_release(struct req *r)
 	c->inflight--;
 	s->inflight--;
 	s->st.requests_inflight = s->inflight;
+	if (c->half_closed && c->inflight == 0 && !c->closed)
+		conn_close(c, CLOSE_EOF);	/* its replies linger out */
 	conn_maybe_resume(c);
 	conn_put(&c);
 }
@@ -689,7 +697,16 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)bev;
-	if (what & BEV_EVENT_EOF)
+	if ((what & BEV_EVENT_EOF) && c->inflight > 0 && !c->closed) {
+		/* Half-closed (shutdown(SHUT_WR), RFC 9293 3.6): the client
+		 * still reads the replies of the calls it sent. Reading stops
+		 * (there is nothing more to read); req_release closes the
+		 * connection after the last reply, which then lingers out. */
+		c->half_closed = true;
+		bufferevent_disable(c->bev, EV_READ);
+		log_debug("connection %s half-closed with %u calls in flight",
+			  c->peer_name, c->inflight);
+	} else if (what & BEV_EVENT_EOF)
 		conn_close(c, CLOSE_EOF);
 	else if ((what & BEV_EVENT_ERROR) &&
 		 (err == ECONNRESET || err == EPIPE))

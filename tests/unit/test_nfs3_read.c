@@ -4,13 +4,15 @@
  * misses of one range share one upstream READ; a random miss fetches its
  * own bytes, not whole pages; calls while the upstream
  * is down are answered NFS3ERR_JUKEBOX (RFC 1813 section 2.6) and nothing
- * is sent. The fetch they share is the cache's (cache_fetch_join), and
+ * is sent; a client that half-closes its connection after its calls still
+ * gets their replies. The fetch they share is the cache's (cache_fetch_join), and
  * the sampled invariant checks (NFSCACHED_CHECK) run at the end of loop
  * turns and abort on a broken invariant.
  */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -444,6 +446,42 @@ static void test_upstream_down_gives_jukebox(void)
 	h_fini(&h);
 }
 
+/*
+ * A client that shuts down its sending side (shutdown(SHUT_WR)) after its
+ * calls still reads their replies: the server sees EOF while both READs
+ * wait for the upstream (held), answers both once it replies, and only
+ * then closes the connection. Before, EOF closed it at once and the
+ * replies were dropped.
+ */
+static void test_half_closed_client_gets_its_replies(void)
+{
+	struct nfs3_h h;
+	uint64_t id;
+	uint32_t x1, x2;
+	char b;
+
+	h_init(&h, no_readahead);
+	id = toy_add_file(&h.toy, "f", 200000);
+	h.fu.hold[NFSPROC3_READ] = true;
+	x1 = h_send_read(&h, id, 0, 4096);
+	x2 = h_send_read(&h, id, 131072, 4096);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_READ), 2);
+	CU_ASSERT_EQUAL_FATAL(shutdown(h.cfd, SHUT_WR), 0);
+	h_turns(&h, 50);		/* the server reads the EOF */
+	CU_ASSERT_FALSE(h.closed);
+	CU_ASSERT_FALSE(h_replied(&h, x1) || h_replied(&h, x2));
+	h.fu.hold[NFSPROC3_READ] = false;
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	check_read(&h, x2, id, 131072, 4096);
+	check_read(&h, x1, id, 0, 4096);
+	/* Then the server closes its side: the client reads EOF. */
+	h_turns(&h, 50);
+	CU_ASSERT_TRUE(h.closed);
+	CU_ASSERT_EQUAL(recv(h.cfd, &b, 1, MSG_DONTWAIT), 0);
+	h_fini(&h);
+}
+
 /* With NFSCACHED_CHECK=1 the checks run at the end of every loop turn
  * and pass while READs miss, join and fill. */
 static void test_checks_run_every_turn(void)
@@ -518,6 +556,8 @@ int test_register(void)
 	CU_add_test(s, "short_fetch_of_local_file", test_short_fetch_of_local_file);
 	CU_add_test(s, "prefetch_over_crowded_page_ends", test_prefetch_over_crowded_page_ends);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
+	CU_add_test(s, "half_closed_client_gets_its_replies",
+		    test_half_closed_client_gets_its_replies);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
 	return 0;
