@@ -10,8 +10,9 @@
  * EV_READ disabled and is resumed only through a deferred trigger, so a
  * synchronous reply never re-enters the record loop. A client's EOF with
  * calls in flight half-closes the connection (half_closed: reading off,
- * never resumed); the release of its last call closes it, and its replies
- * linger out as any closed connection's.
+ * never resumed, a partial record ignored by record_timeout); the release
+ * of its last call closes it, and its replies linger out as any closed
+ * connection's, but with idle_timeout, not 5 s, for a write to progress.
  *
  * Replies are written without a loop turn: an open connection keeps its
  * bufferevent's EV_WRITE disabled while its output is empty; a reply
@@ -191,7 +192,8 @@ static void conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
 
 /*
  * Close c for reason. Replies already queued are still sent (the socket
- * lingers up to 5 s with reading off) unless the socket failed or the
+ * lingers with reading off while its writes progress at least every 5 s,
+ * or idle_timeout for a half-closed one) unless the socket failed or the
  * daemon is stopping; requests still in flight keep the struct alive and
  * their replies are dropped.
  */
@@ -205,6 +207,14 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	struct server *s = c->srv;
 	struct timeval tv = { 5, 0 };
 
+	if (c->half_closed) {
+		/* It asked for its replies (shutdown(SHUT_WR) then reads):
+		 * a reader that pauses keeps them for idle_timeout, not 5 s. */
+		double t = s->d->conf->idle_timeout;
+
+		tv.tv_sec = (time_t)t;
+		tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
+	}
 	if (c->closed)
 		return;
 	c->closed = true;
@@ -889,6 +899,9 @@ int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
 			return -1;
 		}
 	}
+	/* The accept path's sockets are already; a socketpair end is not,
+	 * and a blocking socket would stall the loop on a full buffer. */
+	(void)evutil_make_socket_nonblocking(fd);
 	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
 	    peer_take(s, c, pc) != 0 ||
 	    !(c->bev = bufferevent_socket_new(s->d->base, fd,
@@ -956,7 +969,9 @@ static enum conn_close_reason conn_overdue(const struct conn *c, double now)
 	if (c->inflight == 0 && (c->rec_start == 0 || c->paused) &&
 	    now - c->last_active >= cf->idle_timeout)
 		return CLOSE_IDLE;	/* also when paused on unread replies */
-	if (c->rec_start > 0 && !c->paused &&	/* paused: we are not reading */
+	/* Paused: we are not reading. Half-closed: a partial record can
+	 * never complete and is ignored; the calls in flight are answered. */
+	if (c->rec_start > 0 && !c->paused && !c->half_closed &&
 	    now - c->rec_start >= cf->record_timeout)
 		return CLOSE_RECORD_TIMEOUT;
 	return CLOSE_NREASONS;

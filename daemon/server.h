@@ -223,8 +223,9 @@ int server_listen(struct server *s, const char *addr, int port,
 /*
  * Serve a connected socket fd (taken: closed on failure and with the
  * connection) as a client connection from sa (salen bytes, copied) that
- * only_prog (0: any program) may call. The listeners' accept path; unit
- * tests hand it one end of a socketpair(2). Returns 0, or -1 when a
+ * only_prog (0: any program) may call; it is made non-blocking. The
+ * listeners' accept path; unit tests hand it one end of a socketpair(2).
+ * Returns 0, or -1 when a
  * connection limit refused it or memory ran out (logged).
  */
 int server_adopt(struct server *s, int fd, const struct sockaddr *sa,

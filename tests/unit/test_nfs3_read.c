@@ -9,12 +9,16 @@
  * the sampled invariant checks (NFSCACHED_CHECK) run at the end of loop
  * turns and abort on a broken invariant.
  */
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "invariant.h"
 
@@ -482,6 +486,74 @@ static void test_half_closed_client_gets_its_replies(void)
 	h_fini(&h);
 }
 
+/*
+ * A half-closed client that does not read for a while still gets all its
+ * replies: once the last call is answered the connection lingers with
+ * idle_timeout for its writes to progress, not the 5 s of other closed
+ * connections. Eight 64 KiB replies (more than the socketpair holds) wait
+ * while the client reads nothing for 6 s of real time (the linger timer
+ * is libevent's, on the real clock), then all arrive.
+ */
+static void test_half_closed_slow_reader_gets_everything(void)
+{
+	struct timespec pause = { 6, 0 };
+	struct nfs3_h h;
+	uint32_t x[8];
+	uint64_t id;
+
+	h_init(&h, no_readahead);
+	id = toy_add_file(&h.toy, "f", 1 << 20);
+	h.fu.hold[NFSPROC3_READ] = true;
+	for (int i = 0; i < 8; i++)
+		x[i] = h_send_read(&h, id, (uint64_t)i * 65536, 65536);
+	h_turns(&h, 50);
+	event_del(h.rd);		/* the client stops reading */
+	CU_ASSERT_EQUAL_FATAL(shutdown(h.cfd, SHUT_WR), 0);
+	h_turns(&h, 50);
+	h.fu.hold[NFSPROC3_READ] = false;
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	h_turns(&h, 200);		/* answered: the rest waits on the socket */
+	while (nanosleep(&pause, &pause) != 0)
+		;
+	h_turns(&h, 50);		/* a 5 s linger timer would fire here */
+	event_add(h.rd, NULL);
+	for (int i = 0; i < 8; i++)
+		check_read(&h, x[i], id, (uint64_t)i * 65536, 65536);
+	h_fini(&h);
+}
+
+/*
+ * A half-closed connection with part of a record buffered is not closed
+ * by record_timeout: that record can never complete, and the call already
+ * in flight is still answered.
+ */
+static void test_half_closed_partial_record_is_ignored(void)
+{
+	struct nfs3_h h;
+	uint32_t mark = htonl(0x80000000u | 200), x;
+	uint8_t part[24] = { 0 };
+	uint64_t id;
+
+	h_init(&h, no_readahead);
+	id = toy_add_file(&h.toy, "f", 100000);
+	h.fu.hold[NFSPROC3_READ] = true;
+	x = h_send_read(&h, id, 0, 4096);
+	h_turns(&h, 50);
+	memcpy(part, &mark, 4);		/* 20 of the 200 bytes it announces */
+	CU_ASSERT_EQUAL_FATAL(write(h.cfd, part, sizeof(part)),
+			      (ssize_t)sizeof(part));
+	CU_ASSERT_EQUAL_FATAL(shutdown(h.cfd, SHUT_WR), 0);
+	h_turns(&h, 50);
+	h_advance(&h, h.d.conf->record_timeout + 1);
+	CU_ASSERT_FALSE(h.closed);
+	h.fu.hold[NFSPROC3_READ] = false;
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	check_read(&h, x, id, 0, 4096);
+	h_turns(&h, 50);
+	CU_ASSERT_TRUE(h.closed);
+	h_fini(&h);
+}
+
 /* With NFSCACHED_CHECK=1 the checks run at the end of every loop turn
  * and pass while READs miss, join and fill. */
 static void test_checks_run_every_turn(void)
@@ -558,6 +630,10 @@ int test_register(void)
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
 	CU_add_test(s, "half_closed_client_gets_its_replies",
 		    test_half_closed_client_gets_its_replies);
+	CU_add_test(s, "half_closed_slow_reader_gets_everything",
+		    test_half_closed_slow_reader_gets_everything);
+	CU_add_test(s, "half_closed_partial_record_is_ignored",
+		    test_half_closed_partial_record_is_ignored);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
 	return 0;
