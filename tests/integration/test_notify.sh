@@ -74,6 +74,16 @@ wait_msg() {
 	return 1
 }
 
+# Wait up to $2 seconds for at least $1 messages (watchdog pings aside).
+wait_count() {
+	local n=$1 secs=$2 i
+	for ((i = 0; i < secs * 10; i++)); do
+		(($(messages | wc -l) >= n)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Write a configuration with extra global lines $1 to $NFSC_TMP/notify.conf.
 write_conf() {
 	nfsc_proxy_config "$nfs_port" "$mnt_port" "127.0.0.1:$met_port" \
@@ -126,7 +136,8 @@ else
 	fail "only $n WATCHDOG=1 in 1.5 s with WATCHDOG_USEC=300000"
 fi
 kill -HUP "$NFSC_PROXY_PID"
-if wait_msg '^RELOADING=1$' 5 && wait_msg '^READY=1' 5 &&
+# The third message, not any READY=1: the first one is already there.
+if wait_msg '^RELOADING=1$' 5 && wait_count 3 5 &&
 	[[ "$(messages | sed -n 2p)" == "RELOADING=1" ]] &&
 	[[ "$(messages | sed -n 3p)" == "READY=1|STATUS=upstream up; "* ]]; then
 	pass "SIGHUP: RELOADING=1 then READY=1 with STATUS="
