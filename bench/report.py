@@ -367,8 +367,9 @@ def fmt_calls(calls, limit=6):
 
 # ------------------------------------------------------------ targets
 
-def targets(cells):
-    """Each target: (text, measured text, met True/False/None)."""
+def targets(cells, ceilings=None):
+    """Each target: (text, measured text, met True/False/None); ceilings:
+    relay_ceilings() of the run."""
     out = []
 
     def r_of(w, label, delay, qd, kind, other):
@@ -439,6 +440,7 @@ def targets(cells):
         out.append((f"W6b, {delay} ms: second pass 0 upstream READs", "n/a" if n is None else f"{n} READs",
                     None if n is None else n == 0))
     out.extend(fast_path_targets(cells))
+    out.extend(relay_targets(cells, ceilings or {}))
     out.extend(local_targets(cells))
     # Each cell against its own cache_size (W8 runs a smaller one); the
     # worst is the cell with the highest peak RSS / budget.
@@ -721,27 +723,81 @@ def relay_table(cells):
                   "p50 us (no relay / 0 ms / 2 ms)"], rows)
 
 
-def relay_ceiling_section(results):
-    """The relay's own ceiling: RESULTS/relay_ceiling.jsonl lines of
-    bench/relay_ceiling.py (one bulk TCP stream through the relay alone),
-    as the median MB/s per delay. [] when the file is missing or empty."""
-    path = os.path.join(results, "relay_ceiling.jsonl")
-    if not results or not os.path.exists(path):
-        return []
+def relay_ceilings(results):
+    """{delay_ms: [MB/s per run]} from RESULTS/relay_ceiling.jsonl (lines
+    of bench/relay_ceiling.py: one bulk TCP stream through the relay
+    alone); {} when the file is missing or empty."""
+    path = os.path.join(results, "relay_ceiling.jsonl") if results else ""
     per = {}
+    if not path or not os.path.exists(path):
+        return per
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line:
                 d = json.loads(line)
                 per.setdefault(d["delay_ms"], []).append(d["mb_s"])
+    return per
+
+
+def median(vs):
+    return sorted(vs)[len(vs) // 2]
+
+
+def relayed_mb_s(cell, label):
+    """MB/s that crossed the relay during phase label, both ways: for
+    nfscached's paths its own count of upstream bytes, for direct and peer
+    the client's bytes (neither keeps data); None without the phase or
+    for one under 0.2 s or 100 calls."""
+    p = ph(cell, label)
+    # A phase of a few calls (W5's probes of the window) takes too little
+    # time for a rate: its readahead alone would read as GB/s.
+    if not p or p["wall"] < 0.2 or p["ops"] < 100 or label not in PHASES:
+        return None
+    if cell.path in ("nfscached", "local"):
+        n = (cell.delta_metric(label, "nfscached_upstream_received_bytes_total") +
+             cell.delta_metric(label, "nfscached_upstream_sent_bytes_total"))
+    else:
+        n = p["bytes"]
+    return n / p["wall"] / 1e6
+
+
+def relay_targets(cells, ceilings):
+    """Issue 16: at each delay the relay's own ceiling is at least 3x the
+    fastest phase any path moved through it, or those cells measure the
+    relay, not the paths."""
+    out = []
+    for delay in DELAYS:
+        fastest, where = None, None
+        for c in cells.values():
+            if c.delay != delay:
+                continue
+            for label in c.phases:
+                v = relayed_mb_s(c, label)
+                if v is not None and (fastest is None or v > fastest):
+                    fastest, where = v, f"{c.id} {label}"
+        name = f"The relay's ceiling, {delay} ms: >= 3x the fastest phase through it"
+        ceiling = median(ceilings[float(delay)]) if float(delay) in ceilings else None
+        if fastest is None or ceiling is None:
+            out.append((name, "n/a", None))
+            continue
+        out.append((name, f"{fmt(ceiling)} MB/s, fastest {fmt(fastest)} MB/s ({where}): "
+                    f"{fmt_ratio(ratio(ceiling, fastest))}", ceiling >= 3 * fastest))
+    return out
+
+
+def relay_ceiling_section(results):
+    """The relay's own ceiling, as the median MB/s per delay. [] when
+    there is no measurement."""
+    per = relay_ceilings(results)
     if not per:
         return []
-    rows = [[fmt(k), " / ".join(fmt(v) for v in vs), fmt(sorted(vs)[len(vs) // 2])]
+    rows = [[fmt(k), " / ".join(fmt(v) for v in vs), fmt(median(vs))]
             for k, vs in sorted(per.items())]
     return ["## The relay's own ceiling", "",
-            "One TCP stream of bulk data through `delayrelay` alone (no NFS; bench/relay_ceiling.py), "
-            "runs in alternating order. A cell whose path moves more than a third of this measures the relay.",
+            "One TCP stream of bulk data (1 GiB) through `delayrelay` alone (no NFS; bench/relay_ceiling.py), "
+            "runs in alternating order. A cell whose path moves more than a third of this measures the relay "
+            "(the targets table compares it with the fastest phase at each delay).",
             "", table(["one-way delay ms", "MB/s per run", "median MB/s"], rows), ""]
 
 
@@ -1017,7 +1073,7 @@ def hostile_section(results):
 
 def write_report(cells, run, root, out, results_dir=""):
     m = machine(root)
-    tg = targets(cells)
+    tg = targets(cells, relay_ceilings(results_dir))
     secs = run["end"] - run["start"]
     lines = []
     a = lines.append
@@ -1206,7 +1262,7 @@ def main():
     print(summary_table(cells))
     if kernel_cells:
         print(kernel_table(kernel_cells))
-    for t, v, ok in targets(cells):
+    for t, v, ok in targets(cells, relay_ceilings(args.results)):
         print(f"target: {t}: {v}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")
 
 
