@@ -44,7 +44,8 @@ bool fstate_idle(const struct fstate *fs, const struct cfile *f)
 {
 	return !cfile_has_wb(f) &&
 	       (!fs || (!fs->waits && !fs->wb_inflight && !fs->hold &&
-			!fs->reval_inflight && !fs->commit_tag &&
+			!fs->reval_inflight && !fs->access_asks &&
+			!fs->commit_tag &&
 			lcommit_fstate_idle(fs)));
 }
 

@@ -10,7 +10,7 @@
  *                 stable, want_commit, last_write, commit_cred,
  *                 commit_ccred, has_commit_cred
  *   nfs3_write.c  last_absorb (read by writeback.c), reval_inflight,
- *                 reval_waiters
+ *                 reval_waiters, access_asks
  *   nfs3_ops.c    hold (a truncating SETATTR in flight; read by
  *                 writeback.c)
  *   lcommit.c     lc_pages, lc_stale, lc_map, lc_attr_seq, lc_lost,
@@ -60,6 +60,8 @@ struct fstate {
 	bool reval_inflight;		/* a WRITE's revalidating GETATTR is
 					 * upstream (nfs3_write.c) */
 	struct write_op *reval_waiters;	/* WRITEs that wait for its reply */
+	struct write_op *access_asks;	/* WRITEs whose ACCESS is upstream,
+					 * one per credential (nfs3_write.c) */
 	struct rangeset lc_pages;	/* page indexes with a journal record
 					 * (lcommit.c) */
 	struct rangeset lc_stale;	/* bytes written since journaled */

@@ -28,7 +28,10 @@
  * Invariants: a write_op holds its file reference until it replies;
  * fstate.reval_inflight is true exactly while one revalidating GETATTR
  * of the file is upstream, and fstate.reval_waiters lists the other
- * WRITEs that wait for its answer (each on at most that one list).
+ * WRITEs that wait for its answer; fstate.access_asks lists exactly the
+ * WRITEs whose ACCESS is upstream (at most one per credential), each with
+ * the WRITEs of its credential that wait for its answer (access_waiters).
+ * A WRITE is on at most one of those lists.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +62,18 @@ struct write_op {
 	struct cfile *f;		/* reference, may be NULL */
 	struct cattr pre;		/* shown attributes before */
 	bool has_pre;
-	bool asked_access;		/* an ACCESS was sent for this WRITE */
+	bool asked_access;		/* an ACCESS was sent for this WRITE,
+					 * or it waited for another's */
+	bool access_asker;		/* on fstate.access_asks */
+	struct write_op *ask_next;	/* on fstate.access_asks */
+	struct write_op *access_waiters; /* wait for this one's ACCESS */
 	bool revalidated;		/* a GETATTR was sent for this WRITE */
 	bool waited;			/* waited for room at least once */
 	double room_deadline;		/* when waiting for room ends */
 	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
 	struct write_op *reval_next;	/* on fstate.reval_waiters */
+	struct write_op *access_next;	/* on an asker's access_waiters */
 };
 
 static struct nfs3_write_stats stats;
@@ -228,18 +236,11 @@ static void write_local_done(struct daemon *d, bool durable, void *arg)
 }
 static void write_no_room(struct write_op *op);
 
-/* ACCESS reply for a WRITE's permission check. */
-static void write_access_done(enum upstream_status status, void *decoded,
-			      void *arg)
+/* An ACCESS for op's permission check came back (op's own or the one it
+ * waited for): go on, or fail as the call did. */
+static void write_access_resume(struct write_op *op,
+				enum upstream_status status)
 {
-	struct write_op *op = arg;
-	ACCESS3res *res = NULL;
-
-	if (status == UPSTREAM_OK)
-		res = decoded;
-	if (res && res->status == NFS3_OK)
-		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
-				    res->ACCESS3res_u.resok.access);
 	if (status != UPSTREAM_OK) {
 		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
 		return;
@@ -247,17 +248,54 @@ static void write_access_done(enum upstream_status status, void *decoded,
 	write_continue(op);
 }
 
+/* ACCESS reply for a WRITE's permission check: answers op and every WRITE
+ * of its credential that waited for it. */
+static void write_access_done(enum upstream_status status, void *decoded,
+			      void *arg)
+{
+	struct write_op *op = arg;
+	struct fstate *fs = op->access_asker ? fstate_find(op->f) : NULL;
+	ACCESS3res *res = NULL;
+	struct write_op *w = op->access_waiters, *next, **pp;
+
+	if (status == UPSTREAM_OK)
+		res = decoded;
+	if (res && res->status == NFS3_OK)
+		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
+				    res->ACCESS3res_u.resok.access);
+	op->access_waiters = NULL;
+	if (fs) {
+		for (pp = &fs->access_asks; *pp && *pp != op; pp = &(*pp)->ask_next)
+			;
+		if (*pp)
+			*pp = op->ask_next;
+		op->ask_next = NULL;
+		op->access_asker = false;
+		fstate_release(op->r->d, op->f);
+	}
+	for (; w; w = next) {
+		next = w->access_next;
+		w->access_next = NULL;
+		write_access_resume(w, status);
+	}
+	write_access_resume(op, status);
+}
+
 /*
  * Whether op's caller may have its write absorbed: a positive cached
  * ACCESS result for MODIFY (and EXTEND when the write grows the file). If
  * none is cached, ask ACCESS upstream once (returns false; the reply
- * continues the WRITE). Without a grant the WRITE goes through to the
- * upstream, which decides (an owner may write a file its mode denies).
+ * continues the WRITE), or wait for the ACCESS another WRITE of the same
+ * credential has upstream: a client's pipelined WRITEs, read in one loop
+ * turn, would otherwise send one each. Without a grant the WRITE goes
+ * through to the upstream, which decides (an owner may write a file its
+ * mode denies).
  */
 static bool write_allowed(struct write_op *op, bool *asked)
 {
 	WRITE3args *a = op->r->args;
 	uint32_t need = ACCESS3_MODIFY;
+	struct fstate *fs;
 	ACCESS3args aa;
 
 	*asked = false;
@@ -266,12 +304,28 @@ static bool write_allowed(struct write_op *op, bool *asked)
 	if (cfile_access_allows(op->f, &op->uc, need) || op->asked_access)
 		return cfile_access_allows(op->f, &op->uc, need);
 	op->asked_access = true;
+	fs = fstate_get(op->r->d, op->f, op->ex);
+	for (struct write_op *k = fs ? fs->access_asks : NULL; k; k = k->ask_next)
+		if (nfs_cred_eq(&k->uc, &op->uc)) {
+			op->access_next = k->access_waiters;
+			k->access_waiters = op;
+			*asked = true;
+			return false;
+		}
 	aa.object = a->file;
 	aa.access = ACCESS3_MODIFY | ACCESS3_EXTEND;
 	nfs3_count_access_check();
 	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
-		      &op->uc, write_access_done, op) != 0)
+		      &op->uc, write_access_done, op) != 0) {
+		if (fs)
+			fstate_release(op->r->d, op->f);
 		return false;
+	}
+	if (fs) {
+		op->ask_next = fs->access_asks;
+		fs->access_asks = op;
+		op->access_asker = true;
+	}
 	*asked = true;
 	return false;
 }
