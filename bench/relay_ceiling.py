@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 
+IO = 1 << 20  # bytes per send and per recv
+
 
 def one(relay, delay, nbytes):
     """Send nbytes through a relay at delay ms; return the JSON dict."""
@@ -43,7 +45,7 @@ def one(relay, delay, nbytes):
             # One buffer for every recv: a new 1 MiB object per recv is
             # new memory faulted in each time, which held the sink itself
             # to ~700 MB/s on the benchmark's VM.
-            into = memoryview(bytearray(1 << 20))
+            into = memoryview(bytearray(IO))
             while got[0] < nbytes:
                 n = c.recv_into(into)
                 if not n:
@@ -55,9 +57,9 @@ def one(relay, delay, nbytes):
         t = threading.Thread(target=sink)
         t.start()
         s = socket.create_connection(("127.0.0.1", port))
-        buf = b"x" * (1 << 20)
+        buf = b"x" * IO
         t0 = time.monotonic()
-        for _ in range(nbytes >> 20):
+        for _ in range(nbytes // IO):
             s.sendall(buf)
         t.join()
         s.close()

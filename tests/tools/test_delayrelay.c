@@ -3,7 +3,9 @@
  * Tests of tests/tools/delayrelay, run as a black box: the real binary
  * (DELAYRELAY_BIN) is started with a 5 ms delay and two pairs, one in front
  * of an echo server (threads in this process), one in front of a plain
- * listener the tests accept from themselves. Loopback sockets only.
+ * listener the tests accept from themselves. Loopback sockets only. Suite
+ * delayrelay_zero runs the tests of bytes and closes again on a relay with
+ * no delay, which splices instead of copying (its own code path).
  *
  * Pinned: every round trip of a small message takes at least 2 x 5 ms (the
  * delay is a lower bound per direction) and the median stays under 20 ms;
@@ -31,11 +33,12 @@
 
 #include "cunit_main.h"
 
-#define DELAY_MS	5.0
+#define DELAY_MS	5.0	/* suite delayrelay's delay */
 #define ROUNDS		20
 #define BULK_BYTES	(8u * 1024 * 1024)
 #define WAIT_MS		5000	/* longest wait for anything expected */
 
+static double delay_ms;		/* the running suite's relay's delay */
 static pid_t relay_pid = -1;
 static int relay_out = -1;		/* read end of the relay's stdout */
 static int echo_lfd = -1, plain_lfd = -1;
@@ -174,10 +177,9 @@ echo_conn(void *arg)
 static void *
 echo_server(void *arg)
 {
-	int fd;
+	int lfd = (int)(intptr_t)arg, fd;
 
-	(void)arg;
-	while ((fd = accept(echo_lfd, NULL, NULL)) >= 0) {
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
 		pthread_t t;
 
 		if (pthread_create(&t, NULL, echo_conn,
@@ -262,23 +264,25 @@ parse_listen_line(const char *line, uint16_t *port)
 	return 0;
 }
 
-/* Start the echo server, the plain listener and the relay. */
+/* Start the echo server, the plain listener and a relay of delay ms. */
 static int
-suite_init(void)
+suite_init_delay(const char *delay)
 {
 	static pthread_t echo_thread;
 	char a1[64], a2[64], line[256];
 	uint16_t echo_port, plain_port;
 
+	delay_ms = atof(delay);
 	echo_lfd = listen_any(&echo_port);
 	plain_lfd = listen_any(&plain_port);
 	if (echo_lfd < 0 || plain_lfd < 0 ||
-	    pthread_create(&echo_thread, NULL, echo_server, NULL) != 0)
+	    pthread_create(&echo_thread, NULL, echo_server,
+			   (void *)(intptr_t)echo_lfd) != 0)
 		return -1;
 	pthread_detach(echo_thread);
 	snprintf(a1, sizeof(a1), "127.0.0.1:0=127.0.0.1:%u", echo_port);
 	snprintf(a2, sizeof(a2), "127.0.0.1:0=127.0.0.1:%u", plain_port);
-	const char *argv[] = { "delayrelay", "--delay-ms", "5", "--pair", a1,
+	const char *argv[] = { "delayrelay", "--delay-ms", delay, "--pair", a1,
 			 "--pair", a2, NULL };
 	relay_pid = spawn_relay(argv, &relay_out);
 	if (relay_pid < 0 || relay_line(line, sizeof(line)) != 0 ||
@@ -288,6 +292,19 @@ suite_init(void)
 	    relay_line(line, sizeof(line)) != 0 || strcmp(line, "ready"))
 		return -1;
 	return 0;
+}
+
+static int
+suite_init(void)
+{
+	return suite_init_delay("5");
+}
+
+/* No delay: the spliced path. */
+static int
+suite_init_zero(void)
+{
+	return suite_init_delay("0");
 }
 
 /* Stop the relay if a test did not, and close the listeners. */
@@ -304,6 +321,8 @@ suite_cleanup(void)
 		shutdown(echo_lfd, SHUT_RDWR);
 	if (plain_lfd >= 0)
 		close(plain_lfd);
+	relay_pid = -1;
+	relay_out = echo_lfd = plain_lfd = -1;
 	return 0;
 }
 
@@ -427,12 +446,12 @@ test_one_way_delay_and_client_close(void)
 	t0 = now_ms();
 	CU_ASSERT_EQUAL(send_all(cli, "x", 1), 0);
 	CU_ASSERT_EQUAL(recv_exact(srv, &c, 1), 1);
-	CU_ASSERT(now_ms() - t0 >= DELAY_MS);
+	CU_ASSERT(now_ms() - t0 >= delay_ms);
 	CU_ASSERT_EQUAL(c, 'x');
 	t0 = now_ms();
 	close(cli);
 	CU_ASSERT_TRUE(sees_eof(srv));
-	CU_ASSERT(now_ms() - t0 >= DELAY_MS);
+	CU_ASSERT(now_ms() - t0 >= delay_ms);
 	close(srv);
 }
 
@@ -446,7 +465,7 @@ test_server_close_reaches_client(void)
 	t0 = now_ms();
 	close(srv);
 	CU_ASSERT_TRUE(sees_eof(cli));
-	CU_ASSERT(now_ms() - t0 >= DELAY_MS);
+	CU_ASSERT(now_ms() - t0 >= delay_ms);
 	close(cli);
 }
 
@@ -533,6 +552,17 @@ test_register(void)
 	    !CU_add_test(s, "bad_arguments_exit_2",
 			 test_bad_arguments_exit_2) ||
 	    !CU_add_test(s, "sigterm_exits_0", test_sigterm_exits_0))
+		return -1;
+	s = CU_add_suite("delayrelay_zero", suite_init_zero, suite_cleanup);
+	if (!s ||
+	    !CU_add_test(s, "8mib_pass_byte_identical",
+			 test_8mib_pass_byte_identical) ||
+	    !CU_add_test(s, "client_close_reaches_server",
+			 test_one_way_delay_and_client_close) ||
+	    !CU_add_test(s, "server_close_reaches_client",
+			 test_server_close_reaches_client) ||
+	    !CU_add_test(s, "half_close_keeps_other_direction",
+			 test_half_close_keeps_other_direction))
 		return -1;
 	return 0;
 }
