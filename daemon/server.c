@@ -216,16 +216,11 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 #undef X
 	};
 	struct server *s = c->srv;
-	struct timeval tv = { 5, 0 };
+	/* A half-closed client asked for its replies (shutdown(SHUT_WR) then
+	 * reads): a reader that pauses keeps them for idle_timeout, not 5 s. */
+	struct timeval tv = mclock_tv(c->half_closed ? s->d->conf->idle_timeout
+						   : 5.0);
 
-	if (c->half_closed) {
-		/* It asked for its replies (shutdown(SHUT_WR) then reads):
-		 * a reader that pauses keeps them for idle_timeout, not 5 s. */
-		double t = s->d->conf->idle_timeout;
-
-		tv.tv_sec = (time_t)t;
-		tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
-	}
 	if (c->closed)
 		return;
 	c->closed = true;
@@ -1015,8 +1010,7 @@ static double sweep_period(const struct conf *cf)
 /* Arm the sweep timer. */
 static void sweep_arm(struct server *s)
 {
-	double p = sweep_period(s->d->conf);
-	struct timeval tv = { (time_t)p, (suseconds_t)((p - (time_t)p) * 1e6) };
+	struct timeval tv = mclock_tv(sweep_period(s->d->conf));
 
 	mclock_timer_add(s->sweep, &tv);
 }
@@ -1195,6 +1189,8 @@ const char *server_check_why(const struct server *s)
 			       "disabled and is not queued for the flush";
 		if (c->paused && (en & EV_READ))
 			return "a paused connection still reads";
+		if (c->half_closed && (en & EV_READ))
+			return "a half-closed connection still reads";
 		inflight += c->inflight;
 	}
 	DL_FOREACH(s->lingering, c) {

@@ -17,6 +17,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "mclock.h"
 #include "nfs3_read.h"
 #include "notify.h"
 #include "service.h"
@@ -186,8 +187,7 @@ static void arm_timers(void)
 	if (svc.status_timer)
 		evtimer_add(svc.status_timer, &st);
 	if (wd > 0) {
-		svc.watchdog_tv.tv_sec = (time_t)wd;
-		svc.watchdog_tv.tv_usec = (suseconds_t)((wd - (double)(time_t)wd) * 1e6);
+		svc.watchdog_tv = mclock_tv(wd);
 		svc.watchdog_timer = event_new(svc.d->base, -1, EV_PERSIST,
 					       watchdog_cb, NULL);
 		if (svc.watchdog_timer)

@@ -45,6 +45,14 @@ bool mclock_test_enabled(void)
 	return enabled == 1;
 }
 
+struct timeval mclock_tv(double secs)
+{
+	struct timeval tv = { (time_t)secs, 0 };
+
+	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
 double mclock_now(void)
 {
 	struct timespec ts;
@@ -203,8 +211,7 @@ int mclock_advance(struct event_base *base, double seconds)
 			event_active(t->ev, EV_TIMEOUT, 1);
 			continue;
 		}
-		tv.tv_sec = (time_t)left;
-		tv.tv_usec = (suseconds_t)((left - (double)tv.tv_sec) * 1e6);
+		tv = mclock_tv(left);
 		evtimer_add(t->ev, &tv);
 		timers[keep++] = *t;
 	}

@@ -24,10 +24,10 @@
 #define NFSCACHED_PROTO_MCLOCK_H
 
 #include <stdbool.h>
+#include <sys/time.h>
 
 struct event;
 struct event_base;
-struct timeval;
 
 /* Monotonic time in seconds: CLOCK_MONOTONIC, plus the test offset. */
 double mclock_now(void);
@@ -40,6 +40,10 @@ double mclock_now(void);
  * for mclock_advance(); a persistent event is armed but not recorded.
  */
 int mclock_timer_add(struct event *ev, const struct timeval *tv);
+
+/* secs (finite, >= 0) as the relative timeval timers take, to the
+ * microsecond below. */
+struct timeval mclock_tv(double secs);
 
 /* True when the test clock is enabled (NFSCACHED_TEST_CLOCK=1). */
 bool mclock_test_enabled(void);

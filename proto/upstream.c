@@ -476,16 +476,6 @@ up_error(struct upstream *u, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Convert seconds to a timeval. */
-static struct timeval up_tv(double secs)
-{
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)secs;
-	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 /* Clamp a server's advertised transfer size to what we can carry. */
 static uint32_t up_clamp(uint32_t server, uint32_t cap)
 {
@@ -740,7 +730,7 @@ static void up_ctx_destroy(struct upstream *u)
 /* Schedule the next connection attempt after the current backoff. */
 static void up_schedule_retry(struct upstream *u)
 {
-	struct timeval tv = up_tv(u->backoff);
+	struct timeval tv = mclock_tv(u->backoff);
 
 	mclock_timer_add(u->ev_retry, &tv);
 	u->backoff *= 2;
@@ -1362,7 +1352,7 @@ static bool up_probe_due(const struct upstream *u, double now)
 static void up_probe_send(struct upstream *u)
 {
 	struct nfs_cred root = { 0, 0, 0, { 0 }, NULL };
-	struct timeval tv = up_tv(up_probe_timeout(u));
+	struct timeval tv = mclock_tv(up_probe_timeout(u));
 	struct up_call *c;
 
 	if (upstream_call(u, NFS3_NULL, NULL, 0, &root, up_probe_cb, u) != 0)
@@ -1431,7 +1421,7 @@ struct upstream *upstream_new(struct event_base *base,
 	u->max_transfer = p->max_transfer ? p->max_transfer
 					  : UPSTREAM_LIBNFS_MAX;
 	secs = p->call_timeout > 0 ? p->call_timeout : UP_DEFAULT_TIMEOUT;
-	u->call_tv = up_tv(secs);
+	u->call_tv = mclock_tv(secs);
 	/* Many calls share one duration: O(1) timer queue (libevent). */
 	u->call_tv_common = event_base_init_common_timeout(base, &u->call_tv);
 	if (u->call_tv_common == NULL)
