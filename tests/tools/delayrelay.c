@@ -54,8 +54,10 @@
  * timer fires up to RELAY_SLACK_NS (or delay / 32, the smaller) after its
  * head is due, so one wakeup moves every chunk due in that window instead
  * of one per read. Bytes are never handed on early, only that much late,
- * and always in order. With no delay and no rewriting, a connection's
- * bytes are spliced through a pipe instead (sconn below), never copied.
+ * and always in order. That is the buffered path, which --rewrite-read
+ * needs (it reads the records); without it a connection's bytes are
+ * spliced through pipes instead (sconn below), never copied, with the same
+ * delay, slack, order, memory bound and close rules.
  */
 #define _GNU_SOURCE	/* splice, pipe2, F_SETPIPE_SZ */
 #include <errno.h>
@@ -143,7 +145,7 @@ struct relay {
 	struct pair *pairs;
 	size_t npairs;
 	LIST_HEAD(, conn) conns;
-	LIST_HEAD(, sconn) sconns;	/* zero delay: spliced connections */
+	LIST_HEAD(, sconn) sconns;	/* spliced connections */
 };
 
 static void conn_free(struct conn *c);
@@ -482,35 +484,70 @@ set_nodelay(evutil_socket_t fd)
 }
 
 /*
- * Zero delay, no rewriting: a connection's bytes move through a pipe with
- * splice(2), never copied into the relay (the buffered path above copies
- * every byte in and out; one stream's ceiling at 0 ms was ~1.7 GB/s with
- * it, below 3x the benchmark's fastest path). Each direction reads its
- * source into its pipe only while the pipe is empty and writes the pipe
- * out to the destination, waiting for room when the destination is full;
- * the source's EOF becomes shutdown(SHUT_WR) of the destination once the
- * pipe is empty; both shut, the connection is freed; an error on either
- * socket closes both at once, as the buffered path does.
+ * Without --rewrite-read a connection's bytes never enter the relay: each
+ * direction splices (splice(2)) what its source delivers into pipes and,
+ * once due, from the pipes to its destination. The buffered path above
+ * copied every byte in and out, and one stream's ceiling (1.6-1.7 GB/s
+ * at 0 ms, 1.3-1.6 at 2 ms) was under 3x the benchmark's fastest path.
+ *
+ * Per direction: a FIFO of pipes in use (bytes enter the last, leave the
+ * first) and of chunks (the bytes one read moved, due at read time plus
+ * the delay; or the EOF marker), and a few spare pipes. Reading stops
+ * while more than RELAY_QUEUE_MAX bytes are held and resumes below half;
+ * the timer fires up to the slack after the head chunk is due and moves
+ * every due chunk, waiting for room (EV_WRITE) when the destination is
+ * full. With no delay a read is written out at once. The EOF marker
+ * becomes shutdown(SHUT_WR) of the destination; both directions shut,
+ * the connection is freed; an error on either socket closes both.
  */
 #define SPLICE_PIPE_SIZE	(1024 * 1024)	/* asked; 64 KiB if refused */
 #define SPLICE_TURN_MAX		(4 * 1024 * 1024) /* bytes per wakeup */
+#define SPLICE_SPARE_PIPES	4		/* kept per direction */
+
+struct spipe {
+	TAILQ_ENTRY(spipe) link;
+	int fd[2];
+	size_t held;		/* bytes in it */
+};
+
+TAILQ_HEAD(spipe_list, spipe);
+
+struct schunk {
+	TAILQ_ENTRY(schunk) link;
+	struct timespec due;
+	struct spipe *pipe;	/* NULL: the EOF marker */
+	size_t bytes;		/* not yet written */
+};
 
 struct sdir {
 	struct sconn *conn;
 	int from, to;		/* borrowed from the connection */
-	int pipe[2];
-	size_t held;		/* bytes in the pipe */
+	struct spipe_list pipes;	/* in use, oldest first */
+	struct spipe_list spare;
+	unsigned nspare;
+	TAILQ_HEAD(, schunk) q;
+	size_t held;		/* bytes in the pipes */
 	struct event *rd;	/* from readable */
-	struct event *wr;	/* to writable (pending while held > 0) */
-	bool eof, shut;
+	struct event *wr;	/* to writable: pending while a due chunk waits */
+	struct event *timer;	/* the head chunk is due */
+	bool eof_read, paused, shut;
 };
 
 struct sconn {
 	LIST_ENTRY(sconn) link;
+	struct relay *relay;
 	int fd[2];		/* 0 the client, 1 the target */
 	struct sdir d[2];	/* d[i] reads fd[i], writes fd[1 - i] */
 	struct event *connect;	/* the target's connect completing */
 };
+
+static void
+spipe_close(struct spipe *p)
+{
+	close(p->fd[0]);
+	close(p->fd[1]);
+	free(p);
+}
 
 static void
 sconn_free(struct sconn *c)
@@ -520,85 +557,235 @@ sconn_free(struct sconn *c)
 		event_free(c->connect);
 	for (int i = 0; i < 2; i++) {
 		struct sdir *d = &c->d[i];
+		struct schunk *h;
+		struct spipe *p;
 
 		if (d->rd)
 			event_free(d->rd);
 		if (d->wr)
 			event_free(d->wr);
-		for (int k = 0; k < 2; k++)
-			if (d->pipe[k] >= 0)
-				close(d->pipe[k]);
+		if (d->timer)
+			event_free(d->timer);
+		while ((h = TAILQ_FIRST(&d->q))) {
+			TAILQ_REMOVE(&d->q, h, link);
+			free(h);
+		}
+		while ((p = TAILQ_FIRST(&d->pipes))) {
+			TAILQ_REMOVE(&d->pipes, p, link);
+			spipe_close(p);
+		}
+		while ((p = TAILQ_FIRST(&d->spare))) {
+			TAILQ_REMOVE(&d->spare, p, link);
+			spipe_close(p);
+		}
 		if (c->fd[i] >= 0)
 			close(c->fd[i]);
 	}
 	free(c);
 }
 
-/*
- * Move what d's source holds to its destination, up to SPLICE_TURN_MAX.
- * Returns 0, or -1 when the connection must close (an error, or both
- * directions shut).
- */
-static int
-sdir_pump(struct sdir *d)
+/* A new pipe at the end of d's pipes in use (a spare one first), or NULL. */
+static struct spipe *
+sdir_new_pipe(struct sdir *d)
 {
-	size_t moved = 0;
-	ssize_t n;
+	struct spipe *p = TAILQ_FIRST(&d->spare);
 
-	for (;;) {
-		while (d->held > 0) {
-			n = splice(d->pipe[0], NULL, d->to, NULL, d->held,
-				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-			if (n > 0) {
-				d->held -= (size_t)n;
-				continue;
-			}
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && errno == EAGAIN) {
-				event_del(d->rd);	/* no reading past the pipe */
-				event_add(d->wr, NULL);
-				return 0;
-			}
-			return -1;
+	if (p) {
+		TAILQ_REMOVE(&d->spare, p, link);
+		d->nspare--;
+	} else {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		if (pipe2(p->fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+			free(p);
+			return NULL;
 		}
-		event_del(d->wr);
-		if (d->eof) {
-			if (!d->shut) {
-				d->shut = true;
-				shutdown(d->to, SHUT_WR);
-			}
-			event_del(d->rd);
-			return d->conn->d[0].shut && d->conn->d[1].shut ? -1 : 0;
-		}
-		if (moved >= SPLICE_TURN_MAX)
-			break;
-		n = splice(d->from, NULL, d->pipe[1], NULL, SPLICE_PIPE_SIZE,
-			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (n > 0) {
-			d->held = (size_t)n;
-			moved += (size_t)n;
-		} else if (n == 0) {
-			d->eof = true;
-		} else if (errno == EAGAIN) {
-			break;
-		} else if (errno != EINTR) {
-			return -1;
-		}
+		(void)fcntl(p->fd[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
 	}
-	event_add(d->rd, NULL);
+	TAILQ_INSERT_TAIL(&d->pipes, p, link);
+	return p;
+}
+
+/* Queue a chunk of n bytes in pipe p (NULL: the EOF marker). */
+static int
+sdir_push(struct sdir *d, struct spipe *p, size_t n)
+{
+	struct schunk *ch = calloc(1, sizeof(*ch));
+	struct relay *r = d->conn->relay;
+
+	if (!ch)
+		return -1;
+	ch->due = ts_add(now_mono(), r->delay);
+	ch->pipe = p;
+	ch->bytes = n;
+	TAILQ_INSERT_TAIL(&d->q, ch, link);
 	return 0;
 }
 
-/* A socket of d's is ready: pump d, closing the connection when done. */
+/* Arm d's timer for its head chunk unless it is armed or waits for room. */
 static void
-sdir_cb(evutil_socket_t fd, short what, void *arg)
+sdir_arm(struct sdir *d)
+{
+	struct schunk *h = TAILQ_FIRST(&d->q);
+	struct timespec now = now_mono();
+	struct timeval tv = { 0, 0 };
+	long long ns;
+
+	if (!h || evtimer_pending(d->timer, NULL) ||
+	    event_pending(d->wr, EV_WRITE, NULL))
+		return;
+	ns = (long long)(h->due.tv_sec - now.tv_sec) * 1000000000LL +
+	     (h->due.tv_nsec - now.tv_nsec) + d->conn->relay->slack_ns;
+	if (ns > 0) {
+		tv.tv_sec = (time_t)(ns / 1000000000LL);
+		tv.tv_usec = (suseconds_t)((ns % 1000000000LL + 999) / 1000);
+	}
+	evtimer_add(d->timer, &tv);
+}
+
+/* Resume or stop reading d's source by what it holds. */
+static void
+sdir_flow(struct sdir *d)
+{
+	if (!d->paused && d->held > RELAY_QUEUE_MAX) {
+		d->paused = true;
+		event_del(d->rd);
+	} else if (d->paused && d->held <= RELAY_QUEUE_MAX / 2) {
+		d->paused = false;
+		if (!d->eof_read)
+			event_add(d->rd, NULL);
+	}
+}
+
+/*
+ * Write every due chunk of d to its destination. Returns 0, or -1 when the
+ * connection must close (an error, or both directions shut).
+ */
+static int
+sdir_write(struct sdir *d)
+{
+	struct timespec now = now_mono();
+	struct schunk *h;
+
+	while ((h = TAILQ_FIRST(&d->q)) && ts_le(h->due, now)) {
+		struct spipe *p = h->pipe;
+		ssize_t n;
+
+		if (!p) {
+			TAILQ_REMOVE(&d->q, h, link);
+			free(h);
+			d->shut = true;
+			shutdown(d->to, SHUT_WR);
+			if (d->conn->d[0].shut && d->conn->d[1].shut)
+				return -1;
+			continue;
+		}
+		n = splice(p->fd[0], NULL, d->to, NULL, h->bytes,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			event_add(d->wr, NULL);
+			return 0;
+		}
+		if (n <= 0)
+			return -1;
+		h->bytes -= (size_t)n;
+		p->held -= (size_t)n;
+		d->held -= (size_t)n;
+		if (h->bytes > 0)
+			continue;
+		TAILQ_REMOVE(&d->q, h, link);
+		free(h);
+		if (p->held == 0 && p != TAILQ_LAST(&d->pipes, spipe_list)) {
+			TAILQ_REMOVE(&d->pipes, p, link);
+			if (d->nspare < SPLICE_SPARE_PIPES) {
+				TAILQ_INSERT_TAIL(&d->spare, p, link);
+				d->nspare++;
+			} else {
+				spipe_close(p);
+			}
+		}
+	}
+	event_del(d->wr);
+	sdir_flow(d);
+	sdir_arm(d);
+	return 0;
+}
+
+/*
+ * Read what d's source holds into its pipes, up to SPLICE_TURN_MAX, as
+ * chunks. Returns 0, or -1 on an error.
+ */
+static int
+sdir_read(struct sdir *d)
+{
+	size_t moved = 0;
+	bool fresh = false;	/* the last pipe was empty when tried */
+
+	while (!d->eof_read && !d->paused && moved < SPLICE_TURN_MAX) {
+		struct spipe *p = TAILQ_LAST(&d->pipes, spipe_list);
+		ssize_t n;
+
+		if (!p || p->held >= SPLICE_PIPE_SIZE) {
+			if (!(p = sdir_new_pipe(d)))
+				return -1;
+		}
+		fresh = p->held == 0;
+		n = splice(d->from, NULL, p->fd[1], NULL, SPLICE_PIPE_SIZE,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0) {
+			p->held += (size_t)n;
+			d->held += (size_t)n;
+			moved += (size_t)n;
+			if (sdir_push(d, p, (size_t)n) != 0)
+				return -1;
+			sdir_flow(d);
+			continue;
+		}
+		if (n == 0) {
+			d->eof_read = true;
+			event_del(d->rd);
+			if (sdir_push(d, NULL, 0) != 0)
+				return -1;
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		/* EAGAIN: the socket is empty, or the pipe is full (its
+		 * slots, not its bytes): an empty pipe tells which. */
+		if (fresh)
+			break;
+		if (!sdir_new_pipe(d))
+			return -1;
+	}
+	return 0;
+}
+
+/* d's source is readable: read, then write what is due. */
+static void
+sdir_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sdir *d = arg;
 
 	(void)fd;
 	(void)what;
-	if (sdir_pump(d) != 0)
+	if (sdir_read(d) != 0 || sdir_write(d) != 0)
+		sconn_free(d->conn);
+}
+
+/* d's head is due, or its destination has room: write. */
+static void
+sdir_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sdir *d = arg;
+
+	(void)fd;
+	(void)what;
+	if (sdir_write(d) != 0)
 		sconn_free(d->conn);
 }
 
@@ -628,14 +815,15 @@ sdir_init(struct relay *r, struct sconn *c, int i)
 	d->conn = c;
 	d->from = c->fd[i];
 	d->to = c->fd[1 - i];
-	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		d->pipe[0] = d->pipe[1] = -1;
-		return -1;
-	}
-	(void)fcntl(d->pipe[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
-	d->rd = event_new(r->base, d->from, EV_READ | EV_PERSIST, sdir_cb, d);
-	d->wr = event_new(r->base, d->to, EV_WRITE | EV_PERSIST, sdir_cb, d);
-	return d->rd && d->wr ? 0 : -1;
+	TAILQ_INIT(&d->pipes);
+	TAILQ_INIT(&d->spare);
+	TAILQ_INIT(&d->q);
+	d->rd = event_new(r->base, d->from, EV_READ | EV_PERSIST,
+			  sdir_read_cb, d);
+	d->wr = event_new(r->base, d->to, EV_WRITE | EV_PERSIST,
+			  sdir_write_cb, d);
+	d->timer = evtimer_new(r->base, sdir_write_cb, d);
+	return d->rd && d->wr && d->timer ? 0 : -1;
 }
 
 /* Relay the accepted client fd to pair p's target through pipes. */
@@ -650,14 +838,14 @@ sconn_accept(struct pair *p, evutil_socket_t fd)
 		return;
 	}
 	LIST_INSERT_HEAD(&r->sconns, c, link);
+	c->relay = r;
 	c->fd[0] = fd;
 	c->fd[1] = socket(p->target.ss_family,
 			  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	c->d[0].pipe[0] = c->d[0].pipe[1] = -1;
-	c->d[1].pipe[0] = c->d[1].pipe[1] = -1;
 	if (c->fd[1] < 0 || evutil_make_socket_nonblocking(fd) != 0 ||
 	    sdir_init(r, c, 0) != 0 || sdir_init(r, c, 1) != 0)
 		goto fail;
+	/* No Nagle, as on the buffered path. */
 	set_nodelay(fd);
 	set_nodelay(c->fd[1]);
 	if (connect(c->fd[1], (struct sockaddr *)&p->target,
@@ -687,8 +875,7 @@ pair_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	(void)lev;
 	(void)sa;
 	(void)salen;
-	if (r->delay.tv_sec == 0 && r->delay.tv_nsec == 0 &&
-	    r->rewrite == READRW_NONE) {
+	if (r->rewrite == READRW_NONE) {
 		free(c);
 		sconn_accept(p, fd);
 		return;
