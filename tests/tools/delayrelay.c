@@ -76,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -492,8 +493,11 @@ set_nodelay(evutil_socket_t fd)
  *
  * Per direction: a FIFO of pipes in use (bytes enter the last, leave the
  * first) and of chunks (the bytes one read moved, due at read time plus
- * the delay; or the EOF marker), and a few spare pipes. Reading stops
- * while more than RELAY_QUEUE_MAX bytes are held and resumes below half;
+ * the delay; or the EOF marker), and a few spare pipes. A new pipe is
+ * taken only when the last one is full (of bytes, or of its slots: many
+ * small reads fill a pipe's 256 slots with few bytes). Reading stops
+ * while more than RELAY_QUEUE_MAX bytes or SPLICE_PIPES_MAX pipes are
+ * held and resumes below half of both, or when no new pipe can be had;
  * the timer fires up to the slack after the head chunk is due and moves
  * every due chunk, waiting for room (EV_WRITE) when the destination is
  * full. With no delay a read is written out at once. The EOF marker
@@ -503,11 +507,13 @@ set_nodelay(evutil_socket_t fd)
 #define SPLICE_PIPE_SIZE	(1024 * 1024)	/* asked; 64 KiB if refused */
 #define SPLICE_TURN_MAX		(4 * 1024 * 1024) /* bytes per wakeup */
 #define SPLICE_SPARE_PIPES	4		/* kept per direction */
+#define SPLICE_PIPES_MAX	64		/* in use per direction */
 
 struct spipe {
 	TAILQ_ENTRY(spipe) link;
 	int fd[2];
 	size_t held;		/* bytes in it */
+	bool full;		/* its slots are: it takes no more until empty */
 };
 
 TAILQ_HEAD(spipe_list, spipe);
@@ -525,6 +531,7 @@ struct sdir {
 	struct spipe_list pipes;	/* in use, oldest first */
 	struct spipe_list spare;
 	unsigned nspare;
+	unsigned npipes;	/* in use */
 	TAILQ_HEAD(, schunk) q;
 	size_t held;		/* bytes in the pipes */
 	struct event *rd;	/* from readable */
@@ -604,6 +611,7 @@ sdir_new_pipe(struct sdir *d)
 		(void)fcntl(p->fd[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
 	}
 	TAILQ_INSERT_TAIL(&d->pipes, p, link);
+	d->npipes++;
 	return p;
 }
 
@@ -644,14 +652,23 @@ sdir_arm(struct sdir *d)
 	evtimer_add(d->timer, &tv);
 }
 
+/* Stop reading d's source until sdir_flow resumes it. */
+static void
+sdir_pause(struct sdir *d)
+{
+	d->paused = true;
+	event_del(d->rd);
+}
+
 /* Resume or stop reading d's source by what it holds. */
 static void
 sdir_flow(struct sdir *d)
 {
-	if (!d->paused && d->held > RELAY_QUEUE_MAX) {
-		d->paused = true;
-		event_del(d->rd);
-	} else if (d->paused && d->held <= RELAY_QUEUE_MAX / 2) {
+	if (!d->paused && (d->held > RELAY_QUEUE_MAX ||
+			   d->npipes >= SPLICE_PIPES_MAX)) {
+		sdir_pause(d);
+	} else if (d->paused && d->held <= RELAY_QUEUE_MAX / 2 &&
+		   d->npipes <= SPLICE_PIPES_MAX / 2) {
 		d->paused = false;
 		if (!d->eof_read)
 			event_add(d->rd, NULL);
@@ -698,8 +715,11 @@ sdir_write(struct sdir *d)
 			continue;
 		TAILQ_REMOVE(&d->q, h, link);
 		free(h);
+		if (p->held == 0)
+			p->full = false;
 		if (p->held == 0 && p != TAILQ_LAST(&d->pipes, spipe_list)) {
 			TAILQ_REMOVE(&d->pipes, p, link);
+			d->npipes--;
 			if (d->nspare < SPLICE_SPARE_PIPES) {
 				TAILQ_INSERT_TAIL(&d->spare, p, link);
 				d->nspare++;
@@ -723,14 +743,21 @@ sdir_read(struct sdir *d)
 {
 	size_t moved = 0;
 	bool fresh = false;	/* the last pipe was empty when tried */
+	int unread;
 
 	while (!d->eof_read && !d->paused && moved < SPLICE_TURN_MAX) {
 		struct spipe *p = TAILQ_LAST(&d->pipes, spipe_list);
 		ssize_t n;
 
-		if (!p || p->held >= SPLICE_PIPE_SIZE) {
-			if (!(p = sdir_new_pipe(d)))
-				return -1;
+		if (!p || p->full || p->held >= SPLICE_PIPE_SIZE) {
+			if (d->npipes >= SPLICE_PIPES_MAX ||
+			    !(p = sdir_new_pipe(d))) {
+				if (!TAILQ_EMPTY(&d->q)) {
+					sdir_pause(d);	/* writes free pipes */
+					break;
+				}
+				return -1;	/* nothing would resume it */
+			}
 		}
 		fresh = p->held == 0;
 		n = splice(d->from, NULL, p->fd[1], NULL, SPLICE_PIPE_SIZE,
@@ -756,11 +783,12 @@ sdir_read(struct sdir *d)
 		if (errno != EAGAIN)
 			return -1;
 		/* EAGAIN: the socket is empty, or the pipe is full (its
-		 * slots, not its bytes): an empty pipe tells which. */
-		if (fresh)
+		 * slots, not its bytes): an empty pipe, or the socket's
+		 * count of unread bytes, tells which. */
+		if (fresh || ioctl(d->from, FIONREAD, &unread) != 0 ||
+		    unread <= 0)
 			break;
-		if (!sdir_new_pipe(d))
-			return -1;
+		p->full = true;		/* the loop's top takes a new one */
 	}
 	return 0;
 }

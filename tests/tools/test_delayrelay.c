@@ -15,6 +15,7 @@
  * exits 0.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -488,6 +489,59 @@ test_half_close_keeps_other_direction(void)
 	close(cli);
 }
 
+/* Number of open descriptors of process pid, or -1. */
+static int
+count_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Many small writes while earlier ones wait out the delay: the relay takes
+ * a new pipe only when the last one is full, so its descriptors stay
+ * bounded (a pipe per read wakeup ran a relay out of descriptors and
+ * dropped connections), and every byte arrives in order.
+ */
+static void
+test_small_writes_keep_descriptors_bounded(void)
+{
+	enum { MSGS = 2000, LEN = 16 };
+	int srv, cli = connect_plain(&srv);
+	int base = count_fds(relay_pid), peak = base;
+	static char got[MSGS * LEN];
+	char msg[LEN];
+
+	CU_ASSERT_FATAL(cli >= 0);
+	CU_ASSERT_FATAL(base > 0);
+	for (int i = 0; i < MSGS; i++) {
+		int n;
+
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		CU_ASSERT_EQUAL_FATAL(send_all(cli, msg, sizeof(msg)), 0);
+		usleep(20);
+		if (i % 50 == 0 && (n = count_fds(relay_pid)) > peak)
+			peak = n;
+	}
+	CU_ASSERT_EQUAL(recv_exact(srv, got, sizeof(got)), (ssize_t)sizeof(got));
+	for (int i = 0; i < MSGS; i++)
+		CU_ASSERT_EQUAL_FATAL(got[i * LEN], 'a' + i % 26);
+	/* This connection's pipes: one in use and a few spares per direction. */
+	CU_ASSERT(peak - base <= 2 * 2 * 6);
+	close(cli);
+	close(srv);
+}
+
 /* Run the relay with argv and return its exit status, or -1. */
 static int
 relay_exit_status(const char *const argv[])
@@ -549,6 +603,8 @@ test_register(void)
 			 test_server_close_reaches_client) ||
 	    !CU_add_test(s, "half_close_keeps_other_direction",
 			 test_half_close_keeps_other_direction) ||
+	    !CU_add_test(s, "small_writes_keep_descriptors_bounded",
+			 test_small_writes_keep_descriptors_bounded) ||
 	    !CU_add_test(s, "bad_arguments_exit_2",
 			 test_bad_arguments_exit_2) ||
 	    !CU_add_test(s, "sigterm_exits_0", test_sigterm_exits_0))
