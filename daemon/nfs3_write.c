@@ -31,8 +31,10 @@
  * WRITEs that wait for its answer; fstate.access_asks lists exactly the
  * WRITEs whose ACCESS is upstream (at most one per credential), each with
  * the WRITEs of its credential that wait for its answer (access_waiters).
- * A WRITE is on at most one of those lists.
+ * A WRITE is on at most one of those lists; an answer resumes the WRITE
+ * that asked, then its waiters in arrival order.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -77,6 +79,23 @@ struct write_op {
 };
 
 static struct nfs3_write_stats stats;
+
+/* Reverse the list of write_ops starting at w, linked through the
+ * struct write_op * member at byte offset link; return its new head. */
+static struct write_op *write_ops_reverse(struct write_op *w, size_t link)
+{
+	struct write_op *prev = NULL;
+
+	while (w) {
+		struct write_op **np = (struct write_op **)((char *)w + link);
+		struct write_op *next = *np;
+
+		*np = prev;
+		prev = w;
+		w = next;
+	}
+	return prev;
+}
 
 /* Release op (not the request). */
 static void op_free(struct write_op *op)
@@ -273,12 +292,15 @@ static void write_access_done(enum upstream_status status, void *decoded,
 		op->access_asker = false;
 		fstate_release(op->r->d, op->f);
 	}
-	for (; w; w = next) {
+	/* In arrival order: op asked first; waiters were pushed at the
+	 * head. Overlapping WRITEs then land as the client sent them. */
+	write_access_resume(op, status);
+	for (w = write_ops_reverse(w, offsetof(struct write_op, access_next));
+	     w; w = next) {
 		next = w->access_next;
 		w->access_next = NULL;
 		write_access_resume(w, status);
 	}
-	write_access_resume(op, status);
 }
 
 /*
@@ -464,12 +486,14 @@ static void write_getattr_done(enum upstream_status status, void *decoded,
 		/* A state made only for the GETATTR goes now. */
 		fstate_release(op->r->d, op->f);
 	}
-	for (; w; w = next) {
+	/* In arrival order, as for the ACCESS waiters. */
+	write_resume(op, ok);
+	for (w = write_ops_reverse(w, offsetof(struct write_op, reval_next));
+	     w; w = next) {
 		next = w->reval_next;
 		w->reval_next = NULL;
 		write_resume(w, ok);
 	}
-	write_resume(op, ok);
 }
 
 enum op_status nfs3_op_write(struct req *r)

@@ -163,6 +163,45 @@ static void test_large_write_read_in_one_turn(void)
 	h_fini(&h);
 }
 
+/*
+ * Overlapping WRITEs pipelined while the file's ACCESS check (with fresh
+ * attributes), or its GETATTR and then the ACCESS check, are upstream
+ * wait for those answers and then land in the order the client sent
+ * them: the last one's bytes are what is committed.
+ */
+static void test_waiting_writes_land_in_order(void)
+{
+	for (int fresh = 1; fresh >= 0; fresh--) {
+		struct nfs3_h h;
+		uint32_t xid[4];
+		uint64_t id, found;
+		char name[] = "f";
+
+		h_init(&h, NULL);
+		id = toy_add_file(&h.toy, "f", 0);
+		if (fresh) {	/* LOOKUP's attributes: no GETATTR first */
+			CU_ASSERT_EQUAL_FATAL(h_lookup(&h, name, &found), NFS3_OK);
+			CU_ASSERT_EQUAL(found, id);
+		}
+		h.fu.hold[NFSPROC3_GETATTR] = true;
+		h.fu.hold[NFSPROC3_ACCESS] = true;
+		for (int i = 0; i < 4; i++)
+			xid[i] = h_send_write(&h, id, 0, 4096,
+					    (uint8_t)('a' + i), UNSTABLE);
+		h_turns(&h, 50);
+		CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_GETATTR), !fresh);
+		fake_up_release(&h.fu, NFSPROC3_GETATTR);
+		h_turns(&h, 50);
+		CU_ASSERT_EQUAL(fake_up_held(&h.fu, NFSPROC3_ACCESS), 1);
+		fake_up_release(&h.fu, NFSPROC3_ACCESS);
+		for (int i = 0; i < 4; i++)
+			check_write_absorbed(&h, xid[i], 4096);
+		check_commit(&h, h_send_commit(&h, id));
+		CU_ASSERT_TRUE(toy_holds(&h, id, 0, 4096, 'd'));
+		h_fini(&h);
+	}
+}
+
 static void test_verifier_change_resends(void)
 {
 	struct nfs3_h h;
@@ -332,6 +371,7 @@ int test_register(void)
 	CU_add_test(s, "absorbed_writes_written_back_and_committed", test_absorbed_writes_written_back_and_committed);
 	CU_add_test(s, "pipelined_writes_share_one_access", test_pipelined_writes_share_one_access);
 	CU_add_test(s, "large_write_read_in_one_turn", test_large_write_read_in_one_turn);
+	CU_add_test(s, "waiting_writes_land_in_order", test_waiting_writes_land_in_order);
 	CU_add_test(s, "verifier_change_resends", test_verifier_change_resends);
 	CU_add_test(s, "setattr_size_waits_for_writeback", test_setattr_size_waits_for_writeback);
 	CU_add_test(s, "room_freed_wakes_blocked_write", test_room_freed_wakes_blocked_write);
