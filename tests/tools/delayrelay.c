@@ -174,6 +174,22 @@ ts_add(struct timespec a, struct timespec b)
 	return a;
 }
 
+/* The relative time from now until due plus slack_ns, rounded up to a
+ * microsecond; zero when that is past. */
+static struct timeval
+due_in(struct timespec due, struct timespec now, long long slack_ns)
+{
+	struct timeval tv = { 0, 0 };
+	long long ns = (long long)(due.tv_sec - now.tv_sec) * 1000000000LL +
+		       (due.tv_nsec - now.tv_nsec) + slack_ns;
+
+	if (ns > 0) {
+		tv.tv_sec = (time_t)(ns / 1000000000LL);
+		tv.tv_usec = (suseconds_t)((ns % 1000000000LL + 999) / 1000);
+	}
+	return tv;
+}
+
 /* Return true when a <= b. */
 static bool
 ts_le(struct timespec a, struct timespec b)
@@ -187,17 +203,11 @@ static void
 dir_arm(struct dir *d, struct timespec now)
 {
 	struct chunk *h = TAILQ_FIRST(&d->q);
-	struct timeval tv = { 0, 0 };
-	long long ns;
+	struct timeval tv;
 
 	if (!h || evtimer_pending(d->timer, NULL))
 		return;
-	ns = (long long)(h->due.tv_sec - now.tv_sec) * 1000000000LL +
-	     (h->due.tv_nsec - now.tv_nsec) + d->conn->relay->slack_ns;
-	if (ns > 0) {
-		tv.tv_sec = (time_t)(ns / 1000000000LL);
-		tv.tv_usec = (suseconds_t)((ns % 1000000000LL + 999) / 1000);
-	}
+	tv = due_in(h->due, now, d->conn->relay->slack_ns);
 	evtimer_add(d->timer, &tv);
 }
 
@@ -637,18 +647,12 @@ sdir_arm(struct sdir *d)
 {
 	struct schunk *h = TAILQ_FIRST(&d->q);
 	struct timespec now = now_mono();
-	struct timeval tv = { 0, 0 };
-	long long ns;
+	struct timeval tv;
 
 	if (!h || evtimer_pending(d->timer, NULL) ||
 	    event_pending(d->wr, EV_WRITE, NULL))
 		return;
-	ns = (long long)(h->due.tv_sec - now.tv_sec) * 1000000000LL +
-	     (h->due.tv_nsec - now.tv_nsec) + d->conn->relay->slack_ns;
-	if (ns > 0) {
-		tv.tv_sec = (time_t)(ns / 1000000000LL);
-		tv.tv_usec = (suseconds_t)((ns % 1000000000LL + 999) / 1000);
-	}
+	tv = due_in(h->due, now, d->conn->relay->slack_ns);
 	evtimer_add(d->timer, &tv);
 }
 
