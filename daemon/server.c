@@ -696,20 +696,22 @@ static void conn_drain(struct conn *c)
 	while (total < CONN_IO_CHUNK) {
 		struct evbuffer_iovec v;
 		ssize_t n;
+		int err;
 
 		if (evbuffer_reserve_space(c->in, CONN_READ_SPACE, &v, 1) < 1)
 			return;	/* out of memory: libevent's reads go on */
 		n = recv(fd, v.iov_base, v.iov_len, MSG_DONTWAIT);
+		err = errno;	/* before the commit can change it */
 		v.iov_len = n > 0 ? (size_t)n : 0;
 		evbuffer_commit_space(c->in, &v, 1);
 		if (n > 0 && (size_t)n == CONN_READ_SPACE) {
 			total += (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && err == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			conn_close(c, errno == ECONNRESET || errno == EPIPE
+		if (n < 0 && err != EAGAIN && err != EWOULDBLOCK)
+			conn_close(c, err == ECONNRESET || err == EPIPE
 				      ? CLOSE_RESET : CLOSE_ERROR);
 		return;
 	}
