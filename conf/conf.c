@@ -244,6 +244,11 @@ static const struct directive directives[] = {
 	    "committed upstream in the background."),
 	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "256", 1, 1048576, "MiB",
 	    "Dirty bytes past which write-back starts at once."),
+	NUM("writeback_wsize", GLOBAL(writeback_wsize), K_U32, "262144", 4096,
+	    1048576, "bytes",
+	    "Largest upstream WRITE that write-back sends, as the Linux "
+	    "client's wsize; also capped by the upstream's wtmax and "
+	    "max_transfer."),
 	NUM("writeback_commit_delay", GLOBAL(writeback_commit_delay), K_DOUBLE,
 	    "0", 0, 3600, "seconds",
 	    "Pause between a file's last write-back WRITE and its upstream "

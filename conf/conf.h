@@ -173,6 +173,7 @@ struct conf {
 	uint32_t readahead_streams;	/* streams tracked per file */
 	double writeback_delay;		/* seconds before write-behind */
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
+	uint32_t writeback_wsize;	/* bytes, largest write-back WRITE */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */
 	double writeback_commit_delay;	/* seconds from last WRITE to COMMIT */
 	uint32_t meta_cache_size;	/* names and listings budget, MiB */

@@ -522,6 +522,9 @@ static void render_config(struct evbuffer *o, const struct conf *c)
 	scalar(o, "nfscached_config_max_transfer_bytes", "gauge",
 	       "Configured cap on READ and WRITE sizes (max_transfer).",
 	       c->max_transfer);
+	scalar(o, "nfscached_config_writeback_wsize_bytes", "gauge",
+	       "Largest upstream WRITE write-back sends (writeback_wsize).",
+	       c->writeback_wsize);
 	gauge_f(o, "nfscached_config_upstream_timeout_seconds",
 		"Time an upstream call may take (upstream_timeout).",
 		c->upstream_timeout);

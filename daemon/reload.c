@@ -184,6 +184,7 @@ static void log_global_changes(const struct conf *o, const struct conf *n)
 	NEW_NUM(meta_cache_size);
 	NEW_NUM(writeback_delay);
 	NEW_NUM(dirty_limit);
+	NEW_NUM(writeback_wsize);
 	NEW_NUM(writeback_commit_delay);
 	NEW_NUM(shutdown_flush_timeout);
 	NEW_NUM(stale_on_error);

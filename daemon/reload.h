@@ -8,7 +8,8 @@
  *                     acdirmin, acdirmax, negative_timeout, strict;
  *                     globally: log_level, max_requests_per_conn,
  *                     meta_cache_size, writeback_delay, dirty_limit,
- *                     writeback_commit_delay, shutdown_flush_timeout
+ *                     writeback_wsize, writeback_commit_delay,
+ *                     shutdown_flush_timeout
  *   kept, with a      listen, nfs_port, mount_port, metrics_listen,
  *   warning           state_dir, register_rpcbind, upstream_timeout,
  *                     start_without_upstream, max_record_size,

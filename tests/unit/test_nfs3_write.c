@@ -5,7 +5,8 @@
  * 3.3.21, 3.3.2). Absorbed WRITEs are written back and committed; a
  * COMMIT verifier that changed makes them resent; a SETATTR of the size
  * waits for the write-back in flight; a COMMIT with nothing left to
- * commit is answered without the upstream.
+ * commit is answered without the upstream; write-back's WRITEs are at
+ * most writeback_wsize.
  */
 #include <string.h>
 
@@ -317,6 +318,47 @@ static void test_room_freed_wakes_blocked_write(void)
 
 /* A COMMIT is answered here (no upstream call) once nothing of the file
  * is left to commit, for a writer the proxy knows; else it goes upstream. */
+/*
+ * Write-back's upstream WRITEs are at most writeback_wsize and at most the
+ * upstream's wtmax, whichever is smaller (wb_wsize): 256 KiB of
+ * contiguous dirty bytes go as one WRITE under a 1 MiB wtmax and the
+ * default 256 KiB wsize, as four 64 KiB WRITEs under a 64 KiB wsize, and
+ * as two under a 128 KiB wtmax with a 1 MiB wsize.
+ */
+static int wsize_writes(uint32_t wsize, uint32_t wtmax)
+{
+	struct nfs3_h h;
+	uint64_t id;
+	int writes;
+
+	h_init(&h, NULL);
+	if (wsize)
+		h.d.conf->writeback_wsize = wsize;
+	h.fu.wtmax = wtmax;
+	id = toy_add_file(&h.toy, "f", 0);
+	/* One at a time: four would fill the socket pair's buffer. */
+	for (int i = 0; i < 4; i++)
+		check_write_absorbed(&h, h_send_write(&h, id, 65536u * (unsigned)i,
+						      65536, (uint8_t)('a' + i),
+						      UNSTABLE), 65536);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+	check_commit(&h, h_send_commit(&h, id));
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_TRUE(toy_holds(&h, id, 65536u * (unsigned)i, 65536,
+					 (uint8_t)('a' + i)));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
+	writes = (int)h.fu.calls[NFSPROC3_WRITE];
+	h_fini(&h);
+	return writes;
+}
+
+static void test_writeback_writes_at_most_wsize(void)
+{
+	CU_ASSERT_EQUAL(wsize_writes(0, 1048576), 1);
+	CU_ASSERT_EQUAL(wsize_writes(65536, 1048576), 4);
+	CU_ASSERT_EQUAL(wsize_writes(1048576, 131072), 2);
+}
+
 static void test_commit_with_nothing_held_answered_here(void)
 {
 	struct nfs3_write_stats before, after;
@@ -376,5 +418,6 @@ int test_register(void)
 	CU_add_test(s, "setattr_size_waits_for_writeback", test_setattr_size_waits_for_writeback);
 	CU_add_test(s, "room_freed_wakes_blocked_write", test_room_freed_wakes_blocked_write);
 	CU_add_test(s, "commit_with_nothing_held_answered_here", test_commit_with_nothing_held_answered_here);
+	CU_add_test(s, "writeback_writes_at_most_wsize", test_writeback_writes_at_most_wsize);
 	return 0;
 }
