@@ -525,6 +525,8 @@ done
 # What the relay itself costs: direct without it.
 cell_run W1 direct none 1 "$page_default"
 cell_run W4 direct none 1 "$page_default"
+cell_run W5 direct none 1 "$page_default"
+cell_run W3 direct none 1 "$page_default"
 # W7: the page-size sweep (65536 is the default page: those cells ran above).
 for page in 4096 16384 1048576; do
 	cell_run W1 nfscached 2 16 "$page"
