@@ -12,6 +12,7 @@
  * names hooks. "What CREATE teaches the cache" is the CREATE row plus the
  * hooks it names.
  */
+#include <limits.h>
 #include <stddef.h>
 
 #include "dispatch.h"
@@ -37,6 +38,9 @@
 
 typedef char void_t;
 #define xdr_void_t dispatch_xdr_void
+/* WRITE's arguments, its data left in the record (dispatch.h). */
+typedef WRITE3args WRITE3args_inrec;
+#define xdr_WRITE3args_inrec dispatch_xdr_write3args
 
 #define MUT DISPATCH_MUTATING
 #define NONIDEM (DISPATCH_MUTATING | DISPATCH_NONIDEMPOTENT)
@@ -92,7 +96,7 @@ static const struct dispatch_entry table[] = {
 	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0,
 	    .nfh = A1(READ3args, file), .count = { offsetof(READ3args, count) },
 	    .names = nfs3_names_none),
-	NFS(NFSPROC3_WRITE, "write", WRITE3args, WRITE3res, nfs3_op_write, MUT,
+	NFS(NFSPROC3_WRITE, "write", WRITE3args_inrec, WRITE3res, nfs3_op_write, MUT,
 	    .nfh = A1(WRITE3args, file), .mutates_first = true,
 	    .attr = { SLOT(AT_WCC, WRITE3res, file_wcc, file_wcc) },
 	    .learn = nfs3_learn_write,
@@ -176,6 +180,31 @@ bool_t dispatch_xdr_void(XDR *xdrs, void *unused)
 {
 	(void)xdrs;
 	(void)unused;
+	return TRUE;
+}
+
+bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
+{
+	u_int len;
+	char *p = NULL;
+
+	if (xdrs->x_op == XDR_ENCODE)
+		return xdr_WRITE3args(xdrs, a);
+	if (xdrs->x_op == XDR_FREE) {
+		a->data.data_val = NULL;	/* the record's, not ours */
+		a->data.data_len = 0;
+		return xdr_nfs_fh3(xdrs, &a->file);
+	}
+	if (!xdr_nfs_fh3(xdrs, &a->file) || !xdr_offset3(xdrs, &a->offset) ||
+	    !xdr_count3(xdrs, &a->count) ||
+	    !xdr_stable_how(xdrs, &a->stable) || !xdr_u_int(xdrs, &len) ||
+	    len > INT_MAX - 3)
+		return FALSE;
+	/* The data and its padding to a multiple of 4 (RFC 4506 4.10). */
+	if (len && !(p = (char *)xdr_inline(xdrs, (int)((len + 3) & ~3u))))
+		return FALSE;
+	a->data.data_len = len;
+	a->data.data_val = p;
 	return TRUE;
 }
 

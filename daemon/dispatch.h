@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <rpc/rpc.h>
 
+#include "nfs3_prot.h"
+
 struct req;
 struct nfs3_proc;
 
@@ -53,6 +55,19 @@ enum dispatch_miss {
 
 /* XDR routine for void arguments and results. */
 bool_t dispatch_xdr_void(XDR *xdrs, void *unused);
+
+/*
+ * The WRITE row's argument routine: xdr_WRITE3args (RFC 1813 section
+ * 3.3.7), except that XDR_DECODE leaves a->data.data_val pointing into
+ * the stream's own buffer (xdr_inline) instead of copying the data into a
+ * new allocation, and XDR_FREE frees only the file handle. So decode only
+ * from an xdrmem stream over a buffer that outlives *a: the server
+ * decodes from the request's record, freed after its arguments
+ * (req_release). XDR_ENCODE is xdr_WRITE3args. Returns FALSE, as
+ * xdr_WRITE3args, when the stream ends early; data of over INT_MAX bytes
+ * is refused too.
+ */
+bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a);
 
 /* The rows, dispatch_count of them. */
 extern const struct dispatch_entry *const dispatch_rows;

@@ -36,6 +36,7 @@ static void call_free(struct fake_call *c)
 		xdr_free(e->xdr_args, c->args);
 		free(c->args);
 	}
+	free(c->enc);
 	free(c);
 }
 
@@ -106,7 +107,7 @@ static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
 	c->args = calloc(1, e->args_size);
 	if (rpcmsg_decode_args(bytes, len, 0, e->xdr_args, c->args) != 0)
 		abort();
-	free(bytes);
+	c->enc = bytes;
 	c->fu = fu;
 	c->proc = proc;
 	c->cred = *cred;

@@ -22,11 +22,13 @@ struct event;
 struct fake_up;
 
 /* One call the handlers made. args is a decoded copy (the dispatch row's
- * args struct for proc), valid until the call is answered. */
+ * args struct for proc), valid until the call is answered; it may point
+ * into enc, its encoding (a WRITE's data does, as in the server). */
 struct fake_call {
 	struct fake_up *fu;
 	uint32_t proc;
 	void *args;
+	uint8_t *enc;
 	struct nfs_cred cred;
 	upcall_cb cb;
 	void *cb_arg;

@@ -13,6 +13,8 @@
 #include <event2/event.h>
 
 #include "cunit_main.h"
+#include "dispatch.h"
+#include "rpcmsg.h"
 #include "nfs3_harness.h"
 #include "nfs3_ops.h"
 #include "nfs3_write.h"
@@ -359,6 +361,57 @@ static void test_writeback_writes_at_most_wsize(void)
 	CU_ASSERT_EQUAL(wsize_writes(1048576, 131072), 2);
 }
 
+/*
+ * The WRITE row decodes its data in place: data_val points into the
+ * encoded call (no copy of the payload), XDR_FREE leaves it alone, and a
+ * call whose data is shorter than its length says, or whose padding is
+ * missing, is refused (GARBAGE_ARGS in the server).
+ */
+static void test_write_args_decoded_in_place(void)
+{
+	enum dispatch_miss miss;
+	uint32_t lo, hi;
+	const struct dispatch_entry *e =
+		dispatch_find(NFS_PROGRAM, NFS_V3, NFSPROC3_WRITE, &miss, &lo, &hi);
+	uint8_t fh[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, data[8190];
+	WRITE3args a = { .offset = 4096, .count = sizeof(data),
+			 .stable = UNSTABLE }, b;
+	uint8_t *enc;
+	size_t len;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13);
+	a.file.data.data_val = (char *)fh;
+	a.file.data.data_len = sizeof(fh);
+	a.data.data_val = (char *)data;
+	a.data.data_len = sizeof(data);
+	enc = rpcmsg_encode((xdrproc_t)xdr_WRITE3args, &a, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(enc);
+	memset(&b, 0, sizeof(b));
+	CU_ASSERT_EQUAL_FATAL(rpcmsg_decode_args(enc, len, 0, e->xdr_args, &b), 0);
+	CU_ASSERT_EQUAL(b.offset, 4096);
+	CU_ASSERT_EQUAL(b.count, sizeof(data));
+	CU_ASSERT_EQUAL(b.stable, UNSTABLE);
+	CU_ASSERT_EQUAL(b.file.data.data_len, sizeof(fh));
+	CU_ASSERT_EQUAL(memcmp(b.file.data.data_val, fh, sizeof(fh)), 0);
+	CU_ASSERT_EQUAL_FATAL(b.data.data_len, sizeof(data));
+	CU_ASSERT_TRUE((uint8_t *)b.data.data_val > enc &&
+		       (uint8_t *)b.data.data_val + sizeof(data) <= enc + len);
+	CU_ASSERT_EQUAL(memcmp(b.data.data_val, data, sizeof(data)), 0);
+	rpcmsg_free_args(e->xdr_args, &b);
+	CU_ASSERT_PTR_NULL(b.data.data_val);
+	CU_ASSERT_PTR_NULL(b.file.data.data_val);
+	/* Short by the padding (2 bytes), then by a byte of data. */
+	memset(&b, 0, sizeof(b));
+	CU_ASSERT_NOT_EQUAL(rpcmsg_decode_args(enc, len - 2, 0, e->xdr_args, &b), 0);
+	rpcmsg_free_args(e->xdr_args, &b);
+	memset(&b, 0, sizeof(b));
+	CU_ASSERT_NOT_EQUAL(rpcmsg_decode_args(enc, len - 3, 0, e->xdr_args, &b), 0);
+	rpcmsg_free_args(e->xdr_args, &b);
+	free(enc);
+}
+
 static void test_commit_with_nothing_held_answered_here(void)
 {
 	struct nfs3_write_stats before, after;
@@ -419,5 +472,6 @@ int test_register(void)
 	CU_add_test(s, "room_freed_wakes_blocked_write", test_room_freed_wakes_blocked_write);
 	CU_add_test(s, "commit_with_nothing_held_answered_here", test_commit_with_nothing_held_answered_here);
 	CU_add_test(s, "writeback_writes_at_most_wsize", test_writeback_writes_at_most_wsize);
+	CU_add_test(s, "write_args_decoded_in_place", test_write_args_decoded_in_place);
 	return 0;
 }
