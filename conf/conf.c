@@ -243,7 +243,8 @@ static const struct directive directives[] = {
 	    "Age after which absorbed (dirty) data is written back and "
 	    "committed upstream in the background."),
 	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "256", 1, 1048576, "MiB",
-	    "Dirty bytes past which write-back starts at once."),
+	    "Dirty bytes past which write-back starts at once (or a "
+	    "quarter of cache_size, if that is less)."),
 	NUM("writeback_wsize", GLOBAL(writeback_wsize), K_U32, "262144", 4096,
 	    1048576, "bytes",
 	    "Largest upstream WRITE that write-back sends, as the Linux "

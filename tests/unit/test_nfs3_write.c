@@ -412,6 +412,42 @@ static void test_write_args_decoded_in_place(void)
 	free(enc);
 }
 
+/*
+ * Background write-back starts past the smaller of dirty_limit and a
+ * quarter of cache_size (dirty_threshold), not only past dirty_limit or
+ * writeback_delay: with a 4 MiB cache, 1.25 MiB of dirty data is written
+ * back at the next tick (100 ms), long before the 5 s writeback_delay,
+ * and 0.75 MiB is not.
+ */
+static void cache_4m(struct conf *c)
+{
+	c->cache_size = 4;
+}
+
+static void test_writeback_starts_at_quarter_of_cache(void)
+{
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, cache_4m);
+	CU_ASSERT_EQUAL_FATAL(h.d.conf->dirty_limit, 256);
+	id = toy_add_file(&h.toy, "f", 0);
+	for (unsigned i = 0; i < 12; i++)
+		check_write_absorbed(&h, h_send_write(&h, id, 65536u * i, 65536,
+						      'q', UNSTABLE), 65536);
+	h_advance(&h, 0.2);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+	for (unsigned i = 12; i < 20; i++)
+		check_write_absorbed(&h, h_send_write(&h, id, 65536u * i, 65536,
+						      'q', UNSTABLE), 65536);
+	h_advance(&h, 0.2);
+	h_turns(&h, 50);
+	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_WRITE] > 0);
+	CU_ASSERT_TRUE(h.d.conf->writeback_delay > 0.4);
+	h_fini(&h);
+}
+
 static void test_commit_with_nothing_held_answered_here(void)
 {
 	struct nfs3_write_stats before, after;
@@ -473,5 +509,6 @@ int test_register(void)
 	CU_add_test(s, "commit_with_nothing_held_answered_here", test_commit_with_nothing_held_answered_here);
 	CU_add_test(s, "writeback_writes_at_most_wsize", test_writeback_writes_at_most_wsize);
 	CU_add_test(s, "write_args_decoded_in_place", test_write_args_decoded_in_place);
+	CU_add_test(s, "writeback_starts_at_quarter_of_cache", test_writeback_starts_at_quarter_of_cache);
 	return 0;
 }
