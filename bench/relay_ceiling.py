@@ -3,15 +3,21 @@
 """The delay relay's own ceiling (issue 16): one TCP stream of bulk data
 through tests/tools/delayrelay alone, no NFS, at each given one-way delay.
 
-  bench/relay_ceiling.py RELAY_BIN MIB DELAY_MS [DELAY_MS ...]
+  bench/relay_ceiling.py [--baselines] RELAY_BIN MIB DELAY_MS [DELAY_MS ...]
 
 Prints one JSON line per delay: {"delay_ms", "bytes", "secs", "mb_s"},
 secs from the first byte sent to the last byte received by the sink (a
 thread of this process). The sender is Python: on an idle host it moves
 several hundred MB/s straight over loopback, so a figure far below that is
 the relay's. Exit 1 when the relay does not start or the stream breaks.
+
+--baselines first measures the same stream with no hop at all ("hop":
+"none") and through the plainest forwarder there is ("hop": "forwarder": a
+process of its own doing blocking recv_into + sendall of 1 MiB, no delay),
+with "delay_ms": null: what one hop costs on this host whatever relays it.
 """
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -74,13 +80,89 @@ def one(relay, delay, nbytes):
         srv.close()
 
 
+def forwarder(lst, to):
+    """In a child process: forward one connection accepted on lst to the
+    address to, copying 1 MiB at a time; exit at EOF."""
+    a, _ = lst.accept()
+    b = socket.create_connection(to)
+    buf = memoryview(bytearray(IO))
+    while True:
+        n = a.recv_into(buf)
+        if not n:
+            break
+        b.sendall(buf[:n])
+    b.close()
+    a.close()
+
+
+def baseline(hop, nbytes):
+    """The stream straight to the sink (hop "none") or through forwarder()
+    (hop "forwarder"); return the JSON dict."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    got = [0, 0.0]
+    pid = None
+
+    def sink():
+        c, _ = srv.accept()
+        into = memoryview(bytearray(IO))
+        while got[0] < nbytes:
+            n = c.recv_into(into)
+            if not n:
+                break
+            got[0] += n
+        got[1] = time.monotonic()
+        c.close()
+
+    try:
+        dest = srv.getsockname()
+        if hop == "forwarder":
+            lst = socket.socket()
+            lst.bind(("127.0.0.1", 0))
+            lst.listen(1)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    forwarder(lst, dest)
+                finally:
+                    os._exit(0)
+            dest = lst.getsockname()
+            lst.close()
+        t = threading.Thread(target=sink)
+        t.start()
+        s = socket.create_connection(dest)
+        buf = b"x" * IO
+        t0 = time.monotonic()
+        for _ in range(nbytes // IO):
+            s.sendall(buf)
+        t.join()
+        s.close()
+        if got[0] != nbytes:
+            raise OSError("the %s stream broke after %d bytes" % (hop, got[0]))
+        secs = got[1] - t0
+        return {"delay_ms": None, "hop": hop, "bytes": nbytes,
+                "secs": round(secs, 3), "mb_s": round(nbytes / secs / 1e6, 1)}
+    finally:
+        if pid:
+            os.waitpid(pid, 0)
+        srv.close()
+
+
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    base = bool(args) and args[0] == "--baselines"
+    if base:
+        args = args[1:]
+    if len(args) < 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    relay, mib = sys.argv[1], int(sys.argv[2])
+    relay, mib = args[0], int(args[1])
     try:
-        for d in sys.argv[3:]:
+        if base:
+            for hop in ("none", "forwarder", "none", "forwarder"):
+                print(json.dumps(baseline(hop, mib << 20)), flush=True)
+        for d in args[2:]:
             print(json.dumps(one(relay, float(d), mib << 20)), flush=True)
     except OSError as e:
         print("relay_ceiling: %s" % e, file=sys.stderr)

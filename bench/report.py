@@ -767,7 +767,26 @@ def relay_ceilings(results):
             line = line.strip()
             if line:
                 d = json.loads(line)
-                per.setdefault(d["delay_ms"], []).append(d["mb_s"])
+                if d.get("hop") is None:
+                    per.setdefault(d["delay_ms"], []).append(d["mb_s"])
+    return per
+
+
+def hop_baselines(results):
+    """{hop: [MB/s per run]} of relay_ceiling.py --baselines: the same
+    stream with no hop ("none") and through a minimal copying forwarder
+    ("forwarder"); {} without them."""
+    path = os.path.join(results, "relay_ceiling.jsonl") if results else ""
+    per = {}
+    if not path or not os.path.exists(path):
+        return per
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                d = json.loads(line)
+                if d.get("hop") is not None:
+                    per.setdefault(d["hop"], []).append(d["mb_s"])
     return per
 
 
@@ -825,11 +844,20 @@ def relay_ceiling_section(results):
         return []
     rows = [[fmt(k), " / ".join(fmt(v) for v in vs), fmt(median(vs))]
             for k, vs in sorted(per.items())]
-    return ["## The relay's own ceiling", "",
-            "One TCP stream of bulk data (1 GiB) through `delayrelay` alone (no NFS; bench/relay_ceiling.py), "
-            "runs in alternating order. A cell whose path moves more than a third of this measures the relay "
-            "(the targets table compares it with the fastest phase at each delay).",
-            "", table(["one-way delay ms", "MB/s per run", "median MB/s"], rows), ""]
+    out = ["## The relay's own ceiling", "",
+           "One TCP stream of bulk data (1 GiB) through `delayrelay` alone (no NFS; bench/relay_ceiling.py), "
+           "runs in alternating order. A cell whose path moves more than a third of this measures the relay "
+           "(the targets table compares it with the fastest phase at each delay).",
+           "", table(["one-way delay ms", "MB/s per run", "median MB/s"], rows), ""]
+    base = hop_baselines(results)
+    if "none" in base and "forwarder" in base:
+        out += [f"For scale, the same stream with no hop at all ran at "
+                f"{' / '.join(fmt(v) for v in base['none'])} MB/s (median {fmt(median(base['none']))}), "
+                f"and through the plainest forwarder (a process of its own: blocking `recv_into` + `sendall` "
+                f"of 1 MiB, no delay) at {' / '.join(fmt(v) for v in base['forwarder'])} "
+                f"(median {fmt(median(base['forwarder']))}): one hop on this host costs that much whatever "
+                "forwards it.", ""]
+    return out
 
 
 def relay_warning(cells):

@@ -475,7 +475,7 @@ nfsc_ensure_rpcbind
 # The relay's own ceiling (issue 16): one bulk TCP stream through it
 # alone, 0 and 2 ms alternating, so the report can say which cells it bounds.
 say "measuring the delay relay's own ceiling"
-python3 "$root/bench/relay_ceiling.py" "$relay" 1024 0 2 0 2 >"$res/relay_ceiling.jsonl" 2>"$res/relay_ceiling.err" ||
+python3 "$root/bench/relay_ceiling.py" --baselines "$relay" 1024 0 2 0 2 >"$res/relay_ceiling.jsonl" 2>"$res/relay_ceiling.err" ||
 	say "bench/relay_ceiling.py failed: $(tail -n 3 "$res/relay_ceiling.err" | tr '\n' ' ')"
 
 say "writing the data files"
