@@ -27,11 +27,50 @@ import time
 IO = 1 << 20  # bytes per send and per recv
 
 
-def one(relay, delay, nbytes):
-    """Send nbytes through a relay at delay ms; return the JSON dict."""
+def stream(srv, dest, nbytes):
+    """Send nbytes to dest, which leads to srv's listener, where a thread
+    of this process sinks them; return the seconds from the first byte
+    sent to the last received. Raise OSError when the stream breaks."""
+    got = [0, 0.0]
+
+    def sink():
+        c, _ = srv.accept()
+        # One buffer for every recv: a new 1 MiB object per recv is new
+        # memory faulted in each time, which held the sink itself to ~700
+        # MB/s on the benchmark's VM.
+        into = memoryview(bytearray(IO))
+        while got[0] < nbytes:
+            n = c.recv_into(into)
+            if not n:
+                break
+            got[0] += n
+        got[1] = time.monotonic()
+        c.close()
+
+    t = threading.Thread(target=sink)
+    t.start()
+    s = socket.create_connection(dest)
+    buf = b"x" * IO
+    t0 = time.monotonic()
+    for _ in range(nbytes // IO):
+        s.sendall(buf)
+    t.join()
+    s.close()
+    if got[0] != nbytes:
+        raise OSError("the stream broke after %d bytes" % got[0])
+    return got[1] - t0
+
+
+def listener():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
+    return srv
+
+
+def one(relay, delay, nbytes):
+    """Send nbytes through a relay at delay ms; return the JSON dict."""
+    srv = listener()
     pair = "127.0.0.1:0=127.0.0.1:%d" % srv.getsockname()[1]
     p = subprocess.Popen([relay, "--delay-ms", str(delay), "--pair", pair],
                          stdout=subprocess.PIPE, text=True)
@@ -44,34 +83,7 @@ def one(relay, delay, nbytes):
                 break
         if port is None:
             raise OSError("the relay did not start")
-        got = [0, 0.0]
-
-        def sink():
-            c, _ = srv.accept()
-            # One buffer for every recv: a new 1 MiB object per recv is
-            # new memory faulted in each time, which held the sink itself
-            # to ~700 MB/s on the benchmark's VM.
-            into = memoryview(bytearray(IO))
-            while got[0] < nbytes:
-                n = c.recv_into(into)
-                if not n:
-                    break
-                got[0] += n
-            got[1] = time.monotonic()
-            c.close()
-
-        t = threading.Thread(target=sink)
-        t.start()
-        s = socket.create_connection(("127.0.0.1", port))
-        buf = b"x" * IO
-        t0 = time.monotonic()
-        for _ in range(nbytes // IO):
-            s.sendall(buf)
-        t.join()
-        s.close()
-        if got[0] != nbytes:
-            raise OSError("the stream broke after %d bytes" % got[0])
-        secs = got[1] - t0
+        secs = stream(srv, ("127.0.0.1", port), nbytes)
         return {"delay_ms": delay, "bytes": nbytes, "secs": round(secs, 3),
                 "mb_s": round(nbytes / secs / 1e6, 1)}
     finally:
@@ -98,29 +110,12 @@ def forwarder(lst, to):
 def baseline(hop, nbytes):
     """The stream straight to the sink (hop "none") or through forwarder()
     (hop "forwarder"); return the JSON dict."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    got = [0, 0.0]
+    srv = listener()
     pid = None
-
-    def sink():
-        c, _ = srv.accept()
-        into = memoryview(bytearray(IO))
-        while got[0] < nbytes:
-            n = c.recv_into(into)
-            if not n:
-                break
-            got[0] += n
-        got[1] = time.monotonic()
-        c.close()
-
     try:
         dest = srv.getsockname()
         if hop == "forwarder":
-            lst = socket.socket()
-            lst.bind(("127.0.0.1", 0))
-            lst.listen(1)
+            lst = listener()
             pid = os.fork()
             if pid == 0:
                 try:
@@ -129,18 +124,7 @@ def baseline(hop, nbytes):
                     os._exit(0)
             dest = lst.getsockname()
             lst.close()
-        t = threading.Thread(target=sink)
-        t.start()
-        s = socket.create_connection(dest)
-        buf = b"x" * IO
-        t0 = time.monotonic()
-        for _ in range(nbytes // IO):
-            s.sendall(buf)
-        t.join()
-        s.close()
-        if got[0] != nbytes:
-            raise OSError("the %s stream broke after %d bytes" % (hop, got[0]))
-        secs = got[1] - t0
+        secs = stream(srv, dest, nbytes)
         return {"delay_ms": None, "hop": hop, "bytes": nbytes,
                 "secs": round(secs, 3), "mb_s": round(nbytes / secs / 1e6, 1)}
     finally:

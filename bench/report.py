@@ -754,21 +754,23 @@ def hop_note(cells):
                    "ninth of a direct READ's latency, which this machine's do-nothing hop is not.")
 
 
-def relay_ceilings(results):
-    """{delay_ms: [MB/s per run]} from RESULTS/relay_ceiling.jsonl (lines
-    of bench/relay_ceiling.py: one bulk TCP stream through the relay
-    alone); {} when the file is missing or empty."""
+def ceiling_lines(results):
+    """The JSON lines of RESULTS/relay_ceiling.jsonl (bench/relay_ceiling.py),
+    [] when the file is missing."""
     path = os.path.join(results, "relay_ceiling.jsonl") if results else ""
-    per = {}
     if not path or not os.path.exists(path):
-        return per
+        return []
     with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                d = json.loads(line)
-                if d.get("hop") is None:
-                    per.setdefault(d["delay_ms"], []).append(d["mb_s"])
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def relay_ceilings(results):
+    """{delay_ms: [MB/s per run]}: one bulk TCP stream through the relay
+    alone; {} without the measurement."""
+    per = {}
+    for d in ceiling_lines(results):
+        if d.get("hop") is None:
+            per.setdefault(d["delay_ms"], []).append(d["mb_s"])
     return per
 
 
@@ -776,17 +778,10 @@ def hop_baselines(results):
     """{hop: [MB/s per run]} of relay_ceiling.py --baselines: the same
     stream with no hop ("none") and through a minimal copying forwarder
     ("forwarder"); {} without them."""
-    path = os.path.join(results, "relay_ceiling.jsonl") if results else ""
     per = {}
-    if not path or not os.path.exists(path):
-        return per
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                d = json.loads(line)
-                if d.get("hop") is not None:
-                    per.setdefault(d["hop"], []).append(d["mb_s"])
+    for d in ceiling_lines(results):
+        if d.get("hop") is not None:
+            per.setdefault(d["hop"], []).append(d["mb_s"])
     return per
 
 
