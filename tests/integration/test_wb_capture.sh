@@ -56,8 +56,14 @@ if ((client_writes != 10240)); then
 	nfsc_say "client WRITEs on the wire: $client_writes, want 10240"
 	status=1
 fi
-if ((up_writes == 0 || up_writes > 42)); then
-	nfsc_say "upstream WRITEs on the wire: $up_writes, want 1..42"
+# At most ceil(40 MiB / wsize) + 2, wsize being write-back's WRITE size
+# (writeback_wsize, 256 KiB by default, under Ganesha's 1 MiB wtmax).
+wsize=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_config_writeback_wsize_bytes)
+wsize=${wsize%.*}
+((wsize > 1048576)) && wsize=1048576
+max=$(((40 * 1048576 + wsize - 1) / wsize + 2))
+if ((up_writes == 0 || up_writes > max)); then
+	nfsc_say "upstream WRITEs on the wire: $up_writes, want 1..$max (wsize $wsize)"
 	status=1
 fi
 exit "$status"

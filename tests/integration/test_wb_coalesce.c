@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_wb_coalesce: the proxy's write-back coalesces absorbed UNSTABLE
- * client WRITEs into upstream WRITEs of up to the effective wtmax
- * (min(upstream FSINFO wtmax, 1 MiB, max_transfer) = 1 MiB here), and
- * never merges bytes of different writers (credentials) into one WRITE.
+ * client WRITEs into upstream WRITEs of up to the write-back size wsize:
+ * the effective wtmax (min(upstream FSINFO wtmax, 1 MiB, max_transfer) =
+ * 1 MiB here) capped by writeback_wsize (the default 256 KiB, read from
+ * nfscached_config_writeback_wsize_bytes), and never merges bytes of
+ * different writers (credentials) into one WRITE.
  *
  * Runs under harness.sh with wbtest_hold.conf: writeback_delay = 600 and
- * dirty_limit and cache_size above what the suites write, so nothing is
- * written back before the client's COMMIT and runs are cut by nothing but
- * wtmax and the writers.
+ * dirty_limit and a quarter of cache_size above what the suites write, so
+ * nothing is written back before the client's COMMIT and runs are cut by
+ * nothing but wsize and the writers.
  *
  *   random_4k       10,240 UNSTABLE WRITEs of 4 KiB in random order over a
  *                   40 MiB region (each byte once), then COMMIT: at most
- *                   ceil(40 MiB / wtmax) + 2 upstream WRITEs; the bytes on
+ *                   ceil(40 MiB / wsize) + 2 upstream WRITEs; the bytes on
  *                   Ganesha (read directly and on disk) are the client's.
  *   sequential_64k  the published pattern, 10,000 WRITEs of 64 KiB, then
- *                   COMMIT: upstream WRITEs are wtmax-sized (calls ==
- *                   ceil(bytes / wtmax), one more allowed).
+ *                   COMMIT: upstream WRITEs are wsize-sized (calls ==
+ *                   ceil(bytes / wsize), one more allowed).
  *   two_uids        4 KiB blocks written alternately by uids 1000 and 2000
  *                   (some runs of one uid longer than a block): upstream
  *                   WRITEs == the number of same-uid runs.
@@ -38,21 +40,28 @@
 static struct {
 	struct wb_conn px, dx;
 	uint32_t wtmax;		/* effective: min(upstream, 1 MiB) */
+	uint32_t wsize;		/* write-back's: min(wtmax, writeback_wsize) */
 } T;
 
-/* Open both connections and learn the effective wtmax. */
+/* Open both connections and learn the effective wtmax and wsize. */
 static int suite_init(void)
 {
 	uint32_t up = 0, shown = 0;
+	double ws;
 
 	if (wb_open(&T.px, "proxy", 0, 0) < 0 || wb_open(&T.dx, "direct", 0, 0) < 0)
 		return -1;
 	if (wb_fsinfo(&T.dx, &T.dx.root, &up) != NFS3_OK ||
 	    wb_fsinfo(&T.px, &T.px.root, &shown) != NFS3_OK)
 		return -1;
+	ws = wb_metric("nfscached_config_writeback_wsize_bytes");
+	if (ws < 4096)
+		return -1;
 	T.wtmax = up < WB_MIB ? up : WB_MIB;
+	T.wsize = ws < T.wtmax ? (uint32_t)ws : T.wtmax;
 	fprintf(stderr, "wbtest: upstream FSINFO wtmax %u, proxy's %u, "
-		"effective %u\n", up, shown, T.wtmax);
+		"effective %u, writeback_wsize %.0f: wsize %u\n", up, shown,
+		T.wtmax, ws, T.wsize);
 	return 0;
 }
 
@@ -162,6 +171,7 @@ static void test_random_4k(void)
 		goto out;
 	WB_EQ(n, 10240);
 	WB_EQ(T.wtmax, WB_MIB);
+	WB_EQ(T.wsize, 256 * WB_KIB);	/* writeback_wsize's default */
 	wb_pattern(data, size, 0, 4096);
 	for (size_t i = 0; i < n; i++) {
 		req[i].off = (uint64_t)i * 4 * WB_KIB;
@@ -211,12 +221,12 @@ static void test_random_4k(void)
 	fprintf(stderr, "wbtest: random_4k: the COMMIT got %u JUKEBOX replies "
 		"first\n", jb);
 	up_writes = wb_snap_delta(&s1, &s2, WB_M_UP_WRITE);
-	bound = (double)((size + T.wtmax - 1) / T.wtmax) + 2;
+	bound = (double)((size + T.wsize - 1) / T.wsize) + 2;
 	ratio("random_4k", (double)n, up_writes);
 	WB_CHECK(up_writes <= bound, "upstream WRITEs %.0f <= ceil(40 MiB / "
-		 "wtmax) + 2 = %.0f", up_writes, bound);
-	WB_CHECK(up_writes >= (double)(size / T.wtmax), "upstream WRITEs %.0f "
-		 ">= 40 MiB / wtmax (none is larger than wtmax)", up_writes);
+		 "wsize) + 2 = %.0f", up_writes, bound);
+	WB_CHECK(up_writes >= (double)(size / T.wsize), "upstream WRITEs %.0f "
+		 ">= 40 MiB / wsize (none is larger than wsize)", up_writes);
 	WB_EQ(wb_snap_delta(&s1, &s2, WB_M_WB_WRITES), up_writes);
 	WB_EQ(wb_snap_delta(&s1, &s2, WB_M_WB_BYTES), size);
 	WB_EQ(wb_snap_delta(&s1, &s2, WB_M_UP_COMMIT), 1);
@@ -326,15 +336,15 @@ static void test_sequential_64k(void)
 	wb_snap_print("sequential_64k after the COMMIT", &s1, &s2);
 	calls = wb_snap_delta(&s1, &s2, WB_M_UP_WRITE);
 	bytes = wb_snap_delta(&s1, &s2, WB_M_WB_BYTES);
-	want = (double)((size + T.wtmax - 1) / T.wtmax);
+	want = (double)((size + T.wsize - 1) / T.wsize);
 	ratio("sequential_64k", (double)n, calls);
 	fprintf(stderr, "wbtest: sequential_64k: %.0f bytes in %.0f upstream "
 		"WRITEs = %.0f bytes each\n", bytes, calls,
 		calls > 0 ? bytes / calls : 0);
 	WB_EQ(bytes, size);
 	WB_CHECK(calls >= want && calls <= want + 1, "upstream WRITEs %.0f in "
-		 "[ceil(bytes / wtmax), +1] = [%.0f, %.0f]: all but at most "
-		 "one are wtmax bytes", calls, want, want + 1);
+		 "[ceil(bytes / wsize), +1] = [%.0f, %.0f]: all but at most "
+		 "one are wsize bytes", calls, want, want + 1);
 	WB_EQ(wb_snap_delta(&s1, &s2, WB_M_WB_WRITES), calls);
 	WB_EQ(wb_snap_delta(&s1, &s2, WB_M_RESENT), 0);
 	WB_EQ(wb_snap_get(&s2, WB_M_UNSTABLE), 0);
@@ -415,7 +425,7 @@ int test_register(void)
 	if (!s || !CU_add_test(s, "coalesce", test_random_4k))
 		return -1;
 	s = CU_add_suite("sequential_64k", suite_init, suite_clean);
-	if (!s || !CU_add_test(s, "wtmax_sized", test_sequential_64k))
+	if (!s || !CU_add_test(s, "wsize_sized", test_sequential_64k))
 		return -1;
 	s = CU_add_suite("two_uids", suite_init, suite_clean);
 	if (!s || !CU_add_test(s, "never_merged", test_two_uids))
