@@ -47,22 +47,18 @@ static struct {
 static int suite_init(void)
 {
 	uint32_t up = 0, shown = 0;
-	double ws;
 
 	if (wb_open(&T.px, "proxy", 0, 0) < 0 || wb_open(&T.dx, "direct", 0, 0) < 0)
 		return -1;
 	if (wb_fsinfo(&T.dx, &T.dx.root, &up) != NFS3_OK ||
 	    wb_fsinfo(&T.px, &T.px.root, &shown) != NFS3_OK)
 		return -1;
-	ws = wb_metric("nfscached_config_writeback_wsize_bytes");
-	if (ws < 4096)
-		return -1;
 	T.wtmax = up < WB_MIB ? up : WB_MIB;
-	T.wsize = ws < T.wtmax ? (uint32_t)ws : T.wtmax;
+	T.wsize = wb_wsize(T.wtmax);
 	fprintf(stderr, "wbtest: upstream FSINFO wtmax %u, proxy's %u, "
-		"effective %u, writeback_wsize %.0f: wsize %u\n", up, shown,
-		T.wtmax, ws, T.wsize);
-	return 0;
+		"effective %u, write-back's wsize %u\n", up, shown, T.wtmax,
+		T.wsize);
+	return T.wsize >= 4096 ? 0 : -1;
 }
 
 /* Close both connections. */

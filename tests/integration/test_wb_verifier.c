@@ -20,7 +20,9 @@
  *                  same as its WRITEs' (the proxy did not restart); the
  *                  upstream holds the client's bytes (directly and on
  *                  disk); nfscached_writeback_resent_bytes_total moved by
- *                  exactly 1 MiB, with 2 upstream WRITEs and 2 COMMITs.
+ *                  exactly 1 MiB, with 2 x (1 MiB / wsize) upstream WRITEs
+ *                  (write-back's size: writeback_wsize, capped by wtmax)
+ *                  and 2 COMMITs.
  *   kill_before    (test_wb_kill.sh) write 64 KiB UNSTABLE (absorbed, not
  *                  committed) and save the file handle, the name and the
  *                  WRITE verifier to $NFSC_TMP/wb-kill.state.
@@ -137,12 +139,17 @@ static void test_upstream_loss(void)
 	struct wb_wres r;
 	struct wb_fh fh;
 	uint32_t xid;
-	double unstable;
+	double unstable, nw;
+	uint32_t wsize = wb_wsize(WB_MIB);
 	char name[64];
 	int st;
 
-	if (!data || !junk)
+	WB_CHECK(wsize >= 4096, "write-back's wsize from the metrics");
+	if (!data || !junk || wsize < 4096)
 		goto out;
+	/* Upstream WRITEs per writing of the 1 MiB: write-back's size cuts
+	 * it (writeback_wsize, 256 KiB by default). */
+	nw = (double)((LOSS_LEN + wsize - 1) / wsize);
 	wb_pattern(data, LOSS_LEN, 0, 31337);
 	memset(junk, 0xEE, LOSS_LEN);
 	wb_unique_name(name, sizeof(name), "wb-loss");
@@ -168,7 +175,7 @@ static void test_upstream_loss(void)
 	WB_EQ(unstable, LOSS_LEN);
 	WB_CHECK(wb_snap_take(&s1) == 0, "metrics");
 	wb_snap_print("upstream_loss after the proxy's WRITE", &s0, &s1);
-	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_UP_WRITE), 1);
+	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_UP_WRITE), nw);
 	WB_EQ(wb_snap_delta(&s0, &s1, WB_M_UP_COMMIT), 0);
 	memset(junk, 0, 16);
 	WB_EQ(wb_disk_read(name, 0, junk, 16), 16);
@@ -189,8 +196,9 @@ static void test_upstream_loss(void)
 	 * and it writes the bytes again (WRITE sent, then UNSTABLE once
 	 * answered); end the delay of that second write too. */
 	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
-	WB_EQ(wb_wait_metric(WB_M_WB_WRITES, wb_snap_get(&s0, WB_M_WB_WRITES) + 2,
-			     60000), wb_snap_get(&s0, WB_M_WB_WRITES) + 2);
+	WB_EQ(wb_wait_metric(WB_M_WB_WRITES,
+			     wb_snap_get(&s0, WB_M_WB_WRITES) + 2 * nw, 60000),
+	      wb_snap_get(&s0, WB_M_WB_WRITES) + 2 * nw);
 	WB_EQ(wb_wait_metric(WB_M_UNSTABLE, LOSS_LEN, 60000), LOSS_LEN);
 	WB_CHECK(tclock_advance(600) == 0, "advance the proxy's clock");
 	WB_CHECK(wb_reopen(&dx) == 0, "reconnect to Ganesha");
@@ -214,7 +222,7 @@ static void test_upstream_loss(void)
 	WB_CHECK(wb_snap_take(&s2) == 0, "metrics");
 	wb_snap_print("upstream_loss after the client's COMMIT", &s0, &s2);
 	WB_EQ(wb_snap_delta(&s0, &s2, WB_M_RESENT), LOSS_LEN);
-	WB_EQ(wb_snap_delta(&s0, &s2, WB_M_UP_WRITE), 2);
+	WB_EQ(wb_snap_delta(&s0, &s2, WB_M_UP_WRITE), 2 * nw);
 	WB_EQ(wb_snap_delta(&s0, &s2, WB_M_UP_COMMIT), 2);
 	WB_EQ(wb_snap_delta(&s0, &s2, WB_M_WB_BYTES), 2 * LOSS_LEN);
 	WB_EQ(wb_snap_get(&s2, WB_M_UNSTABLE), 0);

@@ -758,6 +758,15 @@ double wb_metric(const char *series)
 	return v;
 }
 
+uint32_t wb_wsize(uint32_t wtmax)
+{
+	double ws = wb_metric("nfscached_config_writeback_wsize_bytes");
+
+	if (ws < 1)
+		return 0;
+	return ws < wtmax ? (uint32_t)ws : wtmax;
+}
+
 void wb_snap_print(const char *tag, const struct wb_snap *before,
 		   const struct wb_snap *after)
 {

@@ -243,6 +243,10 @@ double wb_snap_delta(const struct wb_snap *before, const struct wb_snap *after,
 		     const char *series);
 /* The value of series now (one fetch), or -1 as wb_snap_get. */
 double wb_metric(const char *series);
+/* Write-back's upstream WRITE size, bytes: the proxy's writeback_wsize
+ * (nfscached_config_writeback_wsize_bytes) capped by wtmax; 0 when the
+ * metric cannot be read. */
+uint32_t wb_wsize(uint32_t wtmax);
 /* Print every write-back series' change between before and after. */
 void wb_snap_print(const char *tag, const struct wb_snap *before,
 		   const struct wb_snap *after);
