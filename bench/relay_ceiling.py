@@ -14,7 +14,8 @@ the relay's. Exit 1 when the relay does not start or the stream breaks.
 --baselines first measures the same stream with no hop at all ("hop":
 "none") and through the plainest forwarder there is ("hop": "forwarder": a
 process of its own doing blocking recv_into + sendall of 1 MiB, no delay),
-with "delay_ms": null: what one hop costs on this host whatever relays it.
+twice each, alternating, with "delay_ms": null: what one hop costs on this
+host whatever relays it. (The report's median of two runs is the larger.)
 """
 import json
 import os

@@ -61,8 +61,10 @@ bool_t dispatch_xdr_void(XDR *xdrs, void *unused);
  * 3.3.7), except that XDR_DECODE leaves a->data.data_val pointing into
  * the stream's own buffer (xdr_inline) instead of copying the data into a
  * new allocation, and XDR_FREE frees only the file handle. So decode only
- * from an xdrmem stream over a buffer that outlives *a: the server
- * decodes from the request's record, freed after its arguments
+ * from an xdrmem stream over a 4-byte aligned buffer that outlives *a
+ * (libtirpc's xdr_inline returns NULL on an unaligned one, and the
+ * decode then fails): the server decodes from the request's record
+ * (malloc'd, arguments at a multiple of 4), freed after its arguments
  * (req_release). XDR_ENCODE is xdr_WRITE3args. Returns FALSE, as
  * xdr_WRITE3args, when the stream ends early; data of over INT_MAX bytes
  * is refused too.

@@ -17,7 +17,10 @@
 #include "fuzz.h"
 #include "rpcmsg.h"
 
-/* Decode data[0..size) with ent's routine into a fresh struct, or NULL. */
+/* Decode data[0..size) with ent's routine into a fresh struct, or NULL.
+ * data must be 4-byte aligned and outlive the struct, as the server's
+ * records are (WRITE's data is decoded in place with xdr_inline, which
+ * libtirpc refuses on an unaligned buffer). */
 static void *decode(const struct dispatch_entry *ent, const uint8_t *data,
 		    size_t size)
 {
@@ -35,16 +38,22 @@ static void *decode(const struct dispatch_entry *ent, const uint8_t *data,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct dispatch_entry *ent;
-	uint8_t *enc1, *enc2;
+	uint8_t *enc1, *enc2, *in;
 	size_t len1, len2;
 	void *a1, *a2;
 
 	if (size < 1)
 		return 0;
 	ent = &dispatch_rows[data[0] % dispatch_count];
-	a1 = decode(ent, data + 1, size - 1);
-	if (!a1)
+	/* An aligned copy that outlives a1, as the server's record does. */
+	in = malloc(size - 1 ? size - 1 : 1);
+	assert(in);
+	memcpy(in, data + 1, size - 1);
+	a1 = decode(ent, in, size - 1);
+	if (!a1) {
+		free(in);
 		return 0;
+	}
 	enc1 = rpcmsg_encode(ent->xdr_args, a1, &len1);
 	assert(enc1);
 	assert(len1 <= size - 1);
@@ -58,5 +67,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xdr_free(ent->xdr_args, a2);
 	free(a1);
 	free(a2);
+	free(in);
 	return 0;
 }

@@ -318,8 +318,6 @@ static void test_room_freed_wakes_blocked_write(void)
 	h_fini(&h);
 }
 
-/* A COMMIT is answered here (no upstream call) once nothing of the file
- * is left to commit, for a writer the proxy knows; else it goes upstream. */
 /*
  * Write-back's upstream WRITEs are at most writeback_wsize and at most the
  * upstream's wtmax, whichever is smaller (wb_wsize): 256 KiB of
@@ -448,6 +446,8 @@ static void test_writeback_starts_at_quarter_of_cache(void)
 	h_fini(&h);
 }
 
+/* A COMMIT is answered here (no upstream call) once nothing of the file
+ * is left to commit, for a writer the proxy knows; else it goes upstream. */
 static void test_commit_with_nothing_held_answered_here(void)
 {
 	struct nfs3_write_stats before, after;
