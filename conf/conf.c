@@ -242,9 +242,9 @@ static const struct directive directives[] = {
 	    "seconds",
 	    "Age after which absorbed (dirty) data is written back and "
 	    "committed upstream in the background."),
-	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "256", 1, 1048576, "MiB",
-	    "Dirty bytes past which write-back starts at once (or a "
-	    "quarter of cache_size, if that is less)."),
+	NUM("dirty_limit", GLOBAL(dirty_limit), K_U32, "0", 0, 1048576, "MiB",
+	    "Dirty bytes past which write-back starts at once; 0: 256 MiB "
+	    "or a quarter of cache_size, whichever is less."),
 	NUM("writeback_wsize", GLOBAL(writeback_wsize), K_U32, "262144", 4096,
 	    1048576, "bytes",
 	    "Largest upstream WRITE that write-back sends, as the Linux "

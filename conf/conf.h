@@ -172,7 +172,8 @@ struct conf {
 	uint32_t readahead_max;		/* bytes, largest window; 0 off */
 	uint32_t readahead_streams;	/* streams tracked per file */
 	double writeback_delay;		/* seconds before write-behind */
-	uint32_t dirty_limit;		/* MiB of dirty data before write-back */
+	uint32_t dirty_limit;		/* MiB of dirty data before write-back;
+					 * 0: min(256, cache_size / 4) */
 	uint32_t writeback_wsize;	/* bytes, largest write-back WRITE */
 	double shutdown_flush_timeout;	/* seconds SIGTERM flushes at most */
 	double writeback_commit_delay;	/* seconds from last WRITE to COMMIT */

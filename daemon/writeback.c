@@ -49,6 +49,7 @@
 				 * each is a copy outside cache_size */
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
+#define WB_DIRTY_AUTO_MAX 256	/* MiB: dirty_limit = 0's ceiling */
 
 struct wb_wait {
 	enum wb_wait_kind kind;
@@ -475,13 +476,15 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 /* UNSTABLE bytes of one file past which it is COMMITted even while more
  * is being written: a writer that never stops would otherwise pin its
  * data for good, and pinned pages are room new writes cannot have. A
- * quarter of the smaller of dirty_limit and cache_size, at least
+ * quarter of the smaller of dirty_limit (WB_DIRTY_AUTO_MAX when 0) and
+ * cache_size, at least
  * WB_COMMIT_EARLY wtmax (fewer, larger COMMITs) unless that is more than
  * half the cache, so the COMMIT returns while the writer still finds
  * room. */
 static uint64_t commit_early(const struct daemon *d, uint32_t wtmax)
 {
-	uint64_t dirty = (uint64_t)d->conf->dirty_limit << 20;
+	uint64_t dirty = (uint64_t)(d->conf->dirty_limit ? d->conf->dirty_limit
+							: WB_DIRTY_AUTO_MAX) << 20;
 	uint64_t cache = (uint64_t)d->conf->cache_size << 20;
 	uint64_t quarter = (dirty < cache ? dirty : cache) / 4;
 	uint64_t floor = WB_COMMIT_EARLY * (uint64_t)wtmax;
@@ -636,21 +639,25 @@ static bool wb_due(const struct daemon *d, struct cfile *f, double now,
 }
 
 /*
- * Dirty (and WRITING) bytes past which write-back starts at once: the
- * smaller of dirty_limit and a quarter of cache_size, as the kernel starts
- * background write-back at dirty_background_ratio of memory well before
- * writers are throttled. With only dirty_limit, a cache no larger than it
- * filled with dirty data before any write-back began, and then every
- * writer waited for room while the first write-back and COMMIT drained it
- * (W3 at 0 ms with the benchmark's 256 MiB cache: 36-52 WRITEs waited
- * 0.8-1.4 s in all; with a quarter, none did).
+ * Dirty (and WRITING) bytes past which write-back starts at once:
+ * dirty_limit as given, or with dirty_limit = 0 (the default) the smaller
+ * of WB_DIRTY_AUTO_MAX and a quarter of cache_size, as the kernel starts
+ * background write-back at dirty_background_ratio of memory (or at
+ * dirty_background_bytes when that is set). The old fixed 256 MiB let a
+ * cache no larger than it fill with dirty data before any write-back
+ * began, and then every writer waited for room while the first
+ * write-back and COMMIT drained it (W3 at 0 ms with the benchmark's
+ * 256 MiB cache: 36-52 WRITEs waited 0.8-1.4 s in all; with a quarter,
+ * none did).
  */
 static uint64_t dirty_threshold(const struct daemon *d)
 {
-	uint64_t limit = (uint64_t)d->conf->dirty_limit << 20;
 	uint64_t quarter = ((uint64_t)d->conf->cache_size << 20) / 4;
+	uint64_t auto_max = (uint64_t)WB_DIRTY_AUTO_MAX << 20;
 
-	return quarter && quarter < limit ? quarter : limit;
+	if (d->conf->dirty_limit)
+		return (uint64_t)d->conf->dirty_limit << 20;
+	return quarter && quarter < auto_max ? quarter : auto_max;
 }
 
 /* Background tick: write-behind, dirty limit, waiter deadlines. */

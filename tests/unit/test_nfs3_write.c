@@ -411,39 +411,58 @@ static void test_write_args_decoded_in_place(void)
 }
 
 /*
- * Background write-back starts past the smaller of dirty_limit and a
- * quarter of cache_size (dirty_threshold), not only past dirty_limit or
- * writeback_delay: with a 4 MiB cache, 1.25 MiB of dirty data is written
- * back at the next tick (100 ms), long before the 5 s writeback_delay,
- * and 0.75 MiB is not.
+ * With dirty_limit = 0 (the default) background write-back starts past
+ * the smaller of 256 MiB and a quarter of cache_size (dirty_threshold),
+ * not only past writeback_delay: with a 4 MiB cache, 1.25 MiB of dirty
+ * data is written back at the next tick (100 ms), long before the 5 s
+ * writeback_delay, and 0.75 MiB is not. A dirty_limit that is set is used
+ * as given: 2 MiB keeps 1.25 MiB dirty.
  */
 static void cache_4m(struct conf *c)
 {
 	c->cache_size = 4;
 }
 
-static void test_writeback_starts_at_quarter_of_cache(void)
+static void cache_4m_dirty_2m(struct conf *c)
+{
+	c->cache_size = 4;
+	c->dirty_limit = 2;
+}
+
+/* Upstream WRITEs after 0.75 MiB of dirty data and a tick (*before) and
+ * after 1.25 MiB and another tick (return). */
+static uint64_t writes_at_quarter(h_conf_fn tune, uint64_t *before)
 {
 	struct nfs3_h h;
-	uint64_t id;
+	uint64_t id, n;
 
-	h_init(&h, cache_4m);
-	CU_ASSERT_EQUAL_FATAL(h.d.conf->dirty_limit, 256);
+	h_init(&h, tune);
 	id = toy_add_file(&h.toy, "f", 0);
 	for (unsigned i = 0; i < 12; i++)
 		check_write_absorbed(&h, h_send_write(&h, id, 65536u * i, 65536,
 						      'q', UNSTABLE), 65536);
 	h_advance(&h, 0.2);
 	h_turns(&h, 50);
-	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+	*before = h.fu.calls[NFSPROC3_WRITE];
 	for (unsigned i = 12; i < 20; i++)
 		check_write_absorbed(&h, h_send_write(&h, id, 65536u * i, 65536,
 						      'q', UNSTABLE), 65536);
 	h_advance(&h, 0.2);
 	h_turns(&h, 50);
-	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_WRITE] > 0);
 	CU_ASSERT_TRUE(h.d.conf->writeback_delay > 0.4);
+	n = h.fu.calls[NFSPROC3_WRITE];
 	h_fini(&h);
+	return n;
+}
+
+static void test_writeback_starts_at_quarter_of_cache(void)
+{
+	uint64_t before;
+
+	CU_ASSERT_TRUE(writes_at_quarter(cache_4m, &before) > 0);
+	CU_ASSERT_EQUAL(before, 0);
+	CU_ASSERT_EQUAL(writes_at_quarter(cache_4m_dirty_2m, &before), 0);
+	CU_ASSERT_EQUAL(before, 0);
 }
 
 /* A COMMIT is answered here (no upstream call) once nothing of the file
