@@ -8,9 +8,9 @@
  * different writers (credentials) into one WRITE.
  *
  * Runs under harness.sh with wbtest_hold.conf: writeback_delay = 600 and
- * dirty_limit and a quarter of cache_size above what the suites write, so
- * nothing is written back before the client's COMMIT and runs are cut by
- * nothing but wsize and the writers.
+ * dirty_limit (set, so used as given) and cache_size above what the
+ * suites write, so nothing is written back before the client's COMMIT and
+ * runs are cut by nothing but wsize and the writers.
  *
  *   random_4k       10,240 UNSTABLE WRITEs of 4 KiB in random order over a
  *                   40 MiB region (each byte once), then COMMIT: at most
