@@ -57,7 +57,7 @@ const char *cache_outcome_name(enum cache_outcome o)
 #define MALLOC_CHUNK 16	/* glibc's header and rounding per allocation */
 
 /*
- * What a page costs the budget beyond its data (DESIGN.md: RSS stays
+ * What a page costs the budget beyond its data (docs/design.md: RSS stays
  * within cache_size + 10% at every page size): its cpage and a header's
  * worth for the data buffer (the page pool has none; it stands for a
  * chunk's free slots), a first write-back extent array and the

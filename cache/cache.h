@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache: the proxy's file cache (DESIGN.md "Cache model"). Pure: no
+ * cache: the proxy's file cache (docs/design.md "Cache model"). Pure: no
  * sockets, no XDR, no libevent, no clock reads; callers pass `now` in
  * seconds of a monotonic clock.
  *
@@ -121,7 +121,7 @@ struct cache_ac {
 	double max;
 };
 
-/* Write-back state of cached bytes (DESIGN.md "Write semantics"). */
+/* Write-back state of cached bytes (docs/design.md "Write semantics"). */
 enum cache_wb_state {
 	WB_CLEAN = 0,	/* equal to the upstream's stable copy */
 	WB_DIRTY,	/* a client wrote it; not yet sent upstream */
@@ -523,7 +523,7 @@ size_t cfile_wb_page_gaps(const struct cfile *f, uint64_t start, uint64_t end,
 
 /*
  * Store fetched data[0..len) at off without overwriting bytes already
- * valid (DESIGN.md: fetched data never overwrites valid bytes). Aligned
+ * valid (docs/design.md: fetched data never overwrites valid bytes). Aligned
  * blocks of hole_granularity bytes that are all zeros are recorded as
  * holes instead of stored. Pages are allocated as needed, evicting others
  * to stay within the budget; what finds no room is not stored (counted).
@@ -611,7 +611,7 @@ void cache_fetch_end(struct cache *c, struct cfetch **fe);
 /* Upstream READs of f recorded in flight. */
 unsigned cfile_fetches(const struct cfile *f);
 
-/* ---- write-back (DESIGN.md "Write semantics") ---- */
+/* ---- write-back (docs/design.md "Write semantics") ---- */
 
 /*
  * Absorb a client write of data[0..len) at off by credential cr: the bytes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache_wb: write-back extents of the page cache (DESIGN.md "Write
+ * cache_wb: write-back extents of the page cache (docs/design.md "Write
  * semantics"; the model is in cache.h, the shared structures in
  * cache_impl.h).
  *
@@ -305,7 +305,7 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		return -1;
 	e = off + len;
 	/* The gap between the old end of file and the write reads as
-	 * zeros (DESIGN.md: a WRITE extends the size; the gap is a hole).
+	 * zeros (docs/design.md: a WRITE extends the size; the gap is a hole).
 	 * Before pages are taken: it may free empty pages. */
 	if (f->has_attr && off > f->shown.size)
 		cfile_hole_add(c, f, f->shown.size, off);

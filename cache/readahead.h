@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readahead: the per-file readahead state machine (DESIGN.md lesson 4,
+ * readahead: the per-file readahead state machine (docs/design.md lesson 4,
  * "readahead that recovers"). Pure: no clock, no I/O, no libevent. The
  * caller reports every client READ of a file (hits included: that is how
  * a stream crosses its trigger) and gets back the byte ranges to prefetch
@@ -82,7 +82,7 @@ struct ra_params {
 /*
  * Counters kept per file, folded by the caller (ra_stats_add), declared
  * once for struct ra_stats and for /metrics: X(C type, field, Prometheus
- * type, metric name, help). The names follow DESIGN.md "Metrics";
+ * type, metric name, help). The names follow docs/design.md "Metrics";
  * daemon/metrics.c renders the list (HACKING.md "Adding a counter"). A is
  * the list's array row (none here).
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nfs3_write: NFSv3 WRITE and COMMIT (RFC 1813 sections 3.3.7, 3.3.21)
- * with write-back (DESIGN.md "Write semantics").
+ * with write-back (docs/design.md "Write semantics").
  *
  * WRITE UNSTABLE: the bytes go into the cache, valid and dirty, and the
  * reply goes at once with the proxy's own write verifier (random at every

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writeback: the driver that moves absorbed client writes upstream
- * (DESIGN.md "Write semantics"). It asks the cache for coalesced runs of
+ * (docs/design.md "Write semantics"). It asks the cache for coalesced runs of
  * dirty bytes (cache_wb_next), sends them as upstream WRITEs (UNSTABLE, or
  * FILE_SYNC while a FILE_SYNC caller waits), then COMMITs upstream and
  * settles the bytes by the upstream's write verifier: bytes written under a

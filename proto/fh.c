@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fh: client-visible NFSv3 file handles (DESIGN.md "File handles").
+ * fh: client-visible NFSv3 file handles (docs/design.md "File handles").
  *
  * A client handle wraps one upstream handle: a header byte (format
  * version in the top 2 bits, export id 1..63 in the low 6), the upstream

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fh: client-visible NFSv3 file handles (DESIGN.md "File handles").
+ * fh: client-visible NFSv3 file handles (docs/design.md "File handles").
  *
  * Layout, at most NFS3_FHSIZE (64) bytes:
  *   byte 0      format version (top 2 bits, FH_VERSION) | export id (low 6)

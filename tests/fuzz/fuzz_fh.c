@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_fh: the client file handle unwrap (fh_unwrap, the layout in
- * DESIGN.md "File handles"). The first input byte chooses whether the
+ * docs/design.md "File handles"). The first input byte chooses whether the
  * rest is taken as is (a forged handle: with the fixed key here, the
  * authenticator almost never matches) or first wrapped with fh_wrap (so
  * unwrap sees handles that authenticate) and then has one byte flipped

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cache_partial: the published partial-page workload, scaled
- * (DESIGN.md "What makes it more than a pass-through", lesson 1: the
+ * (docs/design.md "What makes it more than a pass-through", lesson 1: the
  * kernel's nfs_is_partially_uptodate, sysbench 2K random read/write on
  * 4K pages). On a 64 MiB file, CT_NIO (8,000) random writes of
  * CT_IO_SIZE bytes (1 KiB) aligned to their size go through the proxy,

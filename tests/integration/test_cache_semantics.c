@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cache_semantics: what the page cache promises, seen from a client
- * and /metrics (DESIGN.md "Cache model", "Access control"):
+ * and /metrics (docs/design.md "Cache model", "Access control"):
  *   - byte-exact valid ranges: reads inside written ranges are hits; a
  *     read over gaps fetches exactly the gaps of the touched page, and
  *     fetched bytes never overwrite written ones;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_cache_writer: another writer changes files on the upstream behind
- * the proxy's back (DESIGN.md "Consistency with other writers"). Files are
+ * the proxy's back (docs/design.md "Consistency with other writers"). Files are
  * changed directly in Ganesha's export directory (NFSC_EXPORT_DIR; the
  * harness runs Ganesha with Attr_Expiration_Time = 0, so Ganesha itself
  * shows the change at once). The proxy caches a file's attributes for

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_wb_attrs: what clients see of a file while the proxy holds its
- * written data (DESIGN.md "Write semantics"), and how SETATTR size,
+ * written data (docs/design.md "Write semantics"), and how SETATTR size,
  * REMOVE and CREATE UNCHECKED treat that data.
  *
  * Suites (ctest runs them in two registrations, by name):

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_wb_shutdown: SIGTERM during a write stream loses nothing the proxy
- * acknowledged (DESIGN.md "Write semantics": on SIGTERM nfscached stops
+ * acknowledged (docs/design.md "Write semantics": on SIGTERM nfscached stops
  * accepting work, writes back everything, commits, and exits 0). Driven by
  * test_wb_sigterm.sh, which runs its own nfscached and sends the signal:
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_wb_verifier: the write verifiers behind write-back (RFC 1813
- * sections 3.3.7 and 3.3.21; DESIGN.md "Write semantics"), seen with the
+ * sections 3.3.7 and 3.3.21; docs/design.md "Write semantics"), seen with the
  * project's raw RPC client (libnfs's sync API ignores verifiers).
  *
  * Suites (run one by name: test_wb_verifier SUITE):

@@ -2,8 +2,8 @@
 /*
  * readrewrite: rewrite the NFSv3 READ replies (RFC 1813 section 3.3.6)
  * of one TCP connection the way buggy servers answered, for delayrelay's
- * --rewrite-read mode (a fault NFS-Ganesha will not produce; DESIGN.md
- * "a scripted fake only ... for faults Ganesha cannot produce").
+ * --rewrite-read mode (a fault NFS-Ganesha will not produce; docs/design.md
+ * "Libraries": a scripted fake only for faults Ganesha cannot produce).
  *
  * The connection's two byte streams are cut into RPC records (RFC 5531
  * section 11, record marking; a message of several fragments is passed on

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for proto/fh: client handle layout, authenticator checks and
- * the key file (DESIGN.md "File handles"). The expected authenticator is
+ * the key file (docs/design.md "File handles"). The expected authenticator is
  * recomputed here with OpenSSL's HMAC so the layout is pinned byte by byte.
  */
 #include <errno.h>
