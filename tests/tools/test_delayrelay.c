@@ -360,8 +360,10 @@ test_round_trip_takes_twice_the_delay(void)
 	median = (rtt[ROUNDS / 2 - 1] + rtt[ROUNDS / 2]) / 2;
 	printf("\n  rtt min %.3f median %.3f max %.3f ms ", rtt[0], median,
 	       rtt[ROUNDS - 1]);
+	/* What the relay promises: every byte back, in order, and never
+	 * sooner than the delay each way. How much later depends on the
+	 * machine's load, so the median is printed, not asserted. */
 	CU_ASSERT(rtt[0] >= 2 * DELAY_MS);
-	CU_ASSERT(median < 4 * DELAY_MS);
 }
 
 /* Fill buf with a reproducible pseudo-random pattern. */
