@@ -1252,6 +1252,37 @@ static int opt_parse(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 	return 0;
 }
 
+/*
+ * True, with a reason in why, if the newest clients entry of opt names
+ * the same clients as an earlier one with other options: exports(5) would
+ * silently use one of them, so which one the operator meant is asked.
+ * Entries that do not parse are reported by the check of their own.
+ */
+static bool nets_conflict(cfg_opt_t *opt, char *why, size_t len)
+{
+	unsigned last = opt->nvalues - 1;
+	struct conf_client n, o;
+	bool clash = false;
+
+	if (conf_parse_client(cfg_opt_getnstr(opt, last), &n, why, len) != 0)
+		return false;
+	for (unsigned i = 0; i < last && !clash; i++) {
+		const char *s = cfg_opt_getnstr(opt, i);
+
+		if (conf_parse_client(s, &o, why, len) != 0)
+			continue;
+		clash = conf_client_same_spec(&n, &o) &&
+			!conf_client_equal(&n, &o);
+		if (clash)
+			snprintf(why, len, "clients: \"%s\" names the same "
+				 "clients as \"%s\" with other options; keep "
+				 "one", cfg_opt_getnstr(opt, last), s);
+		conf_client_clear(&o);
+	}
+	conf_client_clear(&n);
+	return clash;
+}
+
 /* libconfuse validate callback: the newest value of any directive.
  * Errors are reported and parsing goes on. */
 static int opt_validate(cfg_t *cfg, cfg_opt_t *opt)
@@ -1268,10 +1299,12 @@ static int opt_validate(cfg_t *cfg, cfg_opt_t *opt)
 		return 0;
 	value_from_file(cfg, d, r, true);
 	bad = r ? r->bad : pctx ? pctx->gbad : NULL;
-	if (bad && bad[d - directives])
+	/* A list's entries are checked one by one, each reported. */
+	if (bad && bad[d - directives] && d->kind != K_NETS)
 		return 0;	/* reported when parsed */
 	value_from_opt(d, opt, opt->nvalues - 1, &v);
-	if (value_check(d, &v, why, sizeof(why)) != 0) {
+	if (value_check(d, &v, why, sizeof(why)) != 0 ||
+	    (d->kind == K_NETS && nets_conflict(opt, why, sizeof(why)))) {
 		report_cfg(cfg, why);
 		mark_bad(r, d);
 	} else if (r && strcmp(d->name, "id") == 0) {

@@ -88,6 +88,9 @@ struct conf_client {
 	size_t naddrs;
 	unsigned set;		/* CONF_OPT_* given in parentheses */
 	struct conf_access opt;	/* their values */
+	unsigned ignored;	/* exports(5) words given that nfscached
+				 * accepts without effect (a bit per word of
+				 * conf_client.c's ignored_words) */
 };
 
 /* A parsed nfs:// URL (libnfs URL syntax, RFC 2224 style). */
@@ -249,7 +252,9 @@ int conf_parse_ip(const char *s, uint8_t addr[16]);
 void conf_format_net(const struct conf_net *n, char *buf, size_t len);
 
 /*
- * Parse "ADDR/PREFIX" or a bare address (full-length prefix), IPv4 or IPv6.
+ * Parse "ADDR/PREFIX" or a bare address (full-length prefix), IPv4 or IPv6,
+ * or exports(5)'s "ADDR/NETMASK" for IPv4 (255.255.0.0 is /16; a netmask
+ * whose ones are not contiguous is refused).
  * Returns 0, or -1 with a reason in err.
  */
 int conf_parse_net(const char *s, struct conf_net *n, char *err,
@@ -258,7 +263,10 @@ int conf_parse_net(const char *s, struct conf_net *n, char *err,
 /*
  * Parse one clients entry, "SPEC" or "SPEC(OPT,...)" (see struct
  * conf_client; OPT is rw, ro, root_squash, no_root_squash, all_squash,
- * no_all_squash, secure, insecure, anonuid=N or anongid=N, N 0..2^32-1).
+ * no_all_squash, secure, insecure, anonuid=N or anongid=N, N 0..2^32-1;
+ * also sync, async, subtree_check, no_subtree_check, wdelay, no_wdelay,
+ * hide, nohide, crossmnt and fsid=ID, recorded in ignored and without
+ * effect). SPEC's network may be ADDR/PREFIX or, IPv4, ADDR/NETMASK.
  * On success *cl owns its strings (free with conf_client_clear). Returns
  * 0, or -1 with a reason in err (*cl then owns nothing).
  */
@@ -269,8 +277,25 @@ int conf_parse_client(const char *s, struct conf_client *cl, char *err,
  * the options it gave (truncated to len, always terminated). */
 void conf_format_client(const struct conf_client *cl, char *buf, size_t len);
 
+/* True if a and b name the same clients: the same address, network
+ * (ADDR/PREFIX), host name or wildcard (names compared without case),
+ * whatever their options. */
+bool conf_client_same_spec(const struct conf_client *a,
+			   const struct conf_client *b);
+
+/*
+ * Call warn once per exports(5) option word that an export's clients
+ * entry gave and nfscached accepts without effect (sync, async,
+ * subtree_check, no_subtree_check, wdelay, no_wdelay, hide, nohide,
+ * crossmnt, fsid=), with a line "export "PATH": clients "SPEC": option
+ * WORD has no effect: what nfscached does instead". Any thread; c is
+ * only read.
+ */
+void conf_clients_warn_ignored(const struct conf *c,
+			       void (*warn)(const char *msg));
+
 /* True if a and b are the same entry (spec and options; a host name's
- * resolved addresses are not compared). */
+ * resolved addresses are not compared, nor ignored option words). */
 bool conf_client_equal(const struct conf_client *a,
 		       const struct conf_client *b);
 

@@ -45,7 +45,54 @@ static const struct opt_word opt_words[] = {
 
 #define NWORDS (sizeof(opt_words) / sizeof(opt_words[0]))
 #define OPT_LIST "rw, ro, root_squash, no_root_squash, all_squash, " \
-	"no_all_squash, secure, insecure, anonuid=N, anongid=N"
+	"no_all_squash, secure, insecure, anonuid=N, anongid=N; accepted " \
+	"and ignored: sync, async, subtree_check, no_subtree_check, " \
+	"wdelay, no_wdelay, hide, nohide, crossmnt, fsid=ID"
+
+/*
+ * exports(5) words that knfsd takes and nfscached accepts without effect,
+ * each with what nfscached does instead (the warning at start and reload).
+ * A word ending in '=' takes any non-empty value.
+ */
+static const struct ignored_word {
+	const char *name;
+	const char *instead;
+} ignored_words[] = {
+	{ "sync", "a WRITE is stable when its stable_how or a COMMIT says "
+	  "so (upstream, or in the journal with commit = \"local\")" },
+	{ "async", "a COMMIT is answered only once its data is durable "
+	  "(upstream, or in the journal with commit = \"local\")" },
+	{ "subtree_check", "every handle carries its export id and an "
+	  "authenticator; there is no subtree check" },
+	{ "no_subtree_check", "every handle carries its export id and an "
+	  "authenticator; there is no subtree check" },
+	{ "wdelay", "write-back is paced by writeback_delay and dirty_limit" },
+	{ "no_wdelay", "write-back is paced by writeback_delay and "
+	  "dirty_limit" },
+	{ "hide", "file systems below the upstream export are served as the "
+	  "upstream serves them" },
+	{ "nohide", "file systems below the upstream export are served as "
+	  "the upstream serves them" },
+	{ "crossmnt", "file systems below the upstream export are served as "
+	  "the upstream serves them" },
+	{ "fsid=", "the export's id directive numbers it in handles" },
+};
+
+#define NIGNORED (sizeof(ignored_words) / sizeof(ignored_words[0]))
+
+/* The index of the ignored word w[0..n) in ignored_words, or -1. */
+static int ignored_find(const char *w, size_t n)
+{
+	for (size_t i = 0; i < NIGNORED; i++) {
+		size_t k = strlen(ignored_words[i].name);
+
+		if (ignored_words[i].name[k - 1] == '='
+		    ? n > k && memcmp(w, ignored_words[i].name, k) == 0
+		    : n == k && memcmp(w, ignored_words[i].name, k) == 0)
+			return (int)i;
+	}
+	return -1;
+}
 
 /* The boolean field of a that bit names. */
 static bool *opt_field(struct conf_access *a, unsigned bit)
@@ -120,6 +167,10 @@ static int parse_opt(const char *s, const char *w, size_t n,
 		cl->set |= uid ? CONF_OPT_ANONUID : CONF_OPT_ANONGID;
 		return 0;
 	}
+	if (ignored_find(w, n) >= 0) {
+		cl->ignored |= 1u << ignored_find(w, n);
+		return 0;
+	}
 	snprintf(err, errlen, "\"%s\": unknown option \"%.*s\" (options: "
 		 OPT_LIST ")", s, (int)n, w);
 	return -1;
@@ -187,6 +238,11 @@ static int parse_spec(const char *s, const char *spec, size_t n,
 		cl->kind = net.prefix == (net.family == AF_INET ? 32u : 128u)
 			   ? CONF_CLIENT_HOST : CONF_CLIENT_NET;
 		return 0;
+	}
+	if (buf[0] == '@') {
+		snprintf(err, errlen, "\"%s\": netgroups are not supported "
+			 "yet; list the group's hosts or networks", s);
+		return -1;
 	}
 	for (i = 0; i < n && name_char(buf[i], wild); i++)
 		;
@@ -284,16 +340,22 @@ void conf_format_client(const struct conf_client *cl, char *buf, size_t len)
 	format_opts(cl, buf, len);
 }
 
+bool conf_client_same_spec(const struct conf_client *a,
+			   const struct conf_client *b)
+{
+	return a->kind == b->kind && a->family == b->family &&
+	       a->prefix == b->prefix &&
+	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0 &&
+	       !a->name == !b->name &&
+	       (!a->name || strcasecmp(a->name, b->name) == 0);
+}
+
 bool conf_client_equal(const struct conf_client *a,
 		       const struct conf_client *b)
 {
 	unsigned s = a->set;
 
-	if (a->kind != b->kind || a->family != b->family ||
-	    a->prefix != b->prefix || a->set != b->set ||
-	    memcmp(a->addr, b->addr, sizeof(a->addr)) != 0 ||
-	    (!a->name != !b->name) ||
-	    (a->name && strcasecmp(a->name, b->name) != 0))
+	if (!conf_client_same_spec(a, b) || a->set != b->set)
 		return false;
 	return (!(s & CONF_OPT_READ_ONLY) ||
 		a->opt.read_only == b->opt.read_only) &&
@@ -492,4 +554,29 @@ unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg))
 				warn(msg);
 		}
 	return bad;
+}
+
+void conf_clients_warn_ignored(const struct conf *c,
+			       void (*warn)(const char *msg))
+{
+	char msg[512], spec[128];
+
+	for (size_t e = 0; e < c->nexports; e++)
+		for (size_t i = 0; i < c->exports[e].nclients; i++) {
+			const struct conf_client *cl = &c->exports[e].clients[i];
+
+			for (size_t w = 0; w < NIGNORED; w++) {
+				if (!(cl->ignored & (1u << w)))
+					continue;
+				conf_format_client(cl, spec, sizeof(spec));
+				snprintf(msg, sizeof(msg), "export \"%s\": "
+					 "clients \"%s\": option %s%s has no "
+					 "effect: %s", c->exports[e].path, spec,
+					 ignored_words[w].name,
+					 ignored_words[w].name[strlen(
+					 ignored_words[w].name) - 1] == '='
+					 ? "..." : "", ignored_words[w].instead);
+				warn(msg);
+			}
+		}
 }

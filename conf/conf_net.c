@@ -101,6 +101,27 @@ static bool host_bits_set(const uint8_t *addr, unsigned prefix,
 	return false;
 }
 
+/* The prefix length of the IPv4 netmask m ("255.255.0.0": 16), or -1 if
+ * m is not an address or its ones are not contiguous (exports(5)'s
+ * "address/netmask" form). */
+static int netmask_prefix(const char *m, int *prefix)
+{
+	uint8_t b[16];
+	uint32_t v;
+	int ones = 0;
+
+	if (inet_pton(AF_INET, m, b) != 1)
+		return -1;
+	v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	    (uint32_t)b[2] << 8 | b[3];
+	while (ones < 32 && (v & (0x80000000u >> ones)))
+		ones++;
+	if (ones < 32 && (v << ones) != 0)
+		return -1;
+	*prefix = ones;
+	return 0;
+}
+
 int conf_parse_net(const char *s, struct conf_net *n, char *err,
 		   size_t errlen)
 {
@@ -120,8 +141,15 @@ int conf_parse_net(const char *s, struct conf_net *n, char *err,
 		goto bad_addr;
 	bits = n->family == AF_INET ? 32 : 128;
 	prefix = (int)bits;
-	if (slash && (parse_port(slash + 1, strlen(slash + 1), 0, &prefix) ||
-		      prefix > (int)bits)) {
+	if (slash && n->family == AF_INET && strchr(slash + 1, '.')) {
+		if (netmask_prefix(slash + 1, &prefix) != 0) {
+			snprintf(err, errlen, "\"%s\": netmask must be "
+				 "contiguous ones then zeros, as 255.255.0.0",
+				 s);
+			return -1;
+		}
+	} else if (slash && (parse_port(slash + 1, strlen(slash + 1), 0,
+					&prefix) || prefix > (int)bits)) {
 		snprintf(err, errlen, "\"%s\": prefix length must be 0..%u", s,
 			 bits);
 		return -1;

@@ -271,6 +271,7 @@ static struct conf *load_conf(const struct opts *o)
 			exit(1);
 		}
 		conf_clients_resolve(c, warn_check_line);
+		conf_clients_warn_ignored(c, warn_check_line);
 		printf("%s: ok (%zu export%s)\n", o->check, c->nexports,
 		       c->nexports == 1 ? "" : "s");
 		conf_free(&c);
@@ -500,6 +501,7 @@ static void reload(struct daemon *d, const struct opts *o)
 	kept = reload_apply(d, &next);
 	peername_clear(d->names);
 	warn_open_exports(d->conf);
+	conf_clients_warn_ignored(d->conf, warn_conf_line);
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
 		 d->nexports == 1 ? "" : "s",
 		 kept ? "; some settings wait for a restart" : "");
@@ -634,6 +636,7 @@ int main(int argc, char **argv)
 	if (log_set_level_name(d.conf->log_level) != 0)
 		fatal("unknown log level %s", d.conf->log_level);
 	warn_open_exports(d.conf);
+	conf_clients_warn_ignored(d.conf, warn_conf_line);
 	conf_clients_resolve(d.conf, warn_conf_line);
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);

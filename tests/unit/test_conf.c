@@ -632,13 +632,17 @@ static void test_bad_network_is_refused_at_its_line(void)
 		     2, "export \"/a\": clients: \"example.com(rx)\": unknown "
 		     "option \"rx\" (options: rw, ro, root_squash, "
 		     "no_root_squash, all_squash, no_all_squash, secure, "
-		     "insecure, anonuid=N, anongid=N)");
+		     "insecure, anonuid=N, anongid=N; accepted and ignored: "
+		     "sync, async, subtree_check, no_subtree_check, wdelay, "
+		     "no_wdelay, hide, nohide, crossmnt, fsid=ID)");
 	expect_error("export \"/a\" {\n clients = {\"a.lab\",\n"
 		     " \"10.0.0.0/8(ro;rw)\"}\n}\n", 3,
 		     "export \"/a\": clients: \"10.0.0.0/8(ro;rw)\": unknown "
 		     "option \"ro;rw\" (options: rw, ro, root_squash, "
 		     "no_root_squash, all_squash, no_all_squash, secure, "
-		     "insecure, anonuid=N, anongid=N)");
+		     "insecure, anonuid=N, anongid=N; accepted and ignored: "
+		     "sync, async, subtree_check, no_subtree_check, wdelay, "
+		     "no_wdelay, hide, nohide, crossmnt, fsid=ID)");
 }
 
 static void test_duplicate_id_is_refused_at_the_second_id(void)
@@ -1290,6 +1294,108 @@ static void test_bad_networks_are_refused(void)
 	CU_ASSERT_EQUAL(conf_parse_net("10.0.0/8", &n, err, sizeof(err)), -1);
 }
 
+static void test_netmask_form_is_a_prefix(void)
+{
+	struct conf_net n, p;
+	char err[256];
+
+	CU_ASSERT_EQUAL(conf_parse_net("10.0.0.0/255.0.0.0", &n, err,
+				       sizeof(err)), 0);
+	CU_ASSERT_EQUAL(conf_parse_net("10.0.0.0/8", &p, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(n.prefix, 8);
+	CU_ASSERT_EQUAL(memcmp(&n, &p, sizeof(n)), 0);
+	CU_ASSERT_EQUAL(conf_parse_net("192.168.4.0/255.255.252.0", &n, err,
+				       sizeof(err)), 0);
+	CU_ASSERT_EQUAL(n.prefix, 22);
+	CU_ASSERT_EQUAL(conf_parse_net("0.0.0.0/0.0.0.0", &n, err,
+				       sizeof(err)), 0);
+	CU_ASSERT_EQUAL(n.prefix, 0);
+	CU_ASSERT_EQUAL(conf_parse_net("1.2.3.4/255.255.255.255", &n, err,
+				       sizeof(err)), 0);
+	CU_ASSERT_EQUAL(n.prefix, 32);
+	CU_ASSERT_EQUAL(conf_parse_net("10.1.0.0/255.0.255.0", &n, err,
+				       sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"10.1.0.0/255.0.255.0\": netmask must "
+			       "be contiguous ones then zeros, as 255.255.0.0");
+	CU_ASSERT_EQUAL(conf_parse_net("10.1.0.0/255.0.0.0", &n, err,
+				       sizeof(err)), -1);
+	CU_ASSERT_STRING_EQUAL(err, "\"10.1.0.0/255.0.0.0\": address has bits "
+			       "set past the /8 prefix");
+}
+
+static void test_exports5_words_are_accepted_with_a_warning(void)
+{
+	struct conf *c = load_ok("export \"/a\" {\n"
+				 " upstream = \"nfs://u/a\"\n id = 1\n"
+				 " clients = {\"10.0.0.0/255.0.0.0(rw,sync,"
+				 "no_subtree_check)\",\n"
+				 "  \"1.2.3.4(async,wdelay,no_wdelay,hide,"
+				 "nohide,crossmnt,subtree_check,fsid=7)\"}\n}\n");
+
+	if (!c)
+		return;
+	CU_ASSERT_EQUAL_FATAL(c->exports[0].nclients, 2);
+	CU_ASSERT_EQUAL(c->exports[0].clients[0].prefix, 8);
+	CU_ASSERT_EQUAL(c->exports[0].clients[0].set, CONF_OPT_READ_ONLY);
+	CU_ASSERT_FALSE(c->exports[0].clients[0].opt.read_only);
+	CU_ASSERT_EQUAL(c->exports[0].clients[1].set, 0);
+	warnings = 0;
+	conf_clients_warn_ignored(c, keep_warning);
+	CU_ASSERT_EQUAL(warnings, 10);
+	CU_ASSERT_STRING_EQUAL(last_warning, "export \"/a\": clients "
+			       "\"1.2.3.4\": option fsid=... has no effect: the "
+			       "export's id directive numbers it in handles");
+	conf_free(&c);
+	expect_error("export \"/a\" {\n clients = {\"1.2.3.4(fsid=)\"}\n}\n",
+		     2, "export \"/a\": clients: \"1.2.3.4(fsid=)\": unknown "
+		     "option \"fsid=\" (options: rw, ro, root_squash, "
+		     "no_root_squash, all_squash, no_all_squash, secure, "
+		     "insecure, anonuid=N, anongid=N; accepted and ignored: "
+		     "sync, async, subtree_check, no_subtree_check, wdelay, "
+		     "no_wdelay, hide, nohide, crossmnt, fsid=ID)");
+}
+
+static void test_every_bad_clients_entry_is_reported(void)
+{
+	static const char *const want[] = {
+		"4: export \"/a\": clients: \"10.0.0.0/33\": prefix length "
+		"must be 0..32",
+		"5: export \"/a\": clients: \"a b\": one client per entry, "
+		"with no spaces (write {\"A\", \"B(ro)\"})",
+		"6: export \"/a\": clients: \"10.1.0.0/255.0.255.0\": netmask "
+		"must be contiguous ones then zeros, as 255.255.0.0",
+	};
+
+	expect_errors("export \"/a\" {\n id = 1\n upstream = \"nfs://u/a\"\n"
+		      " clients = {\"10.0.0.0/33\",\n \"a b\",\n"
+		      " \"10.1.0.0/255.0.255.0\", \"1.2.3.4\"}\n}\n", want, 3);
+}
+
+static void test_conflicting_duplicate_clients_are_refused(void)
+{
+	struct conf *c;
+
+	expect_error("export \"/a\" {\n clients = {\"10.0.0.0/8(ro)\",\n"
+		     " \"10.0.0.0/255.0.0.0(rw)\"}\n}\n", 3,
+		     "export \"/a\": clients: \"10.0.0.0/255.0.0.0(rw)\" names "
+		     "the same clients as \"10.0.0.0/8(ro)\" with other "
+		     "options; keep one");
+	expect_error("export \"/a\" {\n clients = {\"Lab.example\",\n"
+		     " \"lab.example(no_root_squash)\"}\n}\n", 3,
+		     "export \"/a\": clients: \"lab.example(no_root_squash)\" "
+		     "names the same clients as \"Lab.example\" with other "
+		     "options; keep one");
+	expect_error("export \"/a\" {\n clients = {\"@lab(ro)\"}\n}\n", 2,
+		     "export \"/a\": clients: \"@lab(ro)\": netgroups are not "
+		     "supported yet; list the group's hosts or networks");
+	/* The same entry twice, or one network inside another, is no
+	 * conflict: exports(5) precedence decides the second case. */
+	c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n id = 1\n"
+		    " clients = {\"10.0.0.0/8(ro)\", \"10.0.0.0/8(ro)\","
+		    " \"10.1.0.0/16(rw)\"}\n}\n");
+	conf_free(&c);
+}
+
 /* ---- quick start and overrides ---- */
 
 static void test_from_flags_builds_one_export(void)
@@ -1653,6 +1759,10 @@ int test_register(void)
 		T(test_network_matching),
 		T(test_v4_mapped_network_becomes_ipv4),
 		T(test_bad_networks_are_refused),
+		T(test_netmask_form_is_a_prefix),
+		T(test_exports5_words_are_accepted_with_a_warning),
+		T(test_every_bad_clients_entry_is_reported),
+		T(test_conflicting_duplicate_clients_are_refused),
 		T(test_client_entries_parse_and_format),
 		T(test_client_precedence_and_options),
 		T(test_host_names_resolve_at_load),
