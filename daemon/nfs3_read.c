@@ -158,7 +158,8 @@ static bool eof_flag(uint64_t off, uint32_t asked, uint64_t count,
 /*
  * Correct an upstream reply to a READ at off by its own post-op size: a
  * count past the data or past the size is cut (bytes past the size are
- * never kept or served), eof is set when the reply reaches the size, and
+ * never kept or served), eof is set when the reply reaches the size (an
+ * empty reply at or past it included; a READ of 0 bytes excepted), and
  * when past_end, NFS3ERR_INVAL for a READ at or past the size becomes an
  * empty reply with eof (a server refusing a READ past the end of a file
  * that shrank behind the proxy, which planned it inside the size it knew;
@@ -166,7 +167,8 @@ static bool eof_flag(uint64_t off, uint32_t asked, uint64_t count,
  * answer). Without post-op attributes only the count is checked against
  * the data. Returns true if the reply was corrected.
  */
-static bool read_res_correct(READ3res *res, uint64_t off, bool past_end)
+static bool read_res_correct(READ3res *res, uint64_t off, uint32_t asked,
+			     bool past_end)
 {
 	READ3resok *ok = &res->READ3res_u.resok;
 	struct cattr tmp;
@@ -199,17 +201,19 @@ static bool read_res_correct(READ3res *res, uint64_t off, bool past_end)
 	}
 	if (ok->data.data_len > ok->count)
 		ok->data.data_len = ok->count;
-	if (!ok->eof && ok->count > 0 && off + ok->count >= a->size) {
+	if (!ok->eof && eof_flag(off, asked, ok->count, a->size)) {
 		ok->eof = TRUE;
 		fixed = true;
 	}
 	return fixed;
 }
 
-/* Correct an upstream READ reply (NULL: none) for a READ at off. */
-static READ3res *read_res_check(READ3res *res, uint64_t off, bool past_end)
+/* Correct an upstream READ reply (NULL: none) for a READ of asked bytes
+ * at off. */
+static READ3res *read_res_check(READ3res *res, uint64_t off, uint32_t asked,
+				bool past_end)
 {
-	if (res && read_res_correct(res, off, past_end))
+	if (res && read_res_correct(res, off, asked, past_end))
 		nfs3_count_protocol_error();
 	return res;
 }
@@ -431,7 +435,9 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	nfsstat3 err;
 	bool current = false;
 
-	if (status == UPSTREAM_OK && (res = read_res_check(decoded, fe->start, true)))
+	/* A fetch always asks for at least one byte. */
+	if (status == UPSTREAM_OK &&
+	    (res = read_res_check(decoded, fe->start, 1, true)))
 		err = res->status;
 	else
 		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
@@ -864,7 +870,8 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 	READ3res *res;
 
 	if (status != UPSTREAM_OK ||
-	    !(res = read_res_check(decoded, op_args(op)->offset, false))) {
+	    !(res = read_res_check(decoded, op_args(op)->offset,
+				   op_args(op)->count, false))) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
 	}

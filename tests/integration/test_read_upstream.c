@@ -20,6 +20,10 @@
  *   read_garbage  (--rewrite-read garbage: 16 bytes of 0xEE past the data
  *                 of a reply with eof, counted) the proxy keeps and serves
  *                 only the bytes up to the reply's own size.
+ *   read_pad      (--rewrite-read pad, attributes trusted 600 s: a
+ *                 past-end reply padded with 4 bytes and eof FALSE) after
+ *                 the file shrank behind the proxy, a READ inside the old
+ *                 size is answered empty with eof.
  * Readahead is off (noreadahead.conf) so every upstream READ is the
  * test's own.
  */
@@ -148,6 +152,38 @@ static void test_garbage_past_size(void)
 	nfsc_fh_free(&fh);
 }
 
+/*
+ * The file shrank behind the proxy (200,000 -> 1,000 bytes) while it
+ * trusted the old size; a READ at 131,072, inside the size it knew, is
+ * answered by an upstream that pads the past-end reply with 4 bytes and
+ * eof FALSE. Cut to the reply's own size, the reply is empty, and an
+ * empty reply at or past the size must say eof, or a client that trusts
+ * it reads again forever.
+ */
+static void test_padded_past_new_end(void)
+{
+	const uint32_t size = 200000;
+	uint8_t *want = malloc(size);
+	struct ct_metrics m0, m1;
+	char path[4096];
+	nfs_fh3 fh = { 0 };
+
+	CU_ASSERT_FATAL(want && make_file("pad-past-end", size, 13, want, &fh) == 0);
+	read_expect(px, &fh, 0, 4096, 4096, 0, want);
+	CU_ASSERT_FATAL(ct_disk_path("pad-past-end", path, sizeof(path)) == 0);
+	CU_ASSERT_FATAL(truncate(path, 1000) == 0);
+	CU_ASSERT_FATAL(ct_metrics_read(&m0) == 0);
+	read_expect(px, &fh, 131072, 4096, 0, 1, NULL);
+	CU_ASSERT_FATAL(ct_metrics_read(&m1) == 0);
+	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_READ), 1);
+	CHECK_EQ(ct_delta(&m0, &m1, PROTO_ERRORS), 1);
+	read_expect(px, &fh, 0, 4096, 1000, 1, want);
+	ct_metrics_free(&m0);
+	ct_metrics_free(&m1);
+	nfsc_fh_free(&fh);
+	free(want);
+}
+
 /* Mount the proxy and Ganesha as root. */
 static int suite_init(void)
 {
@@ -173,6 +209,7 @@ int test_register(void)
 		{ "read_eof", "eof_at_size", test_eof_at_size },
 		{ "read_inval", "inval_past_new_end", test_inval_past_new_end },
 		{ "read_garbage", "garbage_past_size", test_garbage_past_size },
+		{ "read_pad", "padded_past_new_end", test_padded_past_new_end },
 	};
 
 	tcheck_report_at_exit("test_read_upstream");

@@ -13,7 +13,7 @@
  *   LISTEN  address:port to listen on (127.0.0.1:5001, [::1]:5001); port 0
  *           picks a free port, reported on stdout.
  *   TARGET  address:port every accepted connection is forwarded to.
- *   MODE    eof, inval or garbage: rewrite the NFSv3 READ replies passing
+ *   MODE    eof, inval, garbage or pad: rewrite the NFSv3 READ replies passing
  *           through the way buggy servers answered (readrewrite.h); the
  *           delay applies to whole RPC records then.
  *
@@ -1101,7 +1101,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: delayrelay --delay-ms MS [--rewrite-read "
-		   "eof|inval|garbage] --pair LISTEN=TARGET "
+		   "eof|inval|garbage|pad] --pair LISTEN=TARGET "
 		   "[--pair LISTEN=TARGET ...]\n");
 }
 

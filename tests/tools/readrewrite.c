@@ -43,6 +43,8 @@ enum readrw_mode readrw_mode_parse(const char *s)
 		return READRW_INVAL;
 	if (!strcmp(s, "garbage"))
 		return READRW_GARBAGE_MODE;
+	if (!strcmp(s, "pad"))
+		return READRW_PAD;
 	return READRW_NONE;
 }
 
@@ -119,6 +121,28 @@ static size_t reply_body(const uint8_t *m, size_t n)
 }
 
 /*
+ * Append extra bytes of 0xEE to the data of the READ reply m[0..*n)
+ * (capacity cap) whose count is at c, its data dlen bytes padded to
+ * padded, counting them in count. True if they fit.
+ */
+static bool append_garbage(uint8_t *m, size_t *n, size_t cap, size_t c,
+			   uint32_t dlen, uint32_t padded, uint32_t extra)
+{
+	uint32_t npadded = (dlen + extra + 3u) & ~3u;
+
+	if (c + 12 + npadded > cap)
+		return false;
+	memmove(m + c + 12 + npadded, m + c + 12 + padded,
+		*n - (c + 12 + padded));
+	memset(m + c + 12 + dlen, 0xEE, extra);
+	memset(m + c + 12 + dlen + extra, 0, npadded - dlen - extra);
+	put32(m + c, get32(m + c) + extra);
+	put32(m + c + 8, dlen + extra);
+	*n += npadded - padded;
+	return true;
+}
+
+/*
  * Rewrite the READ reply m[0..*n) (capacity cap) in place by rw's mode.
  * True if it changed.
  */
@@ -126,7 +150,7 @@ static bool rewrite_read(const struct readrw *rw, uint8_t *m, size_t *n,
 			 size_t cap)
 {
 	size_t p = reply_body(m, *n), a, c;
-	uint32_t count, dlen, padded, npadded;
+	uint32_t count, dlen, padded;
 
 	if (!p || p + 8 > *n || get32(m + p) != 0)
 		return false;
@@ -150,17 +174,13 @@ static bool rewrite_read(const struct readrw *rw, uint8_t *m, size_t *n,
 		*n = c;		/* resfail: the post_op_attr only */
 		return true;
 	case READRW_GARBAGE_MODE:
-		npadded = (dlen + READRW_GARBAGE + 3u) & ~3u;
-		if (c + 12 + npadded > cap)
+		return append_garbage(m, n, cap, c, dlen, padded,
+				      READRW_GARBAGE);
+	case READRW_PAD:
+		if (count != 0 ||
+		    !append_garbage(m, n, cap, c, dlen, padded, READRW_PAD_BYTES))
 			return false;
-		memmove(m + c + 12 + npadded, m + c + 12 + padded,
-			*n - (c + 12 + padded));
-		memset(m + c + 12 + dlen, 0xEE, READRW_GARBAGE);
-		memset(m + c + 12 + dlen + READRW_GARBAGE, 0,
-		       npadded - dlen - READRW_GARBAGE);
-		put32(m + c, count + READRW_GARBAGE);
-		put32(m + c + 8, dlen + READRW_GARBAGE);
-		*n += npadded - padded;
+		put32(m + c + 4, 0);
 		return true;
 	case READRW_NONE:
 		break;
@@ -221,7 +241,8 @@ static int pass_message(struct readrw *rw, int dir, struct evbuffer *b,
 		rw->rewritten++;
 		fprintf(stderr, "delayrelay: rewrote READ reply %lu (%s)\n",
 			rw->rewritten, rw->mode == READRW_EOF ? "eof" :
-			rw->mode == READRW_INVAL ? "inval" : "garbage");
+			rw->mode == READRW_INVAL ? "inval" :
+			rw->mode == READRW_PAD ? "pad" : "garbage");
 	}
 	put32(m, (uint32_t)n | RM_LAST);
 	if (evbuffer_add(out, m, n + 4) != 0)

@@ -18,6 +18,9 @@
  *   garbage  a reply with eof TRUE gets READRW_GARBAGE more bytes of
  *            0xEE past its data, counted in count: more than the post-op
  *            size allows.
+ *   pad      a reply with count 0 and eof TRUE (a READ at or past the
+ *            end) gets READRW_PAD_BYTES bytes of 0xEE and eof FALSE, as a
+ *            server that pads a past-end reply answers.
  *
  * Everything else passes unchanged, in order. Not thread-safe; one
  * struct readrw per relayed connection.
@@ -30,6 +33,7 @@
 #include <event2/buffer.h>
 
 #define READRW_GARBAGE	16u	/* bytes the garbage mode appends */
+#define READRW_PAD_BYTES 4u	/* bytes the pad mode appends */
 #define READRW_XIDS	256u	/* READ calls remembered per connection */
 
 enum readrw_mode {
@@ -37,6 +41,7 @@ enum readrw_mode {
 	READRW_EOF,
 	READRW_INVAL,
 	READRW_GARBAGE_MODE,
+	READRW_PAD,
 };
 
 /* The rewriting state of one connection. */
