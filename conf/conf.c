@@ -117,6 +117,7 @@ static int check_log_level(const char *s, char *why, size_t len);
 static int check_cache_dir(const char *s, char *why, size_t len);
 static int check_url(const char *s, char *why, size_t len);
 static int check_net(const char *s, char *why, size_t len);
+static int check_rpcbind_conflict(const char *s, char *why, size_t len);
 static int check_commit(const char *s, char *why, size_t len);
 
 #define GLOBAL(f) S_GLOBAL, offsetof(struct conf, f)
@@ -160,6 +161,11 @@ static const struct directive directives[] = {
 	    "client's nconnect; calls go to the least busy one."),
 	BOOL("register_rpcbind", GLOBAL(register_rpcbind), "true",
 	     "Register NFS and MOUNT with the local rpcbind at start."),
+	STR("rpcbind_conflict", GLOBAL(rpcbind_conflict), K_STR, "skip",
+	    check_rpcbind_conflict,
+	    "What to do when a live server holds the NFS v3 or MOUNT v3 "
+	    "mapping in rpcbind: skip (keep it, warn), refuse (do not "
+	    "start) or replace (take it, put it back at exit)."),
 	NUM("upstream_timeout", GLOBAL(upstream_timeout), K_DOUBLE, "30", 0.1,
 	    3600, "seconds",
 	    "Time an upstream call may take before it is given up on."),
@@ -819,6 +825,16 @@ static int check_log_level(const char *s, char *why, size_t len)
 }
 
 /* Check a commit mode. */
+/* Check an rpcbind_conflict value. */
+static int check_rpcbind_conflict(const char *s, char *why, size_t len)
+{
+	if (strcmp(s, "skip") == 0 || strcmp(s, "refuse") == 0 ||
+	    strcmp(s, "replace") == 0)
+		return 0;
+	snprintf(why, len, "\"%s\" is not one of skip, refuse, replace", s);
+	return -1;
+}
+
 static int check_commit(const char *s, char *why, size_t len)
 {
 	if (strcmp(s, "upstream") == 0 || strcmp(s, "local") == 0)

@@ -147,6 +147,8 @@ struct conf {
 	uint32_t upstream_connections;	/* TCP connections per export's
 					 * upstream (nconnect), 1..16 */
 	bool register_rpcbind;
+	char *rpcbind_conflict;		/* "skip", "refuse" or "replace",
+					 * owned */
 	double upstream_timeout;	/* seconds */
 	double stale_on_error;		/* seconds past expiry served while
 					 * the upstream is unreachable */

@@ -16,6 +16,7 @@
 #include "fh.h"
 #include "mclock.h"
 #include "refusal.h"
+#include "registrar.h"
 #include "upcall.h"
 
 struct event_base;
@@ -56,6 +57,7 @@ struct daemon {
 					 * NULL (no names: "") */
 	struct refusal_counts refused_other; /* MNTs of paths under no
 					      * export */
+	struct registrar rpcb;		/* rpcbind mappings made at start */
 	bool stopping;
 };
 

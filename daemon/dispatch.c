@@ -25,6 +25,7 @@
 #include "nfs3_prot.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "rpcmsg.h"
 
 /* An NFSv3 row: procedure P named name with arguments A and result R
  * (rpcgen types), handler h, flags fl and the descriptor's fields. */
@@ -37,7 +38,7 @@
 	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
 
 typedef char void_t;
-#define xdr_void_t dispatch_xdr_void
+#define xdr_void_t rpcmsg_xdr_void
 /* WRITE's arguments, its data left in the record (dispatch.h). */
 typedef WRITE3args WRITE3args_inrec;
 #define xdr_WRITE3args_inrec dispatch_xdr_write3args
@@ -175,13 +176,6 @@ static const struct dispatch_entry table[] = {
 	MNT(MOUNTPROC3_UMNTALL, "umntall", void_t, void_t, mount_op_umntall),
 	MNT(MOUNTPROC3_EXPORT, "export", void_t, exports, mount_op_export),
 };
-
-bool_t dispatch_xdr_void(XDR *xdrs, void *unused)
-{
-	(void)xdrs;
-	(void)unused;
-	return TRUE;
-}
 
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
 {

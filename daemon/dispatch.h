@@ -53,9 +53,6 @@ enum dispatch_miss {
 	DISPATCH_PROC_UNAVAIL,
 };
 
-/* XDR routine for void arguments and results. */
-bool_t dispatch_xdr_void(XDR *xdrs, void *unused);
-
 /*
  * The WRITE row's argument routine: xdr_WRITE3args (RFC 1813 section
  * 3.3.7), except that XDR_DECODE leaves a->data.data_val pointing into

@@ -86,7 +86,7 @@ static void usage(FILE *f)
 		"       nfscached cache [--socket PATH] [--timeout SECS]\n"
 		"                       status | warm PATH... | forget PATH | flush | drop\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
-		"         --version  --help\n");
+		"         --no-rpcbind  --version  --help\n");
 }
 
 struct opts {
@@ -97,6 +97,7 @@ struct opts {
 	const char *state_dir;
 	const char *metrics;
 	const char *log_level;
+	const char *register_rpcbind;	/* "false" after --no-rpcbind */
 	int mount_port;
 	int dump;
 };
@@ -130,6 +131,7 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "log-level", required_argument, NULL, 'L' },
+		{ "no-rpcbind", no_argument, NULL, 'R' },
 		{ "dump-config", no_argument, NULL, 'D' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -149,6 +151,7 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 		case 's': o->state_dir = optarg; break;
 		case 'M': o->metrics = optarg; break;
 		case 'L': o->log_level = optarg; break;
+		case 'R': o->register_rpcbind = "false"; break;
 		case 'D': o->dump = 1; break;
 		case 'V': printf("nfscached %s\n", NFSCACHED_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);
@@ -177,6 +180,8 @@ static int apply_overrides(struct conf *c, const struct opts *o, char *err,
 		{ "--state-dir", "state_dir", offsetof(struct opts, state_dir) },
 		{ "--metrics", "metrics_listen", offsetof(struct opts, metrics) },
 		{ "--log-level", "log_level", offsetof(struct opts, log_level) },
+		{ "--no-rpcbind", "register_rpcbind",
+		  offsetof(struct opts, register_rpcbind) },
 	};
 	char why[CONF_ERR_MAX - 64];	/* room for the flag's name */
 
@@ -463,7 +468,7 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	server_stop_accepting(d->server);
 	server_drain(d->server);
 	if (d->conf->register_rpcbind)
-		registrar_unregister(d->conf);
+		registrar_unregister(&d->rpcb);
 	flush_deadline = daemon_now() + d->conf->shutdown_flush_timeout;
 	stop_deadline = flush_deadline + d->conf->upstream_timeout;
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
@@ -665,8 +670,9 @@ int main(int argc, char **argv)
 	sigs[2] = evsignal_new(d.base, SIGHUP, signal_reload_cb, &d);
 	for (int i = 0; i < 3; i++)
 		evsignal_add(sigs[i], NULL);
-	if (d.conf->register_rpcbind)
-		registrar_register(d.conf);
+	if (d.conf->register_rpcbind && registrar_register(&d.rpcb, d.conf) < 0)
+		fatal("rpcbind: a live server holds a mapping nfscached needs "
+		      "(rpcbind_conflict = \"refuse\")");
 	service_started();
 	invariant_loop(&d);
 	for (int i = 0; i < 3; i++)

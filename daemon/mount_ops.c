@@ -35,6 +35,7 @@
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
+#include "rpcmsg.h"
 #include "server.h"
 #include "upstream.h"
 
@@ -115,7 +116,7 @@ void mount_list_clear(void)
 
 enum op_status mount_op_null(struct req *r)
 {
-	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
 /* Reply a mountres3 with status only. */
@@ -464,13 +465,13 @@ enum op_status mount_op_dump(struct req *r)
 enum op_status mount_op_umnt(struct req *r)
 {
 	mount_list_del(req_peer_host(r), *(char **)r->args);
-	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
 enum op_status mount_op_umntall(struct req *r)
 {
 	mount_list_del(req_peer_host(r), NULL);
-	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
 /* Format a clients entry as EXPORT shows it (showmount -e): its SPEC

@@ -193,7 +193,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 
 enum op_status nfs3_op_null(struct req *r)
 {
-	return req_reply(r, (xdrproc_t)dispatch_xdr_void, NULL);
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
 /*

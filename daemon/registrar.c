@@ -1,57 +1,125 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * registrar: rpcbind registration (see registrar.h). The calls are
- * synchronous and made only at start and at shutdown.
+ * synchronous and made only at start and at shutdown, before the loop
+ * serves and after it stopped.
+ *
+ * State: each map is unset (set false) until registrar_map_set made its
+ * mapping, then set until registrar_map_unset; replaced is non-zero only
+ * while set and only for a live server's mapping taken under "replace",
+ * and is put back at unset.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rpc/rpc.h>
 #include <rpc/pmap_clnt.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "log.h"
 #include "mount3_prot.h"
 #include "nfs3_prot.h"
 #include "registrar.h"
+#include "rpcmsg.h"
 
-static struct registrar_map maps[2] = {
-	{ .prog = NFS_PROGRAM, .vers = NFS_V3, .name = "NFS v3" },
-	{ .prog = MOUNT_PROGRAM, .vers = MOUNT_V3, .name = "MOUNT v3" },
-};
+#define REGISTRAR_PROBE_SECONDS 2	/* a NULL call to a mapped server */
 
-/* The TCP port rpcbind maps prog/vers to, or 0 (none, or no rpcbind). */
-static unsigned short mapped_port(unsigned long prog, unsigned long vers)
+
+/* 127.0.0.1:port as a sockaddr_in. */
+static struct sockaddr_in loopback(unsigned short port)
 {
 	struct sockaddr_in sin;
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
-	sin.sin_port = htons(PMAPPORT);
+	sin.sin_port = htons(port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sin;
+}
+
+/* The TCP port rpcbind maps prog/vers to, or 0 (none, or no rpcbind). */
+static unsigned short mapped_port(unsigned long prog, unsigned long vers)
+{
+	struct sockaddr_in sin = loopback(PMAPPORT);
+
 	return pmap_getport(&sin, prog, vers, IPPROTO_TCP);
 }
 
-int registrar_map_set(struct registrar_map *m)
+bool registrar_port_answers(unsigned short port, unsigned long prog,
+			    unsigned long vers)
+{
+	struct sockaddr_in sin = loopback(port);
+	struct timeval tv = { .tv_sec = REGISTRAR_PROBE_SECONDS };
+	int fd = RPC_ANYSOCK;
+	enum clnt_stat st;
+	CLIENT *cl;
+
+	cl = clnttcp_create(&sin, prog, vers, &fd, 0, 0);
+	if (!cl)
+		return false;
+	st = clnt_call(cl, NULLPROC, (xdrproc_t)rpcmsg_xdr_void, NULL,
+		       (xdrproc_t)rpcmsg_xdr_void, NULL, tv);
+	clnt_destroy(cl);	/* closes fd: clnttcp_create opened it */
+	return st == RPC_SUCCESS;
+}
+
+/* Decide, by policy, what to do with a live server's mapping of m to
+ * old: 0 take it (replace), 1 keep it (skip), -1 refuse to start. */
+static int live_mapping(struct registrar_map *m, unsigned short old,
+			const char *policy)
+{
+	if (strcmp(policy, "replace") == 0) {
+		log_warn("rpcbind: replacing the %s mapping to tcp/%u (a live "
+			 "server's) with tcp/%u; it is put back at exit "
+			 "(rpcbind_conflict = \"replace\")", m->name, old,
+			 m->port);
+		m->replaced = old;
+		return 0;
+	}
+	if (strcmp(policy, "refuse") == 0) {
+		log_error("rpcbind: %s is mapped to tcp/%u, where a live server "
+			  "answers; not starting (rpcbind_conflict = "
+			  "\"refuse\"; \"skip\" keeps its mapping and starts, "
+			  "register_rpcbind = false or --no-rpcbind registers "
+			  "nothing)", m->name, old);
+		return -1;
+	}
+	log_warn("rpcbind: %s is mapped to tcp/%u, where a live server "
+		 "answers: its mapping is kept and nfscached's tcp/%u is not "
+		 "registered; clients give the port (rpcbind_conflict = "
+		 "\"skip\")", m->name, old, m->port);
+	return 1;
+}
+
+int registrar_map_set(struct registrar_map *m, const char *policy)
 {
 	unsigned short old = mapped_port(m->prog, m->vers);
 
 	m->set = false;
 	m->replaced = 0;
 	if (old && old != m->port) {
-		log_warn("rpcbind: replacing the %s mapping to tcp/%u (another "
-			 "server's, or a stale one) with tcp/%u",
-			 m->name, old, m->port);
-		m->replaced = old;
+		if (registrar_port_answers(old, m->prog, m->vers)) {
+			int r = live_mapping(m, old, policy);
+
+			if (r != 0)
+				return r < 0 ? REGISTRAR_REFUSED
+					     : REGISTRAR_SKIPPED;
+		} else {
+			log_warn("rpcbind: replacing the stale %s mapping to "
+				 "tcp/%u (nothing answers there) with tcp/%u",
+				 m->name, old, m->port);
+		}
 	}
 	pmap_unset(m->prog, m->vers);
 	if (!pmap_set(m->prog, m->vers, IPPROTO_TCP, m->port)) {
 		log_warn("rpcbind: cannot register %s on port %u", m->name,
 			 m->port);
-		return -1;
+		m->replaced = 0;
+		return REGISTRAR_FAILED;
 	}
 	m->set = true;
-	return 0;
+	return REGISTRAR_OK;
 }
 
 void registrar_map_unset(struct registrar_map *m)
@@ -68,27 +136,48 @@ void registrar_map_unset(struct registrar_map *m)
 		return;
 	}
 	pmap_unset(m->prog, m->vers);
+	if (!m->replaced)
+		return;
+	if (pmap_set(m->prog, m->vers, IPPROTO_TCP, m->replaced))
+		log_info("rpcbind: %s mapping to tcp/%u put back", m->name,
+			 m->replaced);
+	else
+		log_warn("rpcbind: cannot put back the %s mapping to tcp/%u",
+			 m->name, m->replaced);
+	m->replaced = 0;
 }
 
-int registrar_register(const struct conf *c)
+int registrar_register(struct registrar *rg, const struct conf *c)
 {
+	struct registrar_map *m = rg->maps;
 	int rc = 0;
 
-	maps[0].port = (unsigned short)c->nfs_port;
-	maps[1].port = (unsigned short)(c->mount_port ? c->mount_port :
-					c->nfs_port);
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-		if (registrar_map_set(&maps[i]) != 0)
-			rc = -1;
+	memset(rg, 0, sizeof(*rg));
+	m[0] = (struct registrar_map){ .prog = NFS_PROGRAM, .vers = NFS_V3,
+				       .name = "NFS v3",
+				       .port = (unsigned short)c->nfs_port };
+	m[1] = (struct registrar_map){
+		.prog = MOUNT_PROGRAM, .vers = MOUNT_V3, .name = "MOUNT v3",
+		.port = (unsigned short)(c->mount_port ? c->mount_port
+						       : c->nfs_port) };
+	for (size_t i = 0; i < sizeof(rg->maps) / sizeof(rg->maps[0]); i++) {
+		int r = registrar_map_set(&m[i], c->rpcbind_conflict);
+
+		if (r == REGISTRAR_REFUSED) {
+			registrar_unregister(rg);
+			return -1;
+		}
+		if (r != REGISTRAR_OK)
+			rc = 1;
+	}
 	if (rc == 0)
 		log_info("registered with rpcbind: NFS v3 tcp/%u, MOUNT v3 "
-			 "tcp/%u", maps[0].port, maps[1].port);
+			 "tcp/%u", m[0].port, m[1].port);
 	return rc;
 }
 
-void registrar_unregister(const struct conf *c)
+void registrar_unregister(struct registrar *rg)
 {
-	(void)c;
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-		registrar_map_unset(&maps[i]);
+	for (size_t i = 0; i < sizeof(rg->maps) / sizeof(rg->maps[0]); i++)
+		registrar_map_unset(&rg->maps[i]);
 }

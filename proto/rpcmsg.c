@@ -391,3 +391,10 @@ rpcmsg_encode(xdrproc_t proc, const void *obj, size_t *len)
 	*len = sz;
 	return buf;
 }
+
+bool_t rpcmsg_xdr_void(XDR *xdrs, void *unused)
+{
+	(void)xdrs;
+	(void)unused;
+	return TRUE;
+}

@@ -3,7 +3,8 @@
 #
 # test_rpcbind.sh: nfscached registers NFS 100003 v3 and MOUNT 100005 v3
 # over TCP with rpcbind (register_rpcbind = true), a client that gives no
-# ports finds the proxy through rpcbind, and SIGTERM unregisters.
+# ports finds the proxy through rpcbind, SIGTERM unregisters, and a live
+# server's mappings are handled as rpcbind_conflict says.
 #
 # rpcbind refuses a SET while another mapping of the same program and
 # version exists, and the machine's rpcbind is shared by every Ganesha the
@@ -15,17 +16,27 @@
 # registrations land in that rpcbind, then nfscached on other ports with
 # explicit upstream ports.
 #
+#   phase 0: --no-rpcbind (register_rpcbind = true in the file): nothing
+#            is registered.
 #   phase 1: Ganesha's registrations deleted (rpcinfo -d) before
 #            nfscached starts: nfscached's own must appear, and a client
-#            can only have found the export through them.
-#   phase 2: Ganesha restarted (registered again) before nfscached
-#            starts: nfscached replaces the stale mappings, as
-#            daemon/registrar.h promises, with a warning naming the port
-#            of each mapping it replaced.
-# In both: `rpcinfo -p 127.0.0.1` lists 100003 3 tcp and 100005 3 tcp on
-# the proxy's ports and no other port for them; `nfs-ls` with no ports in
-# its URL lists the export, and the proxy counted exactly one MNT; after
-# SIGTERM nfscached exits 0 and rpcinfo lists neither program version 3.
+#            can only have found the export through them; after SIGTERM
+#            rpcinfo lists neither program version 3.
+#   phase 2: Ganesha restarted (registered again, and answering) before
+#            nfscached starts, rpcbind_conflict unset ("skip"): Ganesha's
+#            mappings are kept, with a warning naming each; a client
+#            without ports reaches Ganesha, not the proxy; after SIGTERM
+#            Ganesha's mappings are still there.
+#   phase 3: the same with rpcbind_conflict = "replace": nfscached takes
+#            the mappings (a client without ports comes through it) and
+#            puts Ganesha's back at SIGTERM.
+#   phase 4: rpcbind_conflict = "refuse": nfscached exits non-zero at
+#            start saying why, and Ganesha's mappings stay.
+#   phase 5: Ganesha killed with SIGKILL (its mappings stale, nothing
+#            answers there): nfscached replaces them with a warning that
+#            says they are stale, and removes them at SIGTERM.
+# A client through the proxy: `nfs-ls` with no ports in its URL lists the
+# export, and the proxy counted exactly one MNT.
 #
 # Needs NFSCACHED_BIN (CMake sets it). Exit 77 (skipped) only if this
 # machine cannot make namespaces at all.
@@ -144,15 +155,24 @@ listening() {
 	ss -Hltn "( sport = :$1 )" 2>/dev/null | grep -q .
 }
 
-# Start nfscached with register_rpcbind = true and wait until its three
-# ports listen. (Not nfsc_proxy_start: its readiness probe, rpcinfo -n,
-# asks rpcbind first and fails while the program is not registered.)
-start_proxy() {
-	local i
+# Write the proxy's configuration with register_rpcbind = true and the
+# global lines $1 (may be empty).
+write_config() {
+	printf 'register_rpcbind = true\n%s\n' "$1" >"$tmp/register.conf"
 	nfsc_proxy_config "$P_NFS" "$P_MNT" "$METRICS" "$tmp/state" \
 		"nfs://127.0.0.1/export?nfsport=$G_NFS&mountport=$G_MNT" \
 		"$tmp/register.conf" >"$tmp/nfscached.conf"
-	"$NFSCACHED_BIN" --config "$tmp/nfscached.conf" >>"$tmp/nfscached.log" 2>&1 </dev/null &
+}
+
+# Start nfscached with the global lines $1 and the flags $2... and wait
+# until its three ports listen. (Not nfsc_proxy_start: its readiness
+# probe, rpcinfo -n, asks rpcbind first and fails while the program is
+# not registered.)
+start_proxy() {
+	local i lines=$1
+	shift
+	write_config "$lines"
+	"$NFSCACHED_BIN" --config "$tmp/nfscached.conf" "$@" >>"$tmp/nfscached.log" 2>&1 </dev/null &
 	NFSC_PROXY_PID=$!
 	for ((i = 0; i < 200; i++)); do
 		if ! nfsc_pid_alive "$NFSC_PROXY_PID"; then
@@ -187,8 +207,8 @@ expect_listing_through_rpcbind() {
 	fi
 }
 
-# SIGTERM the proxy: it exits 0 and both mappings are gone. $1: phase.
-expect_clean_stop() {
+# SIGTERM the proxy: it exits 0. $1: phase.
+stop_proxy() {
 	local st=0
 	nfsc_proxy_stop "$NFSC_PROXY_PID" 30 || st=$?
 	NFSC_PROXY_PID=
@@ -197,8 +217,22 @@ expect_clean_stop() {
 	else
 		fail "$1: nfscached exited $st on SIGTERM"
 	fi
+}
+
+# SIGTERM the proxy: it exits 0 and both mappings are gone. $1: phase.
+expect_clean_stop() {
+	stop_proxy "$1"
 	expect_unmapped 100003 3
 	expect_unmapped 100005 3
+}
+
+# Check that the proxy's log has the line fragment $2. $1: phase.
+expect_logged() {
+	if grep -qF -- "$2" "$tmp/nfscached.log"; then
+		pass "$1: logged: $2"
+	else
+		fail "$1: no '$2' in the log"
+	fi
 }
 
 # --- the private world ---
@@ -211,7 +245,6 @@ ip addr add 192.0.2.1/32 dev lo
 ip -6 addr add fd00:6e66:7363::1/128 dev lo nodad
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nfsc-rpcbind.XXXXXX")
 mkdir -p "$tmp/export" "$tmp/ganesha" "$tmp/state"
-echo "register_rpcbind = true" >"$tmp/register.conf"
 echo "found through rpcbind" >"$tmp/export/rpcbind-proof.txt"
 mount -t tmpfs -o mode=0755 nfsc-rpcbind-run /run
 mkdir -p /run/rpcbind /run/ganesha /run/lock
@@ -241,29 +274,85 @@ for v in 1 3 4; do
 	expect_unmapped 100003 "$v"
 	expect_unmapped 100005 "$v"
 done
-start_proxy
+# Phase 0: --no-rpcbind wins over the file's register_rpcbind = true.
+start_proxy "" --no-rpcbind
+expect_unmapped 100003 3
+expect_unmapped 100005 3
+if grep -qF "registered with rpcbind" "$tmp/nfscached.log"; then
+	fail "phase 0: registered with rpcbind despite --no-rpcbind"
+else
+	pass "phase 0: --no-rpcbind registered nothing"
+fi
+stop_proxy "phase 0"
+
+start_proxy ""
 expect_mapped 100003 3 "$P_NFS"
 expect_mapped 100005 3 "$P_MNT"
 expect_listing_through_rpcbind "phase 1"
 expect_clean_stop "phase 1"
 
-# Phase 2: Ganesha registered again; nfscached replaces its mappings.
+# Phase 2: Ganesha registered again and answering; nfscached keeps its
+# mappings (rpcbind_conflict's default, "skip").
 nfsc_ganesha_stop "$tmp/ganesha"
 nfsc_ganesha_launch "$tmp/ganesha" "$G_NFS" "$G_MNT"
 expect_mapped 100003 3 "$G_NFS"
 expect_mapped 100005 3 "$G_MNT"
-start_proxy
+: >"$tmp/nfscached.log"
+start_proxy ""
+expect_mapped 100003 3 "$G_NFS"
+expect_mapped 100005 3 "$G_MNT"
+for m in "NFS v3 is mapped to tcp/$G_NFS" "MOUNT v3 is mapped to tcp/$G_MNT"; do
+	expect_logged "phase 2" "warn: rpcbind: $m, where a live server answers: its mapping is kept"
+done
+mnt='nfscached_client_rpcs_total{program="mount3",procedure="mnt"}'
+before=$(metric "$mnt")
+if out=$(timeout 30 nfs-ls "nfs://127.0.0.1/export?version=3" 2>&1) &&
+	grep -q "rpcbind-proof.txt" <<<"$out" && [[ "$(metric "$mnt")" == "$before" ]]; then
+	pass "phase 2: a client without ports reached Ganesha, not the proxy"
+else
+	fail "phase 2: nfs-ls without ports: '$out', proxy MNTs $before -> $(metric "$mnt")"
+fi
+stop_proxy "phase 2"
+expect_mapped 100003 3 "$G_NFS"
+expect_mapped 100005 3 "$G_MNT"
+
+# Phase 3: rpcbind_conflict = "replace": taken, and put back at exit.
+: >"$tmp/nfscached.log"
+start_proxy 'rpcbind_conflict = "replace"'
 expect_mapped 100003 3 "$P_NFS"
 expect_mapped 100005 3 "$P_MNT"
 for m in "NFS v3 mapping to tcp/$G_NFS" "MOUNT v3 mapping to tcp/$G_MNT"; do
-	if grep -qF "warn: rpcbind: replacing the $m" "$tmp/nfscached.log"; then
-		pass "phase 2: warned: replacing the $m"
-	else
-		fail "phase 2: no warning 'rpcbind: replacing the $m' in the log"
-	fi
+	expect_logged "phase 3" "warn: rpcbind: replacing the $m (a live server's)"
 done
-expect_listing_through_rpcbind "phase 2"
-expect_clean_stop "phase 2"
+expect_listing_through_rpcbind "phase 3"
+stop_proxy "phase 3"
+expect_mapped 100003 3 "$G_NFS"
+expect_mapped 100005 3 "$G_MNT"
+
+# Phase 4: rpcbind_conflict = "refuse": no start.
+: >"$tmp/nfscached.log"
+write_config 'rpcbind_conflict = "refuse"'
+st=0
+timeout 60 "$NFSCACHED_BIN" --config "$tmp/nfscached.conf" >>"$tmp/nfscached.log" 2>&1 </dev/null || st=$?
+if [[ "$st" != 0 && "$st" != 124 ]]; then
+	pass "phase 4: nfscached refused to start (exit $st)"
+else
+	fail "phase 4: nfscached exit status $st, expected a refusal"
+fi
+expect_logged "phase 4" "error: rpcbind: NFS v3 is mapped to tcp/$G_NFS, where a live server answers; not starting"
+expect_mapped 100003 3 "$G_NFS"
+expect_mapped 100005 3 "$G_MNT"
+
+# Phase 5: Ganesha dies without unregistering: its mappings are stale.
+kill -KILL "$(cat "$tmp/ganesha/ganesha.pid")"
+nfsc_wait_gone "$(cat "$tmp/ganesha/ganesha.pid")" 100 || true
+expect_mapped 100003 3 "$G_NFS"
+: >"$tmp/nfscached.log"
+start_proxy ""
+expect_mapped 100003 3 "$P_NFS"
+expect_mapped 100005 3 "$P_MNT"
+expect_logged "phase 5" "warn: rpcbind: replacing the stale NFS v3 mapping to tcp/$G_NFS (nothing answers there)"
+expect_clean_stop "phase 5"
 
 if ((fails)); then
 	echo "test_rpcbind: $fails check(s) failed" >&2
