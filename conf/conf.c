@@ -2053,7 +2053,9 @@ void conf_write_example(FILE *f)
 	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++)
 		if (nets_append(e, nets[i]) != 0)
 			goto out;
-	if (str_replace(&e->path, "/data") == 0)
+	/* The systemd unit's CacheDirectory=: the disk tier's usual place. */
+	if (str_replace(&e->path, "/data") == 0 &&
+	    str_replace(&c->cache_dir, "/var/cache/nfscached") == 0)
 		dump(c, f, example_header);
 out:
 	conf_free(&c);

@@ -97,6 +97,7 @@ want_line 'ExecReload=/bin/kill -HUP $MAINPID'
 want_line "AmbientCapabilities=CAP_NET_BIND_SERVICE"
 want_line "CapabilityBoundingSet=CAP_NET_BIND_SERVICE"
 want_line "StateDirectory=nfscached"
+want_line "CacheDirectory=nfscached"
 want_line "RuntimeDirectory=nfscached"
 want_line "ProtectSystem=strict"
 want_line "ProtectHome=yes"
