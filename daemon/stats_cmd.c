@@ -387,8 +387,11 @@ static void print_rest(FILE *f, const struct stats_snap *s)
 
 	fprintf(f, "writes     %.0f client WRITEs -> %.0f upstream WRITEs", s->client_writes,
 		s->upstream_writes);
-	if (s->upstream_writes > 0)
+	if (s->upstream_writes > 0 && s->client_writes >= s->upstream_writes)
 		fprintf(f, " (coalescing %.2fx)", s->client_writes / s->upstream_writes);
+	else if (s->upstream_writes > 0 && s->client_writes > 0)
+		fprintf(f, " (split: %.2f upstream WRITEs per client WRITE, "
+			"writeback_wsize)", s->upstream_writes / s->client_writes);
 	fprintf(f, "; %s dirty\n", human_bytes(s->dirty_bytes, b1, sizeof(b1)));
 	fprintf(f, "upstream   %.0f calls", s->upstream_calls);
 	if (s->upstream_lat_count > 0)
@@ -945,7 +948,9 @@ static void watch_print(const struct stats_opts *o, bool tty, const char *where,
 
 	stats_interval(s, prev, secs, now, &r);
 	if (tty && !o->json) {
-		fputs("\033[H\033[2J", stdout);
+		/* Home, redraw, clear what the last frame left below: the
+		 * screen is never blanked, so it does not flicker. */
+		fputs("\033[H", stdout);
 		stats_print(stdout, s, NULL, 0, where, now);
 		fputc('\n', stdout);
 		stats_row_header(stdout);
@@ -953,7 +958,34 @@ static void watch_print(const struct stats_opts *o, bool tty, const char *where,
 		stats_row_header(stdout);
 	}
 	stats_row(stdout, &r, now, o->json);
+	if (tty && !o->json)
+		fputs("\033[J", stdout);
 	fflush(stdout);
+}
+
+/*
+ * Take a sample for --watch into *cur; while the daemon does not answer
+ * (restarting, say), say so once on stderr and try again every interval,
+ * up to the samples left. True once one came; *gap is then set when it
+ * came after a failure, so the next row counts from the daemon's start.
+ */
+static bool watch_sample(const struct stats_opts *o, const char *host,
+			 int port, long *i, struct stats_snap *cur, bool *gap)
+{
+	bool said = false;
+
+	*gap = false;
+	for (;;) {
+		if (stats_sample(host, port, cur) == 0)
+			return true;
+		if (!said)
+			fprintf(stderr, "nfscached stats: no answer; trying "
+				"again every %g s\n", o->interval);
+		said = *gap = true;
+		if (o->count > 0 && ++*i >= o->count)
+			return false;
+		sleep_until(mono_now() + o->interval);
+	}
 }
 
 /* Sample every o->interval seconds until o->count samples (or forever). */
@@ -961,20 +993,23 @@ static int stats_watch(const struct stats_opts *o, const char *host, int port,
 		       const char *where)
 {
 	struct stats_snap cur, prev;
-	bool tty = isatty(1);
+	bool tty = isatty(1), gap;
 	double t0, t1;
+	long i = 0;
 
+	if (tty && !o->json)
+		fputs("\033[H\033[2J", stdout);	/* once, at the start */
 	t0 = mono_now();
 	if (stats_sample(host, port, &cur) != 0)
 		return 1;
 	watch_print(o, tty, where, &cur, NULL, 0, 0);
-	for (long i = 1; o->count <= 0 || i < o->count; i++) {
+	for (i = 1; o->count <= 0 || i < o->count; i++) {
 		prev = cur;
 		sleep_until(t0 + o->interval);
-		t1 = mono_now();
-		if (stats_sample(host, port, &cur) != 0)
+		if (!watch_sample(o, host, port, &i, &cur, &gap))
 			return 1;
-		watch_print(o, tty, where, &cur, &prev, t1 - t0, i);
+		t1 = mono_now();
+		watch_print(o, tty, where, &cur, gap ? NULL : &prev, t1 - t0, i);
 		t0 = t1;
 	}
 	return 0;

@@ -22,7 +22,8 @@
 # `nfscached cache drop` and read again, so every page of the second read
 # comes from disk; the summary, a row and the JSON then show the tier on,
 # 1 MiB held, disk hits > 0 with exactly 1 MiB of hit bytes, no checksum
-# failure and no error.
+# failure and no error. A --watch left running across that restart says
+# once that the daemon does not answer, and prints rows again after it.
 # Run under harness.sh --proxy-may-exit.
 set -euo pipefail
 # shellcheck source=../../scripts/lib.sh
@@ -116,10 +117,34 @@ for ((i = 0; i < 3000; i++)); do
 	sleep 0.1
 done
 check "disk tier: the file is on disk ($held bytes)" test "$held" -eq "$size"
-# A restart empties RAM; the disk tier keeps the file.
+# Wait (bounded at 300 s) until file $1 has more than $2 lines.
+wait_lines() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		(($(wc -l <"$1") > $2)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# A restart empties RAM; the disk tier keeps the file. A watch running
+# across it says the daemon does not answer and goes on when it is back.
+"$bin" stats --metrics "$NFSC_METRICS_ADDR" --watch 0.1 --count 100000 \
+	>"$NFSC_TMP/watch.out" 2>"$NFSC_TMP/watch.err" &
+wpid=$!
+wait_lines "$NFSC_TMP/watch.out" 1 || echo "FAIL: the watch printed no row" >&2
 nfsc_proxy_stop "$NFSC_PROXY_PID" 60 || { echo "FAIL: disk proxy: exit $NFSC_PROXY_STATUS" >&2; fails=$((fails + 1)); }
+wait_lines "$NFSC_TMP/watch.err" 0 || true
+check "watch: says the daemon does not answer" \
+	grep -q "no answer; trying again every 0.1 s" "$NFSC_TMP/watch.err"
+rows=$(wc -l <"$NFSC_TMP/watch.out")
 nfsc_proxy_start "$NFSC_TMP/stats_disk2.log" "$NFSC_PROXY_NFS_PORT" \
 	"$NFSC_PROXY_MOUNT_PORT" "$bin" --config "$conf" || exit 1
+check "watch: prints rows again once the daemon is back" \
+	wait_lines "$NFSC_TMP/watch.out" "$rows"
+check "watch: still running across the restart" kill -0 "$wpid"
+kill "$wpid" 2>/dev/null || true
+wait "$wpid" 2>/dev/null || true
 nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read4"
 check "disk tier: the read from disk is right" cmp -s "$NFSC_TMP/read4" "$NFSC_EXPORT_DIR/watched.bin"
 

@@ -167,6 +167,30 @@ static void test_print_summary(void)
 	free(out);
 }
 
+/* 1 MiB client WRITEs written back as 256 KiB ones are a split, not a
+ * coalescing of 0.25x. */
+static void test_split_writes_are_not_coalescing(void)
+{
+	struct stats_snap s;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	memset(&s, 0, sizeof(s));
+	s.client_writes = 10;
+	s.upstream_writes = 40;
+	stats_print(f, &s, NULL, 0, "127.0.0.1:9655", 1000);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "writes     10 client WRITEs -> 40 "
+				      "upstream WRITEs (split: 4.00 upstream "
+				      "WRITEs per client WRITE, "
+				      "writeback_wsize); 0 B dirty\n"));
+	if (CU_get_number_of_failures() > 0)
+		fprintf(stderr, "\n%s", out);
+	free(out);
+}
+
 /* Observations land in the bucket of the first bound >= them. */
 static void test_histogram_buckets(void)
 {
@@ -469,6 +493,8 @@ int test_register(void)
 	    !CU_add_test(s, "parse_fields", test_parse_fields) ||
 	    !CU_add_test(s, "parse_foreign_page", test_parse_foreign_page) ||
 	    !CU_add_test(s, "print_summary", test_print_summary) ||
+	    !CU_add_test(s, "split_writes_are_not_coalescing",
+			 test_split_writes_are_not_coalescing) ||
 	    !CU_add_test(s, "histogram_buckets", test_histogram_buckets) ||
 	    !CU_add_test(s, "summary_without_reads_prints_dash",
 			 test_summary_without_reads_prints_dash) ||
