@@ -194,6 +194,11 @@ struct conf {
  */
 #define CONF_ERR_MAX 6144
 
+/* Where the client commands (`nfscached stats`, `nfscached cache`) look
+ * for the daemon's configuration when given neither an address nor a
+ * file, as the systemd unit runs it. */
+#define CONF_DEFAULT_PATH "/etc/nfscached/nfscached.conf"
+
 /*
  * Write the configuration error "FILE:LINE: reason" ("FILE: reason" for
  * line 0) into err[0..errlen), the reason from fmt. The reason is what

@@ -1110,6 +1110,28 @@ static int bind_0600(const struct sockaddr_un *sun, char *err, size_t errlen)
 	return fd;
 }
 
+/*
+ * Create the directory that holds path (mode 0700) when it is missing and
+ * its own parent exists, as systemd's RuntimeDirectory= does for the
+ * unit: a daemon run by hand then gets /run/nfscached too. 0, or -1 with
+ * the reason in err.
+ */
+static int make_parent(const char *path, char *err, size_t errlen)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+		return 0;
+	snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+	return -1;
+}
+
 struct admin *admin_start(struct daemon *d, const char *path, char *err,
 			  size_t errlen)
 {
@@ -1122,7 +1144,9 @@ struct admin *admin_start(struct daemon *d, const char *path, char *err,
 		return NULL;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if (clear_stale(&sun, err, errlen) != 0 || (fd = bind_0600(&sun, err, errlen)) < 0)
+	if (make_parent(path, err, errlen) != 0 ||
+	    clear_stale(&sun, err, errlen) != 0 ||
+	    (fd = bind_0600(&sun, err, errlen)) < 0)
 		return NULL;
 	a = calloc(1, sizeof(*a));
 	if (!a || !(a->path = strdup(path)) ||
@@ -1170,11 +1194,12 @@ void admin_stop(struct admin **ap)
 /* Print the client's usage to f. */
 static void cache_usage(FILE *f)
 {
-	fprintf(f, "usage: nfscached cache [--socket PATH] [--timeout SECS] COMMAND\n"
+	fprintf(f, "usage: nfscached cache [--socket PATH | --config FILE] [--timeout SECS] COMMAND\n"
 		   "commands: status | warm PATH... | forget PATH | flush [PATH] | drop\n"
-		   "  (--socket defaults to %s; --timeout is flush's and forget's\n"
+		   "  (the socket is --socket, else FILE's (or %s's)\n"
+		   "  admin_socket, else %s; --timeout is flush's and forget's\n"
 		   "  wait for write-back, default %d s)\n",
-		   ADMIN_DEFAULT_SOCKET, ADMIN_FLUSH_TIMEOUT);
+		   CONF_DEFAULT_PATH, ADMIN_DEFAULT_SOCKET, ADMIN_FLUSH_TIMEOUT);
 }
 
 /* Append word w to buf (of cap bytes, used *len) %XX-escaped, after a
@@ -1284,24 +1309,58 @@ static int cache_replies(FILE *in)
 	return status;
 }
 
+/*
+ * The admin socket named by config file cfile's admin_socket (NULL:
+ * CONF_DEFAULT_PATH if it exists, else ADMIN_DEFAULT_SOCKET) into
+ * buf[0..len). 0, or 1 with the reason on stderr.
+ */
+static int cache_socket_of(const char *cfile, char *buf, size_t len)
+{
+	struct conf *c = NULL;
+	char err[CONF_ERR_MAX];
+	struct stat st;
+
+	if (!cfile && stat(CONF_DEFAULT_PATH, &st) == 0)
+		cfile = CONF_DEFAULT_PATH;
+	if (!cfile) {
+		snprintf(buf, len, "%s", ADMIN_DEFAULT_SOCKET);
+		return 0;
+	}
+	if (conf_load_file(cfile, &c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "nfscached cache: %s\n", err);
+		return 1;
+	}
+	if (!c->admin_socket[0]) {
+		fprintf(stderr, "nfscached cache: %s: admin_socket is \"\": "
+			"cache control is off\n", cfile);
+		conf_free(&c);
+		return 1;
+	}
+	snprintf(buf, len, "%s", c->admin_socket);
+	conf_free(&c);
+	return 0;
+}
+
 int admin_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = ADMIN_DEFAULT_SOCKET;
+	const char *path = NULL, *cfile = NULL;
 	double timeout = ADMIN_FLUSH_TIMEOUT;
-	char req[ADMIN_MAX_LINE], *end;
+	char req[ADMIN_MAX_LINE], *end, sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	FILE *in;
 	int ch, fd;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+s:t:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+s:c:t:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': path = optarg; break;
+		case 'c': cfile = optarg; break;
 		case 't':
 			timeout = strtod(optarg, &end);
 			if (end == optarg || *end || !(timeout >= 0) || timeout > 86400) {
@@ -1318,7 +1377,9 @@ int admin_main(int argc, char **argv)
 		cache_usage(stderr);
 		return 2;
 	}
-	if ((fd = cache_connect(path)) < 0)
+	if (!path && cache_socket_of(cfile, sock, sizeof(sock)) != 0)
+		return 1;
+	if ((fd = cache_connect(path ? path : sock)) < 0)
 		return 1;
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) || !(in = fdopen(fd, "r"))) {
 		fprintf(stderr, "nfscached cache: sending the request: %s\n", strerror(errno));

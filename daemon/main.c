@@ -400,7 +400,8 @@ static void start_listeners(struct daemon *d)
 	if (c->admin_socket[0] &&
 	    !(admin = admin_start(d, c->admin_socket, err, sizeof(err))))
 		log_warn("admin socket %s: %s; `nfscached cache` is off", c->admin_socket, err);
-	log_info("serving NFS v3 on %s:%d, MOUNT v3 on port %d, metrics on %s",
+	log_info("nfscached %s serving NFS v3 on %s:%d, MOUNT v3 on port %d, "
+		 "metrics on %s", NFSCACHED_VERSION,
 		 c->listen, c->nfs_port, c->mount_port ? c->mount_port : c->nfs_port,
 		 c->metrics_listen[0] ? c->metrics_listen : "(off)");
 }

@@ -15,6 +15,7 @@
  */
 #include <sys/queue.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -937,7 +938,8 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	if (!m->http ||
 	    !(bound = evhttp_bind_socket_with_handle(m->http, host,
 						     (ev_uint16_t)atoi(colon + 1)))) {
-		snprintf(err, errlen, "cannot listen for metrics on %s", listen);
+		snprintf(err, errlen, "cannot listen for metrics on %s: %s",
+			 listen, strerror(errno));
 		goto fail;
 	}
 	m->guard = accept_guard_new(d->base,

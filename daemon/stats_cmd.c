@@ -35,7 +35,6 @@
 #include "conf.h"
 #include "stats_cmd.h"
 
-#define STATS_DEFAULT_CONF	"/etc/nfscached/nfscached.conf"
 #define STATS_DEFAULT_ADDR	"127.0.0.1:9655"
 #define STATS_MAX_BODY		(8u << 20)	/* bytes of /metrics read */
 #define STATS_IO_TIMEOUT	5		/* seconds per socket call */
@@ -866,8 +865,8 @@ static int stats_target(const struct stats_opts *o, char *host, size_t hlen,
 	struct stat st;
 	int rc;
 
-	if (!o->metrics && !cfile && stat(STATS_DEFAULT_CONF, &st) == 0)
-		cfile = STATS_DEFAULT_CONF;
+	if (!o->metrics && !cfile && stat(CONF_DEFAULT_PATH, &st) == 0)
+		cfile = CONF_DEFAULT_PATH;
 	if (!o->metrics && cfile) {
 		if (conf_load_file(cfile, &c, err, errlen) != 0)
 			return -1;

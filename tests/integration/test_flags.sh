@@ -18,7 +18,9 @@
 #     (disk_dir_check, the one check of both), exit 1; so is a cache_dir
 #     whose slab another process holds locked, found only at start by
 #     disk_open, at its line too. Nothing is served: the start fails
-#     before any listener or upstream.
+#     before any listener or upstream;
+#   - a metrics address the machine does not have stops the start with
+#     the system's reason ("Cannot assign requested address"), exit 1.
 # Needs NFSCACHED_BIN.
 set -euo pipefail
 bin=${NFSCACHED_BIN:?set NFSCACHED_BIN}
@@ -147,5 +149,19 @@ fi
 expect_line log "$tmp/locked.conf:3: cache_dir $tmp/locked: in use by another process (slab locked): Device or resource busy" \
 	--config "$tmp/locked.conf"
 exec {lockfd}>&-
+
+# A metrics listener that cannot bind (an address this machine does not
+# have) stops the start with the reason from the system, before serving.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rc=0
+out=$(timeout 60 "$bin" --upstream 'nfs://127.0.0.1/x?nfsport=1&mountport=1' \
+	--listen "127.0.0.1:$port" --mount-port 0 --state-dir "$tmp/st" \
+	--metrics 192.0.2.1:9655 --no-rpcbind 2>&1) || rc=$?
+if [[ "$rc" == 1 && "$out" == *"error: cannot listen for metrics on 192.0.2.1:9655: Cannot assign requested address"* ]]; then
+	echo "ok: a metrics address that cannot be bound is refused with its errno"
+else
+	echo "FAIL: metrics bind failure: status $rc, output: $out" >&2
+	fails=$((fails + 1))
+fi
 echo "test_flags: $fails failure(s)"
 ((fails == 0))

@@ -97,7 +97,11 @@ check "text: idle rows print - for hit% and latency" \
 
 # ---- the same proxy with a disk tier ----
 conf=$NFSC_TMP/stats_disk.conf
-cp "$NFSC_PROXY_CONF" "$conf"
+# Its admin socket in a directory that does not exist yet: the daemon
+# makes it (as RuntimeDirectory= does under systemd), and `nfscached
+# cache --config` finds the socket through the file.
+sed "s|^admin_socket = .*|admin_socket = \"$NFSC_TMP/adm/admin.sock\"|" \
+	"$NFSC_PROXY_CONF" >"$conf"
 cat >>"$conf" <<EOF
 cache_dir = "$NFSC_TMP/diskcache"
 disk_cache_size = 64
@@ -108,6 +112,12 @@ nfsc_wait_gone "$NFSC_PROXY_PID" 600 || { echo "FAIL: the harness proxy did not 
 nfsc_proxy_start "$NFSC_TMP/stats_disk.log" "$NFSC_PROXY_NFS_PORT" \
 	"$NFSC_PROXY_MOUNT_PORT" "$bin" --config "$conf" || exit 1
 nfs-cat "$(nfsc_url_join "$NFSC_PROXY_URL" watched.bin)" >"$NFSC_TMP/read3"
+check "the log names the version at start" \
+	grep -qE "info: nfscached [0-9][^ ]* serving NFS v3" "$NFSC_TMP/stats_disk.log"
+check "the admin socket's directory was made, mode 0700" \
+	test "$(stat -c %a "$NFSC_TMP/adm")" = 700
+check "cache --config finds the admin socket" \
+	"$bin" cache --config "$conf" status
 check "disk tier: the first read is right" cmp -s "$NFSC_TMP/read3" "$NFSC_EXPORT_DIR/watched.bin"
 # The stores are asynchronous: wait for the proxy's own count, bounded at
 # 300 s so that a busy machine still passes.
@@ -169,7 +179,7 @@ check "text: an idle interval, 0.0 disk hits per second" \
 	awk 'NR == 3 { exit !($11 == "0.0" && $12 == "1.0M") }' <<<"$text"
 # cache drop empties the disk tier too: nothing held, and the next read
 # fetches the whole file upstream.
-"$bin" cache --socket "$NFSC_TMP/proxy-state/admin.sock" drop
+"$bin" cache --config "$conf" drop
 for ((i = 0; i < 3000; i++)); do
 	held=$(nfsc_metric "$NFSC_METRICS_ADDR" nfscached_disk_bytes)
 	((held == 0)) && break
