@@ -211,16 +211,20 @@ void service_started(void)
 	maybe_ready();
 }
 
-/* Log export i's upstream going up or down (repeated failures: debug). */
+/* Log export i's upstream going up (the first time, or after it was
+ * reported down) or down (repeated failures, quiet reconnects: debug). */
 static void log_upstream(const struct export_rt *ex, size_t i,
 			 enum upstream_state st, const char *why)
 {
 	const char *sep = why && why[0] ? ": " : "";
 
-	if (st == UPSTREAM_UP) {
+	if (st == UPSTREAM_UP && (svc.down_logged[i] || !svc.settled[i])) {
 		log_info("export %s: upstream %s is up", ex->conf->path,
 			 ex->conf->upstream);
 		svc.down_logged[i] = false;
+	} else if (st == UPSTREAM_UP) {
+		/* Back after an idle close, never reported down. */
+		log_debug("export %s: upstream reconnected", ex->conf->path);
 	} else if (st == UPSTREAM_DOWN && !svc.down_logged[i]) {
 		log_warn("export %s: upstream %s is down%s%s (clients get "
 			 "NFS3ERR_JUKEBOX until it is back)", ex->conf->path,

@@ -17,7 +17,9 @@
  * destroys the context and goes back to IDLE with a retry timer (backoff
  * 0.1 s doubling to 5 s, reset to 0.1 s once UP). Losing the UP context
  * (socket error, server gone, or a call timing out) does the same and
- * completes every call in flight with UPSTREAM_EDOWN. The public state is
+ * completes every call in flight with UPSTREAM_EDOWN, except an idle
+ * close (no call waiting, UP for UP_IDLE_UP_MIN or more), which starts a
+ * new attempt at once, CONNECTING, without going DOWN. The public state is
  * DOWN for IDLE, CONNECTING for the intermediate phases, UP for UP.
  *
  * Calls: each upstream_call decodes the caller's XDR arguments into the
@@ -92,6 +94,9 @@
 #define UP_SCRATCH_SIZE		(UPSTREAM_LIBNFS_MAX + 64 * 1024)
 #define UP_BACKOFF_MIN		0.1
 #define UP_BACKOFF_MAX		5.0
+#define UP_IDLE_UP_MIN		1.0	/* seconds UP before a close with no
+					 * call waiting is taken as an idle
+					 * close, reconnected at once */
 #define UP_DEFAULT_TIMEOUT	30.0
 #define UP_PROBE_AFTER		1.0	/* s without a reply while calls wait,
 					 * at least (2 x srtt on slow links) */
@@ -182,6 +187,7 @@ struct upstream {
 	struct event *ev_probe;		/* liveness check while UP */
 	bool probing;			/* a NULL probe is in flight */
 	double last_reply;		/* up_clock() of the last reply */
+	double up_at;			/* up_clock() when it last became UP */
 	double srtt;			/* smoothed reply latency, s: seeded
 					 * by the FSINFO phase (connect and
 					 * one call), then 7/8 old + 1/8 new */
@@ -738,13 +744,29 @@ static void up_schedule_retry(struct upstream *u)
 		u->backoff = UP_BACKOFF_MAX;
 }
 
-/* Give up on the UP connection: DOWN (and the caller told so), retry,
- * then every call EDOWN (ETIMEDOUT for the one that timed out). */
+static void up_connect_begin(struct upstream *u);
+
+/*
+ * Give up on the UP connection: DOWN (and the caller told so), retry,
+ * then every call EDOWN (ETIMEDOUT for the one that timed out). A close
+ * with no call waiting, after the connection was UP a while, is the
+ * server closing an idle connection (Ganesha does after about 5 minutes):
+ * it is reconnected at once, CONNECTING and never DOWN, so it is no
+ * outage; only a failed reconnect is one.
+ */
 static void up_lose(struct upstream *u)
 {
+	bool idle = TAILQ_EMPTY(&u->calls) && TAILQ_EMPTY(&u->failed) &&
+		    up_clock() - u->up_at >= UP_IDLE_UP_MIN;
+
 	u->st.disconnects++;
 	up_ctx_destroy(u);
 	u->phase = UP_PH_IDLE;
+	if (idle && !u->closed) {
+		u->st.idle_closes++;
+		up_connect_begin(u);
+		return;
+	}
 	up_schedule_retry(u);
 	up_set_state(u, UPSTREAM_DOWN);
 	if (!u->closed)
@@ -943,6 +965,7 @@ static void up_became_up(struct upstream *u)
 	u->st.connects++;
 	u->error[0] = '\0';
 	u->last_reply = up_clock();
+	u->up_at = u->last_reply;
 	u->srtt = u->last_reply - u->phase_start;
 	if (u->ev_probe) {
 		struct timeval tv = { 0, UP_PROBE_TICK_US };

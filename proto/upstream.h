@@ -89,6 +89,9 @@ struct upstream_params {
 	  "Successful upstream (re)connections.") \
 	X(uint64_t, disconnects, counter, "nfscached_upstream_disconnects_total", \
 	  "Upstream connections lost.") \
+	X(uint64_t, idle_closes, counter, \
+	  "nfscached_upstream_idle_closes_total", \
+	  "Upstream connections the server closed while no call waited, reconnected at once (no outage).") \
 	X(uint64_t, bytes_sent, counter, "nfscached_upstream_sent_bytes_total", \
 	  "XDR argument bytes sent upstream.") \
 	X(uint64_t, bytes_received, counter, \

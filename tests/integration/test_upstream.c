@@ -1319,6 +1319,68 @@ static void test_call_timeout_drops_connection(void)
 	run_until(never, NULL, 0.1);	/* let the relay pairs close */
 }
 
+/* True once the logged state went UP a second time. */
+static bool up_again(void *arg)
+{
+	const struct state_log *log = arg;
+
+	return log->n[UPSTREAM_UP] >= 2 && log->last == UPSTREAM_UP;
+}
+
+/* True once the logged state went DOWN. */
+static bool went_down(void *arg)
+{
+	return ((const struct state_log *)arg)->n[UPSTREAM_DOWN] > 0;
+}
+
+/*
+ * The server closes a connection no call waits on (as Ganesha does after
+ * about 5 idle minutes): the upstream reconnects at once, CONNECTING and
+ * back UP, never DOWN, counted as an idle close. Closed again while the
+ * reconnect cannot get through, it is an outage: DOWN.
+ */
+static void test_idle_close_reconnects_without_going_down(void)
+{
+	struct relay rl;
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct nfs_cred c = cred_of(0, 0);
+	struct upstream_stats st;
+	struct result r = { 0 };
+	struct upstream *u;
+	uint8_t args[128];
+	size_t alen;
+
+	u = relayed_up(&rl, 5, &log, args, &alen);
+	/* Up long enough for a close to count as an idle one. */
+	run_until(never, NULL, 1.2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rl.last);
+	relay_pair_free(rl.last);
+	rl.last = NULL;
+	CU_ASSERT_FATAL(run_until(up_again, &log, 10));
+	CU_ASSERT_EQUAL(log.n[UPSTREAM_DOWN], 0);
+	CU_ASSERT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.idle_closes, 1);
+	CU_ASSERT_EQUAL(st.disconnects, 1);
+	CU_ASSERT_EQUAL(st.connects, 2);
+	CU_ASSERT_EQUAL(call_sync(u, PROC_GETATTR, args, alen, &c, &r),
+			UPSTREAM_OK);
+	result_clear(&r);
+
+	/* Now the relay takes no new connection: the reconnect fails. */
+	run_until(never, NULL, 1.2);
+	evconnlistener_free(rl.l);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rl.last);
+	relay_pair_free(rl.last);
+	rl.last = NULL;
+	CU_ASSERT(run_until(went_down, &log, 10));
+	CU_ASSERT(log.n[UPSTREAM_DOWN] >= 1);
+	upstream_stats_get(u, &st);
+	CU_ASSERT_EQUAL(st.idle_closes, 2);
+	upstream_free(&u);
+	run_until(never, NULL, 0.1);	/* let the relay pairs close */
+}
+
 /* The upstream freed by free_on_down. */
 static struct upstream *victim2;
 
@@ -1537,6 +1599,8 @@ int test_register(void)
 		  test_silent_server_times_out_connecting },
 		{ "call_timeout_drops_connection",
 		  test_call_timeout_drops_connection },
+		{ "idle_close_reconnects_without_going_down",
+		  test_idle_close_reconnects_without_going_down },
 		{ "call_is_sent_before_the_loop_turns",
 		  test_call_is_sent_before_the_loop_turns },
 		{ "connection_has_nagle_off", test_connection_has_nagle_off },
