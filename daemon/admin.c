@@ -968,6 +968,20 @@ static void cmd_drop(struct aconn *c)
 	conn_finish(c, 0, NULL);
 }
 
+/* Append "read_steps":{"getattr":N,...}, the READs in flight by step. */
+static void status_read_steps(struct evbuffer *o)
+{
+	uint64_t n[NFS3_READ_NSTEPS];
+
+	nfs3_read_steps_inflight(n);
+	evbuffer_add_printf(o, "\"read_steps\":{");
+	for (int i = 0; i < NFS3_READ_NSTEPS; i++)
+		evbuffer_add_printf(o, "%s\"%s\":%llu", i ? "," : "",
+				    nfs3_read_step_name((enum nfs3_read_step)i),
+				    (unsigned long long)n[i]);
+	evbuffer_add_printf(o, "},");
+}
+
 /* status: one JSON object. */
 static void cmd_status(struct aconn *c)
 {
@@ -996,6 +1010,7 @@ static void cmd_status(struct aconn *c)
 				    "true" : "false");
 	}
 	evbuffer_add_printf(o, "],");
+	status_read_steps(o);
 	lcommit_status_json(o);
 	evbuffer_add_printf(o, "}\n");
 	conn_finish(c, 0, NULL);

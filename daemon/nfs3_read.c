@@ -35,10 +35,16 @@
  * fetches sent under the file's current generation, and a reply fills the
  * pages only while that generation holds (cache_fetch_fill).
  *
+ * Each read_op is in one named step (nfs3_read.h NFS3_READ_STEPS; entered
+ * through read_step(), which counts READs in flight by step and logs the
+ * transition at debug) and remembers the steps it passed (`passed`): a
+ * READ asks ACCESS once and the disk tier once.
+ *
  * Invariants: a struct fetch carries FETCH_MAGIC and a file reference
  * while its cfetch is recorded; each waiting read_op is counted once in
  * its `waiting` per fetch it waits on, and replies when that reaches 0;
- * a read_op's `need` lies inside [off, end).
+ * a read_op's `need` lies inside [off, end); read_inflight[s] is the
+ * number of live read_ops whose step is s.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +62,8 @@
 
 /* READ's counters, by export id (1..NFS3_EXPORT_IDS - 1). */
 static struct nfs3_read_stats read_stats[NFS3_EXPORT_IDS];
+/* READs in flight by step (the event loop's only). */
+static uint64_t read_inflight[NFS3_READ_NSTEPS];
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
@@ -94,15 +102,51 @@ struct read_op {
 	nfsstat3 err;
 	uint64_t cache_bytes;		/* bytes of the reply from pages */
 	uint64_t gen;			/* file generation when checked */
-	bool asked_access;		/* an ACCESS was sent for this READ */
-	bool bypassed_local;		/* forwarded once despite local data */
+	enum nfs3_read_step step;	/* NFS3_READ_NSTEPS before the first */
+	unsigned passed;		/* bit s: step s was entered */
+	bool bypassed_local;		/* planned again after a BYPASS found
+					 * local writes */
 	bool stale;			/* on expired attributes: the upstream
 					 * is unreachable (stale_on_error) */
-	bool disk_tried;		/* the disk tier was asked once */
 };
 
 static void read_continue(struct read_op *op);
 static void read_bypass(struct read_op *op);
+
+static const char *const read_step_names[] = {
+#define X(st, name) name,
+	NFS3_READ_STEPS(X)
+#undef X
+};
+
+const char *nfs3_read_step_name(enum nfs3_read_step s)
+{
+	return (unsigned)s < NFS3_READ_NSTEPS ? read_step_names[s] : "?";
+}
+
+void nfs3_read_steps_inflight(uint64_t n[NFS3_READ_NSTEPS])
+{
+	memcpy(n, read_inflight, sizeof(read_inflight));
+}
+
+/* Move op into step s: count it there, log the transition at debug. */
+static void read_step(struct read_op *op, enum nfs3_read_step s)
+{
+	if (op->step < NFS3_READ_NSTEPS)
+		read_inflight[op->step]--;
+	log_debug("READ xid %08x: %s -> %s", op->r->call.xid,
+		  op->step < NFS3_READ_NSTEPS ? read_step_names[op->step]
+					      : "start", read_step_names[s]);
+	op->step = s;
+	op->passed |= 1u << s;
+	read_inflight[s]++;
+}
+
+/* True if op entered step s before. */
+static bool read_passed(const struct read_op *op, enum nfs3_read_step s)
+{
+	return op->passed & (1u << s);
+}
 
 /* The READ arguments of op (the handle is already the upstream one). */
 static READ3args *op_args(const struct read_op *op)
@@ -113,6 +157,8 @@ static READ3args *op_args(const struct read_op *op)
 /* Release op's state (not the request). */
 static void op_free(struct read_op *op)
 {
+	if (op->step < NFS3_READ_NSTEPS)
+		read_inflight[op->step]--;
 	if (op->f)
 		cfile_put(op->d->cache, &op->f);
 	rangeset_clear(&op->need);
@@ -125,6 +171,7 @@ static void read_fail(struct read_op *op, nfsstat3 st)
 {
 	struct req *r = op->r;
 
+	read_step(op, NFS3_READ_REPLY);
 	op_free(op);
 	nfs3_reply_status(r, st);
 }
@@ -263,6 +310,7 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	/* data<> goes by reference after the rest (req_reply_tail). */
 	res.READ3res_u.resok.data.data_len = 0;
 	res.READ3res_u.resok.data.data_val = NULL;
+	read_step(op, NFS3_READ_REPLY);
 	nfs3_count_read(op->ex->conf->id, op->outcome, op->cache_bytes,
 			upstream_bytes, hole_bytes);
 	op_free(op);
@@ -728,6 +776,7 @@ static void read_fetch(struct read_op *op, const struct range *fetch,
 
 	if (!rtmax)
 		rtmax = 65536;
+	read_step(op, NFS3_READ_FETCH);
 	op->buf = malloc(op->end - op->off);
 	if (!op->buf) {
 		read_fail(op, NFS3ERR_SERVERFAULT);
@@ -779,6 +828,7 @@ static void read_plan(struct read_op *op)
 	/* Planned again after a bypass (a local file's short READ): what
 	 * the first plan kept goes, before a hit's readahead could park op
 	 * on a fetch by needs it no longer has (join_inflight). */
+	read_step(op, NFS3_READ_PLAN);
 	free(op->buf);
 	op->buf = NULL;
 	rangeset_clear(&op->need);
@@ -795,8 +845,8 @@ static void read_plan(struct read_op *op)
 		read_bypass(op);
 		return;
 	}
-	if (!op->disk_tried) {
-		op->disk_tried = true;
+	if (!read_passed(op, NFS3_READ_DISK)) {
+		read_step(op, NFS3_READ_DISK);
 		if (disk_tier_load(op->d, op->f, fetch, n, false, read_disk_done,
 				   op))
 			return;
@@ -903,6 +953,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 			cache_fill(op->d->cache, op->f, op_args(op)->offset,
 				   (const uint8_t *)ok->data.data_val, ok->count);
 	}
+	read_step(op, NFS3_READ_REPLY);
 	req_reply(op->r, ent->xdr_res, res);
 	op_free(op);
 }
@@ -910,6 +961,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 /* Forward the READ as the client sent it; the upstream decides. */
 static void read_bypass(struct read_op *op)
 {
+	read_step(op, NFS3_READ_BYPASS);
 	if (nfs3_send(op->ex, NFSPROC3_READ, (xdrproc_t)xdr_READ3args,
 		      op_args(op), &op->uc, read_bypass_done, op) != 0)
 		read_fail(op, NFS3ERR_JUKEBOX);
@@ -930,12 +982,12 @@ static void read_continue(struct read_op *op)
 		read_plan(op);
 		return;
 	}
-	if (op->asked_access) {
+	if (read_passed(op, NFS3_READ_ACCESS)) {
 		read_bypass(op);
 		return;
 	}
 	/* Ask once; if READ is not granted the upstream's READ decides. */
-	op->asked_access = true;
+	read_step(op, NFS3_READ_ACCESS);
 	aa.object = op_args(op)->file;
 	aa.access = ACCESS3_READ;
 	nfs3_count_access_check();
@@ -957,6 +1009,7 @@ enum op_status nfs3_op_read(struct req *r)
 	op->r = r;
 	op->err = NFS3_OK;
 	op->outcome = CACHE_MISS;
+	op->step = NFS3_READ_NSTEPS;
 	rangeset_init(&op->need);
 	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
 		free(op);
@@ -980,6 +1033,7 @@ enum op_status nfs3_op_read(struct req *r)
 		return OP_PENDING;
 	}
 	op->gen = cfile_gen(op->f);
+	read_step(op, NFS3_READ_GETATTR);
 	ga.object = a->file;
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
 		      &op->uc, read_getattr_done, op) != 0) {

@@ -62,6 +62,38 @@ void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
  * bytes. */
 void nfs3_count_fetch(unsigned id, uint64_t bytes);
 
+/*
+ * The named steps of a READ, in the order one goes through them (a READ
+ * may skip steps, and goes back to PLAN after DISK and after a BYPASS of
+ * a file with local writes): GETATTR (revalidating the file's attributes
+ * upstream), ACCESS (asking upstream whether this credential may read),
+ * PLAN (against the cache), DISK (loading pages from the disk tier),
+ * FETCH (waiting for upstream READs that fill pages), BYPASS (forwarded
+ * as the client sent it) and REPLY (being answered).
+ */
+#define NFS3_READ_STEPS(X) \
+	X(GETATTR, "getattr") \
+	X(ACCESS, "access") \
+	X(PLAN, "plan") \
+	X(DISK, "disk") \
+	X(FETCH, "fetch") \
+	X(BYPASS, "bypass") \
+	X(REPLY, "reply")
+
+enum nfs3_read_step {
+#define X(s, name) NFS3_READ_##s,
+	NFS3_READ_STEPS(X)
+#undef X
+	NFS3_READ_NSTEPS
+};
+
+/* The lower-case name of step s ("fetch"), or "?" if out of range. */
+const char *nfs3_read_step_name(enum nfs3_read_step s);
+
+/* How many READs are in each step now, into n[0..NFS3_READ_NSTEPS).
+ * From the event loop (for `nfscached cache status`). */
+void nfs3_read_steps_inflight(uint64_t n[NFS3_READ_NSTEPS]);
+
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);
 

@@ -164,6 +164,9 @@ static void test_status_json(void)
 	CHECK_MSG(out && out[0] == '{' && strstr(out, "\"cache_bytes\":") &&
 		  strstr(out, "\"dirty_bytes\":0,") &&
 		  strstr(out, "\"exports\":[{\"path\":\"/export\",\"id\":1,\"upstream_up\":true}],") &&
+		  strstr(out, "\"read_steps\":{\"getattr\":0,\"access\":0,"
+			 "\"plan\":0,\"disk\":0,\"fetch\":0,\"bypass\":0,"
+			 "\"reply\":0},") &&
 		  strstr(out, "\"local_commit\":{\"journal_records\":0,") &&
 		  strstr(out, "\"other\":0}}}\n"),
 		  "status: %s", out ? out : "(none)");

@@ -122,6 +122,53 @@ static void test_concurrent_misses_share_one_read(void)
 	h_fini(&h);
 }
 
+/* Assert that exactly `want` READs are in flight, all in step `s`. */
+static void expect_steps(enum nfs3_read_step s, uint64_t want)
+{
+	uint64_t n[NFS3_READ_NSTEPS];
+
+	nfs3_read_steps_inflight(n);
+	for (int i = 0; i < NFS3_READ_NSTEPS; i++) {
+		if (n[i] != (i == (int)s ? want : 0))
+			fprintf(stderr, "\n  step %s: %llu READs\n",
+				nfs3_read_step_name((enum nfs3_read_step)i),
+				(unsigned long long)n[i]);
+		CU_ASSERT_EQUAL(n[i], i == (int)s ? want : 0);
+	}
+}
+
+/* A cold READ of a file the proxy never saw goes through GETATTR,
+ * ACCESS, PLAN, DISK and FETCH, each step counted while the READ waits
+ * there, and nothing is in flight once it is answered. */
+static void test_read_steps_are_counted(void)
+{
+	struct nfs3_h h;
+	uint64_t id;
+	uint32_t xid;
+
+	h_init(&h, no_readahead);
+	id = toy_add_file(&h.toy, "f", 40000);
+	h.fu.hold[NFSPROC3_GETATTR] = true;
+	h.fu.hold[NFSPROC3_ACCESS] = true;
+	h.fu.hold[NFSPROC3_READ] = true;
+	xid = h_send_read(&h, id, 4096, 8192);
+	h_turns(&h, 50);
+	expect_steps(NFS3_READ_GETATTR, 1);
+	fake_up_release(&h.fu, NFSPROC3_GETATTR);
+	h_turns(&h, 50);
+	expect_steps(NFS3_READ_ACCESS, 1);
+	fake_up_release(&h.fu, NFSPROC3_ACCESS);
+	h_turns(&h, 50);
+	expect_steps(NFS3_READ_FETCH, 1);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	check_read(&h, xid, id, 4096, 8192);
+	expect_steps(NFS3_READ_REPLY, 0);
+	CU_ASSERT_STRING_EQUAL(nfs3_read_step_name(NFS3_READ_DISK), "disk");
+	CU_ASSERT_STRING_EQUAL(nfs3_read_step_name(NFS3_READ_NSTEPS), "?");
+	h_fini(&h);
+}
+
 /* READ of fileid's [off, off+count), answered with the toy's bytes; the
  * page-filling bytes fetched meanwhile are returned. */
 static uint64_t read_fetched(struct nfs3_h *h, uint64_t id, uint64_t off,
@@ -634,6 +681,7 @@ int test_register(void)
 		    test_half_closed_slow_reader_gets_everything);
 	CU_add_test(s, "half_closed_partial_record_is_ignored",
 		    test_half_closed_partial_record_is_ignored);
+	CU_add_test(s, "read_steps_are_counted", test_read_steps_are_counted);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
 	return 0;
