@@ -30,12 +30,15 @@
 #include "disk.h"
 #include "disk_tier.h"
 #include "log.h"
+#include "ratelog.h"
 
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
+#define DISK_TIER_LOG_INTERVAL	10.0	/* seconds between checksum lines */
 
 static struct disk *tier;
 static struct event *tier_ev;
 static bool tier_gate_closed;	/* the test gate (disk_tier_gate) */
+static char cache_dir_name[256];	/* for log lines */
 
 struct dt_batch {
 	struct daemon *d;
@@ -55,11 +58,58 @@ static void tier_log(void *arg, const char *reason)
 	log_error("%s; serving from RAM and the upstream only", reason);
 }
 
+/* Checksum failures already logged or counted in a line's "more". */
+static uint64_t csum_seen;
+static struct ratelog csum_log;
+
+/* Log the checksum failures counted since the last look, at most one
+ * line per DISK_TIER_LOG_INTERVAL (the next says how many it skipped). */
+static void tier_log_checksums(double now)
+{
+	struct disk_stats st;
+	uint64_t skipped, n;
+
+	disk_stats_get(tier, &st);
+	n = st.checksum_failures - csum_seen;
+	if (n == 0)
+		return;
+	csum_seen = st.checksum_failures;
+	if (!ratelog_note(&csum_log, now, DISK_TIER_LOG_INTERVAL, n, &skipped))
+		return;
+	if (skipped)
+		log_warn("disk tier: %" PRIu64 " page(s) in %s failed a checksum "
+			 "(a damaged record or damaged bytes): dropped, fetched "
+			 "again from the upstream, never served (and %" PRIu64
+			 " more in the last %.0f s, not logged)", n,
+			 cache_dir_name, skipped, DISK_TIER_LOG_INTERVAL);
+	else
+		log_warn("disk tier: %" PRIu64 " page(s) in %s failed a checksum "
+			 "(a damaged record or damaged bytes): dropped, fetched "
+			 "again from the upstream, never served", n,
+			 cache_dir_name);
+}
+
 /* The eventfd became readable: run the completions. */
 static void tier_ready(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd, (void)what, (void)arg;
 	disk_poll(tier);
+	tier_log_checksums(daemon_now());
+}
+
+/* What the store's opening found, in a line each: a format reset, and
+ * records dropped by the scan (those go through tier_log_checksums). */
+static void tier_log_open(const struct conf *c)
+{
+	struct disk_stats st;
+
+	disk_stats_get(tier, &st);
+	if (st.format_resets)
+		log_warn("disk tier: %s was written in another format or with "
+			 "another page_size: its pages were dropped (the "
+			 "journal of locally committed data is kept)",
+			 c->cache_dir);
+	tier_log_checksums(daemon_now());
 }
 
 /*
@@ -89,6 +139,9 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 	if (!tier)
 		return -1;
 	unused_hits = unused_hit_bytes = 0;	/* a new tier counts from 0 */
+	csum_seen = 0;
+	csum_log = (struct ratelog){ 0 };
+	snprintf(cache_dir_name, sizeof(cache_dir_name), "%s", c->cache_dir);
 	tier_ev = event_new(d->base, disk_fd(tier), EV_READ | EV_PERSIST,
 			    tier_ready, NULL);
 	if (!tier_ev || event_add(tier_ev, NULL) != 0) {
@@ -99,6 +152,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 	}
 	log_info("disk tier: %s, %" PRIu32 " MiB", c->cache_dir,
 		 c->disk_cache_size);
+	tier_log_open(c);
 	return 0;
 }
 

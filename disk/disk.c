@@ -23,6 +23,7 @@
  * not reused under a read in progress.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,10 +64,36 @@ page_checksum(const struct disk_kbuf *kb, const uint8_t *data, size_t len)
 	return XXH3_64bits_withSeed(data, len, XXH3_64bits(kb->b, kb->len));
 }
 
-/* Decode a record value into rec and (if pg) its ranges. 0 or -1. */
+/* The record sum of value buf[0..len) under key kb[0..klen) (rec_sum
+ * as stored in buf is taken as 0). */
+static uint64_t
+rec_sum_of(const void *kb, size_t klen, const uint8_t *buf, size_t len)
+{
+	uint8_t copy[sizeof(struct disk_rec) + 2 * DISK_MAX_RANGES *
+		     sizeof(struct disk_range)];
+	const size_t at = offsetof(struct disk_rec, rec_sum);
+
+	if (len > sizeof(copy) || len < at + sizeof(uint64_t))
+		return 0;
+	memcpy(copy, buf, len);
+	memset(copy + at, 0, sizeof(uint64_t));
+	return XXH3_64bits_withSeed(copy, len, XXH3_64bits(kb, klen));
+}
+
+/* Set rec_sum in an encoded record (disk_impl.h). */
+void
+disk_rec_seal(const void *kb, size_t klen, uint8_t *buf, size_t len)
+{
+	uint64_t sum = rec_sum_of(kb, klen, buf, len);
+
+	memcpy(buf + offsetof(struct disk_rec, rec_sum), &sum, sizeof(sum));
+}
+
+/* Decode a record value into rec and (if pg) its ranges (disk_impl.h):
+ * 0, -1 malformed, -2 its sum does not match. */
 int
-disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
-	   struct disk_rec *rec, struct disk_page *pg)
+disk_rec_decode(const MDB_val *k, const MDB_val *v, uint32_t page_size,
+		uint32_t nslots, struct disk_rec *rec, struct disk_page *pg)
 {
 	const struct disk_range *r;
 
@@ -79,6 +106,9 @@ disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
 	    v->mv_size != sizeof(*rec) + sizeof(*r) *
 	    ((size_t)rec->nvalid + rec->nholes))
 		return -1;
+	if (rec_sum_of(k->mv_data, k->mv_size, v->mv_data, v->mv_size) !=
+	    rec->rec_sum)
+		return -2;
 	if (!pg)
 		return 0;
 	r = (const struct disk_range *)((const uint8_t *)v->mv_data + sizeof(*rec));
@@ -274,8 +304,15 @@ cull_one(struct disk *d, MDB_txn *txn, uint64_t keep, uint32_t *slot)
 	rc = mdb_get(txn, d->dbi_pages, &pk, &rv);
 	if (rc != 0)
 		return rc == MDB_NOTFOUND ? mdb_del(txn, d->dbi_lru, &sk, NULL) : rc;
-	if (disk_rec_decode(&rv, d->page_size, d->nslots, &rec, NULL) != 0)
-		return EIO;
+	if (disk_rec_decode(&pk, &rv, d->page_size, d->nslots, &rec, NULL) != 0) {
+		/* A damaged record: its slot cannot be trusted, so it stays
+		 * taken until the next start's scan; the record goes. */
+		*slot = DISK_NO_SLOT;
+		DISK_COUNT(d, checksum_failures, 1);
+		disk_present_adjust(d, disk_key_hash(pk.mv_data, pk.mv_size), -1);
+		rc = mdb_del(txn, d->dbi_pages, &pk, NULL);
+		return rc != 0 ? rc : mdb_del(txn, d->dbi_lru, &sk, NULL);
+	}
 	if (rec.seq == keep)
 		return MDB_NOTFOUND;
 	seq_encode(rec.seq, sk8);
@@ -406,15 +443,21 @@ store_index(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	disk_key_encode(&op->key, true, &kb);
 	kv = (MDB_val){ kb.len, kb.b };
 	rc = mdb_get(txn, d->dbi_pages, &kv, &vv);
-	if (rc == 0 && disk_rec_decode(&vv, d->page_size, d->nslots, &old, NULL) == 0) {
+	if (rc == 0 && disk_rec_decode(&kv, &vv, d->page_size, d->nslots, &old,
+				       NULL) == 0) {
 		freed[(*n)++] = old.slot;
 		rc = rec_delete(d, txn, &kv, &old);
+	} else if (rc == 0) {
+		/* A damaged record, replaced below (its slot: see cull_one). */
+		DISK_COUNT(d, checksum_failures, 1);
+		disk_present_adjust(d, disk_key_hash(kb.b, kb.len), -1);
 	} else if (rc == MDB_NOTFOUND) {
 		rc = 0;
 	}
 	if (rc != 0)
 		return rc;
 	vv = (MDB_val){ store_value(op, slot, seq, &kb, vbuf), vbuf };
+	disk_rec_seal(kb.b, kb.len, vbuf, vv.mv_size);
 	rc = mdb_put(txn, d->dbi_pages, &kv, &vv, 0);
 	seq_encode(seq, sk);
 	if (rc == 0)
@@ -548,7 +591,12 @@ disk_run_stores(struct disk *d, struct disk_op **ops, unsigned n)
 	DISK_COUNT(d, stores_dropped, n - nstored);
 }
 
-/* Look up key's record and pin its slot. 0, MDB_NOTFOUND or an error. */
+/* load_lookup's answer for a record that does not decode or whose sum
+ * does not match (LMDB's codes are below -30000, errno values positive). */
+#define LOAD_BAD_RECORD	(-1)
+
+/* Look up key's record and pin its slot. 0, MDB_NOTFOUND,
+ * LOAD_BAD_RECORD or an error. */
 static int
 load_lookup(struct disk *d, struct disk_kbuf *kb, struct disk_rec *rec,
 	    struct disk_page *pg)
@@ -560,8 +608,9 @@ load_lookup(struct disk *d, struct disk_kbuf *kb, struct disk_rec *rec,
 	rc = mdb_txn_renew(d->rtxn);
 	if (rc == 0) {
 		rc = mdb_get(d->rtxn, d->dbi_pages, &kv, &vv);
-		if (rc == 0 && disk_rec_decode(&vv, d->page_size, d->nslots, rec, pg) != 0)
-			rc = MDB_NOTFOUND;	/* a bad record: as absent */
+		if (rc == 0 && disk_rec_decode(&kv, &vv, d->page_size,
+					       d->nslots, rec, pg) != 0)
+			rc = LOAD_BAD_RECORD;
 		if (rc == 0)
 			d->pinned = rec->slot;
 		mdb_txn_reset(d->rtxn);
@@ -594,7 +643,8 @@ load_data(struct disk *d, const struct disk_rec *rec, uint8_t *data)
 	return 0;
 }
 
-/* Queue a drop of the corrupt record rec unless it was replaced. */
+/* Queue a drop of the corrupt record rec unless it was replaced (rec
+ * NULL: the record itself failed; drop it while it still fails). */
 static void
 load_drop_corrupt(struct disk *d, const struct disk_op *op,
 		  const struct disk_rec *rec)
@@ -606,8 +656,8 @@ load_drop_corrupt(struct disk *d, const struct disk_op *op,
 		return;
 	drop->kind = DISK_OP_DROP_IF;
 	drop->key = op->key;
-	drop->slot = rec->slot;
-	drop->checksum = rec->checksum;
+	drop->slot = rec ? rec->slot : DISK_NO_SLOT;
+	drop->checksum = rec ? rec->checksum : 0;
 	disk_submit_internal(d, drop);
 }
 
@@ -645,6 +695,12 @@ disk_run_load(struct disk *d, struct disk_op *op)
 	if (rc == MDB_NOTFOUND) {
 		op->result = DISK_MISS;
 		DISK_COUNT(d, misses, 1);
+		return;
+	}
+	if (rc == LOAD_BAD_RECORD) {
+		memset(&op->pg, 0, offsetof(struct disk_page, data));
+		op->result = DISK_CORRUPT;
+		load_drop_corrupt(d, op, NULL);
 		return;
 	}
 	if (rc != 0) {
@@ -733,7 +789,8 @@ drop_file_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 			*more = true;
 			break;
 		}
-		if (disk_rec_decode(&vv, d->page_size, d->nslots, &rec, NULL) == 0) {
+		if (disk_rec_decode(&kv, &vv, d->page_size, d->nslots, &rec,
+				    NULL) == 0) {
 			uint8_t sk[8];
 			MDB_val skv = { sizeof(sk), sk };
 
@@ -772,8 +829,10 @@ same_rec(struct disk *d, MDB_txn *txn, const struct disk_op *op,
 	rc = mdb_get(txn, d->dbi_pages, kv, &vv);
 	if (rc != 0)
 		return rc;
-	if (disk_rec_decode(&vv, d->page_size, d->nslots, rec, NULL) != 0 ||
-	    rec->slot != op->slot ||
+	rc = disk_rec_decode(kv, &vv, d->page_size, d->nslots, rec, NULL);
+	if (op->kind == DISK_OP_DROP_IF && op->slot == DISK_NO_SLOT)
+		return rc != 0 ? 0 : MDB_NOTFOUND;	/* still damaged */
+	if (rc != 0 || rec->slot != op->slot ||
 	    (op->kind == DISK_OP_DROP_IF && rec->checksum != op->checksum) ||
 	    (op->kind == DISK_OP_TOUCH && rec->seq != op->seq))
 		return MDB_NOTFOUND;
@@ -793,6 +852,13 @@ drop_if_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	(void)more;
 	if (rc != 0)
 		return rc == MDB_NOTFOUND ? 0 : rc;
+	if (op->slot == DISK_NO_SLOT) {
+		/* The record failed its own sum: its seq and slot cannot be
+		 * trusted (slot kept until the next start's scan, stale lru
+		 * entry dropped by culling). */
+		disk_present_adjust(d, disk_key_hash(kv.mv_data, kv.mv_size), -1);
+		return mdb_del(txn, d->dbi_pages, &kv, NULL);
+	}
 	freed[(*n)++] = rec.slot;
 	return rec_delete(d, txn, &kv, &rec);
 }
@@ -832,7 +898,9 @@ touch_txn(struct disk *d, MDB_txn *txn, struct disk_op *op,
 
 		memcpy(buf, vv.mv_data, vv.mv_size);
 		rec.seq = __atomic_add_fetch(&d->seq, 1, __ATOMIC_RELAXED);
+		rec.rec_sum = 0;
 		memcpy(buf, &rec, sizeof(rec));
+		disk_rec_seal(kv.mv_data, kv.mv_size, buf, nv.mv_size);
 		rc = mdb_put(txn, d->dbi_pages, &kv, &nv, 0);
 	}
 	seq_encode(rec.seq, sk);

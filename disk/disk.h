@@ -147,9 +147,14 @@ struct disk_params {
 	X(culls, "disk_culls_total", counter, \
 	  "Pages removed from disk to stay within the budget") \
 	X(checksum_failures, "disk_checksum_failures_total", counter, \
-	  "Pages whose checksum did not match on load (dropped, refetched)") \
+	  "Pages dropped because their record or their bytes failed a " \
+	  "checksum, at load or at the start's scan (never served)") \
+	X(format_resets, "disk_format_resets_total", counter, \
+	  "Starts that found the store in another format or page size " \
+	  "and emptied its pages (the journal is kept)") \
 	X(errors, "disk_errors_total", counter, \
-	  "Disk errors that turned the tier off") \
+	  "Disk errors that turned the tier off (a damaged index at the " \
+	  "start included)") \
 	X(drops, "disk_drops_total", counter, \
 	  "Pages dropped because their file changed")
 

@@ -77,6 +77,10 @@ struct disk_rec {
 	uint64_t checksum;		/* XXH3-64 of the data, key as seed */
 	uint64_t seq;			/* LRU sequence, the lru DB's key */
 	struct disk_attr attr;
+	uint64_t rec_sum;		/* XXH3-64 of the whole value (this
+					 * field 0: the fields above, the
+					 * ranges that follow), the record's
+					 * own key as seed */
 };
 
 struct disk {
@@ -90,6 +94,7 @@ struct disk {
 	MDB_env *env;
 	MDB_dbi dbi_pages, dbi_lru, dbi_meta, dbi_journal;
 	uint64_t journal_max;		/* journal bytes the map is sized for */
+	unsigned idx_psize;		/* index.mdb's page size */
 	MDB_txn *rtxn;			/* the reader's, reset between loads */
 	int slab_fd;
 	int efd;
@@ -121,7 +126,7 @@ struct disk {
 	int fault[3];
 	disk_io_hook_fn *io_hook;	/* test hook: set while idle */
 	void *io_hook_arg;
-	char off_reason[256];
+	char off_reason[2048];
 	bool off_logged;
 	pthread_t reader, writer;
 	bool threads_started;
@@ -147,15 +152,21 @@ void disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n);
 int disk_journal_count(struct disk *d, MDB_txn *txn);
 
 
-#define DISK_REC_MAGIC		0x52504431u	/* "RPD1" */
+#define DISK_REC_MAGIC		0x52504432u	/* "RPD2" */
 
 /*
- * disk.c: decode a record value v into rec and, when pg is not NULL, its
- * ranges and attributes. 0, or -1 when it is malformed or names a slot
- * at or past nslots.
+ * disk.c: decode the record value v stored under the pages key k into
+ * rec and, when pg is not NULL, its ranges and attributes. 0; -1 when it
+ * is malformed or names a slot at or past nslots; -2 when its rec_sum
+ * does not match (a changed field, range, attribute or key).
  */
-int disk_rec_decode(const MDB_val *v, uint32_t page_size, uint32_t nslots,
-		    struct disk_rec *rec, struct disk_page *pg);
+int disk_rec_decode(const MDB_val *k, const MDB_val *v, uint32_t page_size,
+		    uint32_t nslots, struct disk_rec *rec,
+		    struct disk_page *pg);
+
+/* disk.c: set rec_sum in the encoded record value buf[0..len) (rec_sum
+ * 0 on entry) for the pages key kb[0..klen). */
+void disk_rec_seal(const void *kb, size_t klen, uint8_t *buf, size_t len);
 
 /* An encoded pages-DB (or journal) key: length, handle, page index
  * big-endian. */
@@ -181,6 +192,15 @@ void disk_store_close(struct disk *d);
 
 /* disk_io.c: turn the tier off for reason what: strerror(err). */
 void disk_degrade(struct disk *d, const char *what, int err);
+/* disk_io.c: turn the tier off for the reason line msg (the dir and
+ * "disk tier off: " are not added). */
+void disk_degrade_msg(struct disk *d, const char *msg);
+/*
+ * disk_index.c: true when index.mdb still holds every page its newest
+ * meta page names (a file truncated under the map would raise SIGBUS at
+ * the next read); otherwise a reason in why. Any worker thread.
+ */
+bool disk_index_intact(struct disk *d, char *why, size_t len);
 /* disk_io.c: the error injected for op (0 if none), consumed. */
 int disk_fault_take(struct disk *d, enum disk_fault_op op);
 /* disk_io.c: report an event to the test's I/O hook, if one is set. */

@@ -98,6 +98,23 @@ disk_degrade(struct disk *d, const char *what, int err)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/* Turn the tier off (once) for the reason line msg. */
+void
+disk_degrade_msg(struct disk *d, const char *msg)
+{
+	bool was = true;
+
+	if (!__atomic_compare_exchange_n(&d->on, &was, false, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	DISK_COUNT(d, errors, 1);
+	pthread_mutex_lock(&d->mu);
+	snprintf(d->off_reason, sizeof(d->off_reason), "%s", msg);
+	if (d->efd >= 0)
+		efd_kick(d);
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* The injected error for op (0 if none), consumed. */
 int
 disk_fault_take(struct disk *d, enum disk_fault_op op)
@@ -183,6 +200,23 @@ run_ops(struct disk *d, struct disk_op **ops, unsigned n)
 	disk_lat_record(d, now_us() - t0);
 }
 
+/*
+ * Before a worker touches the index's map: true when it may. A file
+ * truncated under the map (found by its size against the newest meta
+ * page) turns the tier off instead of a SIGBUS at the next read.
+ */
+static bool
+index_check(struct disk *d)
+{
+	char why[600], msg[700];
+
+	if (!disk_on(d) || disk_index_intact(d, why, sizeof(why)))
+		return true;
+	snprintf(msg, sizeof(msg), "disk tier off: %s", why);
+	disk_degrade_msg(d, msg);
+	return false;
+}
+
 /* Take q's next op, and the stores queued right behind a store, or the
  * journal ops right behind a journal op (mu held). */
 static unsigned
@@ -226,7 +260,7 @@ worker(struct disk *d, struct disk_queue *first, struct disk_queue *q)
 		pthread_mutex_unlock(&d->mu);
 		for (unsigned i = 0; i < n; i++)
 			ops[i]->result = DISK_OFF;
-		if (!d->stopping)
+		if (!d->stopping && index_check(d))
 			run_ops(d, ops, n);
 		pthread_mutex_lock(&d->mu);
 		for (unsigned i = 0; i < n; i++)
@@ -675,6 +709,8 @@ disk_check(struct disk *d)
 	ok = used + d->nfree == d->nslots &&
 	     used == __atomic_load_n(&d->pages_held, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&d->slot_mu);
+	if (!d->env)	/* a damaged index, not opened: nothing held */
+		return ok && used == 0;
 	if (mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn) != 0)
 		return false;
 	ok = ok && mdb_stat(txn, d->dbi_pages, &ps) == 0 &&

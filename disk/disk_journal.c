@@ -242,7 +242,8 @@ disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg)
 	uint64_t seq;
 	void *copy;
 	long n = 0, stop = 0;
-	int rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn);
+	int rc = d->env ? mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn)
+			: EIO;	/* a damaged index is not opened */
 
 	if (rc == 0 && (rc = mdb_cursor_open(txn, d->dbi_journal, &cur)) != 0)
 		mdb_txn_abort(txn);
@@ -303,7 +304,7 @@ disk_meta_get(struct disk *d, const char *name, void *buf, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
-	if ((rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn)) != 0) {
+	if (!d->env || (rc = mdb_txn_begin(d->env, NULL, MDB_RDONLY, &txn)) != 0) {
 		errno = EIO;
 		return -1;
 	}

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,9 +30,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <lmdb.h>
+#include <stddef.h>
+
 #include "cunit_main.h"
 #include "disk.h"
 #include "disk_dir.h"
+#include "disk_impl.h"	/* the record's layout, for the damage tests */
 
 #define PAGE	4096u
 
@@ -1479,6 +1484,446 @@ test_journal_pages_sequences_replace_del(void)
 	disk_close(&d);
 }
 
+/* ---- a damaged index (issue 37, items 2 and 3) ---- */
+
+/* Open tdir's index.mdb with LMDB directly (the store closed). */
+static MDB_env *
+idx_env(void)
+{
+	char path[512];
+	MDB_env *env = NULL;
+
+	snprintf(path, sizeof(path), "%s/index.mdb", tdir);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_create(&env), 0);
+	mdb_env_set_maxdbs(env, 8);
+	mdb_env_set_mapsize(env, (size_t)64 << 20);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_open(env, path, MDB_NOSUBDIR, 0600), 0);
+	return env;
+}
+
+/* The encoded pages key of k (as disk.c encodes it). */
+static size_t
+enc_key(struct disk_key k, uint8_t *b)
+{
+	b[0] = k.fh_len;
+	memcpy(b + 1, k.fh, k.fh_len);
+	for (int i = 0; i < 8; i++)
+		b[1 + k.fh_len + i] = (uint8_t)(k.page >> (56 - 8 * i));
+	return 1 + (size_t)k.fh_len + 8;
+}
+
+/*
+ * In the closed store: flip bit `bit` of byte `at` of k's record value
+ * (at < 0: none), then, when to is not k, move the record under `to`.
+ */
+static void
+idx_edit_record(struct disk_key k, long at, int bit, struct disk_key to)
+{
+	MDB_env *env = idx_env();
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t kb[80], tb[80], buf[4096];
+	MDB_val kv = { enc_key(k, kb), kb }, tv = { enc_key(to, tb), tb }, v;
+
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_dbi_open(txn, "pages", 0, &dbi), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_get(txn, dbi, &kv, &v), 0);
+	CU_ASSERT_FATAL(v.mv_size <= sizeof(buf) && at < (long)v.mv_size);
+	memcpy(buf, v.mv_data, v.mv_size);
+	v.mv_data = buf;
+	if (at >= 0)
+		buf[at] ^= (uint8_t)(1u << bit);
+	if (tv.mv_size != kv.mv_size || memcmp(tb, kb, kv.mv_size) != 0)
+		CU_ASSERT_EQUAL(mdb_del(txn, dbi, &kv, NULL), 0);
+	CU_ASSERT_EQUAL(mdb_put(txn, dbi, &tv, &v, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/* One field of a stored record: where it is. */
+struct rec_field {
+	const char *name;
+	long at;
+};
+
+/* The fields of make_page's record: every fixed field, each range's
+ * offset and length (valid ranges first, then the hole). */
+static const struct rec_field rec_fields[] = {
+	{ "magic", offsetof(struct disk_rec, magic) },
+	{ "slot", offsetof(struct disk_rec, slot) },
+	{ "data_len", offsetof(struct disk_rec, data_len) },
+	{ "nvalid", offsetof(struct disk_rec, nvalid) },
+	{ "nholes", offsetof(struct disk_rec, nholes) },
+	{ "checksum", offsetof(struct disk_rec, checksum) },
+	{ "seq", offsetof(struct disk_rec, seq) },
+	{ "attr.size", offsetof(struct disk_rec, attr.size) + 2 },
+	{ "attr.fileid", offsetof(struct disk_rec, attr.fileid) },
+	{ "attr.mtime_sec", offsetof(struct disk_rec, attr.mtime_sec) },
+	{ "attr.mtime_nsec", offsetof(struct disk_rec, attr.mtime_nsec) },
+	{ "attr.ctime_sec", offsetof(struct disk_rec, attr.ctime_sec) },
+	{ "attr.ctime_nsec", offsetof(struct disk_rec, attr.ctime_nsec) },
+	{ "rec_sum", offsetof(struct disk_rec, rec_sum) },
+	{ "valid[0].off", sizeof(struct disk_rec) + 0 },
+	{ "valid[0].len", sizeof(struct disk_rec) + 4 },
+	{ "valid[1].off", sizeof(struct disk_rec) + 8 },
+	{ "valid[1].len", sizeof(struct disk_rec) + 12 },
+	{ "holes[0].off", sizeof(struct disk_rec) + 16 + 1 },	/* 3000 ->
+								 * 3000^256 */
+	{ "holes[0].len", sizeof(struct disk_rec) + 20 },
+};
+
+/* After an edit: the store opens ON, counts one failure, and k loads as a
+ * miss (the record was dropped at the scan); the other page is intact. */
+static void
+expect_refused(struct disk_key k, const char *field)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	disk_stats_get(d, &st);
+	if (st.checksum_failures != 1)
+		fprintf(stderr, "field %s: %llu failures\n", field,
+			(unsigned long long)st.checksum_failures);
+	CU_ASSERT_EQUAL(st.checksum_failures, 1);
+	CU_ASSERT_TRUE(disk_on(d));
+	CU_ASSERT_EQUAL(st.pages_held, 1);
+	load_wait(d, k, &g);
+	CU_ASSERT_EQUAL(g.r, DISK_MISS);
+	load_wait(d, key(1, 1), &g);
+	expect_page(&g, 1, 1);
+	CU_ASSERT_TRUE(disk_check(d));
+	/* Store the page again for the next field. */
+	store_page(d, 1, 0);
+	disk_drain(d);
+	disk_close(&d);
+}
+
+static void
+test_every_record_field_is_checksummed(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	store_page(d, 1, 0);
+	store_page(d, 1, 1);
+	disk_drain(d);
+	disk_close(&d);
+	for (size_t i = 0; i < sizeof(rec_fields) / sizeof(rec_fields[0]); i++) {
+		idx_edit_record(key(1, 0), rec_fields[i].at, 0, key(1, 0));
+		expect_refused(key(1, 0), rec_fields[i].name);
+	}
+	/* The key: a record moved under another page's key. */
+	idx_edit_record(key(1, 0), -1, 0, key(1, 7));
+	expect_refused(key(1, 7), "key");
+	/* A data byte: the record passes, its bytes do not (at load). */
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	load_wait(d, key(1, 0), &g);
+	expect_page(&g, 1, 0);
+	disk_close(&d);
+	idx_edit_record(key(1, 0), -1, 0, key(1, 0));	/* unchanged */
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.checksum_failures, 0);
+	disk_close(&d);
+}
+
+/* Copy file a to b. */
+static void
+copy_file(const char *a, const char *b)
+{
+	char buf[65536];
+	int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT | O_TRUNC,
+					       0600);
+	ssize_t n;
+
+	CU_ASSERT_FATAL(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		CU_ASSERT_EQUAL(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* The path of name in tdir. */
+static const char *
+tpath(const char *name)
+{
+	static char p[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", tdir, name);
+	return p[i];
+}
+
+/* How many entries of tdir match the pattern pat; remove them if rm. */
+static unsigned
+count_named(const char *pat, bool rm)
+{
+	glob_t g;
+	unsigned n = 0;
+
+	if (glob(tpath(pat), 0, NULL, &g) != 0)
+		return 0;
+	n = (unsigned)g.gl_pathc;
+	for (size_t i = 0; rm && i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+	return n;
+}
+
+/* After a damaged index: the store opened OFF, one log line naming
+ * index.mdb and containing want, nothing served, nothing crashed. */
+static void
+expect_off_at_open(struct disk *d, const char *want)
+{
+	struct disk_stats st;
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_FALSE(disk_on(d));
+	load_wait(d, key(1, 0), &g);
+	CU_ASSERT_EQUAL(g.r, DISK_OFF);
+	store_page(d, 1, 0);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	CU_ASSERT_EQUAL(st.pages_held, 0);
+	CU_ASSERT_EQUAL(nlogs, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "index.mdb"));
+	if (!strstr(lastlog, want))
+		fprintf(stderr, "log: %s (want %s)\n", lastlog, want);
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, want));
+	CU_ASSERT_EQUAL(disk_journal_scan(d, NULL, NULL), -1);
+	CU_ASSERT_TRUE(disk_check(d));
+	disk_close(&d);
+}
+
+/* Store 40 pages of file 1 and close. */
+static void
+fill_and_close(void)
+{
+	struct disk *d = open_store(PAGE, 64);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (unsigned i = 0; i < 40; i++)
+		store_page(d, 1, i);
+	disk_drain(d);
+	disk_close(&d);
+}
+
+static void
+test_flipped_index_bytes_never_crash_or_serve_wrong(void)
+{
+	struct stat sb;
+	unsigned seed = 37, off = 0, on = 0;
+
+	fill_and_close();
+	copy_file(tpath("index.mdb"), tpath("clean.mdb"));
+	CU_ASSERT_EQUAL_FATAL(stat(tpath("index.mdb"), &sb), 0);
+	for (int run = 0; run < 24; run++) {
+		struct disk *d;
+		int fd;
+
+		copy_file(tpath("clean.mdb"), tpath("index.mdb"));
+		unlink(tpath("index.mdb-lock"));
+		fd = open(tpath("index.mdb"), O_RDWR);
+		CU_ASSERT_FATAL(fd >= 0);
+		for (int i = 0; i < 8; i++) {	/* 8 bytes, seeded places */
+			uint8_t b = (uint8_t)rand_r(&seed);
+			off_t at = (off_t)(rand_r(&seed) % sb.st_size);
+
+			CU_ASSERT_EQUAL(pwrite(fd, &b, 1, at), 1);
+		}
+		close(fd);
+		nlogs = 0;
+		d = open_store(PAGE, 64);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+		disk_poll(d);
+		on += disk_on(d);
+		off += !disk_on(d);
+		CU_ASSERT_EQUAL(nlogs, disk_on(d) ? 0u : 1u);
+		for (unsigned i = 0; i < 40; i++) {	/* never a wrong byte */
+			struct got g;
+
+			load_wait(d, key(1, i), &g);
+			if (g.r == DISK_HIT)
+				expect_page(&g, 1, i);
+		}
+		disk_close(&d);
+		count_named("index.mdb.damaged-*", true);
+	}
+	fprintf(stderr, "flipped index: %u runs off, %u on\n", off, on);
+	CU_ASSERT_TRUE(off > 0);
+}
+
+static void
+test_truncated_index_before_start_is_off(void)
+{
+	struct stat sb;
+
+	fill_and_close();
+	CU_ASSERT_EQUAL_FATAL(stat(tpath("index.mdb"), &sb), 0);
+	CU_ASSERT_EQUAL(truncate(tpath("index.mdb"), sb.st_size / 2), 0);
+	nlogs = 0;
+	expect_off_at_open(open_store(PAGE, 64), "index.mdb: ");
+	/* Whatever it says of the journal, the file is still somewhere. */
+	CU_ASSERT_EQUAL(count_named("index.mdb", false) +
+			count_named("index.mdb.damaged-*", false), 1);
+}
+
+static void
+test_index_truncated_while_running_turns_off(void)
+{
+	struct disk *d;
+	struct disk_stats st;
+	struct got g;
+
+	fill_and_close();
+	d = open_store(PAGE, 64);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	load_wait(d, key(1, 3), &g);
+	expect_page(&g, 1, 3);
+	/* Under the map: the next read would be a SIGBUS. */
+	CU_ASSERT_EQUAL(truncate(tpath("index.mdb"), 3 * 4096), 0);
+	for (unsigned i = 0; i < 40; i++) {
+		load_wait(d, key(1, i), &g);
+		CU_ASSERT_EQUAL(g.r, DISK_OFF);
+	}
+	store_page(d, 1, 50);
+	disk_drain(d);
+	CU_ASSERT_FALSE(disk_on(d));
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.errors, 1);
+	CU_ASSERT_EQUAL(nlogs, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "index.mdb: truncated"));
+	disk_close(&d);
+	/* Truncated to nothing: caught by the meta pages' check. */
+	unlink(tpath("index.mdb"));
+	unlink(tpath("index.mdb-lock"));
+	fill_and_close();
+	nlogs = 0;
+	d = open_store(PAGE, 64);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(truncate(tpath("index.mdb"), 0), 0);
+	load_wait(d, key(1, 0), &g);
+	CU_ASSERT_EQUAL(g.r, DISK_OFF);
+	CU_ASSERT_EQUAL(nlogs, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "truncated to 0 bytes"));
+	disk_close(&d);
+}
+
+static void
+test_foreign_random_index_is_off_and_kept(void)
+{
+	uint8_t junk[65536];
+	unsigned seed = 7;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)rand_r(&seed);
+	fd = open(tpath("index.mdb"), O_WRONLY | O_CREAT, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	expect_off_at_open(open_store(PAGE, 64), "could not be read");
+	CU_ASSERT_EQUAL(count_named("index.mdb", false), 1);	/* kept */
+}
+
+/* Make tdir/index.mdb another program's LMDB environment. */
+static void
+make_foreign_env(bool with_journal_record)
+{
+	MDB_env *env = idx_env();
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	char hello[] = "hello", world[] = "world";
+	MDB_val k = { 5, hello }, v = { 5, world };
+
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CU_ASSERT_EQUAL(mdb_dbi_open(txn, "users", MDB_CREATE, &dbi), 0);
+	CU_ASSERT_EQUAL(mdb_put(txn, dbi, &k, &v, 0), 0);
+	if (with_journal_record) {
+		CU_ASSERT_EQUAL(mdb_dbi_open(txn, "journal", MDB_CREATE, &dbi),
+				0);
+		CU_ASSERT_EQUAL(mdb_put(txn, dbi, &k, &v, 0), 0);
+	}
+	CU_ASSERT_EQUAL(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+static void
+test_foreign_lmdb_index_moved_aside_then_fresh(void)
+{
+	struct disk *d;
+
+	make_foreign_env(false);
+	expect_off_at_open(open_store(PAGE, 64), "moved aside");
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "not an nfscached index"));
+	CU_ASSERT_EQUAL(count_named("index.mdb.damaged-*", false), 1);
+	CU_ASSERT_EQUAL(count_named("index.mdb", false), 0);
+	/* The next start makes a fresh index and the tier is on. */
+	nlogs = 0;
+	d = open_store(PAGE, 64);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_TRUE(disk_on(d));
+	store_page(d, 1, 0);
+	disk_drain(d);
+	{
+		struct got g;
+
+		load_wait(d, key(1, 0), &g);
+		expect_page(&g, 1, 0);
+	}
+	CU_ASSERT_EQUAL(nlogs, 0);
+	disk_close(&d);
+}
+
+static void
+test_damaged_index_with_journal_records_is_kept(void)
+{
+	struct stat before, after;
+
+	make_foreign_env(true);
+	CU_ASSERT_EQUAL_FATAL(stat(tpath("index.mdb"), &before), 0);
+	expect_off_at_open(open_store(PAGE, 64), "holds 1 journal record");
+	CU_ASSERT_PTR_NOT_NULL(strstr(lastlog, "kept as it is"));
+	CU_ASSERT_EQUAL(count_named("index.mdb.damaged-*", false), 0);
+	CU_ASSERT_EQUAL_FATAL(stat(tpath("index.mdb"), &after), 0);
+	CU_ASSERT_EQUAL(before.st_ino, after.st_ino);
+}
+
+static void
+test_unusable_index_lock_is_off_not_a_crash(void)
+{
+	struct disk *d;
+
+	fill_and_close();
+	/* A lock file too short for LMDB's reader table, that the store
+	 * may not grow: a directory bind is not at hand, so a read-only
+	 * 1-byte file that another opener holds. */
+	CU_ASSERT_EQUAL(truncate(tpath("index.mdb-lock"), 1), 0);
+	CU_ASSERT_EQUAL(chmod(tpath("index.mdb-lock"), 0400), 0);
+	nlogs = 0;
+	d = open_store(PAGE, 64);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	disk_poll(d);
+	if (disk_on(d)) {	/* LMDB grew it (root ignores the mode) */
+		struct got g;
+
+		load_wait(d, key(1, 0), &g);
+		expect_page(&g, 1, 0);
+		disk_close(&d);
+	} else {
+		expect_off_at_open(d, "index.mdb: ");
+	}
+}
+
 int
 test_register(void)
 {
@@ -1511,6 +1956,14 @@ test_register(void)
 	T(test_power_loss_durable_keeps_every_completed_page);
 	T(test_power_loss_nondurable_loses_pages_never_serves_wrong);
 	T(test_journal_pages_sequences_replace_del);
+	T(test_every_record_field_is_checksummed);
+	T(test_flipped_index_bytes_never_crash_or_serve_wrong);
+	T(test_truncated_index_before_start_is_off);
+	T(test_index_truncated_while_running_turns_off);
+	T(test_foreign_random_index_is_off_and_kept);
+	T(test_foreign_lmdb_index_moved_aside_then_fresh);
+	T(test_damaged_index_with_journal_records_is_kept);
+	T(test_unusable_index_lock_is_off_not_a_crash);
 #undef T
 	return 0;
 }

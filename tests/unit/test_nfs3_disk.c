@@ -15,11 +15,16 @@
  * READ; a file changed upstream after the restart is served new, its old
  * pages and holes dropped.
  */
+#include <fcntl.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "disk_impl.h"	/* the record's layout, to damage one */
 #include "disk_tier.h"
+#include "log.h"
 #include "nfs3_read.h"
 
 #include "cunit_main.h"
@@ -275,6 +280,104 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	h_fini(&h);
 }
 
+/* Flip bit 15 of the hole offset of the record of page 2 of the holey
+ * file (hole [0, PS/2), valid [PS/2, PS)): the hole then claims
+ * [32768, 65536), the page's real data (the issue's case, reversed). */
+static void flip_page2_hole_offset(void)
+{
+	char path[512];
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_dbi dbi;
+	MDB_val k, v;
+	unsigned flipped = 0;
+
+	snprintf(path, sizeof(path), "%s/index.mdb", tdir);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_create(&env), 0);
+	mdb_env_set_maxdbs(env, 8);
+	mdb_env_set_mapsize(env, (size_t)256 << 20);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_open(env, path, MDB_NOSUBDIR, 0600), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_dbi_open(txn, "pages", 0, &dbi), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_cursor_open(txn, dbi, &cur), 0);
+	while (mdb_cursor_get(cur, &k, &v, MDB_NEXT) == 0) {
+		struct disk_rec rec;
+		struct disk_range r[2];
+		uint8_t buf[sizeof(rec) + sizeof(r)];
+
+		memcpy(&rec, v.mv_data, sizeof(rec));
+		if (rec.nvalid != 1 || rec.nholes != 1 ||
+		    v.mv_size != sizeof(buf))
+			continue;
+		memcpy(buf, v.mv_data, sizeof(buf));
+		memcpy(r, buf + sizeof(rec), sizeof(r));
+		if (r[0].off != PS / 2 || r[1].off != 0)
+			continue;
+		buf[sizeof(rec) + 8 + 1] ^= 0x80;	/* holes[0].off bit 15 */
+		v = (MDB_val){ sizeof(buf), buf };
+		CU_ASSERT_EQUAL(mdb_cursor_put(cur, &k, &v, MDB_CURRENT), 0);
+		flipped++;
+	}
+	mdb_cursor_close(cur);
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+	CU_ASSERT_EQUAL(flipped, 1);
+}
+
+/* Count the lines of file path that contain want. */
+static unsigned count_lines(const char *path, const char *want)
+{
+	char line[2048];
+	unsigned n = 0;
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void test_flipped_hole_offset_is_refused_not_zeros(void)
+{
+	struct disk_stats ds;
+	struct nfs3_h h;
+	char logp[600];
+	int saved = dup(2), fd;
+	uint64_t id = cold_read(&h);
+
+	h_fini(&h);
+	flip_page2_hole_offset();
+	snprintf(logp, sizeof(logp), "%s.log", tdir);
+	fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(fd >= 0 && saved >= 0);
+	dup2(fd, 2);		/* the daemon's log lines, for a while */
+	setenv("NFS3_TEST_VERBOSE", "1", 1);	/* h_init keeps the level */
+	log_set_level_name("warn");
+	h_init(&h, with_disk);
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	/* Page 2: its real second half, from the upstream, not zeros. */
+	read_check(&h, id, 2 * PS, PS);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
+	read_check(&h, id, 0, PS);	/* the intact pages still served */
+	read_check(&h, id, PS, PS);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
+	disk_tier_drain();
+	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.checksum_failures, 1);
+	CU_ASSERT_TRUE(ds.on);
+	fflush(stderr);
+	unsetenv("NFS3_TEST_VERBOSE");
+	log_set_level_name("error");
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	CU_ASSERT_EQUAL(count_lines(logp, "failed a checksum"), 1);
+	unlink(logp);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
@@ -286,6 +389,7 @@ int test_register(void)
 	T(test_holes_stored_and_restored_after_restart);
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
+	T(test_flipped_hole_offset_is_refused_not_zeros);
 #undef T
 	return 0;
 }
