@@ -9,16 +9,19 @@
 #   3. every nfscached_ and process_ family the rules and the Grafana
 #      dashboard name is in the scrape, and every series of the scenario
 #      tests carries a label set the scrape has (plus job and instance);
+#      every such family is documented in docs/metrics.md;
 #   4. promtool test rules: the scenarios (nfscached.rules.test.yml), and
-#      the recorded scrape itself held for 40 minutes, a healthy daemon on which
-#      no alert may fire.
+#      the recorded scrape itself (with up 1) held for 40 minutes, a healthy
+#      daemon on which no alert of the rules file may fire.
 #
 #   test_rules.sh SRC_DIR TOOLS_DIR
 # promtool is $PROMTOOL, or promtool on PATH, or TOOLS_DIR/usr/bin/promtool
 # taken from Debian's prometheus package with apt-get download + dpkg-deb -x
 # (nothing is installed, no service started).
-# Regenerate scrape.prom after changing exported families:
-#   tests/integration/harness.sh -- sh -c 'curl -s http://$NFSC_METRICS_ADDR/metrics' > tests/prometheus/scrape.prom
+# Regenerate scrape.prom after changing exported families, with a disk
+# tier so that its families and local commit's are in it (FILE holding
+# `cache_dir = "DIR"` and `disk_cache_size = 64`, DIR an empty directory):
+#   tests/integration/harness.sh --proxy-conf-extra FILE -- sh -c 'curl -s http://$NFSC_METRICS_ADDR/metrics' > tests/prometheus/scrape.prom
 set -euo pipefail
 src=${1:?usage: test_rules.sh SRC_DIR TOOLS_DIR}
 tools=${2:?usage: test_rules.sh SRC_DIR TOOLS_DIR}
@@ -71,9 +74,18 @@ for name in $used; do
 		fail "$name is used by the rules or the dashboard but not exported"
 done
 echo "$(wc -w <<<"$used") families used, all exported"
+# ... and each is documented in docs/metrics.md's tables.
+documented=$(grep -oE '^\| `(nfscached|process)_[a-z0-9_]+`' "$src/docs/metrics.md" |
+	sed 's/^| `//; s/`$//' | sort -u)
+for name in $used; do
+	base=${name%_bucket}
+	grep -qxF "$base" <<<"$documented" ||
+		fail "$name is used by the rules or the dashboard but not in docs/metrics.md"
+done
 # Series of the scenarios: name{labels} minus job and instance must be
 # a series of the scrape, or have a label set the scrape's family has.
-grep -oE "series: '[^']+'" "$here/nfscached.rules.test.yml" | sed "s/series: '//; s/'\$//" |
+# Series Prometheus makes itself (up) are not the daemon's.
+grep -oE "series: '(nfscached|process)_[^']+'" "$here/nfscached.rules.test.yml" | sed "s/series: '//; s/'\$//" |
 while read -r s; do
 	name=${s%%\{*}
 	labels=$(sed -E 's/.*\{(.*)\}/\1/; s/(^|,)(job|instance)="[^"]*"//g; s/^,//' <<<"$s")
@@ -104,8 +116,12 @@ trap 'rm -rf "$gen"' EXIT
 		else n = n "{job=\"nfscached\",instance=\"rec:9655\"}"
 		printf "      - series: %c%s%c\n        values: %c%sx40%c\n", 39, n, 39, 39, v, 39
 	}'
+	echo "      - series: 'up{job=\"nfscached\",instance=\"rec:9655\"}'"
+	echo "        values: '1x40'"
 	echo "    alert_rule_test:"
-	for a in NfscachedUpstreamDown NfscachedHitRatioFalling NfscachedWritebackLagging NfscachedWritebackErrors; do
+	alerts=$(awk '$1 == "-" && $2 == "alert:" { print $3 }' "$rules")
+	[[ $(wc -w <<<"$alerts") -ge 16 ]] || fail "only $(wc -w <<<"$alerts") alerts in $rules"
+	for a in $alerts; do
 		printf '      - eval_time: 35m\n        alertname: %s\n        exp_alerts: []\n' "$a"
 	done
 } >"$gen/recorded.test.yml"
