@@ -6,13 +6,16 @@
 #   1. promtool check metrics: the recorded exposition is clean;
 #   2. promtool check rules on docs/prometheus/nfscached.rules.yml, and on
 #      the queries of the Grafana dashboard (docs/grafana/nfscached.json);
+#      the dashboard uses no recording rule and has disk-tier,
+#      local-commit and per-export panels;
 #   3. every nfscached_ and process_ family the rules and the Grafana
 #      dashboard name is in the scrape, and every series of the scenario
 #      tests carries a label set the scrape has (plus job and instance);
 #      every such family is documented in docs/metrics.md;
 #   4. promtool test rules: the scenarios (nfscached.rules.test.yml), and
 #      the recorded scrape itself (with up 1) held for 40 minutes, a healthy
-#      daemon on which no alert of the rules file may fire.
+#      daemon on which no alert of the rules file may fire and every
+#      dashboard query (but histogram quantiles) returns a sample.
 #
 #   test_rules.sh SRC_DIR TOOLS_DIR
 # promtool is $PROMTOOL, or promtool on PATH, or TOOLS_DIR/usr/bin/promtool
@@ -63,6 +66,26 @@ for i, e in enumerate(exprs):
     print("      - record: dashboard:query_%d\n        expr: %s" % (i, json.dumps(e)))
 PY
 "$promtool" check rules "$tools/dashboard.rules.yml" || fail "a dashboard query does not parse"
+# The dashboard works without the recording rules, and has its disk-tier,
+# local-commit and per-export panels.
+python3 - "$dash" <<'PY' || fail "the dashboard's panels"
+import json, sys
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+bad = [e for e in exprs if "nfscached:" in e]
+if bad:
+    sys.exit("a dashboard query uses a recording rule: %s" % bad[0])
+for fam in ("nfscached_disk_on", "nfscached_disk_hits_total", "nfscached_disk_stores_total",
+            "nfscached_disk_errors_total", "nfscached_local_commits_total",
+            "nfscached_local_commit_fallbacks_total", "nfscached_local_journal_writes_total",
+            "nfscached_local_writeback_failures_total"):
+    if not any(fam + "{" in e for e in exprs):
+        sys.exit("no dashboard panel shows %s" % fam)
+for fam in ("nfscached_reads_total", "nfscached_read_bytes_total",
+            "nfscached_upstream_write_bytes_total"):
+    if not any(fam + "{" in e and 'export=~"$export"' in e for e in exprs):
+        sys.exit("no per-export ($export) panel shows %s" % fam)
+PY
 
 # 3. Families named by the rules, the scenarios and the dashboard.
 families=$(awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$scrape" | sort -u)
@@ -124,6 +147,27 @@ trap 'rm -rf "$gen"' EXIT
 	for a in $alerts; do
 		printf '      - eval_time: 35m\n        alertname: %s\n        exp_alerts: []\n' "$a"
 	done
+	# Every dashboard query (template variables matching all) returns a
+	# sample on the healthy scrape: no panel is empty for want of a
+	# recording rule or a family. Histogram quantiles are left out (the
+	# buckets are not in the input series).
+	echo "    promql_expr_test:"
+	python3 - "$dash" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        e = t["expr"]
+        if "_bucket" in e:
+            continue
+        for v in ("$job", "$instance", "$export"):
+            e = e.replace(v, ".*")
+        print("      - expr: %s" % json.dumps("clamp_max(count(%s), 1)" % e))
+        print("        eval_time: 35m")
+        print("        exp_samples:")
+        print("          - labels: '{}'")
+        print("            value: 1")
+PY
 } >"$gen/recorded.test.yml"
 "$promtool" test rules "$here/nfscached.rules.test.yml" "$gen/recorded.test.yml" ||
 	fail "promtool test rules"
