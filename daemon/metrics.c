@@ -757,12 +757,88 @@ static void metrics_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(out);
 }
 
-/* GET or HEAD /healthz: 200 when every upstream is up, else 503. */
+/* The export whose client path is path, or NULL. Borrowed. */
+static const struct export_rt *export_by_path(const struct daemon *d,
+					      const char *path)
+{
+	for (size_t i = 0; i < d->nexports; i++)
+		if (strcmp(d->exports[i].conf->path, path) == 0)
+			return &d->exports[i];
+	return NULL;
+}
+
+/* Add "upstream down" and why its first connection last failed, on one
+ * line (control characters of the reason made spaces), to o. */
+static void down_reason(struct evbuffer *o, const struct export_rt *ex)
+{
+	const char *why = ex->lanes.n ? upstream_last_error(ex->lanes.lane[0]) : "";
+	char line[256];
+
+	snprintf(line, sizeof(line), "%s", why ? why : "");
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	evbuffer_add_printf(o, line[0] ? "upstream down: %s\n" : "upstream down\n",
+			    line);
+}
+
+/*
+ * The answer of /healthz?export=path, one line in o: 200 "ok" while the
+ * export's upstream is up; 200 "ok stale: ..." while it is not but
+ * stale_on_error > 0 (cached files are answered from expired state,
+ * stale.h); 503 "upstream down[: why]" otherwise; 404 "no export PATH"
+ * for a path no export has (exact match of the client path).
+ */
+static int healthz_export(const struct daemon *d, const char *path,
+			  struct evbuffer *o)
+{
+	const struct export_rt *ex = export_by_path(d, path);
+
+	if (!ex) {
+		evbuffer_add_printf(o, "no export %.*s\n", 1024, path);
+		return HTTP_NOTFOUND;
+	}
+	if (upcall_state(&ex->upc) == UPSTREAM_UP) {
+		evbuffer_add_printf(o, "ok\n");
+		return HTTP_OK;
+	}
+	if (d->conf->stale_on_error > 0) {
+		evbuffer_add_printf(o, "ok stale: upstream down, cached data "
+				    "served for %g s past expiry (stale_on_error)\n",
+				    d->conf->stale_on_error);
+		return HTTP_OK;
+	}
+	down_reason(o, ex);
+	return 503;
+}
+
+/* The answer of /healthz, one line in o: 200 "ok" while every export's
+ * upstream is up, else 503 "upstream down". */
+static int healthz_all(const struct daemon *d, struct evbuffer *o)
+{
+	for (size_t i = 0; i < d->nexports; i++)
+		if (upcall_state(&d->exports[i].upc) != UPSTREAM_UP) {
+			evbuffer_add_printf(o, "upstream down\n");
+			return 503;
+		}
+	evbuffer_add_printf(o, "ok\n");
+	return HTTP_OK;
+}
+
+/*
+ * GET or HEAD /healthz (every export) or /healthz?export=PATH (that
+ * export only; the value URL-decoded, '+' a space): healthz_all,
+ * healthz_export. Other query parameters are ignored; a query string
+ * evhttp cannot parse (a key without '=') gets 400. docs/operations.md
+ * "Health checks".
+ */
 static void healthz_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
+	const char *qs = strchr(evhttp_request_get_uri(req), '?'), *path = NULL;
+	struct evkeyvalq q;
 	struct evbuffer *out;
-	int up = 1;
+	int code;
 
 	if (refuse_method(req))
 		return;
@@ -770,13 +846,20 @@ static void healthz_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
-	for (size_t i = 0; i < m->d->nexports; i++)
-		if (upcall_state(&m->d->exports[i].upc) != UPSTREAM_UP)
-			up = 0;
-	evbuffer_add_printf(out, up ? "ok\n" : "upstream down\n");
+	TAILQ_INIT(&q);
+	if (qs && evhttp_parse_query_str(qs + 1, &q) != 0) {
+		evbuffer_add_printf(out, "bad query string: want export=PATH\n");
+		code = HTTP_BADREQUEST;
+	} else if ((path = evhttp_find_header(&q, "export")))
+		code = healthz_export(m->d, path, out);
+	else
+		code = healthz_all(m->d, out);
+	evhttp_clear_headers(&q);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "text/plain; charset=utf-8");
-	http_reply(req, up ? HTTP_OK : 503, up ? "OK" : "Service Unavailable", out);
+	http_reply(req, code, code == HTTP_OK ? "OK" : code == HTTP_NOTFOUND ?
+		   "Not Found" : code == HTTP_BADREQUEST ? "Bad Request" :
+		   "Service Unavailable", out);
 	evbuffer_free(out);
 }
 

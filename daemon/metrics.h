@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * metrics: the HTTP endpoint (libevent evhttp) serving GET /metrics in the
- * Prometheus text format (version 0.0.4) and GET /healthz. Counters are
+ * Prometheus text format (version 0.0.4) and GET /healthz (every export,
+ * or ?export=PATH for one: docs/operations.md "Health checks"). Counters are
  * pulled from each module's *_stats_get() at scrape time. With the test
  * clock on (mclock.h) it also serves POST /debug/clock/advance and
  * /debug/disk/gate (the disk tier's test gate, disk_tier.h).
