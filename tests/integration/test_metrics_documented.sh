@@ -24,9 +24,18 @@ echo "$n metric families exported, $missing undocumented"
 # The process_* families hold the daemon's own live values (procstat.c):
 # resident memory and open descriptors above 0 and at most what /proc says
 # of NFSC_PROXY_PID now (give or take a few MiB and fds), a start time
-# within the last day and not in the future, CPU seconds above 0.
+# within the last day and not in the future, CPU seconds between what
+# /proc says of it just before and just after the scrape (a fast start may
+# have used less than one clock tick: 0 is then the right value).
 : "${NFSC_PROXY_PID:?}"
+# The process's user + system CPU seconds from /proc/PID/stat.
+proc_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.6f\n", ($12 + $13) / hz }' \
+		"/proc/$NFSC_PROXY_PID/stat"
+}
+cpu0=$(proc_cpu)
 page=$(curl -sf "http://$NFSC_METRICS_ADDR/metrics")
+cpu1=$(proc_cpu)
 pval() { awk -v n="$1" '$1 == n { print $2 }' <<<"$page"; }
 rss=$(pval process_resident_memory_bytes)
 fds=$(pval process_open_fds)
@@ -42,7 +51,8 @@ awk -v f="$fds" -v p="$proc_fds" 'BEGIN { exit !(f > 0 && f <= p + 8 && f >= p -
 	{ echo "process_open_fds $fds, /proc says $proc_fds"; exit 1; }
 awk -v s="$start" -v n="$now" 'BEGIN { exit !(s > n - 86400 && s <= n + 1) }' ||
 	{ echo "process_start_time_seconds $start, now $now"; exit 1; }
-awk -v c="$cpu" 'BEGIN { exit !(c > 0) }' || { echo "process_cpu_seconds_total $cpu"; exit 1; }
+awk -v c="$cpu" -v a="$cpu0" -v b="$cpu1" 'BEGIN { exit !(c >= a && c <= b) }' ||
+	{ echo "process_cpu_seconds_total $cpu, /proc says $cpu0 before and $cpu1 after"; exit 1; }
 
 # Send "HEAD $1 HTTP/1.0" over a raw socket (curl would not read a body
 # after a HEAD) and print the whole response, which ends when the server
