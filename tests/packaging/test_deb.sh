@@ -20,6 +20,9 @@
 # it again; off by default, since the suite must not leave a package on
 # the machine it runs on.
 #
+# cpack first builds what is out of date in BUILD_DIR (CMake's preinstall
+# target): nothing in the test command, which builds the tree before ctest.
+#
 # Usage: test_deb.sh BUILD_DIR VERSION
 set -euo pipefail
 
