@@ -49,11 +49,13 @@ else()
   set(NFSCACHED_PKG_SYSUSERS "/usr/${NFSCACHED_SYSUSERSDIR}/nfscached.conf")
 endif()
 set(_deb ${PROJECT_BINARY_DIR}/packaging/deb)
-foreach(f postinst prerm postrm conffiles)
+foreach(f postinst prerm postrm)
   configure_file(${PROJECT_SOURCE_DIR}/packaging/deb/${f}.in ${_deb}/${f}
     @ONLY FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
     GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/packaging/deb/conffiles.in
+  ${_deb}/conffiles @ONLY)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${_deb}/postinst ${_deb}/prerm ${_deb}/postrm ${_deb}/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -5,7 +5,8 @@
 # accepts. Its lists are generated from conf/conf.c's table (man/conf_man.c);
 # this compares the page with what `nfscached --dump-config` prints, both
 # ways and per scope (global, export section): every directive's name, and
-# its unit, range and default sentence word for word. Both manual pages
+# its unit, range and default sentence word for word. nfscached(8), written
+# by hand, must name every flag `nfscached --help` lists. Both manual pages
 # must also format without a groff warning.
 #
 # Usage: test_conf_man.sh NFSCACHED CONF_MAN_PAGE MAN8_PAGE
@@ -56,6 +57,15 @@ if ! diff -u --label dump-config "$tmp/dump.list" --label nfscached.conf.5 \
 	fail "nfscached.conf(5) and --dump-config differ:"
 	cat "$tmp/diff" >&2
 fi
+
+# Every flag of the usage, in the hand-written nfscached(8) (roff writes
+# a '-' of a flag as '\-').
+"$bin" --help >"$tmp/usage"
+flags=$(grep -o -- '--[a-z][a-z-]*' "$tmp/usage" | sort -u)
+((${#flags} > 0)) || fail "nfscached --help lists no flag"
+for f in $flags; do
+	grep -qF -- "${f//-/\\-}" "$page8" || fail "nfscached(8) does not describe $f"
+done
 
 for p in "$page" "$page8"; do
 	out=$(LC_ALL=C.UTF-8 groff -man -ww -z "$p" 2>&1) || fail "groff failed on $p"
