@@ -8,7 +8,8 @@
  * Everything else derives from it: the libconfuse option arrays (libconfuse
  * parses the defaults from that same text), per-value validation, the
  * conversion into struct conf, conf_from_flags' defaults, conf_set_global,
- * conf_dump, conf_write_example, conf_equal and conf_free.
+ * conf_dump, conf_write_example, the manual nfscached.conf(5) (through
+ * conf_directive_doc, man/conf_man.c), conf_equal and conf_free.
  *
  * Loading runs in these steps, each reporting "FILE:LINE: reason"; every
  * error is recorded (report()) and the load goes on, so that a file's
@@ -1934,13 +1935,12 @@ static void fput_comment(FILE *f, const char *indent, const char *text)
 	}
 }
 
-/* Write the help comment of d: its help, then unit, range and default. */
-static void dump_help(FILE *f, const struct directive *d, const char *indent)
+/* Write d's unit, range and default: " Unit: U. Range: A..B. Default: V."
+ * (each part only when d has it) and a newline. */
+static void dump_facts(FILE *f, const struct directive *d)
 {
 	char lo[32], hi[32];
 
-	fput_comment(f, indent, d->help);
-	fprintf(f, "%s#", indent);
 	if (d->unit && unit_scale(d) > 0)
 		fprintf(f, " Unit: %s (or K, M, G, T).", d->unit);
 	else if (d->unit && unit_scale(d) < 0)
@@ -1961,6 +1961,14 @@ static void dump_help(FILE *f, const struct directive *d, const char *indent)
 	} else {
 		fprintf(f, " Default: %s.\n", d->def);
 	}
+}
+
+/* Write the help comment of d: its help, then unit, range and default. */
+static void dump_help(FILE *f, const struct directive *d, const char *indent)
+{
+	fput_comment(f, indent, d->help);
+	fprintf(f, "%s#", indent);
+	dump_facts(f, d);
 }
 
 /* Write every directive of scope held in base, with its help. */
@@ -2059,6 +2067,36 @@ void conf_write_example(FILE *f)
 		dump(c, f, example_header);
 out:
 	conf_free(&c);
+}
+
+size_t conf_directive_count(void)
+{
+	return NDIR;
+}
+
+int conf_directive_doc(size_t i, struct conf_directive_doc *doc)
+{
+	const struct directive *d = i < NDIR ? &directives[i] : NULL;
+	FILE *f;
+	size_t n;
+
+	if (!d)
+		return -1;
+	f = fmemopen(doc->facts, sizeof(doc->facts), "w");
+	if (!f)
+		return -1;
+	dump_facts(f, d);
+	if (fclose(f) != 0)
+		return -1;
+	n = strlen(doc->facts);
+	if (n == 0 || doc->facts[n - 1] != '\n')
+		return -1;	/* cut short: facts[] is too small */
+	doc->facts[n - 1] = '\0';
+	memmove(doc->facts, doc->facts + 1, n - 1);	/* the leading space */
+	doc->name = d->name;
+	doc->in_export = d->scope == S_EXPORT;
+	doc->help = d->help;
+	return 0;
 }
 
 void conf_free(struct conf **cp)

@@ -368,6 +368,25 @@ void conf_dump(const struct conf *c, FILE *f);
  */
 void conf_write_example(FILE *f);
 
+/* What the manual says of one directive (conf_directive_doc). */
+struct conf_directive_doc {
+	const char *name;	/* borrowed from the table, static */
+	bool in_export;		/* inside export sections; else global */
+	const char *help;	/* one sentence or a few, static */
+	char facts[256];	/* "Unit: U. Range: A..B. Default: V." as
+				 * --dump-config's comment writes it */
+};
+
+/* The number of directives in the table (global and export). */
+size_t conf_directive_count(void);
+
+/*
+ * Fill doc with directive i (0..conf_directive_count()-1, in the table's
+ * order, the order --dump-config writes them). Returns 0, or -1 when i is
+ * out of range. Any thread; used by the manual's generator (man/).
+ */
+int conf_directive_doc(size_t i, struct conf_directive_doc *doc);
+
 /*
  * Set one global directive of c from its text as it would appear in a
  * file, unquoted ("9655", "true", "/var/lib/x"), with the same checks as a

@@ -3,7 +3,9 @@
 #
 # Show nfscached working on this machine, from nothing:
 #
-#   1. install the Debian packages, build nfscached (Release, in build/)
+#   1. install the Debian packages the demo needs (install-deps.sh --demo:
+#      no test tooling), build the daemon alone (Release, -DBUILD_TESTING=OFF,
+#      in build-demo/, so a test tree in build/ is left as it is)
 #   2. start rpcbind (if none runs), an NFS-Ganesha server exporting a temp
 #      directory, and nfscached in front of it, all on loopback
 #   3. copy a 10 MiB file in and out through the proxy with nfs-cp, read it
@@ -15,7 +17,8 @@
 #   6. print `nfscached stats`, the summary of this run (hit ratio, bytes
 #      saved, writes, upstream latency), taken just before the stop
 #
-# Options: --no-deps (skip the package check), --no-build (use build/ as is).
+# Options: --no-deps (skip the package check), --no-build (use build-demo/
+# as is).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,14 +43,14 @@ step() {
 }
 
 if ((deps)); then
-	step "installing Debian packages"
-	scripts/install-deps.sh
+	step "installing the Debian packages the demo needs"
+	scripts/install-deps.sh --demo
 fi
-bin=$repo/build/daemon/nfscached
+bin=$repo/build-demo/daemon/nfscached
 if ((build)); then
-	step "building nfscached (Release) in build/"
-	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-	cmake --build build --target nfscached -j "$(nproc 2>/dev/null || echo 2)"
+	step "building nfscached (Release, the daemon only) in build-demo/"
+	cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
+	cmake --build build-demo --target nfscached -j "$(nproc 2>/dev/null || echo 2)"
 fi
 [[ -x "$bin" ]] || { echo "demo: $bin was not built" >&2; exit 1; }
 

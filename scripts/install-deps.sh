@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Install the Debian 12 packages that building nfscached, its tests and its
-# demo need. Does nothing (and needs no root) when all are installed;
-# otherwise runs apt-get update and apt-get install -y as root.
+# Install the Debian 12 packages that nfscached needs, for one of three
+# uses, each a superset of the one before:
+#
+#   --build   build the daemon, its manual pages and its Debian package
+#             (-DBUILD_TESTING=OFF; cpack needs dpkg-shlibdeps)
+#   --demo    that, and what scripts/demo.sh runs: an NFS-Ganesha upstream,
+#             rpcbind, the libnfs clients, curl and the shell tools
+#   (none)    everything: that, and what the tests need (CUnit, ctags,
+#             systemd's tools, tshark, clang's libFuzzer, stress-ng,
+#             python3, groff) and the kernel tests' QEMU guest
+#
+# Does nothing (and needs no root) when all are installed; otherwise runs
+# apt-get update and apt-get install -y as root.
 #
 # The kernel tests (tests/kernel/) need a QEMU guest's packages too; they
 # are installed without their recommendations (qemu-system-x86 would bring
@@ -16,23 +26,27 @@
 # documented hook), unless one is there already.
 set -euo pipefail
 
-packages=(
-	# build
+build_packages=(
 	build-essential cmake pkg-config
 	libevent-dev libtirpc-dev rpcsvc-proto libnfs-dev libssl-dev
 	libconfuse-dev uthash-dev
 	# the disk tier (disk/): its index, its page checksums
 	liblmdb-dev libxxhash-dev
-	# unit tests, and the function-length check (ctags over the sources)
-	libcunit1-dev universal-ctags
-	# integration tests and demo: the upstream server, its rpcbind, the
-	# clients, the metrics fetch, and the tools the scripts call
-	# (ss, pgrep, flock/setsid, cmp)
+	# the package: cpack's dependency list comes from dpkg-shlibdeps
+	dpkg-dev
+)
+demo_packages=(
+	# the upstream server, its rpcbind, the clients, the metrics fetch,
+	# and the tools scripts/lib.sh calls (ss, pgrep, flock/setsid, cmp)
 	nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils curl
 	# /etc/services and /etc/rpc: rpcbind cannot bind "sunrpc" without
 	# them (a minimal Debian has no netbase)
 	netbase
 	iproute2 procps util-linux diffutils
+)
+test_packages=(
+	# unit tests, and the function-length check (ctags over the sources)
+	libcunit1-dev universal-ctags
 	# the service tests: systemd-analyze verify/security, systemd-sysusers
 	systemd
 	# tests that count upstream calls on the wire too (dumpcap, tshark)
@@ -47,6 +61,8 @@ packages=(
 	# apt-get download and unpacks it into the build tree (dpkg-deb -x),
 	# so no Prometheus service is ever set up here
 	python3
+	# man.conf_directives and package.deb format the manual pages
+	groff-base
 )
 # The kernel tests: QEMU, mount.nfs (run in the guest), a static busybox
 # for the guest's initramfs, cpio and xz to build it and unpack the
@@ -63,6 +79,24 @@ not_installed() {
 		[[ "$status" == "install ok installed" ]] || echo "$p"
 	done
 }
+
+usage() {
+	echo "usage: $0 [--build | --demo]" >&2
+	exit 2
+}
+
+mode=all
+case ${1:-} in
+--build) mode=build ;;
+--demo) mode=demo ;;
+"") ;;
+*) usage ;;
+esac
+(($# <= 1)) || usage
+packages=("${build_packages[@]}")
+[[ $mode == build ]] || packages+=("${demo_packages[@]}")
+[[ $mode != all ]] || packages+=("${test_packages[@]}")
+[[ $mode == all ]] || kernel_packages=()
 
 mapfile -t missing < <(not_installed "${packages[@]}")
 mapfile -t kmissing < <(not_installed "${kernel_packages[@]}")

@@ -99,7 +99,7 @@ if ((stress)); then
 fi
 
 build_and_test release build \
-	-DCMAKE_BUILD_TYPE=Release -DNFSCACHED_WERROR=ON
+	-DCMAKE_BUILD_TYPE=Release -DNFSCACHED_WERROR=ON -DBUILD_TESTING=ON
 
 if ((asan)); then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
@@ -107,7 +107,7 @@ if ((asan)); then
 	# Leaks inside system libraries (libtirpc), listed with their reason.
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 	build_and_test asan build-asan \
-		-DCMAKE_BUILD_TYPE=Debug -DNFSCACHED_SANITIZE=ON
+		-DCMAKE_BUILD_TYPE=Debug -DNFSCACHED_SANITIZE=ON -DBUILD_TESTING=ON
 fi
 
 # The fuzz tree builds only the fuzz targets and runs only their checks.

@@ -5,7 +5,10 @@
 # service systemd accepts. PID 1 here is not systemd, so the unit is checked
 # offline, as installed:
 #   - the binary, the unit, the sysusers.d entry, the example configuration
-#     at etc/nfscached/nfscached.conf and the docs are where they belong;
+#     at etc/nfscached/nfscached.conf, the manual pages, the Prometheus
+#     rules, the Grafana dashboard and the docs are where they belong, with
+#     no empty directory; under --prefix /usr/local the configuration goes
+#     to usr/local/etc/nfscached and the unit names it there;
 #   - the installed configuration passes `nfscached --check-config`, and a
 #     second install keeps an operator's edited configuration;
 #   - `systemd-analyze verify --root` accepts the unit without a single
@@ -22,7 +25,7 @@ set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR}
 fails=0
 root=$(mktemp -d "${TMPDIR:-/tmp}/nfsc-unit.XXXXXX")
-trap 'rm -rf "$root"' EXIT
+trap 'rm -rf "$root" "$root.local"' EXIT
 
 # Record a failed check.
 fail() {
@@ -56,9 +59,29 @@ for f in usr/sbin/nfscached usr/lib/systemd/system/nfscached.service \
 	usr/share/doc/nfscached/metrics.md \
 	usr/share/doc/nfscached/semantics.md \
 	usr/share/doc/nfscached/operations.md \
-	usr/share/doc/nfscached/nfscached.conf.example; do
+	usr/share/doc/nfscached/nfscached.conf.example \
+	usr/share/man/man8/nfscached.8 usr/share/man/man5/nfscached.conf.5 \
+	usr/share/nfscached/nfscached.rules.yml usr/share/nfscached/nfscached.json; do
 	want_file "$f"
 done
+empty=$(cd "$root" && find . -type d -empty)
+[[ -z "$empty" ]] || fail "empty directories installed: $empty"
+
+# Another prefix: the configuration directory follows it, and so does the
+# unit; nothing is written outside it.
+other=$root.local
+if DESTDIR=$other cmake --install "$build" --prefix /usr/local >/dev/null 2>&1; then
+	[[ -f "$other/usr/local/etc/nfscached/nfscached.conf" ]] ||
+		fail "--prefix /usr/local: no usr/local/etc/nfscached/nfscached.conf"
+	outside=$(cd "$other" && find . -type f ! -path './usr/local/*')
+	[[ -z "$outside" ]] || fail "--prefix /usr/local installed outside it: $outside"
+	grep -qxF "ExecStart=/usr/local/sbin/nfscached --config /usr/local/etc/nfscached/nfscached.conf" \
+		"$other/usr/local/lib/systemd/system/nfscached.service" ||
+		fail "--prefix /usr/local: the unit does not name /usr/local paths"
+else
+	fail "cmake --install --prefix /usr/local failed"
+fi
+rm -rf "$other"
 [[ -f "$unit" ]] || { echo "FAIL: no unit installed; stopping" >&2; exit 1; }
 
 # The example configuration is valid as installed.
