@@ -29,6 +29,7 @@
 #include "daemon.h"
 #include "disk.h"
 #include "disk_tier.h"
+#include "stale.h"
 #include "log.h"
 #include "ratelog.h"
 
@@ -272,6 +273,7 @@ void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 				       &pg))
 			disk_store(tier, &k, &pg);
 	}
+	stale_keep_attr(d, f);	/* the version these pages belong to */
 }
 
 /* True when the stored version attributes equal f's current ones. */

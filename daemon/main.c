@@ -665,6 +665,7 @@ int main(int argc, char **argv)
 	start_upstreams(&d);
 	if (lcommit_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
+	stale_restore(&d, nfs3_meta_restore_name);	/* outage records */
 	start_listeners(&d);
 	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);
 	sigs[1] = evsignal_new(d.base, SIGINT, signal_stop_cb, &d);

@@ -37,6 +37,7 @@
 #include "nfs3_prot.h"
 #include "rpcmsg.h"
 #include "server.h"
+#include "stale.h"
 #include "upstream.h"
 
 /* One entry of the mount list DUMP reports. */
@@ -293,6 +294,10 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex,
 	struct mnt_walk *w;
 
 	root = upcall_root_fh(&ex->upc, &root_len);
+	if (root)
+		stale_keep_root(r->d, ex, root, root_len);
+	else
+		root = stale_root(r->d, ex, &root_len);	/* an outage */
 	if (!root) {
 		log_warn("MNT %s from %s: upstream not mounted", ex->conf->path,
 			 req_peer_name(r));
@@ -393,7 +398,8 @@ static enum op_status mnt_check(struct req *r, double deadline, bool *wait)
 				   ". or .. component");
 		return mnt_fail(r, MNT3ERR_ACCES);
 	}
-	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }) || late)
+	if (upcall_root_fh(&ex->upc, &(size_t){ 0 }) || late ||
+	    stale_root(r->d, ex, &(size_t){ 0 }))
 		return mnt_answer(r, ex, sub);
 	return *wait = true, OP_PENDING;
 }

@@ -53,6 +53,7 @@
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "server.h"
+#include "stale.h"
 
 /* XDR sizes (RFC 1813 section 2.5, 2.6): a post_op_attr with attributes,
  * the fixed part of entry3 (value_follows, fileid, name length, cookie). */
@@ -184,6 +185,14 @@ static bool name_cacheable(const char *name, size_t *len)
 	       strcmp(name, "..") != 0;
 }
 
+/* True when f's expired attributes may answer a call of ex now: its
+ * upstream is not up and they expired less than stale_on_error ago. */
+static bool stale_usable(struct daemon *d, const struct export_rt *ex,
+			 const struct cfile *f)
+{
+	return stale_now(d, ex) && stale_attrs_usable(d, f, UPSTREAM_EDOWN);
+}
+
 /* Count a miss of p and forward r. */
 static enum op_status miss(struct req *r, struct export_rt *ex,
 			   const struct nfs_cred *uc,
@@ -237,10 +246,13 @@ enum op_status nfs3_op_access(struct req *r)
 	f = fh_find(r->d, &a->object);
 	/* Denied bits are not answered locally: the cache keeps only
 	 * whether every bit asked for was granted (cfile_access_allows). */
-	if (!fresh(ex, f) || !cfile_access_allows(f, &uc, a->access)) {
+	if ((!fresh(ex, f) && !stale_usable(r->d, ex, f)) ||
+	    !cfile_access_allows(f, &uc, a->access)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
+	if (!fresh(ex, f))
+		stale_count(NFSPROC3_ACCESS);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	post_op_of(f, &res.ACCESS3res_u.resok.obj_attributes);
@@ -295,9 +307,10 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	size_t nlen, fhlen = 0;
 	struct daemon *d = r->d;
 	struct meta *m = meta_cache(d);
+	bool stale = !fresh(ex, dir) && stale_usable(d, ex, dir);
 
-	if (!m || !name_cacheable(a->what.name, &nlen) || !fresh(ex, dir) ||
-	    cfile_attr(dir)->type != NF3DIR ||
+	if (!m || !name_cacheable(a->what.name, &nlen) ||
+	    (!fresh(ex, dir) && !stale) || cfile_attr(dir)->type != NF3DIR ||
 	    !cfile_access_allows(dir, uc, ACCESS3_LOOKUP) ||
 	    !dir_stamp(dir, &st))
 		return OP_PENDING;
@@ -305,12 +318,18 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 			      a->what.dir.data.data_len, &st,
 			      (const uint8_t *)a->what.name, nlen, daemon_now(),
 			      ex->conf->negative_timeout, fh, &fhlen);
-	if (found == META_NEGATIVE)
+	if (found == META_NEGATIVE && !stale)
 		return lookup_reply(r, ex, dir, NULL, NULL, 0);
 	if (found != META_POSITIVE)
 		return OP_PENDING;
 	child = cache_find(d->cache, fh, fhlen);
-	if (fresh(ex, child))
+	if (!fresh(ex, child) && stale_usable(d, ex, child))
+		stale = true;
+	else if (!fresh(ex, child))
+		child = (cfile_put(d->cache, &child), NULL);
+	if (child && stale)
+		stale_count(NFSPROC3_LOOKUP);
+	if (child)
 		os = lookup_reply(r, ex, dir, child, fh, fhlen);
 	cfile_put(d->cache, &child);	/* r may be gone: it replied */
 	return os;
@@ -675,6 +694,56 @@ enum op_status nfs3_op_readdirplus(struct req *r)
 
 /* ---- learning from forwarded replies ---- */
 
+/* Keep what a LOOKUP taught for an outage: the directory's attributes,
+ * the name, the child's attributes (observed before the names hook). */
+static void keep_lookup(struct daemon *d, const struct cfile *dir,
+			const LOOKUP3args *a, const nfs_fh3 *obj)
+{
+	struct cfile *child;
+
+	stale_keep_attr(d, dir);
+	stale_keep_name(d, fh_bytes(&a->what.dir), a->what.dir.data.data_len,
+			(const uint8_t *)a->what.name, strlen(a->what.name),
+			fh_bytes(obj), obj->data.data_len);
+	child = cache_find(d->cache, fh_bytes(obj), obj->data.data_len);
+	stale_keep_attr(d, child);
+	cfile_put(d->cache, &child);
+}
+
+void nfs3_names_getattr(struct req *r, struct export_rt *ex,
+			const struct nfs_cred *cc, struct cfile *f, void *res)
+{
+	nfs3_names_none(r, ex, cc, f, res);
+	if (*(const nfsstat3 *)res == NFS3_OK)
+		stale_keep_attr(r->d, f);
+}
+
+void nfs3_names_access(struct req *r, struct export_rt *ex,
+		       const struct nfs_cred *cc, struct cfile *f, void *res)
+{
+	const ACCESS3res *x = res;
+	const ACCESS3args *a = r->args;
+
+	nfs3_names_none(r, ex, cc, f, res);
+	if (x->status != NFS3_OK)
+		return;
+	stale_keep_attr(r->d, f);
+	stale_keep_access(r->d, f, cc, a->access, x->ACCESS3res_u.resok.access);
+}
+
+void nfs3_meta_restore_name(struct daemon *d, const uint8_t *dir, size_t dlen,
+			    const uint8_t *name, size_t nlen, const uint8_t *fh,
+			    size_t fhlen, double now)
+{
+	struct cfile *f = cache_find(d->cache, dir, dlen);
+	struct meta *m = meta_cache(d);
+	struct meta_stamp st;
+
+	if (m && dir_stamp(f, &st) && cfile_attr(f)->type == NF3DIR)
+		meta_name_put(m, dir, dlen, &st, name, nlen, fh, fhlen, now);
+	cfile_put(d->cache, &f);
+}
+
 /* A LOOKUP reply: the name's entry and the caller's LOOKUP right. */
 void nfs3_names_lookup(struct req *r, struct export_rt *ex,
 		       const struct nfs_cred *cc, struct cfile *dir, void *res)
@@ -690,14 +759,16 @@ void nfs3_names_lookup(struct req *r, struct export_rt *ex,
 		return;
 	/* The upstream searched the directory for this caller. */
 	cfile_access_record(dir, cc, ACCESS3_LOOKUP, ACCESS3_LOOKUP);
+	stale_keep_access(r->d, dir, cc, ACCESS3_LOOKUP, ACCESS3_LOOKUP);
 	if (!name_cacheable(a->what.name, &nlen) || !dir_stamp(dir, &st) ||
 	    cfile_attr(dir)->type != NF3DIR)
 		return;
-	if (x->status == NFS3_OK)
+	if (x->status == NFS3_OK) {
 		meta_name_put(mc, fh_bytes(&a->what.dir), a->what.dir.data.data_len,
 			      &st, (const uint8_t *)a->what.name, nlen,
 			      fh_bytes(obj), obj->data.data_len, daemon_now());
-	else if (ex->conf->negative_timeout > 0)
+		keep_lookup(r->d, dir, a, obj);
+	} else if (ex->conf->negative_timeout > 0)
 		meta_name_put(mc, fh_bytes(&a->what.dir), a->what.dir.data.data_len,
 			      &st, (const uint8_t *)a->what.name, nlen, NULL, 0,
 			      daemon_now());

@@ -88,6 +88,22 @@ enum op_status nfs3_op_readdirplus(struct req *r);
 nfs3_names_fn nfs3_names_lookup, nfs3_names_readdir, nfs3_names_create,
 	nfs3_names_remove, nfs3_names_rename, nfs3_names_link, nfs3_names_none;
 
+/*
+ * GETATTR and ACCESS learn nothing for the names; with stale_on_error and
+ * a cache_dir they keep the file's attributes (and ACCESS its result)
+ * for an outage (stale.h, outage records).
+ */
+nfs3_names_fn nfs3_names_getattr, nfs3_names_access;
+
+/*
+ * Install a name kept by an earlier run (stale_restore's stale_name_fn):
+ * name in dir is fh, learned at now, as of dir's current attributes
+ * (restored first). Only at start, before serving.
+ */
+void nfs3_meta_restore_name(struct daemon *d, const uint8_t *dir, size_t dlen,
+			    const uint8_t *name, size_t nlen, const uint8_t *fh,
+			    size_t fhlen, double now);
+
 /* Drop every name and listing cached under directory dir (an upstream
  * handle, len bytes): `nfscached cache forget`. Nothing if none. */
 void nfs3_meta_forget_dir(struct daemon *d, const uint8_t *dir, size_t len);

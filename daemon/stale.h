@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "cred.h"
 #include "upstream.h"
 
 struct daemon;
@@ -76,6 +77,62 @@ void stale_remember(const struct daemon *d, const struct export_rt *ex,
 const uint8_t *stale_recall(const struct daemon *d, const struct export_rt *ex,
 			    uint32_t proc, const uint8_t *fh, size_t fhlen,
 			    enum upstream_status st, size_t *len);
+
+/*
+ * ---- outage records (docs/semantics.md "Outage mode") ----
+ * With stale_on_error > 0 and a cache_dir, what a client needs to mount,
+ * look a path up and read a cached file is also kept in cache_dir as it
+ * is learned (disk_outage_put: asynchronous, on the disk tier's writer,
+ * a put only when the value changed), and installed again at the next
+ * start (stale_restore), so a restarted proxy answers from it while the
+ * upstream is away. Each stale_keep_* is a no-op without both. Loop
+ * thread only.
+ */
+
+/* Keep f's attributes (as clients are shown them). */
+void stale_keep_attr(const struct daemon *d, const struct cfile *f);
+
+/* Keep that cr asked `asked` on f and was granted `granted`. */
+void stale_keep_access(const struct daemon *d, const struct cfile *f,
+		       const struct nfs_cred *cr, uint32_t asked,
+		       uint32_t granted);
+
+/* Keep that name[0..nlen) in directory dir[0..dlen) is handle fh[0..fhlen)
+ * (upstream handles). */
+void stale_keep_name(const struct daemon *d, const uint8_t *dir, size_t dlen,
+		     const uint8_t *name, size_t nlen, const uint8_t *fh,
+		     size_t fhlen);
+
+/* Keep ex's root handle root[0..len) (upstream). */
+void stale_keep_root(const struct daemon *d, const struct export_rt *ex,
+		     const uint8_t *root, size_t len);
+
+/* True when calls of ex are to be answered from stale state now:
+ * stale_on_error > 0 and ex's upstream is not UP. */
+bool stale_now(const struct daemon *d, const struct export_rt *ex);
+
+/* ex's root handle kept by an earlier run (*len bytes, borrowed), if
+ * stale_now(d, ex); else NULL. */
+const uint8_t *stale_root(const struct daemon *d, const struct export_rt *ex,
+			  size_t *len);
+
+/* Install a kept name: name in dir is fh, learned at now (seconds,
+ * daemon_now's clock); nfs3_meta's, passed in by the caller of
+ * stale_restore (stale does not call a handler module). */
+typedef void stale_name_fn(struct daemon *d, const uint8_t *dir, size_t dlen,
+			   const uint8_t *name, size_t nlen, const uint8_t *fh,
+			   size_t fhlen, double now);
+
+/*
+ * At start, after the disk tier and the local-commit journal: read every
+ * outage record of cache_dir and install it, as learned when it was kept
+ * and already expired (the first use with the upstream up asks it):
+ * attributes into files that have none, ACCESS results, names (through
+ * name_fn), FSINFO/FSSTAT/PATHCONF results and root handles. Returns the
+ * number of records installed. No-op (0) without stale_on_error or a
+ * cache_dir.
+ */
+long stale_restore(struct daemon *d, stale_name_fn *name_fn);
 
 /* Free what stale_remember kept (shutdown). */
 void stale_forget_all(void);

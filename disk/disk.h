@@ -173,6 +173,11 @@ struct disk_stats {
 	uint64_t pages_held;
 	uint64_t journal_records;	/* journal records held */
 	uint64_t journal_bytes;		/* their bytes (values) */
+	uint64_t outage_records;	/* outage records held */
+	uint64_t outage_dropped;	/* outage puts not kept: queue full,
+					 * tier off, or DISK_OUTAGE_MAX */
+	uint64_t outage_failures;	/* outage records that failed their
+					 * checksum at a scan (deleted) */
 	bool on;
 	/* Per-operation latency (queue wait excluded), cumulative buckets. */
 	uint64_t lat_bucket[DISK_LAT_NBUCKETS];	/* count <= bound */
@@ -385,6 +390,49 @@ long disk_journal_scan(struct disk *d, disk_journal_fn *fn, void *arg);
 long disk_meta_get(struct disk *d, const char *name, void *buf, size_t len);
 int disk_meta_put(struct disk *d, const char *name, const void *val,
 		  size_t len);
+
+/*
+ * The outage records (docs/disk-tier.md "Outage records"): small values
+ * the caller keeps so it can answer while its upstream is away after a
+ * restart (attributes, names, FSINFO results...), opaque here, under the
+ * caller's keys, in their own LMDB database ("outage") of the same
+ * environment. Each is stored with the caller's 64-bit stamp and a
+ * checksum over the whole value, the stamp and its length, seeded with
+ * the XXH3 of its key: a damaged record, or one copied under another
+ * key, is never handed back. Bounded: at most DISK_OUTAGE_MAX records; a
+ * put of a new key beyond that is dropped (an existing key is still
+ * replaced). Not culled, not dropped by disk_drop_file, a page_size
+ * change or disk_drop_all: a record describes a file, not its bytes, and
+ * the caller replaces it when it learns something newer.
+ */
+#define DISK_OUTAGE_MAX		65536	/* records */
+#define DISK_OUTAGE_KEY_MAX	400	/* bytes (LMDB keys: <= 511) */
+#define DISK_OUTAGE_VAL_MAX	1024	/* bytes */
+
+/*
+ * Queue a put of val[0..vlen) with stamp under key[0..klen) (both copied
+ * now), replacing the record under the same key. Never blocks. Puts
+ * queued together share one transaction (and one sync). 0, or -1 with
+ * errno: EINVAL (klen or vlen 0 or over their maximum), ENOMEM, EIO
+ * (tier off, or the writer's queue is full: counted in outage_dropped).
+ * Any thread that may submit.
+ */
+int disk_outage_put(struct disk *d, const void *key, size_t klen,
+		    const void *val, size_t vlen, uint64_t stamp);
+
+/* One outage record found by disk_outage_scan, borrowed for the call
+ * (val is aligned). Return 0 to go on, non-zero to stop with it. */
+typedef int disk_outage_fn(void *arg, const uint8_t *key, size_t klen,
+			   const void *val, size_t vlen, uint64_t stamp);
+
+/*
+ * Call fn for every outage record in key order, on this thread
+ * (synchronously: at start, before serving). A record that fails its
+ * checksum or is malformed is not handed over: it is deleted and counted
+ * in outage_failures. Returns the number of records handed over, fn's
+ * non-zero value when it stopped, or -1 (errno EIO, ENOMEM).
+ */
+long disk_outage_scan(struct disk *d, disk_outage_fn *fn, void *arg);
 
 /*
  * Check the store's invariants: the slot map agrees with the held count,

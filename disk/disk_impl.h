@@ -25,12 +25,14 @@ enum disk_op_kind {
 	DISK_OP_DROP_FILE,
 	DISK_OP_TOUCH,		/* move a loaded page to the LRU's young end */
 	DISK_OP_DROP_IF,	/* drop a corrupt page if it is still the same */
+	DISK_OP_OPUT,		/* outage: put a record (disk_outage.c) */
 	DISK_OP_JPUT,		/* journal: put a record (disk_journal.c) */
 	DISK_OP_JDEL,		/* journal: delete a record */
 	DISK_OP_JSYNC		/* journal: report once the above are durable */
 };
 
 #define DISK_JOURNAL_BATCH	1024	/* journal ops sharing one commit */
+#define DISK_OUTAGE_BATCH	256	/* outage puts sharing one commit */
 #define DISK_BATCH_MAX		DISK_JOURNAL_BATCH	/* >= DISK_STORE_BATCH */
 
 /* True for the journal's operations (never refused for a full queue:
@@ -57,7 +59,9 @@ struct disk_op {
 	uint32_t slot;			/* DROP_IF, TOUCH: the record seen */
 	uint64_t checksum;
 	uint64_t seq;
-	uint32_t data_len;		/* store: bytes to write */
+	uint32_t data_len;		/* store: bytes to write; OPUT: the
+					 * value's (key: key_len first) */
+	uint32_t key_len;		/* OPUT: bytes of key at data */
 	uint64_t valid_bytes;		/* store: bytes in valid ranges */
 	struct disk_op *next;
 };
@@ -93,6 +97,7 @@ struct disk {
 
 	MDB_env *env;
 	MDB_dbi dbi_pages, dbi_lru, dbi_meta, dbi_journal;
+	MDB_dbi dbi_outage;		/* disk_outage.c's records */
 	uint64_t journal_max;		/* journal bytes the map is sized for */
 	unsigned idx_psize;		/* index.mdb's page size */
 	MDB_txn *rtxn;			/* the reader's, reset between loads */
@@ -150,6 +155,10 @@ void disk_run_drop_if(struct disk *d, struct disk_op *op);
 void disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n);
 /* disk_journal.c: count the journal's records and bytes at open. */
 int disk_journal_count(struct disk *d, MDB_txn *txn);
+/* disk_outage.c: run n outage puts in one transaction. */
+void disk_run_outage(struct disk *d, struct disk_op **ops, unsigned n);
+/* disk_outage.c: count the outage records at open. */
+int disk_outage_count(struct disk *d, MDB_txn *txn);
 
 
 #define DISK_REC_MAGIC		0x52504432u	/* "RPD2" */
@@ -209,6 +218,9 @@ void disk_io_event(struct disk *d, enum disk_io_event ev, uint64_t off,
 /* disk_io.c: queue a journal operation for the writer: 0, or -1 (EIO)
  * when refused (the op then completes as DISK_OFF at the next poll). */
 int disk_submit_journal(struct disk *d, struct disk_op *op);
+/* disk_io.c: queue an outage put for the writer: false when dropped
+ * (it then completes as DISK_OFF at the next poll). */
+bool disk_submit_outage(struct disk *d, struct disk_op *op);
 /* disk_io.c: queue an internal operation for the writer (reader side). */
 void disk_submit_internal(struct disk *d, struct disk_op *op);
 /* disk_io.c: record one operation's latency, microseconds. */

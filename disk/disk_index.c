@@ -50,7 +50,7 @@ set_err(char *err, size_t errlen, const char *dir, const char *what, int e)
 			 e > 0 ? strerror(e) : mdb_strerror(e));
 }
 
-/* Open the LMDB environment and its four databases. 0 or an error. */
+/* Open the LMDB environment and its five databases. 0 or an error. */
 static int
 env_open(struct disk *d, const char **what)
 {
@@ -60,12 +60,13 @@ env_open(struct disk *d, const char **what)
 	size_t map = (size_t)64 << 20;
 	int rc;
 
-	map += (size_t)d->nslots * 4096 + (size_t)d->journal_max * 2;
+	map += (size_t)d->nslots * 4096 + (size_t)d->journal_max * 2 +
+	       (size_t)DISK_OUTAGE_MAX * 2048;
 	snprintf(path, sizeof(path), "%s/index.mdb", d->dir);
 	*what = "index open";
 	rc = mdb_env_create(&d->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(d->env, 4);
+		rc = mdb_env_set_maxdbs(d->env, 5);
 	if (rc == 0)
 		rc = mdb_env_set_mapsize(d->env, map);
 	if (rc == 0)
@@ -86,6 +87,8 @@ env_open(struct disk *d, const char **what)
 		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &d->dbi_meta);
 	if (rc == 0)
 		rc = mdb_dbi_open(txn, "journal", MDB_CREATE, &d->dbi_journal);
+	if (rc == 0)
+		rc = mdb_dbi_open(txn, "outage", MDB_CREATE, &d->dbi_outage);
 	if (rc == 0)
 		rc = mdb_txn_commit(txn);
 	else
@@ -198,7 +201,7 @@ scan_lru(struct disk *d, MDB_txn *txn)
 }
 
 /* In txn: check the format, rebuild the slot map, drop what cannot
- * stay, count the journal; *emptied when the format differed. */
+ * stay, count the journal and the outage records; *emptied when the format differed. */
 static int
 index_scan(struct disk *d, MDB_txn *txn, bool *emptied)
 {
@@ -210,6 +213,8 @@ index_scan(struct disk *d, MDB_txn *txn, bool *emptied)
 		rc = scan_lru(d, txn);
 	if (rc == 0)
 		rc = disk_journal_count(d, txn);
+	if (rc == 0)
+		rc = disk_outage_count(d, txn);
 	return rc;
 }
 
@@ -313,7 +318,8 @@ probe_say(int fd, char tag, const char *text)
 static int
 walk_main(MDB_txn *txn, int fd)
 {
-	static const char *const ours[] = { "pages", "lru", "meta", "journal" };
+	static const char *const ours[] = { "pages", "lru", "meta", "journal",
+					    "outage" };
 	MDB_cursor *cur;
 	MDB_val k, v;
 	MDB_dbi dbi;

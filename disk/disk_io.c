@@ -193,6 +193,7 @@ run_ops(struct disk *d, struct disk_op **ops, unsigned n)
 	case DISK_OP_DROP_FILE:	disk_run_drop_file(d, op); break;
 	case DISK_OP_TOUCH:	disk_run_touch(d, op); break;
 	case DISK_OP_DROP_IF:	disk_run_drop_if(d, op); break;
+	case DISK_OP_OPUT:	disk_run_outage(d, ops, n); break;
 	case DISK_OP_JPUT:
 	case DISK_OP_JDEL:
 	case DISK_OP_JSYNC:	disk_run_journal(d, ops, n); break;
@@ -217,8 +218,9 @@ index_check(struct disk *d)
 	return false;
 }
 
-/* Take q's next op, and the stores queued right behind a store, or the
- * journal ops right behind a journal op (mu held). */
+/* Take q's next op, and the stores queued right behind a store, the
+ * outage puts right behind an outage put, or the journal ops right
+ * behind a journal op (mu held). */
 static unsigned
 take_ops(struct disk_queue *q, struct disk_op **ops)
 {
@@ -227,6 +229,9 @@ take_ops(struct disk_queue *q, struct disk_op **ops)
 	ops[n++] = queue_pop(q);
 	while (ops[0]->kind == DISK_OP_STORE && n < DISK_STORE_BATCH &&
 	       q->head && q->head->kind == DISK_OP_STORE)
+		ops[n++] = queue_pop(q);
+	while (ops[0]->kind == DISK_OP_OPUT && n < DISK_OUTAGE_BATCH &&
+	       q->head && q->head->kind == DISK_OP_OPUT)
 		ops[n++] = queue_pop(q);
 	while (DISK_OP_IS_JOURNAL(ops[0]->kind) && n < DISK_JOURNAL_BATCH &&
 	       q->head && DISK_OP_IS_JOURNAL(q->head->kind))
@@ -329,6 +334,17 @@ disk_submit_journal(struct disk *d, struct disk_op *op)
 	if (dropped)
 		errno = EIO;
 	return dropped ? -1 : 0;
+}
+
+/* Queue an outage put for the writer (disk_outage.c): false when it
+ * was dropped (queue full, tier off). */
+bool
+disk_submit_outage(struct disk *d, struct disk_op *op)
+{
+	bool dropped;
+
+	submit(d, &d->wq, op, &dropped);
+	return !dropped;
 }
 
 /* Free op and its data. */
@@ -691,6 +707,12 @@ disk_stats_get(const struct disk *d, struct disk_stats *st)
 					      __ATOMIC_RELAXED);
 	st->journal_bytes = __atomic_load_n(&d->st.journal_bytes,
 					    __ATOMIC_RELAXED);
+	st->outage_records = __atomic_load_n(&d->st.outage_records,
+					     __ATOMIC_RELAXED);
+	st->outage_dropped = __atomic_load_n(&d->st.outage_dropped,
+					     __ATOMIC_RELAXED);
+	st->outage_failures = __atomic_load_n(&d->st.outage_failures,
+					      __ATOMIC_RELAXED);
 	st->on = disk_on(d);
 }
 

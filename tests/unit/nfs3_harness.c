@@ -22,6 +22,8 @@
 #include "log.h"
 #include "peername.h"
 #include "nfs3_harness.h"
+#include "nfs3_meta.h"
+#include "stale.h"
 #include "rpcmsg.h"
 #include "server.h"
 #include "writeback.h"
@@ -144,6 +146,8 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
 		abort();
 	start_export(h);
+	/* Outage records of an earlier run (stale_on_error), as main(). */
+	stale_restore(&h->d, nfs3_meta_restore_name);
 	connect_client(h);
 	h->next_xid = 0x1000;
 	h->uid = h->gid = 1000;
@@ -165,6 +169,7 @@ void h_fini(struct nfs3_h *h)
 	server_free(&h->d.server);
 	writeback_stop(&h->d);
 	nfs3_meta_shutdown();
+	stale_forget_all();
 	fake_up_destroy(&h->fu);
 	cache_owner_clear(h->d.cache, fstate_free);
 	cache_free(&h->d.cache);

@@ -17,6 +17,7 @@
  * durable mode and never serves a wrong byte in either mode.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1924,6 +1925,150 @@ test_unusable_index_lock_is_off_not_a_crash(void)
 	}
 }
 
+/* What an outage scan saw. */
+struct oseen {
+	int n;
+	char keys[8][16];
+	char vals[8][16];
+	uint64_t stamps[8];
+};
+
+/* The outage scan callback: copy what came. */
+static int
+oseen_cb(void *arg, const uint8_t *k, size_t klen, const void *v, size_t vlen,
+	 uint64_t stamp)
+{
+	struct oseen *o = arg;
+
+	if (o->n < 8 && klen < 16 && vlen < 16) {
+		memcpy(o->keys[o->n], k, klen);
+		o->keys[o->n][klen] = 0;
+		memcpy(o->vals[o->n], v, vlen);
+		o->vals[o->n][vlen] = 0;
+		o->stamps[o->n] = stamp;
+	}
+	o->n++;
+	return 0;
+}
+
+/* Change the outage record under key: flip byte at (at >= 0) of its value,
+ * or (at < 0) copy it under key to. */
+static void
+outage_edit(const char *key, int at, const char *to)
+{
+	char path[512];
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key }, v, t;
+	uint8_t buf[2048];
+
+	snprintf(path, sizeof(path), "%s/index.mdb", tdir);
+	CU_ASSERT_FATAL(mdb_env_create(&env) == 0);
+	mdb_env_set_maxdbs(env, 8);
+	mdb_env_set_mapsize(env, (size_t)256 << 20);
+	CU_ASSERT_FATAL(mdb_env_open(env, path, MDB_NOSUBDIR, 0600) == 0);
+	CU_ASSERT_FATAL(mdb_txn_begin(env, NULL, 0, &txn) == 0);
+	CU_ASSERT_FATAL(mdb_dbi_open(txn, "outage", 0, &dbi) == 0);
+	CU_ASSERT_FATAL(mdb_get(txn, dbi, &k, &v) == 0);
+	CU_ASSERT_FATAL(v.mv_size <= sizeof(buf));
+	memcpy(buf, v.mv_data, v.mv_size);
+	v.mv_data = buf;
+	if (at >= 0) {
+		buf[at] ^= 0x01;
+		CU_ASSERT(mdb_put(txn, dbi, &k, &v, 0) == 0);
+	} else {
+		t = (MDB_val){ strlen(to), (void *)(uintptr_t)to };
+		CU_ASSERT(mdb_put(txn, dbi, &t, &v, 0) == 0);
+	}
+	CU_ASSERT(mdb_txn_commit(txn) == 0);
+	mdb_env_close(env);
+}
+
+/* Outage records: put, replaced, found again after a reopen in key order
+ * with their stamps; a flipped value byte, a flipped stamp and a record
+ * copied under another key are refused (not handed over, deleted,
+ * counted). */
+static void
+test_outage_records_round_trip_and_checksummed(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	struct oseen o = { 0 };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A1", 2, "old", 3, 7), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "N1", 2, "name", 4, 9), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A2", 2, "two", 3, 8), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A1", 2, "new", 3, 10), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A3", 2, "x", 0, 1), -1);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_records, 3);
+	disk_close(&d);
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(disk_outage_scan(d, oseen_cb, &o), 3);
+	CU_ASSERT_EQUAL(o.n, 3);
+	CU_ASSERT_STRING_EQUAL(o.keys[0], "A1");
+	CU_ASSERT_STRING_EQUAL(o.vals[0], "new");
+	CU_ASSERT_EQUAL(o.stamps[0], 10);
+	CU_ASSERT_STRING_EQUAL(o.keys[1], "A2");
+	CU_ASSERT_STRING_EQUAL(o.vals[1], "two");
+	CU_ASSERT_STRING_EQUAL(o.keys[2], "N1");
+	CU_ASSERT_EQUAL(o.stamps[2], 9);
+	disk_close(&d);
+	outage_edit("A2", 24, NULL);	/* a byte of the value */
+	outage_edit("N1", 8, NULL);	/* a byte of the stamp */
+	outage_edit("A1", -1, "A9");	/* A1's record under another key */
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	memset(&o, 0, sizeof(o));
+	CU_ASSERT_EQUAL(disk_outage_scan(d, oseen_cb, &o), 1);
+	CU_ASSERT_EQUAL(o.n, 1);
+	CU_ASSERT_STRING_EQUAL(o.keys[0], "A1");
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_failures, 3);
+	CU_ASSERT_EQUAL(st.outage_records, 1);
+	memset(&o, 0, sizeof(o));
+	CU_ASSERT_EQUAL(disk_outage_scan(d, oseen_cb, &o), 1);	/* deleted */
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_failures, 3);
+	disk_close(&d);
+}
+
+/* Outage records are bounded: past DISK_OUTAGE_MAX a new key is dropped
+ * and counted, an existing key is still replaced. */
+static void
+test_outage_records_bounded(void)
+{
+	char err[256] = "";
+	struct disk_params p = {
+		.dir = tdir, .page_size = PAGE, .budget_bytes = 16 * PAGE,
+		.durable = false, .log = log_hook,
+	};
+	struct disk *d = disk_open(&p, err, sizeof(err));
+	struct disk_stats st;
+	uint32_t k;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (k = 0; k < DISK_OUTAGE_MAX + 10; k++) {
+		uint32_t be = htonl(k);
+
+		CU_ASSERT_EQUAL_FATAL(disk_outage_put(d, &be, 4, "v", 1, 1), 0);
+		if (k % 512 == 511)
+			disk_drain(d);
+	}
+	k = htonl(5);
+	CU_ASSERT_EQUAL(disk_outage_put(d, &k, 4, "w", 1, 2), 0);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_records, DISK_OUTAGE_MAX);
+	CU_ASSERT_EQUAL(st.outage_dropped, 10);
+	CU_ASSERT(st.on);
+	disk_close(&d);
+}
+
 int
 test_register(void)
 {
@@ -1964,6 +2109,8 @@ test_register(void)
 	T(test_foreign_lmdb_index_moved_aside_then_fresh);
 	T(test_damaged_index_with_journal_records_is_kept);
 	T(test_unusable_index_lock_is_off_not_a_crash);
+	T(test_outage_records_round_trip_and_checksummed);
+	T(test_outage_records_bounded);
 #undef T
 	return 0;
 }

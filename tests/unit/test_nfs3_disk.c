@@ -29,6 +29,7 @@
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
+#include "stale.h"
 
 #define PS	65536u		/* the default page_size */
 
@@ -378,6 +379,124 @@ static void test_flipped_hole_offset_is_refused_not_zeros(void)
 	h_fini(&h);
 }
 
+/* with_disk and stale_on_error = 600. */
+static void with_disk_stale(struct conf *c)
+{
+	with_disk(c);
+	c->stale_on_error = 600;
+}
+
+/* GETATTR (or ACCESS of ACCESS3_READ when access) of toy file id:
+ * the reply's status. */
+static nfsstat3 attr_call(struct nfs3_h *h, uint64_t id, bool access)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	GETATTR3args g;
+	ACCESS3args a = { .access = ACCESS3_READ };
+	GETATTR3res gr;
+	ACCESS3res ar;
+	nfsstat3 st;
+	uint32_t xid;
+
+	h_fh(h, id, access ? &a.object : &g.object, buf);
+	if (!access) {
+		xid = h_call(h, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &g);
+		memset(&gr, 0, sizeof(gr));
+		CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_GETATTR3res,
+					     &gr), 0);
+		st = gr.status;
+		if (st == NFS3_OK)
+			CU_ASSERT_EQUAL(gr.GETATTR3res_u.resok.obj_attributes.fileid, id);
+		xdr_free((xdrproc_t)xdr_GETATTR3res, (char *)&gr);
+		return st;
+	}
+	xid = h_call(h, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &a);
+	memset(&ar, 0, sizeof(ar));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_ACCESS3res, &ar), 0);
+	st = ar.status;
+	if (st == NFS3_OK)
+		CU_ASSERT_EQUAL(ar.ACCESS3res_u.resok.access, ACCESS3_READ);
+	xdr_free((xdrproc_t)xdr_ACCESS3res, (char *)&ar);
+	return st;
+}
+
+/* The stale answers counted for proc since *before. */
+static uint64_t stale_since(const struct stale_stats *before, uint32_t proc)
+{
+	struct stale_stats now;
+
+	stale_stats_get(&now);
+	return now.answers[proc] - before->answers[proc];
+}
+
+/* Outage mode across a restart: a file looked up, ACCESSed and read with
+ * stale_on_error and a cache_dir; the proxy restarted with the upstream
+ * down answers LOOKUP by name, GETATTR, ACCESS and READ of every byte
+ * from what cache_dir kept, each counted stale, no upstream call. */
+static void test_outage_restart_serves_lookup_attrs_access_read(void)
+{
+	char fname[] = "f";
+	struct stale_stats before;
+	struct disk_stats ds;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", 2 * PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	CU_ASSERT_EQUAL(attr_call(&h, id, true), NFS3_OK);
+	read_check(&h, id, 0, PS);
+	read_check(&h, id, PS, PS);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	/* dir and file attributes, the name, two ACCESS answers */
+	CU_ASSERT(ds.outage_records >= 5);
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);	/* RAM cold, the upstream down */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
+	h.fu.state = UPSTREAM_DOWN;
+	stale_stats_get(&before);
+	got = 0;
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	CU_ASSERT_EQUAL(got, id);
+	CU_ASSERT_EQUAL(attr_call(&h, id, false), NFS3_OK);
+	CU_ASSERT_EQUAL(attr_call(&h, id, true), NFS3_OK);
+	read_check(&h, id, 0, PS);
+	read_check(&h, id, PS, PS);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_LOOKUP), 1);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_GETATTR), 1);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_ACCESS), 1);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_READ), 2);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 0);
+	h_fini(&h);
+}
+
+/* Without a restart: once the upstream is down and the file's attributes
+ * expired, a LOOKUP of its cached name is answered stale (it was
+ * NFS3ERR_JUKEBOX). */
+static void test_outage_lookup_of_cached_name_answered(void)
+{
+	char fname[] = "f", nope[] = "nope";
+	struct stale_stats before;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	h.fu.state = UPSTREAM_DOWN;
+	h_advance(&h, 120);		/* past acregmax and acdirmax */
+	stale_stats_get(&before);
+	got = 0;
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	CU_ASSERT_EQUAL(got, id);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_LOOKUP), 1);
+	CU_ASSERT_EQUAL(h_lookup(&h, nope, NULL), NFS3ERR_JUKEBOX);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
@@ -387,6 +506,8 @@ int test_register(void)
 		return -1;
 #define T(f) if (!CU_add_test(s, #f, f)) return -1
 	T(test_holes_stored_and_restored_after_restart);
+	T(test_outage_restart_serves_lookup_attrs_access_read);
+	T(test_outage_lookup_of_cached_name_answered);
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);
