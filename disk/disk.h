@@ -106,7 +106,8 @@ const char *disk_result_name(enum disk_result r);
 enum disk_fault_op {
 	DISK_FAULT_WRITE,		/* the data write of a store */
 	DISK_FAULT_READ,		/* the data read of a load */
-	DISK_FAULT_SYNC			/* the data fsync of a store */
+	DISK_FAULT_SYNC,		/* the data fsync of a store */
+	DISK_FAULT_JOURNAL		/* the commit of a journal batch */
 };
 
 /*

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "disk_impl.h"
 
@@ -105,6 +106,19 @@ journal_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	return rc;
 }
 
+/* The error a failed commit reports: LMDB turns a short write (what a
+ * full filesystem gives) into EIO; with no free block left it is
+ * ENOSPC. */
+static int
+journal_error(struct disk *d, int rc)
+{
+	struct statvfs sv;
+
+	if (rc == EIO && statvfs(d->dir, &sv) == 0 && sv.f_bavail == 0)
+		return ENOSPC;
+	return rc;
+}
+
 void
 disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 {
@@ -114,7 +128,9 @@ disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 
 	if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
 		return;		/* every op stays DISK_OFF */
-	rc = mdb_txn_begin(d->env, NULL, 0, &txn);
+	rc = disk_fault_take(d, DISK_FAULT_JOURNAL);
+	if (rc == 0)
+		rc = mdb_txn_begin(d->env, NULL, 0, &txn);
 	for (unsigned i = 0; i < n && rc == 0; i++)
 		rc = journal_apply(d, txn, ops[i], &drec, &dbytes);
 	if (rc == 0) {
@@ -124,7 +140,7 @@ disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 	if (txn)
 		mdb_txn_abort(txn);
 	if (rc != 0) {
-		disk_degrade(d, "journal commit", rc);
+		disk_degrade(d, "journal commit", journal_error(d, rc));
 		return;
 	}
 	disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
