@@ -29,6 +29,7 @@
 #include "daemon.h"
 #include "disk.h"
 #include "disk_tier.h"
+#include "lcommit.h"
 #include "log.h"
 
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
@@ -51,8 +52,8 @@ struct dt_batch {
 /* The store's log hook: one line when the tier turns off. */
 static void tier_log(void *arg, const char *reason)
 {
-	(void)arg;
 	log_error("%s; serving from RAM and the upstream only", reason);
+	lcommit_tier_off(arg);	/* the journal's records: a fence now */
 }
 
 /* The eventfd became readable: run the completions. */
@@ -81,6 +82,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 		.durable = true,
 		.journal_max = (uint64_t)c->disk_dirty_limit << 20,
 		.log = tier_log,
+		.log_arg = d,
 	};
 
 	if (!c->cache_dir || !*c->cache_dir)
@@ -104,6 +106,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 
 void disk_tier_stop(void)
 {
+	lcommit_fence_stop();
 	if (tier_ev)
 		event_free(tier_ev);
 	tier_ev = NULL;

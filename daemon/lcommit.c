@@ -37,6 +37,7 @@
 #include "disk_tier.h"
 #include "fstate.h"
 #include "lcommit.h"
+#include "lcommit_fence.h"
 #include "log.h"
 #include "nfs3_ops.h"
 #include "writeback.h"
@@ -46,6 +47,7 @@
 #define LCOMMIT_RETRY	5.0		/* seconds between retries of a
 					 * failed write-back of local data */
 #define LC_VERF_KEY	"writeverf"
+#define LC_ID_KEY	"journal_id"	/* the journal's identity (fences) */
 
 struct lc_hdr {
 	uint32_t magic;
@@ -91,6 +93,32 @@ static uint64_t pages_held;	/* pages with records in the journal: the
 				 * lc_map entries made (records kept at
 				 * start or after STALE stay counted) */
 
+/* A COMMIT or FILE_SYNC WRITE whose bytes are stable upstream, waiting
+ * for the fence (lcommit_upstream_wait). */
+struct lc_waiter {
+	struct daemon *d;
+	wb_wait_fn fn;
+	void *arg;
+	double since;			/* daemon_now() when it began to wait */
+	struct lc_waiter *next;
+};
+
+/* The fence of this run (lcommit_fence.h). NONE while the journal can
+ * delete; PENDING from the moment it cannot (the tier turned off) until
+ * no page of this run's records holds write-back bytes; then DURABLE
+ * once written in cache_dir or state_dir, or FAILED (retried every
+ * LCOMMIT_RETRY seconds). */
+enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_DURABLE, LCF_FAILED };
+
+static struct {
+	enum lc_fence_state st;
+	struct lcommit_fence fz;	/* id, hi and the files left out */
+	bool overflow;			/* more files to leave out than fit */
+	uint64_t tracked;		/* lc_map entries of every file */
+	double retry_at;		/* FAILED: the next try */
+	struct lc_waiter *waiters;
+} fence;
+
 /* The journal when it can take records now. */
 static struct disk *journal(void)
 {
@@ -105,8 +133,12 @@ bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 	struct disk_stats st;
 	uint64_t ps = d->conf->page_size;
 
-	if (!dk || !ex || !ex->conf || !conf_commit_local(ex->conf))
+	if (!ex || !ex->conf || !conf_commit_local(ex->conf))
 		return false;
+	if (!dk) {
+		stats.fallbacks++;	/* the journal cannot take it */
+		return false;
+	}
 	disk_stats_get(dk, &st);
 	if (st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
 	    (pages_held + 1) * ps <= ((uint64_t)d->conf->cache_size << 20) / 2)
@@ -232,6 +264,7 @@ static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
 	pm->since = UINT64_MAX;
 	HASH_ADD(hh, fs->lc_map, idx, sizeof(pm->idx), pm);
 	pages_held++;
+	fence.tracked++;
 	return pm;
 }
 
@@ -245,6 +278,7 @@ static void page_forget(struct fstate *fs, uint64_t idx)
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
 		pages_held--;
+		fence.tracked--;
 	}
 	rangeset_remove(&fs->lc_pages, idx, idx + 1);
 }
@@ -257,6 +291,7 @@ static void untrack(struct fstate *fs)
 	HASH_ITER(hh, fs->lc_map, pm, tmp) {
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
+		fence.tracked--;
 	}
 	rangeset_clear(&fs->lc_pages);
 }
@@ -415,6 +450,9 @@ void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
 	buf_free(b);
 }
 
+static void fence_check(struct daemon *d);
+static void tier_check(struct daemon *d);
+
 /* The journal's sync for one lcommit_sync came back. */
 static void sync_done(void *arg, bool durable)
 {
@@ -423,8 +461,10 @@ static void sync_done(void *arg, bool durable)
 
 	if (fs)
 		fs->lc_syncs--;
-	if (!durable)
+	if (!durable) {
 		stats.fallbacks++;
+		tier_check(s->d);
+	}
 	s->fn(s->d, durable, s->arg);
 	if (fs)
 		fstate_release(s->d, s->f);
@@ -469,22 +509,36 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	return 0;
 }
 
+
+/* Page idx of f holds no write-back bytes: delete its records, or, when
+ * the journal cannot delete any more, only forget them (the fence will
+ * cover them: their bytes are stable upstream now). */
+static void settle_page(struct disk *dk, struct cfile *f, struct fstate *fs,
+			uint64_t idx)
+{
+	struct disk_key k;
+
+	if (!disk_tier_key(f, idx, &k))
+		return;
+	if ((dk && disk_journal_del(dk, &k) == 0) || fence.st != LCF_NONE)
+		page_forget(fs, idx);
+}
+
 void lcommit_settle(struct daemon *d, struct cfile *f)
 {
 	struct fstate *fs = fstate_find(f);
-	struct disk *dk = journal();
+	struct disk *dk;
 	struct range r[64];
-	struct disk_key k;
 	size_t n;
 
+	tier_check(d);
+	dk = journal();
 	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_lost))
 		return;
 	if (!cfile_has_wb(f)) {
 		rangeset_clear(&fs->lc_stale);
 		fs->lc_lost = false;
 	}
-	if (!dk)
-		return;
 	/* Every record page that holds no write-back bytes now goes: the
 	 * gaps of the file's write-back pages inside each range of
 	 * lc_pages. */
@@ -505,9 +559,7 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 				for (size_t j = 0; j < ng; j++)
 					for (uint64_t idx = g[j].start;
 					     idx < g[j].end; idx++)
-						if (disk_tier_key(f, idx, &k) &&
-						    disk_journal_del(dk, &k) == 0)
-							page_forget(fs, idx);
+						settle_page(dk, f, fs, idx);
 				if (m <= 64)
 					break;
 				at = g[ng - 1].end;
@@ -516,7 +568,196 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 		if (n <= 64)
 			break;
 	}
-	(void)d;
+	fence_check(d);
+}
+
+/* ---- the fence: the tier turned off with records outstanding ---- */
+
+/* Leave the file fh (len bytes) out of this run's fence: its records
+ * are kept, not superseded. */
+static void fence_keep_fh(const uint8_t *fh, size_t len)
+{
+	struct lcommit_fence *fz = &fence.fz;
+
+	if (!len || len > LCF_FH_MAX)
+		return;
+	for (uint32_t i = 0; i < fz->nkeep; i++)
+		if (fz->keep[i].len == len && !memcmp(fz->keep[i].fh, fh, len))
+			return;
+	if (fz->nkeep == LCF_KEEP_MAX) {
+		fence.overflow = true;
+		return;
+	}
+	fz->keep[fz->nkeep].len = (uint8_t)len;
+	memcpy(fz->keep[fz->nkeep].fh, fh, len);
+	fz->nkeep++;
+}
+
+/* Leave f out of this run's fence. */
+static void fence_keep(struct cfile *f)
+{
+	size_t n;
+	const uint8_t *fh = cfile_fh(f, &n);
+
+	if (fh)
+		fence_keep_fh(fh, n);
+}
+
+/* Answer every waiter with st (all of them, or only those waiting since
+ * before t when st is not NFS3_OK). */
+static void waiters_answer(nfsstat3 st, double t)
+{
+	struct lc_waiter **pp = &fence.waiters, *w;
+
+	while ((w = *pp)) {
+		if (st != NFS3_OK && w->since > t) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->fn(w->d, st, w->arg);
+		free(w);
+	}
+}
+
+/* Write the fence in cache_dir, then in state_dir: durable once either
+ * holds it. */
+static void fence_write(struct daemon *d)
+{
+	int a = -1, b = -1, ea = 0, eb = 0;
+
+	if (!fence.overflow && fence.fz.id) {
+		a = lcommit_fence_write(d->conf->cache_dir, &fence.fz);
+		ea = errno;
+		b = lcommit_fence_write(d->conf->state_dir, &fence.fz);
+		eb = errno;
+	}
+	if (a == 0 || b == 0) {
+		fence.st = LCF_DURABLE;
+		stats.fence_writes++;
+		log_info("local commit: journal records up to %" PRIu64 " are "
+			 "superseded (their bytes are stable upstream); fence "
+			 "written in %s%s%s", fence.fz.hi,
+			 a == 0 ? d->conf->cache_dir : "",
+			 a == 0 && b == 0 ? " and " : "",
+			 b == 0 ? d->conf->state_dir : "");
+		waiters_answer(NFS3_OK, 0);
+		return;
+	}
+	if (fence.st != LCF_FAILED)
+		log_error("local commit: cannot write the journal fence (%s: "
+			  "%s; %s: %s): COMMITs are answered NFS3ERR_JUKEBOX "
+			  "until it is written, retried every %g s",
+			  d->conf->cache_dir, fence.overflow ? "too many files "
+			  "kept" : fence.fz.id ? strerror(ea) : "no journal id",
+			  d->conf->state_dir, fence.overflow ? "-" :
+			  strerror(eb), LCOMMIT_RETRY);
+	fence.st = LCF_FAILED;
+	stats.fence_failures++;
+	fence.retry_at = daemon_now() + LCOMMIT_RETRY;
+	waiters_answer(NFS3ERR_JUKEBOX, daemon_now());
+}
+
+/* Write the fence when no page of this run's records holds write-back
+ * bytes any more. */
+static void fence_check(struct daemon *d)
+{
+	if (fence.st == LCF_PENDING && fence.tracked == 0)
+		fence_write(d);
+}
+
+void lcommit_tier_off(struct daemon *d)
+{
+	if (fence.st != LCF_NONE || !disk_tier_disk())
+		return;
+	fence.st = LCF_PENDING;
+	fence.fz.hi = next_seq - 1;
+	/* Every file with records: written back now, not after
+	 * writeback_delay, so the fence comes soon. */
+	for (struct cfile *f = cache_wb_file_first(d->cache); f;
+	     f = cache_wb_file_next(d->cache, f)) {
+		struct fstate *fs = fstate_find(f);
+
+		if (fs && fs->lc_pages.n && fs->ex)
+			writeback_kick(d, f, fs->ex, true);
+	}
+	if (fence.tracked)
+		log_warn("local commit: the journal can no longer delete; %"
+			 PRIu64 " page(s) with records are written back "
+			 "upstream now, and COMMITs wait for them and the "
+			 "journal fence", fence.tracked);
+	fence_check(d);
+}
+
+/* The tier turned off and this module has not heard it yet. */
+static void tier_check(struct daemon *d)
+{
+	struct disk *dk = disk_tier_disk();
+
+	if (fence.st == LCF_NONE && dk && !disk_on(dk))
+		lcommit_tier_off(d);
+}
+
+/* A COMMIT's or FILE_SYNC WRITE's bytes are stable upstream (or failed). */
+static void upstream_done(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct lc_waiter *w = arg;
+
+	tier_check(d);
+	if (st == NFS3_OK && fence.st == LCF_FAILED &&
+	    daemon_now() >= fence.retry_at)
+		fence_write(d);
+	if (st == NFS3_OK &&
+	    (fence.st == LCF_PENDING || fence.st == LCF_FAILED)) {
+		w->since = daemon_now();
+		w->next = fence.waiters;
+		fence.waiters = w;
+		return;
+	}
+	w->fn(d, st, w->arg);
+	free(w);
+}
+
+int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
+			  struct export_rt *ex, enum wb_wait_kind kind,
+			  uint64_t off, uint64_t len, wb_wait_fn fn, void *arg)
+{
+	struct lc_waiter *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -1;
+	w->d = d;
+	w->fn = fn;
+	w->arg = arg;
+	if (writeback_wait(d, f, ex, kind, off, len, upstream_done, w) != 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
+void lcommit_tick(struct daemon *d)
+{
+	double now;
+
+	if (fence.st == LCF_NONE || fence.st == LCF_DURABLE)
+		return;
+	now = daemon_now();
+	fence_check(d);
+	if (fence.st == LCF_FAILED && now >= fence.retry_at)
+		fence_write(d);
+	/* Not answered within LCOMMIT_RETRY: the client retries later. */
+	if (fence.st != LCF_DURABLE)
+		waiters_answer(NFS3ERR_JUKEBOX, now - LCOMMIT_RETRY);
+}
+
+void lcommit_fence_stop(void)
+{
+	uint64_t tracked = fence.tracked;	/* the fstates still count */
+
+	waiters_answer(NFS3ERR_JUKEBOX, 1e300);
+	memset(&fence, 0, sizeof(fence));
+	fence.tracked = tracked;
 }
 
 /* The cause label of a failure status. */
@@ -551,7 +792,9 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 			  "journal record(s) are kept in %s",
 			  (size_t)rangeset_bytes(&fs->lc_pages),
 			  d->conf->cache_dir);
+		fence_keep(f);
 		untrack(fs);
+		fence_check(d);
 		return true;
 	}
 	*keep = true;
@@ -613,6 +856,21 @@ static const struct lc_hdr *rec_check(const void *rec, size_t len)
 	return sum == h.checksum ? rec : NULL;
 }
 
+/* The fence found at start (fence.fz.hi is its hi until this run's
+ * own fence is due). */
+static struct lcommit_fence start_fence;
+
+/* A record the start's fence covers: skipped and deleted. */
+static int superseded(const struct disk_key *k)
+{
+	struct disk *dk = journal();
+
+	stats.superseded_records++;
+	if (dk)
+		(void)disk_journal_del(dk, k);
+	return 0;
+}
+
 /* Install one record's extents as dirty data of its file (a page's
  * records come in sequence order: later bytes replace earlier ones). */
 static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
@@ -628,7 +886,13 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 	struct fstate *fs;
 	int bad = 0;
 
+	if (start_fence.hi && lcommit_fence_covers(&start_fence, seq, k->fh,
+						   k->fh_len)) {
+		cfile_put(d->cache, &f);
+		return superseded(k);
+	}
 	if (!f) {
+		fence_keep_fh(k->fh, k->fh_len);
 		stats.kept_records++;
 		pages_held++;		/* it still needs room at a later start */
 		log_error("journal record %s at page %" PRIu64 " kept in "
@@ -668,6 +932,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 		stats.recovered_bytes += len;
 		writeback_kick(d, f, ex, true);
 	} else {
+		fence_keep_fh(k->fh, k->fh_len);
 		stats.kept_records++;
 		pages_held++;
 		log_error("journal record of page %" PRIu64 " kept in cache_dir: "
@@ -730,6 +995,40 @@ static int size_check(void *arg, const struct disk_key *k, uint64_t seq,
 	return 0;
 }
 
+/* This journal's identity, made at its first start; 0 when it cannot
+ * be read or kept (no fence can then be written). */
+static uint64_t journal_id(struct disk *dk)
+{
+	uint64_t id = 0;
+
+	if (disk_meta_get(dk, LC_ID_KEY, &id, sizeof(id)) == (long)sizeof(id) &&
+	    id)
+		return id;
+	if (RAND_bytes((uint8_t *)&id, sizeof(id)) != 1 || !id ||
+	    disk_meta_put(dk, LC_ID_KEY, &id, sizeof(id)) != 0)
+		return 0;
+	return id;
+}
+
+/* Prepare the fence files and read the highest valid fence of this
+ * journal into start_fence (hi 0: none). */
+static void fence_start(struct daemon *d, struct disk *dk)
+{
+	const char *dirs[2] = { d->conf->cache_dir, d->conf->state_dir };
+	struct lcommit_fence got;
+
+	fence.fz.id = journal_id(dk);
+	for (int i = 0; i < 2 && fence.fz.id; i++) {
+		if (lcommit_fence_read(dirs[i], fence.fz.id, &got) == 1 &&
+		    got.hi > start_fence.hi)
+			start_fence = got;
+		if (lcommit_fence_prepare(dirs[i]) != 0)
+			log_warn("local commit: cannot prepare the journal "
+				 "fence in %s: %s", dirs[i], strerror(errno));
+	}
+	fence.fz.hi = start_fence.hi;
+}
+
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct disk *dk = journal();
@@ -737,12 +1036,16 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	long n;
 
 	memset(&stats, 0, sizeof(stats));
+	memset(&fence, 0, sizeof(fence));
+	memset(&start_fence, 0, sizeof(start_fence));
 	pages_held = 0;
 	next_seq = 1;
 	if (!dk)
 		return 0;
+	fence_start(d, dk);
 	(void)disk_journal_scan(dk, size_check, &sz);
-	next_seq = sz.max_seq + 1;
+	/* Above the fence too: a new record must never look superseded. */
+	next_seq = (sz.max_seq > start_fence.hi ? sz.max_seq : start_fence.hi) + 1;
 	if (sz.other) {
 		snprintf(err, errlen, "cache_dir %s holds locally committed "
 			 "data written with page_size = %u (now %u): start once "
@@ -760,8 +1063,11 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 			  strerror(errno));
 	else if (n > 0)
 		log_info("local commit: %ld journal record(s) found, %" PRIu64
-			 " installed for write-back, %" PRIu64 " kept", n,
-			 stats.recovered_records, stats.kept_records);
+			 " installed for write-back, %" PRIu64 " kept, %" PRIu64
+			 " superseded by the fence (up to %" PRIu64 ") and "
+			 "deleted", n, stats.recovered_records,
+			 stats.kept_records, stats.superseded_records,
+			 start_fence.hi);
 	return 0;
 }
 
@@ -862,9 +1168,10 @@ void lcommit_render(struct evbuffer *o)
 		"# TYPE nfscached_local_commits_total counter\n"
 		"nfscached_local_commits_total{call=\"commit\"} %" PRIu64 "\n"
 		"nfscached_local_commits_total{call=\"write\"} %" PRIu64 "\n"
-		"# HELP nfscached_local_commit_fallbacks_total Local commits "
-		"answered the upstream way instead (tier off, journal full, "
-		"out of memory).\n"
+		"# HELP nfscached_local_commit_fallbacks_total COMMITs and "
+		"FILE_SYNC WRITEs of a local export answered the upstream "
+		"way because the journal could not take them (tier off, "
+		"journal full, out of memory).\n"
 		"# TYPE nfscached_local_commit_fallbacks_total counter\n"
 		"nfscached_local_commit_fallbacks_total %" PRIu64 "\n"
 		"# HELP nfscached_local_journal_writes_total Journal records "
@@ -883,6 +1190,19 @@ void lcommit_render(struct evbuffer *o)
 		"this start and kept in cache_dir, not installed.\n"
 		"# TYPE nfscached_local_kept_records gauge\n"
 		"nfscached_local_kept_records %" PRIu64 "\n"
+		"# HELP nfscached_local_superseded_records Journal records "
+		"found at this start that the fence marks superseded: "
+		"skipped and deleted.\n"
+		"# TYPE nfscached_local_superseded_records gauge\n"
+		"nfscached_local_superseded_records %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_fence_writes_total Journal "
+		"fences made durable.\n"
+		"# TYPE nfscached_local_journal_fence_writes_total counter\n"
+		"nfscached_local_journal_fence_writes_total %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_fence_failures_total Journal "
+		"fence writes that failed in cache_dir and state_dir.\n"
+		"# TYPE nfscached_local_journal_fence_failures_total counter\n"
+		"nfscached_local_journal_fence_failures_total %" PRIu64 "\n"
 		"# HELP nfscached_write_verifier_reused 1 when this start kept "
 		"the previous run's write verifier (clean stop).\n"
 		"# TYPE nfscached_write_verifier_reused gauge\n"
@@ -890,7 +1210,8 @@ void lcommit_render(struct evbuffer *o)
 		stats.commits, stats.sync_writes, stats.fallbacks,
 		stats.records_written, stats.bytes_written,
 		stats.recovered_records, stats.kept_records,
-		stats.verf_reused ? 1 : 0);
+		stats.superseded_records, stats.fence_writes,
+		stats.fence_failures, stats.verf_reused ? 1 : 0);
 	evbuffer_add_printf(o, "# HELP %s Write-back failures of locally "
 			    "committed data, by cause (the data is kept).\n"
 			    "# TYPE %s counter\n", n, n);

@@ -235,8 +235,8 @@ static void write_sync_upstream(struct write_op *op)
 {
 	WRITE3args *a = op->r->args;
 
-	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE, a->offset,
-			   op->count, write_synced, op) != 0)
+	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE,
+				  a->offset, op->count, write_synced, op) != 0)
 		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
 }
 
@@ -601,8 +601,8 @@ static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 /* Answer a COMMIT once what it covers is committed upstream. */
 static void commit_upstream(struct write_op *op)
 {
-	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
-			   commit_done, op) != 0)
+	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
+				  commit_done, op) != 0)
 		commit_reply(op, NFS3ERR_SERVERFAULT);
 }
 

@@ -19,14 +19,17 @@
  * and the record goes. For STALE (the file is gone upstream) the record
  * stays in cache_dir for good.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "disk.h"
 #include "disk_tier.h"
 #include "lcommit.h"
+#include "lcommit_fence.h"
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
@@ -453,6 +456,207 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	stop(&h);
 }
 
+/* ---- the tier turned off with records outstanding (issue 37) ---- */
+
+static char sdir[256];		/* state_dir of the fence tests */
+
+/* tune, and state_dir in its own directory (the fence's second place). */
+static void tune_fence(struct conf *c)
+{
+	tune(c);
+	free(c->state_dir);
+	c->state_dir = strdup(sdir);
+	/* A COMMIT answered the upstream way gets its upstream COMMIT as
+	 * soon as the WRITEs are done. */
+	c->writeback_commit_delay = 0;
+}
+
+/* A fresh cache_dir and state_dir, the daemon started as main() does
+ * (lcommit_start: the journal's identity and the fence files), an empty
+ * toy file "f": its id. */
+static uint64_t start_fence(struct nfs3_h *h)
+{
+	char err[256];
+
+	h_tmpdir(sdir, sizeof(sdir), "test_nfs3_lcommit_state");
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+	return toy_add_file(&h->toy, "f", 0);
+}
+
+/* Restart on the same cache_dir and state_dir with the upstream file as
+ * it was: after lcommit_stop when clean (SIGTERM), without it (SIGKILL)
+ * otherwise; lcommit_start as main() does. The file's id. */
+static uint64_t fence_restart(struct nfs3_h *h, uint64_t id, bool clean)
+{
+	struct toy_node *n = toy_node(&h->toy, id);
+	struct up_copy up = { n->size, malloc(TOY_MAX_DATA) };
+	char err[256];
+	uint64_t id2;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up.data);
+	memcpy(up.data, n->data, n->size);
+	if (clean)
+		lcommit_stop(&h->d);
+	h_fini(h);
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	id2 = toy_add_file(&h->toy, "f", up.size);
+	CU_ASSERT_EQUAL(id2, id);
+	memcpy(toy_node(&h->toy, id2)->data, up.data, up.size);
+	free(up.data);
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+	return id2;
+}
+
+/* COMMIT id, moving the clock in small steps until answered; its
+ * status. */
+static nfsstat3 commit_status(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args c = { .offset = 0, .count = 0 };
+	COMMIT3res cr;
+	uint32_t xid;
+	nfsstat3 st;
+
+	h_fh(h, id, &c.file, buf);
+	xid = h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
+	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		h_advance(h, 0.05);
+	}
+	memset(&cr, 0, sizeof(cr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_COMMIT3res, &cr), 0);
+	st = cr.status;
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+	return st;
+}
+
+#define BIG (64u * 1024)
+
+/*
+ * The issue's minimal case: WRITE 64 KiB of A at 0 + COMMIT (journaled);
+ * the journal's commit fails with ENOSPC; WRITE more + COMMIT (the tier
+ * turns off, answered the upstream way); WRITE 64 KiB of B at 0 + COMMIT
+ * (answered); stop, restart on the same cache_dir with the fault gone:
+ * the upstream must hold B, and the record of A must not be replayed.
+ */
+static void check_no_rollback(bool clean)
+{
+	static uint8_t b[BIG], got[BIG];
+	struct lcommit_stats s0, s1;
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start_fence(&h);
+	lcommit_stats_get(&s0);
+	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	write_at(&h, id, BIG, fill(b, 'M', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	CU_ASSERT_FALSE(disk_on(disk_tier_disk()));
+	CU_ASSERT_EQUAL(records(), 1);		/* A's record stays on disk */
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	lcommit_stats_get(&s1);
+	/* Both COMMITs went the upstream way; each counted once. */
+	CU_ASSERT_EQUAL(s1.fallbacks - s0.fallbacks, 2);
+	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+
+	id = fence_restart(&h, id, clean);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);
+	CU_ASSERT_EQUAL(s1.recovered_records, 0);
+	CU_ASSERT_EQUAL(records(), 0);		/* deleted, the disk working */
+	/* Nothing to write back: whatever write-back runs, B stays. */
+	h_advance(&h, 3601);
+	h_turns(&h, 50);
+	h_advance(&h, 3601);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+	read_at(&h, id, 0, BIG, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'B', BIG), BIG), 0);
+	/* New records after the fence are replayed, not superseded. */
+	write_at(&h, id, 0, fill(b, 'C', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	id = fence_restart(&h, id, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 0);
+	CU_ASSERT_EQUAL(s1.recovered_records, 1);
+	read_at(&h, id, 0, BIG, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'C', BIG), BIG), 0);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
+static void test_no_rollback_clean_stop(void) { check_no_rollback(true); }
+static void test_no_rollback_kill(void) { check_no_rollback(false); }
+
+/* The fence path of dir. */
+static void fence_file(const char *dir, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", dir, LCF_NAME);
+}
+
+/*
+ * cache_dir cannot take the fence (its file gone, as on a read-only or
+ * broken cache_dir): state_dir's alone is enough. Neither can: the COMMIT
+ * waiting for it is answered NFS3ERR_JUKEBOX, never NFS3_OK, and the
+ * fence is retried; once state_dir works again it is written and the
+ * next COMMIT is answered.
+ */
+static void test_fence_in_state_dir_else_jukebox(void)
+{
+	static uint8_t b[BIG];
+	struct lcommit_stats s1;
+	char cpath[512], spath[512];
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start_fence(&h);
+	fence_file(tdir, cpath, sizeof(cpath));
+	fence_file(sdir, spath, sizeof(spath));
+	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL_FATAL(unlink(cpath), 0);
+	CU_ASSERT_EQUAL_FATAL(unlink(spath), 0);
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, EIO);
+	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 0);
+	CU_ASSERT(s1.fence_failures >= 1);
+	/* The bytes are upstream; only the fence was missing. */
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+	CU_ASSERT_EQUAL_FATAL(lcommit_fence_prepare(sdir), 0);
+	h_advance(&h, 6);
+	h_turns(&h, 20);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	id = fence_restart(&h, id, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);
+	CU_ASSERT_EQUAL(s1.recovered_records, 0);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_lcommit", NULL, NULL);
@@ -474,7 +678,13 @@ int test_register(void)
 			 test_truncate_not_undone_by_replay) ||
 	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
 	    !CU_add_test(s, "dirty_limit_falls_back_to_upstream",
-			 test_dirty_limit_falls_back_to_upstream))
+			 test_dirty_limit_falls_back_to_upstream) ||
+	    !CU_add_test(s, "no_rollback_after_tier_off_clean_stop",
+			 test_no_rollback_clean_stop) ||
+	    !CU_add_test(s, "no_rollback_after_tier_off_kill",
+			 test_no_rollback_kill) ||
+	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
+			 test_fence_in_state_dir_else_jukebox))
 		return -1;
 	return 0;
 }
