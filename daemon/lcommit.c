@@ -22,6 +22,21 @@
  * each holding a file reference. A page's records are deleted only when
  * the page holds no write-back bytes (every byte in it is stable
  * upstream).
+ *
+ * The journal never rolls back acknowledged data: a record is superseded
+ * by any later acknowledgement of its bytes, whatever path made it, and a
+ * start replays only records that are not superseded. While the tier is
+ * on, superseded records are deleted (above). Once it is off (fence.st
+ * not NONE) they cannot be, so a fence (lcommit_fence.h) covers them:
+ * fence.fz.hi is the highest sequence put (no put follows: the journal
+ * refuses them), fence.tracked counts the lc_map entries of every file
+ * (a page is forgotten once it holds no write-back bytes), and the fence
+ * is written when that reaches 0. Every COMMIT or FILE_SYNC WRITE
+ * answered the upstream way meanwhile is answered NFS3_OK only once the
+ * fence is durable (lcommit_upstream_wait), else NFS3ERR_JUKEBOX. Files
+ * whose records are kept rather than superseded (STALE, not installed at
+ * start) are listed in the fence and never covered. next_seq is above
+ * the start's fence, so a new record is never covered.
  */
 #include <errno.h>
 #include <inttypes.h>
