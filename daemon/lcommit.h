@@ -180,6 +180,12 @@ int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
 			  struct export_rt *ex, enum wb_wait_kind kind,
 			  uint64_t off, uint64_t len, wb_wait_fn fn, void *arg);
 
+/* The same wait for a reply whose bytes are stable upstream already (a
+ * WRITE written through FILE_SYNC): fn(d, NFS3_OK or NFS3ERR_JUKEBOX,
+ * arg) exactly once, possibly before this returns; -1 on ENOMEM (fn is
+ * never called). */
+int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
+
 /* The write-back tick (writeback.c): retry a failed fence, answer
  * waiters that waited too long. */
 void lcommit_tick(struct daemon *d);
