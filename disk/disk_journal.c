@@ -106,15 +106,22 @@ journal_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	return rc;
 }
 
-/* The error a failed commit reports: LMDB turns a short write (what a
- * full filesystem gives) into EIO; with no free block left it is
- * ENOSPC. */
+/* The slack a commit needs beyond its records' bytes (LMDB's branch,
+ * meta and freelist pages), bytes. */
+#define JOURNAL_COMMIT_SLACK	(1024 * 1024)
+
+/* The error a failed commit of about want bytes reports: LMDB turns a
+ * short write (what a full filesystem gives: the write stops where the
+ * free blocks end) into EIO; when cache_dir's filesystem has less room
+ * than the commit needed, it is ENOSPC. */
 static int
-journal_error(struct disk *d, int rc)
+journal_error(struct disk *d, int rc, int64_t want)
 {
 	struct statvfs sv;
+	uint64_t need = JOURNAL_COMMIT_SLACK + (want > 0 ? (uint64_t)want : 0);
 
-	if (rc == EIO && statvfs(d->dir, &sv) == 0 && sv.f_bavail == 0)
+	if (rc == EIO && statvfs(d->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < need)
 		return ENOSPC;
 	return rc;
 }
@@ -140,7 +147,7 @@ disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 	if (txn)
 		mdb_txn_abort(txn);
 	if (rc != 0) {
-		disk_degrade(d, "journal commit", journal_error(d, rc));
+		disk_degrade(d, "journal commit", journal_error(d, rc, dbytes));
 		return;
 	}
 	disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
