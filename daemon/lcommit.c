@@ -682,6 +682,33 @@ static void fence_check(struct daemon *d)
 		fence_write(d);
 }
 
+/* A flush of kick_tracked ended: lcommit_settle has seen it. */
+static void tracked_flushed(struct daemon *d, nfsstat3 st, void *arg)
+{
+	(void)d, (void)st, (void)arg;
+}
+
+/* Write back every file whose pages still have records, all of it (the
+ * growing tail too), now and not after writeback_delay, and COMMIT it
+ * upstream, as a waiting COMMIT would: each such page needs one moment
+ * with no write-back bytes for the fence to come. Bytes written since
+ * can keep it waiting, so this repeats every write-back tick while the
+ * fence is due, for the files not already waited for. */
+static void kick_tracked(struct daemon *d)
+{
+	for (struct cfile *f = cache_wb_file_first(d->cache), *next; f;
+	     f = next) {
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (!fs || !fs->lc_pages.n || !fs->ex || fs->waits)
+			continue;
+		if (writeback_wait(d, f, fs->ex, WB_WAIT_ALL, 0, 0,
+				   tracked_flushed, NULL) != 0)
+			writeback_kick(d, f, fs->ex, true);
+	}
+}
+
 void lcommit_tier_off(struct daemon *d)
 {
 	struct disk *dk = disk_tier_disk();
@@ -697,15 +724,7 @@ void lcommit_tier_off(struct daemon *d)
 	}
 	fence.st = LCF_PENDING;
 	fence.fz.hi = next_seq - 1;
-	/* Every file with records: written back now, not after
-	 * writeback_delay, so the fence comes soon. */
-	for (struct cfile *f = cache_wb_file_first(d->cache); f;
-	     f = cache_wb_file_next(d->cache, f)) {
-		struct fstate *fs = fstate_find(f);
-
-		if (fs && fs->lc_pages.n && fs->ex)
-			writeback_kick(d, f, fs->ex, true);
-	}
+	kick_tracked(d);
 	if (fence.tracked)
 		log_warn("local commit: the journal can no longer delete; %"
 			 PRIu64 " page(s) with records are written back "
@@ -781,6 +800,8 @@ void lcommit_tick(struct daemon *d)
 	if (fence.st == LCF_NONE || fence.st == LCF_DURABLE)
 		return;
 	now = daemon_now();
+	if (fence.st == LCF_PENDING)
+		kick_tracked(d);
 	fence_check(d);
 	if (fence.st == LCF_FAILED && now >= fence.retry_at)
 		fence_write(d);

@@ -20,10 +20,12 @@
  * stays in cache_dir for good.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "disk.h"
@@ -657,6 +659,218 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	h_rmtree(sdir);
 }
 
+/* ---- many writers, a disk fault at a random moment (issue 37) ---- */
+
+#define MW_FILES 4		/* writers, one file each */
+#define MW_BLOCK 4096u
+#define MW_BLOCKS 48		/* per file: 192 KiB, 3 pages */
+#define MW_ROUNDS 12
+
+/* What each writer was last told is stable, per block (0: never). */
+struct mw_state {
+	uint64_t id[MW_FILES];
+	uint32_t acked[MW_FILES][MW_BLOCKS];
+	uint32_t written[MW_FILES][MW_BLOCKS];	/* sent, maybe not acked */
+	uint64_t rnd;
+};
+
+/* The next pseudo-random number of s (xorshift64*). */
+static uint64_t mw_rand(struct mw_state *s)
+{
+	s->rnd ^= s->rnd >> 12;
+	s->rnd ^= s->rnd << 25;
+	s->rnd ^= s->rnd >> 27;
+	return s->rnd * 2685821657736338717ull;
+}
+
+/* Block b of writer w at version v: every 4 bytes (w, b, v). */
+static void mw_block(uint8_t *out, unsigned w, unsigned b, uint32_t v)
+{
+	uint32_t word = (uint32_t)w << 28 | (uint32_t)b << 20 | v;
+
+	for (unsigned i = 0; i < MW_BLOCK; i += 4)
+		memcpy(out + i, &word, 4);
+}
+
+/* WRITE with stable how; its status. */
+static nfsstat3 mw_write(struct nfs3_h *h, uint64_t id, uint64_t off,
+			 uint8_t *data, uint32_t len, stable_how how)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	WRITE3args a = { .offset = off, .count = len, .stable = how };
+	WRITE3res r;
+	uint32_t xid;
+	nfsstat3 st;
+
+	h_fh(h, id, &a.file, buf);
+	a.data.data_len = len;
+	a.data.data_val = (char *)data;
+	xid = h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
+	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		h_advance(h, 0.05);
+	}
+	memset(&r, 0, sizeof(r));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_WRITE3res, &r), 0);
+	st = r.status;
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&r);
+	return st;
+}
+
+/* Writer w's turn: 1 to 6 blocks at new versions, UNSTABLE then a
+ * COMMIT, or one block FILE_SYNC; acknowledged versions recorded when
+ * answered NFS3_OK (a JUKEBOX is retried, as a client does). */
+static void mw_turn(struct nfs3_h *h, struct mw_state *s, unsigned w,
+		    uint32_t version)
+{
+	uint8_t data[MW_BLOCK];
+	unsigned n = 1 + (unsigned)(mw_rand(s) % 6);
+	bool sync = mw_rand(s) % 4 == 0;
+	nfsstat3 st;
+
+	for (unsigned i = 0; i < (sync ? 1 : n); i++) {
+		unsigned b = (unsigned)(mw_rand(s) % MW_BLOCKS);
+
+		mw_block(data, w, b, version);
+		for (int t = 0; t < 5; t++) {
+			st = mw_write(h, s->id[w], (uint64_t)b * MW_BLOCK, data,
+				      MW_BLOCK, sync ? FILE_SYNC : UNSTABLE);
+			if (st != NFS3ERR_JUKEBOX)
+				break;
+		}
+		if (st != NFS3_OK)
+			fprintf(stderr, "writer %u: WRITE (%s) of block %u: "
+				"status %d\n", w, sync ? "FILE_SYNC" : "UNSTABLE",
+				b, (int)st);
+		CU_ASSERT_EQUAL(st, NFS3_OK);
+		s->written[w][b] = version;
+		if (sync && st == NFS3_OK)
+			s->acked[w][b] = version;
+	}
+	if (sync)
+		return;
+	for (int t = 0; t < 5; t++)
+		if ((st = commit_status(h, s->id[w])) != NFS3ERR_JUKEBOX)
+			break;
+	CU_ASSERT_EQUAL(st, NFS3_OK);
+	if (st == NFS3_OK)
+		memcpy(s->acked[w], s->written[w], sizeof(s->acked[w]));
+}
+
+/* Restart with every writer's upstream file as it was (lcommit_stop
+ * first when clean). */
+static void mw_restart(struct nfs3_h *h, struct mw_state *s, bool clean)
+{
+	static uint8_t copy[MW_FILES][MW_BLOCKS * MW_BLOCK];
+	uint64_t size[MW_FILES];
+	char err[256], name[16];
+
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		struct toy_node *n = toy_node(&h->toy, s->id[w]);
+
+		size[w] = n->size;
+		memcpy(copy[w], n->data, n->size);
+	}
+	if (clean)
+		lcommit_stop(&h->d);
+	h_fini(h);
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	(void)toy_add_file(&h->toy, "f", 0);	/* as start_fence made it */
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		snprintf(name, sizeof(name), "w%u", w);
+		CU_ASSERT_EQUAL_FATAL(toy_add_file(&h->toy, name, size[w]),
+				      s->id[w]);
+		memcpy(toy_node(&h->toy, s->id[w])->data, copy[w], size[w]);
+	}
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+}
+
+/* Every block on the upstream holds its last acknowledged version (or
+ * zeros when never acknowledged: nothing older can be there). */
+static void mw_check(struct nfs3_h *h, struct mw_state *s, uint64_t seed)
+{
+	uint8_t want[MW_BLOCK];
+	unsigned bad = 0;
+
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		struct toy_node *n = toy_node(&h->toy, s->id[w]);
+
+		for (unsigned b = 0; b < MW_BLOCKS; b++) {
+			if (s->acked[w][b] == 0)
+				continue;
+			mw_block(want, w, b, s->acked[w][b]);
+			if (n->size < (uint64_t)(b + 1) * MW_BLOCK ||
+			    memcmp(n->data + (size_t)b * MW_BLOCK, want,
+				   MW_BLOCK) != 0)
+				bad++;
+		}
+	}
+	if (bad)
+		fprintf(stderr, "many writers, seed %" PRIu64 ": %u block(s) "
+			"differ from their last acknowledged version\n", seed,
+			bad);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/*
+ * 4 writers, MW_ROUNDS rounds each of a few blocks + COMMIT or a
+ * FILE_SYNC WRITE, write-back moving on at random (the test clock), one
+ * disk fault (the journal's commit with ENOSPC or EIO, or a slab write
+ * or sync) injected at a random moment; then a restart (clean or not),
+ * write-back to the end, and every block checked on the upstream against
+ * its last acknowledged version. Seeded from LC_SEED or the time; the
+ * seed is printed.
+ */
+static void check_many_writers(bool clean)
+{
+	static const struct { enum disk_fault_op op; int err; } faults[] = {
+		{ DISK_FAULT_JOURNAL, ENOSPC }, { DISK_FAULT_JOURNAL, EIO },
+		{ DISK_FAULT_WRITE, ENOSPC }, { DISK_FAULT_SYNC, EIO },
+	};
+	const char *env = getenv("LC_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	struct mw_state *s = calloc(1, sizeof(*s));
+	struct nfs3_h h;
+	unsigned fault_at, fk;
+	char name[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fprintf(stderr, "many writers (%s): seed %" PRIu64 " (LC_SEED)\n",
+		clean ? "clean stop" : "kill", seed);
+	s->rnd = seed * 2 + 1;
+	fault_at = (unsigned)(mw_rand(s) % (MW_ROUNDS * MW_FILES));
+	fk = (unsigned)(mw_rand(s) % 4);
+	(void)start_fence(&h);		/* its "f" is not used */
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		snprintf(name, sizeof(name), "w%u", w);
+		s->id[w] = toy_add_file(&h.toy, name, 0);
+	}
+	for (unsigned r = 0; r < MW_ROUNDS; r++)
+		for (unsigned w = 0; w < MW_FILES; w++) {
+			if (r * MW_FILES + w == fault_at)
+				disk_fault_inject(disk_tier_disk(),
+						  faults[fk].op, faults[fk].err);
+			mw_turn(&h, s, w, r + 1);
+			if (mw_rand(s) % 3 == 0) {
+				h_advance(&h, (double)(mw_rand(s) % 4000));
+				h_turns(&h, 20);
+			}
+		}
+	mw_restart(&h, s, clean);
+	for (int i = 0; i < 6; i++) {
+		h_advance(&h, 3601);
+		h_turns(&h, 50);
+	}
+	mw_check(&h, s, seed);
+	stop(&h);
+	h_rmtree(sdir);
+	free(s);
+}
+
+static void test_many_writers_clean(void) { check_many_writers(true); }
+static void test_many_writers_kill(void) { check_many_writers(false); }
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_lcommit", NULL, NULL);
@@ -684,7 +898,11 @@ int test_register(void)
 	    !CU_add_test(s, "no_rollback_after_tier_off_kill",
 			 test_no_rollback_kill) ||
 	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
-			 test_fence_in_state_dir_else_jukebox))
+			 test_fence_in_state_dir_else_jukebox) ||
+	    !CU_add_test(s, "many_writers_random_fault_clean_stop",
+			 test_many_writers_clean) ||
+	    !CU_add_test(s, "many_writers_random_fault_kill",
+			 test_many_writers_kill))
 		return -1;
 	return 0;
 }
