@@ -40,9 +40,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <openssl/rand.h>
 #include <uthash.h>
 #include <xxhash.h>
@@ -124,7 +128,10 @@ struct lc_waiter {
  * no page of this run's records holds write-back bytes; then DURABLE
  * once written in cache_dir or state_dir, or FAILED (retried every
  * LCOMMIT_RETRY seconds). */
-enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_DURABLE, LCF_FAILED };
+enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_WRITING, LCF_DURABLE,
+		      LCF_FAILED };
+
+struct lc_fence_job;
 
 static struct {
 	enum lc_fence_state st;
@@ -132,7 +139,12 @@ static struct {
 	bool overflow;			/* more files to leave out than fit */
 	uint64_t tracked;		/* lc_map entries of every file */
 	double retry_at;		/* FAILED: the next try */
+	bool fail_logged;		/* the failure's one log line */
 	struct lc_waiter *waiters;
+	struct lc_fence_job *job;	/* WRITING: the thread's job */
+	pthread_t thread;
+	int efd;			/* the thread's eventfd (-1: none) */
+	struct event *ev;		/* on it, in the loop */
 } fence;
 
 /* The journal when it can take records now. */
@@ -636,42 +648,133 @@ static void waiters_answer(nfsstat3 st, double t)
 	}
 }
 
-/* Write the fence in cache_dir, then in state_dir: durable once either
- * holds it. */
-static void fence_write(struct daemon *d)
-{
-	int a = -1, b = -1, ea = 0, eb = 0;
+/* One fence write, run on its own thread (it blocks on the disk). */
+struct lc_fence_job {
+	struct lcommit_fence fz;
+	char *dir[2];			/* cache_dir, state_dir (copies) */
+	int rc[2], err[2];		/* each place's result and errno */
+	int efd;			/* signalled when done */
+};
 
-	if (!fence.overflow && fence.fz.id) {
-		a = lcommit_fence_write(d->conf->cache_dir, &fence.fz);
-		ea = errno;
-		b = lcommit_fence_write(d->conf->state_dir, &fence.fz);
-		eb = errno;
+/* Write the job's fence in each place, then signal. */
+static void *fence_thread(void *arg)
+{
+	struct lc_fence_job *j = arg;
+	uint64_t one = 1;
+
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		j->rc[i] = lcommit_fence_write(j->dir[i], &j->fz);
+		j->err[i] = errno;
 	}
-	if (a == 0 || b == 0) {
+	if (j->efd >= 0 && write(j->efd, &one, sizeof(one)) < 0)
+		return NULL;	/* the counter is non-zero already */
+	return NULL;
+}
+
+static void job_free(struct lc_fence_job *j)
+{
+	if (j) {
+		free(j->dir[0]);
+		free(j->dir[1]);
+	}
+	free(j);
+}
+
+/* A fence write ended (rc/err of cache_dir and state_dir): durable once
+ * either holds it, else failed and retried later. */
+static void fence_written(struct daemon *d, const struct lc_fence_job *j)
+{
+	const char *cd = d->conf->cache_dir, *sd = d->conf->state_dir;
+
+	if (j && (j->rc[0] == 0 || j->rc[1] == 0)) {
 		fence.st = LCF_DURABLE;
 		stats.fence_writes++;
 		log_info("local commit: journal records up to %" PRIu64 " are "
 			 "superseded (their bytes are stable upstream); fence "
-			 "written in %s%s%s", fence.fz.hi,
-			 a == 0 ? d->conf->cache_dir : "",
-			 a == 0 && b == 0 ? " and " : "",
-			 b == 0 ? d->conf->state_dir : "");
+			 "written in %s%s%s", j->fz.hi,
+			 j->rc[0] == 0 ? cd : "",
+			 j->rc[0] == 0 && j->rc[1] == 0 ? " and " : "",
+			 j->rc[1] == 0 ? sd : "");
 		waiters_answer(NFS3_OK, 0);
 		return;
 	}
-	if (fence.st != LCF_FAILED)
+	if (!fence.fail_logged)
 		log_error("local commit: cannot write the journal fence (%s: "
 			  "%s; %s: %s): COMMITs are answered NFS3ERR_JUKEBOX "
-			  "until it is written, retried every %g s",
-			  d->conf->cache_dir, fence.overflow ? "too many files "
-			  "kept" : fence.fz.id ? strerror(ea) : "no journal id",
-			  d->conf->state_dir, fence.overflow ? "-" :
-			  strerror(eb), LCOMMIT_RETRY);
+			  "until it is written, retried every %g s", cd,
+			  j ? strerror(j->err[0]) : fence.overflow ?
+			  "too many files kept" : "no journal id", sd,
+			  j ? strerror(j->err[1]) : "-", LCOMMIT_RETRY);
+	fence.fail_logged = true;
 	fence.st = LCF_FAILED;
 	stats.fence_failures++;
 	fence.retry_at = daemon_now() + LCOMMIT_RETRY;
 	waiters_answer(NFS3ERR_JUKEBOX, daemon_now());
+}
+
+/* Collect the fence thread's result (it is done, or about to be). */
+static void fence_collect(struct daemon *d)
+{
+	struct lc_fence_job *j = fence.job;
+
+	if (!j)
+		return;
+	pthread_join(fence.thread, NULL);
+	fence.job = NULL;
+	fence_written(d, j);
+	job_free(j);
+}
+
+/* The fence thread signalled. */
+static void fence_ready(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t n;
+
+	(void)what;
+	if (read(fd, &n, sizeof(n)) >= 0)
+		fence_collect(arg);
+}
+
+void lcommit_fence_drain(struct daemon *d)
+{
+	fence_collect(d);
+}
+
+/* Start writing the fence, first in cache_dir, then in state_dir, on a
+ * thread of its own (the loop does not wait on a failing disk); the
+ * calls waiting for it wait on (LCF_WRITING). */
+static void fence_write(struct daemon *d)
+{
+	struct lc_fence_job *j;
+
+	if (fence.job)
+		return;			/* one at a time */
+	if (fence.overflow || !fence.fz.id) {
+		fence_written(d, NULL);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		j->fz = fence.fz;
+		j->dir[0] = strdup(d->conf->cache_dir);
+		j->dir[1] = d->conf->state_dir ? strdup(d->conf->state_dir) : NULL;
+		j->efd = fence.ev ? fence.efd : -1;
+	}
+	if (!j || !j->dir[0]) {
+		job_free(j);
+		fence_written(d, NULL);
+		return;
+	}
+	fence.st = LCF_WRITING;
+	if (fence.ev && pthread_create(&fence.thread, NULL, fence_thread, j) == 0) {
+		fence.job = j;
+		return;
+	}
+	/* No thread or no event: write here (blocks the loop once). */
+	fence_thread(j);
+	fence_written(d, j);
+	job_free(j);
 }
 
 /* Write the fence when no page of this run's records holds write-back
@@ -751,8 +854,9 @@ static void upstream_done(struct daemon *d, nfsstat3 st, void *arg)
 	if (st == NFS3_OK && fence.st == LCF_FAILED &&
 	    daemon_now() >= fence.retry_at)
 		fence_write(d);
-	if (st == NFS3_OK &&
-	    (fence.st == LCF_PENDING || fence.st == LCF_FAILED)) {
+	if (st == NFS3_OK && (fence.st == LCF_PENDING ||
+			      fence.st == LCF_WRITING ||
+			      fence.st == LCF_FAILED)) {
 		w->since = daemon_now();
 		w->next = fence.waiters;
 		fence.waiters = w;
@@ -815,7 +919,16 @@ void lcommit_fence_stop(void)
 	uint64_t tracked = fence.tracked;	/* the fstates still count */
 
 	waiters_answer(NFS3ERR_JUKEBOX, 1e300);
+	if (fence.job) {
+		pthread_join(fence.thread, NULL);	/* stopping: may wait */
+		job_free(fence.job);
+	}
+	if (fence.ev)
+		event_free(fence.ev);
+	if (fence.ev || fence.efd > 0)
+		close(fence.efd);
 	memset(&fence, 0, sizeof(fence));
+	fence.efd = -1;
 	fence.tracked = tracked;
 }
 
@@ -1076,6 +1189,17 @@ static void fence_start(struct daemon *d, struct disk *dk)
 	const char *dirs[2] = { d->conf->cache_dir, d->conf->state_dir };
 	struct lcommit_fence got;
 
+	fence.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fence.efd >= 0)
+		fence.ev = event_new(d->base, fence.efd, EV_READ | EV_PERSIST,
+				     fence_ready, d);
+	if (fence.ev && event_add(fence.ev, NULL) != 0) {
+		event_free(fence.ev);
+		fence.ev = NULL;
+	}
+	if (!fence.ev)
+		log_warn("local commit: cannot watch the fence writer: a fence "
+			 "is written on the event loop");
 	fence.fz.id = journal_id(dk);
 	for (int i = 0; i < 2 && fence.fz.id; i++) {
 		if (lcommit_fence_read(dirs[i], fence.fz.id, &got) == 1 &&

@@ -190,6 +190,11 @@ int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
  * waiters that waited too long. */
 void lcommit_tick(struct daemon *d);
 
+/* Tests: wait for a fence write in flight (its thread) and run its
+ * completion now, as the loop would once the thread signals. Loop
+ * thread. */
+void lcommit_fence_drain(struct daemon *d);
+
 /* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (disk_tier_stop,
  * before the server goes). */
 void lcommit_fence_stop(void);

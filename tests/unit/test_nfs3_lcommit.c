@@ -527,6 +527,9 @@ static nfsstat3 commit_status(struct nfs3_h *h, uint64_t id)
 	xid = h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
 	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
 		h_turns(h, 10);
+		/* The fence's thread is real time: done before the clock
+		 * moves on. */
+		lcommit_fence_drain(&h->d);
 		h_advance(h, 0.05);
 	}
 	memset(&cr, 0, sizeof(cr));
@@ -708,6 +711,7 @@ static nfsstat3 mw_write(struct nfs3_h *h, uint64_t id, uint64_t off,
 	xid = h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
 	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
 		h_turns(h, 10);
+		lcommit_fence_drain(&h->d);
 		h_advance(h, 0.05);
 	}
 	memset(&r, 0, sizeof(r));
