@@ -349,7 +349,8 @@ typedef void disk_journal_cb(void *arg, bool durable);
  * Call cb(arg, durable) once, from disk_poll, after every journal put and
  * del submitted before this call has been committed (durable true) or
  * could not be (false). 0, or -1 with errno ENOMEM or EIO (tier OFF):
- * cb is then never called.
+ * cb is then never called. A tier that turns OFF while the sync is being
+ * queued gives 0 and cb(arg, false).
  */
 int disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg);
 

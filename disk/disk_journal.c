@@ -210,7 +210,13 @@ journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
 	op->data_len = (uint32_t)len;
 	op->jcb = cb;
 	op->arg = arg;
-	return disk_submit_journal(d, op);
+	/* An op the tier turned OFF under (after the check above) is not
+	 * queued but still completes, as DISK_OFF: a sync's callback then
+	 * runs (durable false), so for a sync that is not a failure to
+	 * report (its caller would free what the callback uses). */
+	if (disk_submit_journal(d, op) != 0 && kind != DISK_OP_JSYNC)
+		return -1;
+	return 0;
 }
 
 int

@@ -857,7 +857,7 @@ static void check_many_writers(bool clean)
 						  faults[fk].op, faults[fk].err);
 			mw_turn(&h, s, w, r + 1);
 			if (mw_rand(s) % 3 == 0) {
-				h_advance(&h, (double)(mw_rand(s) % 4000));
+				h_advance(&h, 1.0 + (double)(mw_rand(s) % 4000));
 				h_turns(&h, 20);
 			}
 		}
