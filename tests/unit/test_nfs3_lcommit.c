@@ -668,6 +668,7 @@ static void test_fence_in_state_dir_else_jukebox(void)
 #define MW_BLOCK 4096u
 #define MW_BLOCKS 48		/* per file: 192 KiB, 3 pages */
 #define MW_ROUNDS 12
+#define MW_RUNS 6		/* seeds per test */
 
 /* What each writer was last told is stable, per block (0: never). */
 struct mw_state {
@@ -823,17 +824,14 @@ static void mw_check(struct nfs3_h *h, struct mw_state *s, uint64_t seed)
  * disk fault (the journal's commit with ENOSPC or EIO, or a slab write
  * or sync) injected at a random moment; then a restart (clean or not),
  * write-back to the end, and every block checked on the upstream against
- * its last acknowledged version. Seeded from LC_SEED or the time; the
- * seed is printed.
+ * its last acknowledged version. One run of seed.
  */
-static void check_many_writers(bool clean)
+static void many_writers_run(bool clean, uint64_t seed)
 {
 	static const struct { enum disk_fault_op op; int err; } faults[] = {
 		{ DISK_FAULT_JOURNAL, ENOSPC }, { DISK_FAULT_JOURNAL, EIO },
 		{ DISK_FAULT_WRITE, ENOSPC }, { DISK_FAULT_SYNC, EIO },
 	};
-	const char *env = getenv("LC_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
 	struct mw_state *s = calloc(1, sizeof(*s));
 	struct nfs3_h h;
 	unsigned fault_at, fk;
@@ -870,6 +868,16 @@ static void check_many_writers(bool clean)
 	stop(&h);
 	h_rmtree(sdir);
 	free(s);
+}
+
+/* MW_RUNS runs, from the seed LC_SEED gives or the time. */
+static void check_many_writers(bool clean)
+{
+	const char *env = getenv("LC_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+
+	for (unsigned i = 0; i < (env ? 1 : MW_RUNS); i++)
+		many_writers_run(clean, seed + i);
 }
 
 static void test_many_writers_clean(void) { check_many_writers(true); }
