@@ -1268,6 +1268,14 @@ void lcommit_stop(struct daemon *d)
 	int done = 0;
 	struct lc_verf v;
 
+	/* The final write-back may have made the fence due: written now,
+	 * waiting for it (the loop no longer runs). */
+	fence_collect(d);
+	if ((fence.st == LCF_PENDING && fence.tracked == 0) ||
+	    fence.st == LCF_FAILED) {
+		fence_write(d);
+		fence_collect(d);
+	}
 	if (!dk)
 		return;
 	for (struct cfile *f = cache_wb_file_first(d->cache); f;

@@ -86,7 +86,8 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen);
  * At the end of a clean stop (SIGTERM), after the final write-back:
  * journal what is left of the local exports' files and, when nothing
  * acknowledged is left outside the journal, mark the verifier reusable.
- * Blocks on the disk (the loop has stopped serving).
+ * When the tier turned off and the fence is due (lcommit_tier_off), write
+ * it first. Blocks on the disk (the loop has stopped serving).
  */
 void lcommit_stop(struct daemon *d);
 
