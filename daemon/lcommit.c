@@ -125,9 +125,10 @@ struct lc_waiter {
 
 /* The fence of this run (lcommit_fence.h). NONE while the journal can
  * delete; PENDING from the moment it cannot (the tier turned off) until
- * no page of this run's records holds write-back bytes; then DURABLE
- * once written in cache_dir or state_dir, or FAILED (retried every
- * LCOMMIT_RETRY seconds). */
+ * no page of this run's records holds write-back bytes; WRITING while
+ * its thread writes it; then DURABLE once in cache_dir or state_dir, or
+ * FAILED (retried every LCOMMIT_RETRY seconds). DURABLE also when the
+ * tier turned off with nothing journaled. */
 enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_WRITING, LCF_DURABLE,
 		      LCF_FAILED };
 
@@ -672,6 +673,7 @@ static void *fence_thread(void *arg)
 	return NULL;
 }
 
+/* Free a fence job. */
 static void job_free(struct lc_fence_job *j)
 {
 	if (j) {
@@ -704,7 +706,8 @@ static void fence_written(struct daemon *d, const struct lc_fence_job *j)
 			  "%s; %s: %s): COMMITs are answered NFS3ERR_JUKEBOX "
 			  "until it is written, retried every %g s", cd,
 			  j ? strerror(j->err[0]) : fence.overflow ?
-			  "too many files kept" : "no journal id", sd,
+			  "too many files kept" : !fence.fz.id ?
+			  "no journal id" : "out of memory", sd,
 			  j ? strerror(j->err[1]) : "-", LCOMMIT_RETRY);
 	fence.fail_logged = true;
 	fence.st = LCF_FAILED;
