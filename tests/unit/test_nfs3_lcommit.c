@@ -662,6 +662,46 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	h_rmtree(sdir);
 }
 
+/*
+ * A file gone upstream (STALE) keeps its records, also through a fence:
+ * g's write-back fails STALE (its record kept), f's record is then
+ * superseded after the tier turned off; after a restart only f's record
+ * is skipped, g's is found again and installed.
+ */
+static void test_fence_leaves_stale_files_out(void)
+{
+	static uint8_t b[BIG];
+	struct lcommit_stats s1;
+	struct nfs3_h h;
+	uint64_t f, g;
+
+	f = start_fence(&h);
+	g = toy_add_file(&h.toy, "g", 0);
+	write_at(&h, g, 0, fill(b, 'G', 4096), 4096);
+	commit(&h, g);
+	fail_write = NFS3ERR_STALE;
+	advance_to_write(&h, h.fu.calls[NFSPROC3_WRITE], 3601);
+	fail_write = NFS3_OK;
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.failures[LC_STALE], 1);
+	write_at(&h, f, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, f);
+	CU_ASSERT_EQUAL(records(), 2);
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	write_at(&h, f, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, f), NFS3_OK);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	f = fence_restart(&h, f, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);	/* f's */
+	CU_ASSERT_EQUAL(s1.recovered_records + s1.kept_records, 1); /* g's */
+	CU_ASSERT_EQUAL(records(), 1);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
 /* ---- many writers, a disk fault at a random moment (issue 37) ---- */
 
 #define MW_FILES 4		/* writers, one file each */
@@ -911,6 +951,8 @@ int test_register(void)
 			 test_no_rollback_kill) ||
 	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
 			 test_fence_in_state_dir_else_jukebox) ||
+	    !CU_add_test(s, "fence_leaves_stale_files_out",
+			 test_fence_leaves_stale_files_out) ||
 	    !CU_add_test(s, "many_writers_random_fault_clean_stop",
 			 test_many_writers_clean) ||
 	    !CU_add_test(s, "many_writers_random_fault_kill",
