@@ -29,9 +29,10 @@
 #include "daemon.h"
 #include "disk.h"
 #include "disk_tier.h"
-#include "stale.h"
+#include "lcommit.h"
 #include "log.h"
 #include "ratelog.h"
+#include "stale.h"
 
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
 #define DISK_TIER_LOG_INTERVAL	10.0	/* seconds between checksum lines */
@@ -55,8 +56,8 @@ struct dt_batch {
 /* The store's log hook: one line when the tier turns off. */
 static void tier_log(void *arg, const char *reason)
 {
-	(void)arg;
 	log_error("%s; serving from RAM and the upstream only", reason);
+	lcommit_tier_off(arg);	/* the journal's records: a fence now */
 }
 
 /* Checksum failures already logged or counted in a line's "more". */
@@ -132,6 +133,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 		.durable = true,
 		.journal_max = (uint64_t)c->disk_dirty_limit << 20,
 		.log = tier_log,
+		.log_arg = d,
 	};
 
 	if (!c->cache_dir || !*c->cache_dir)
@@ -159,6 +161,7 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 
 void disk_tier_stop(void)
 {
+	lcommit_fence_stop();
 	if (tier_ev)
 		event_free(tier_ev);
 	tier_ev = NULL;

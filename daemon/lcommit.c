@@ -22,12 +22,31 @@
  * each holding a file reference. A page's records are deleted only when
  * the page holds no write-back bytes (every byte in it is stable
  * upstream).
+ *
+ * The journal never rolls back acknowledged data: a record is superseded
+ * by any later acknowledgement of its bytes, whatever path made it, and a
+ * start replays only records that are not superseded. While the tier is
+ * on, superseded records are deleted (above). Once it is off (fence.st
+ * not NONE) they cannot be, so a fence (lcommit_fence.h) covers them:
+ * fence.fz.hi is the highest sequence put (no put follows: the journal
+ * refuses them), fence.tracked counts the lc_map entries of every file
+ * (a page is forgotten once it holds no write-back bytes), and the fence
+ * is written when that reaches 0. Every COMMIT or FILE_SYNC WRITE
+ * answered the upstream way meanwhile is answered NFS3_OK only once the
+ * fence is durable (lcommit_upstream_wait), else NFS3ERR_JUKEBOX. Files
+ * whose records are kept rather than superseded (STALE, not installed at
+ * start) are listed in the fence and never covered. next_seq is above
+ * the start's fence, so a new record is never covered.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <openssl/rand.h>
 #include <uthash.h>
 #include <xxhash.h>
@@ -37,6 +56,7 @@
 #include "disk_tier.h"
 #include "fstate.h"
 #include "lcommit.h"
+#include "lcommit_fence.h"
 #include "log.h"
 #include "nfs3_ops.h"
 #include "writeback.h"
@@ -46,6 +66,7 @@
 #define LCOMMIT_RETRY	5.0		/* seconds between retries of a
 					 * failed write-back of local data */
 #define LC_VERF_KEY	"writeverf"
+#define LC_ID_KEY	"journal_id"	/* the journal's identity (fences) */
 
 struct lc_hdr {
 	uint32_t magic;
@@ -87,9 +108,45 @@ struct lc_sync {
 
 static struct lcommit_stats stats;
 static uint64_t next_seq = 1;	/* the next record's sequence number */
+static uint64_t first_seq = 1;	/* next_seq when this run began */
 static uint64_t pages_held;	/* pages with records in the journal: the
 				 * lc_map entries made (records kept at
 				 * start or after STALE stay counted) */
+
+/* A COMMIT or FILE_SYNC WRITE whose bytes are stable upstream, waiting
+ * for the fence (lcommit_upstream_wait). */
+struct lc_waiter {
+	struct daemon *d;
+	wb_wait_fn fn;
+	void *arg;
+	double since;			/* daemon_now() when it began to wait */
+	struct lc_waiter *next;
+};
+
+/* The fence of this run (lcommit_fence.h). NONE while the journal can
+ * delete; PENDING from the moment it cannot (the tier turned off) until
+ * no page of this run's records holds write-back bytes; WRITING while
+ * its thread writes it; then DURABLE once in cache_dir or state_dir, or
+ * FAILED (retried every LCOMMIT_RETRY seconds). DURABLE also when the
+ * tier turned off with nothing journaled. */
+enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_WRITING, LCF_DURABLE,
+		      LCF_FAILED };
+
+struct lc_fence_job;
+
+static struct {
+	enum lc_fence_state st;
+	struct lcommit_fence fz;	/* id, hi and the files left out */
+	bool overflow;			/* more files to leave out than fit */
+	uint64_t tracked;		/* lc_map entries of every file */
+	double retry_at;		/* FAILED: the next try */
+	bool fail_logged;		/* the failure's one log line */
+	struct lc_waiter *waiters;
+	struct lc_fence_job *job;	/* WRITING: the thread's job */
+	pthread_t thread;
+	int efd;			/* the thread's eventfd (-1: none) */
+	struct event *ev;		/* on it, in the loop */
+} fence;
 
 /* The journal when it can take records now. */
 static struct disk *journal(void)
@@ -105,8 +162,12 @@ bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 	struct disk_stats st;
 	uint64_t ps = d->conf->page_size;
 
-	if (!dk || !ex || !ex->conf || !conf_commit_local(ex->conf))
+	if (!ex || !ex->conf || !conf_commit_local(ex->conf))
 		return false;
+	if (!dk) {
+		stats.fallbacks++;	/* the journal cannot take it */
+		return false;
+	}
 	disk_stats_get(dk, &st);
 	if (st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
 	    (pages_held + 1) * ps <= ((uint64_t)d->conf->cache_size << 20) / 2)
@@ -232,6 +293,7 @@ static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
 	pm->since = UINT64_MAX;
 	HASH_ADD(hh, fs->lc_map, idx, sizeof(pm->idx), pm);
 	pages_held++;
+	fence.tracked++;
 	return pm;
 }
 
@@ -245,6 +307,7 @@ static void page_forget(struct fstate *fs, uint64_t idx)
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
 		pages_held--;
+		fence.tracked--;
 	}
 	rangeset_remove(&fs->lc_pages, idx, idx + 1);
 }
@@ -257,6 +320,7 @@ static void untrack(struct fstate *fs)
 	HASH_ITER(hh, fs->lc_map, pm, tmp) {
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
+		fence.tracked--;
 	}
 	rangeset_clear(&fs->lc_pages);
 }
@@ -415,6 +479,9 @@ void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
 	buf_free(b);
 }
 
+static void fence_check(struct daemon *d);
+static void tier_check(struct daemon *d);
+
 /* The journal's sync for one lcommit_sync came back. */
 static void sync_done(void *arg, bool durable)
 {
@@ -423,8 +490,10 @@ static void sync_done(void *arg, bool durable)
 
 	if (fs)
 		fs->lc_syncs--;
-	if (!durable)
+	if (!durable) {
 		stats.fallbacks++;
+		tier_check(s->d);
+	}
 	s->fn(s->d, durable, s->arg);
 	if (fs)
 		fstate_release(s->d, s->f);
@@ -469,22 +538,36 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	return 0;
 }
 
+
+/* Page idx of f holds no write-back bytes: delete its records, or, when
+ * the journal cannot delete any more, only forget them (the fence will
+ * cover them: their bytes are stable upstream now). */
+static void settle_page(struct disk *dk, struct cfile *f, struct fstate *fs,
+			uint64_t idx)
+{
+	struct disk_key k;
+
+	if (!disk_tier_key(f, idx, &k))
+		return;
+	if ((dk && disk_journal_del(dk, &k) == 0) || fence.st != LCF_NONE)
+		page_forget(fs, idx);
+}
+
 void lcommit_settle(struct daemon *d, struct cfile *f)
 {
 	struct fstate *fs = fstate_find(f);
-	struct disk *dk = journal();
+	struct disk *dk;
 	struct range r[64];
-	struct disk_key k;
 	size_t n;
 
+	tier_check(d);
+	dk = journal();
 	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_lost))
 		return;
 	if (!cfile_has_wb(f)) {
 		rangeset_clear(&fs->lc_stale);
 		fs->lc_lost = false;
 	}
-	if (!dk)
-		return;
 	/* Every record page that holds no write-back bytes now goes: the
 	 * gaps of the file's write-back pages inside each range of
 	 * lc_pages. */
@@ -505,9 +588,7 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 				for (size_t j = 0; j < ng; j++)
 					for (uint64_t idx = g[j].start;
 					     idx < g[j].end; idx++)
-						if (disk_tier_key(f, idx, &k) &&
-						    disk_journal_del(dk, &k) == 0)
-							page_forget(fs, idx);
+						settle_page(dk, f, fs, idx);
 				if (m <= 64)
 					break;
 				at = g[ng - 1].end;
@@ -516,7 +597,342 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 		if (n <= 64)
 			break;
 	}
-	(void)d;
+	fence_check(d);
+}
+
+/* ---- the fence: the tier turned off with records outstanding ---- */
+
+/* Leave the file fh (len bytes) out of this run's fence: its records
+ * are kept, not superseded. */
+static void fence_keep_fh(const uint8_t *fh, size_t len)
+{
+	struct lcommit_fence *fz = &fence.fz;
+
+	if (!len || len > LCF_FH_MAX)
+		return;
+	for (uint32_t i = 0; i < fz->nkeep; i++)
+		if (fz->keep[i].len == len && !memcmp(fz->keep[i].fh, fh, len))
+			return;
+	if (fz->nkeep == LCF_KEEP_MAX) {
+		fence.overflow = true;
+		return;
+	}
+	fz->keep[fz->nkeep].len = (uint8_t)len;
+	memcpy(fz->keep[fz->nkeep].fh, fh, len);
+	fz->nkeep++;
+}
+
+/* Leave f out of this run's fence. */
+static void fence_keep(struct cfile *f)
+{
+	size_t n;
+	const uint8_t *fh = cfile_fh(f, &n);
+
+	if (fh)
+		fence_keep_fh(fh, n);
+}
+
+/* Answer every waiter with st (all of them, or only those waiting since
+ * before t when st is not NFS3_OK). */
+static void waiters_answer(nfsstat3 st, double t)
+{
+	struct lc_waiter **pp = &fence.waiters, *w;
+
+	while ((w = *pp)) {
+		if (st != NFS3_OK && w->since > t) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->fn(w->d, st, w->arg);
+		free(w);
+	}
+}
+
+/* One fence write, run on its own thread (it blocks on the disk). */
+struct lc_fence_job {
+	struct lcommit_fence fz;
+	char *dir[2];			/* cache_dir, state_dir (copies) */
+	int rc[2], err[2];		/* each place's result and errno */
+	int efd;			/* signalled when done */
+};
+
+/* Write the job's fence in each place, then signal. */
+static void *fence_thread(void *arg)
+{
+	struct lc_fence_job *j = arg;
+	uint64_t one = 1;
+
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		j->rc[i] = lcommit_fence_write(j->dir[i], &j->fz);
+		j->err[i] = errno;
+	}
+	if (j->efd >= 0 && write(j->efd, &one, sizeof(one)) < 0)
+		return NULL;	/* the counter is non-zero already */
+	return NULL;
+}
+
+/* Free a fence job. */
+static void job_free(struct lc_fence_job *j)
+{
+	if (j) {
+		free(j->dir[0]);
+		free(j->dir[1]);
+	}
+	free(j);
+}
+
+/* A fence write ended (rc/err of cache_dir and state_dir): durable once
+ * either holds it, else failed and retried later. */
+static void fence_written(struct daemon *d, const struct lc_fence_job *j)
+{
+	const char *cd = d->conf->cache_dir, *sd = d->conf->state_dir;
+
+	if (j && (j->rc[0] == 0 || j->rc[1] == 0)) {
+		fence.st = LCF_DURABLE;
+		stats.fence_writes++;
+		log_info("local commit: journal records up to %" PRIu64 " are "
+			 "superseded (their bytes are stable upstream); fence "
+			 "written in %s%s%s", j->fz.hi,
+			 j->rc[0] == 0 ? cd : "",
+			 j->rc[0] == 0 && j->rc[1] == 0 ? " and " : "",
+			 j->rc[1] == 0 ? sd : "");
+		waiters_answer(NFS3_OK, 0);
+		return;
+	}
+	if (!fence.fail_logged)
+		log_error("local commit: cannot write the journal fence (%s: "
+			  "%s; %s: %s): COMMITs are answered NFS3ERR_JUKEBOX "
+			  "until it is written, retried every %g s", cd,
+			  j ? strerror(j->err[0]) : fence.overflow ?
+			  "too many files kept" : !fence.fz.id ?
+			  "no journal id" : "out of memory", sd,
+			  j ? strerror(j->err[1]) : "-", LCOMMIT_RETRY);
+	fence.fail_logged = true;
+	fence.st = LCF_FAILED;
+	stats.fence_failures++;
+	fence.retry_at = daemon_now() + LCOMMIT_RETRY;
+	waiters_answer(NFS3ERR_JUKEBOX, daemon_now());
+}
+
+/* Collect the fence thread's result (it is done, or about to be). */
+static void fence_collect(struct daemon *d)
+{
+	struct lc_fence_job *j = fence.job;
+
+	if (!j)
+		return;
+	pthread_join(fence.thread, NULL);
+	fence.job = NULL;
+	fence_written(d, j);
+	job_free(j);
+}
+
+/* The fence thread signalled. */
+static void fence_ready(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t n;
+
+	(void)what;
+	if (read(fd, &n, sizeof(n)) >= 0)
+		fence_collect(arg);
+}
+
+void lcommit_fence_drain(struct daemon *d)
+{
+	fence_collect(d);
+}
+
+/* Start writing the fence, first in cache_dir, then in state_dir, on a
+ * thread of its own (the loop does not wait on a failing disk); the
+ * calls waiting for it wait on (LCF_WRITING). */
+static void fence_write(struct daemon *d)
+{
+	struct lc_fence_job *j;
+
+	if (fence.job)
+		return;			/* one at a time */
+	if (fence.overflow || !fence.fz.id) {
+		fence_written(d, NULL);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		j->fz = fence.fz;
+		j->dir[0] = strdup(d->conf->cache_dir);
+		j->dir[1] = d->conf->state_dir ? strdup(d->conf->state_dir) : NULL;
+		j->efd = fence.ev ? fence.efd : -1;
+	}
+	if (!j || !j->dir[0]) {
+		job_free(j);
+		fence_written(d, NULL);
+		return;
+	}
+	fence.st = LCF_WRITING;
+	if (fence.ev && pthread_create(&fence.thread, NULL, fence_thread, j) == 0) {
+		fence.job = j;
+		return;
+	}
+	/* No thread or no event: write here (blocks the loop once). */
+	fence_thread(j);
+	fence_written(d, j);
+	job_free(j);
+}
+
+/* Write the fence when no page of this run's records holds write-back
+ * bytes any more. */
+static void fence_check(struct daemon *d)
+{
+	if (fence.st == LCF_PENDING && fence.tracked == 0)
+		fence_write(d);
+}
+
+/* A flush of kick_tracked ended: lcommit_settle has seen it. */
+static void tracked_flushed(struct daemon *d, nfsstat3 st, void *arg)
+{
+	(void)d, (void)st, (void)arg;
+}
+
+/* Write back every file whose pages still have records, all of it (the
+ * growing tail too), now and not after writeback_delay, and COMMIT it
+ * upstream, as a waiting COMMIT would: each such page needs one moment
+ * with no write-back bytes for the fence to come. Bytes written since
+ * can keep it waiting, so this repeats every write-back tick while the
+ * fence is due, for the files not already waited for. */
+static void kick_tracked(struct daemon *d)
+{
+	for (struct cfile *f = cache_wb_file_first(d->cache), *next; f;
+	     f = next) {
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (!fs || !fs->lc_pages.n || !fs->ex || fs->waits)
+			continue;
+		if (writeback_wait(d, f, fs->ex, WB_WAIT_ALL, 0, 0,
+				   tracked_flushed, NULL) != 0)
+			writeback_kick(d, f, fs->ex, true);
+	}
+}
+
+void lcommit_tier_off(struct daemon *d)
+{
+	struct disk *dk = disk_tier_disk();
+	struct disk_stats st;
+
+	if (fence.st != LCF_NONE || !dk)
+		return;
+	disk_stats_get(dk, &st);
+	if (st.journal_records == 0 && next_seq == first_seq) {
+		/* No record on disk, none put by this run: none to cover. */
+		fence.st = LCF_DURABLE;
+		return;
+	}
+	fence.st = LCF_PENDING;
+	fence.fz.hi = next_seq - 1;
+	kick_tracked(d);
+	if (fence.tracked)
+		log_warn("local commit: the journal can no longer delete; %"
+			 PRIu64 " page(s) with records are written back "
+			 "upstream now, and COMMITs wait for them and the "
+			 "journal fence", fence.tracked);
+	fence_check(d);
+}
+
+/* The tier turned off and this module has not heard it yet. */
+static void tier_check(struct daemon *d)
+{
+	struct disk *dk = disk_tier_disk();
+
+	if (fence.st == LCF_NONE && dk && !disk_on(dk))
+		lcommit_tier_off(d);
+}
+
+/* A COMMIT's or FILE_SYNC WRITE's bytes are stable upstream (or failed). */
+static void upstream_done(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct lc_waiter *w = arg;
+
+	tier_check(d);
+	if (st == NFS3_OK && fence.st == LCF_FAILED &&
+	    daemon_now() >= fence.retry_at)
+		fence_write(d);
+	if (st == NFS3_OK && (fence.st == LCF_PENDING ||
+			      fence.st == LCF_WRITING ||
+			      fence.st == LCF_FAILED)) {
+		w->since = daemon_now();
+		w->next = fence.waiters;
+		fence.waiters = w;
+		return;
+	}
+	w->fn(d, st, w->arg);
+	free(w);
+}
+
+int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
+			  struct export_rt *ex, enum wb_wait_kind kind,
+			  uint64_t off, uint64_t len, wb_wait_fn fn, void *arg)
+{
+	struct lc_waiter *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -1;
+	w->d = d;
+	w->fn = fn;
+	w->arg = arg;
+	if (writeback_wait(d, f, ex, kind, off, len, upstream_done, w) != 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
+int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg)
+{
+	struct lc_waiter *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -1;
+	w->d = d;
+	w->fn = fn;
+	w->arg = arg;
+	upstream_done(d, NFS3_OK, w);
+	return 0;
+}
+
+void lcommit_tick(struct daemon *d)
+{
+	double now;
+
+	if (fence.st == LCF_NONE || fence.st == LCF_DURABLE)
+		return;
+	now = daemon_now();
+	if (fence.st == LCF_PENDING)
+		kick_tracked(d);
+	fence_check(d);
+	if (fence.st == LCF_FAILED && now >= fence.retry_at)
+		fence_write(d);
+	/* Not answered within LCOMMIT_RETRY: the client retries later. */
+	if (fence.st != LCF_DURABLE)
+		waiters_answer(NFS3ERR_JUKEBOX, now - LCOMMIT_RETRY);
+}
+
+void lcommit_fence_stop(void)
+{
+	uint64_t tracked = fence.tracked;	/* the fstates still count */
+
+	waiters_answer(NFS3ERR_JUKEBOX, 1e300);
+	if (fence.job) {
+		pthread_join(fence.thread, NULL);	/* stopping: may wait */
+		job_free(fence.job);
+	}
+	if (fence.ev)
+		event_free(fence.ev);
+	if (fence.ev || fence.efd > 0)
+		close(fence.efd);
+	memset(&fence, 0, sizeof(fence));
+	fence.efd = -1;
+	fence.tracked = tracked;
 }
 
 /* The cause label of a failure status. */
@@ -551,7 +967,9 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 			  "journal record(s) are kept in %s",
 			  (size_t)rangeset_bytes(&fs->lc_pages),
 			  d->conf->cache_dir);
+		fence_keep(f);
 		untrack(fs);
+		fence_check(d);
 		return true;
 	}
 	*keep = true;
@@ -613,6 +1031,21 @@ static const struct lc_hdr *rec_check(const void *rec, size_t len)
 	return sum == h.checksum ? rec : NULL;
 }
 
+/* The fence found at start (fence.fz.hi is its hi until this run's
+ * own fence is due). */
+static struct lcommit_fence start_fence;
+
+/* A record the start's fence covers: skipped and deleted. */
+static int superseded(const struct disk_key *k)
+{
+	struct disk *dk = journal();
+
+	stats.superseded_records++;
+	if (dk)
+		(void)disk_journal_del(dk, k);
+	return 0;
+}
+
 /* Install one record's extents as dirty data of its file (a page's
  * records come in sequence order: later bytes replace earlier ones). */
 static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
@@ -628,7 +1061,13 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 	struct fstate *fs;
 	int bad = 0;
 
+	if (start_fence.hi && lcommit_fence_covers(&start_fence, seq, k->fh,
+						   k->fh_len)) {
+		cfile_put(d->cache, &f);
+		return superseded(k);
+	}
 	if (!f) {
+		fence_keep_fh(k->fh, k->fh_len);
 		stats.kept_records++;
 		pages_held++;		/* it still needs room at a later start */
 		log_error("journal record %s at page %" PRIu64 " kept in "
@@ -668,6 +1107,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 		stats.recovered_bytes += len;
 		writeback_kick(d, f, ex, true);
 	} else {
+		fence_keep_fh(k->fh, k->fh_len);
 		stats.kept_records++;
 		pages_held++;
 		log_error("journal record of page %" PRIu64 " kept in cache_dir: "
@@ -730,6 +1170,51 @@ static int size_check(void *arg, const struct disk_key *k, uint64_t seq,
 	return 0;
 }
 
+/* This journal's identity, made at its first start; 0 when it cannot
+ * be read or kept (no fence can then be written). */
+static uint64_t journal_id(struct disk *dk)
+{
+	uint64_t id = 0;
+
+	if (disk_meta_get(dk, LC_ID_KEY, &id, sizeof(id)) == (long)sizeof(id) &&
+	    id)
+		return id;
+	if (RAND_bytes((uint8_t *)&id, sizeof(id)) != 1 || !id ||
+	    disk_meta_put(dk, LC_ID_KEY, &id, sizeof(id)) != 0)
+		return 0;
+	return id;
+}
+
+/* Prepare the fence files and read the highest valid fence of this
+ * journal into start_fence (hi 0: none). */
+static void fence_start(struct daemon *d, struct disk *dk)
+{
+	const char *dirs[2] = { d->conf->cache_dir, d->conf->state_dir };
+	struct lcommit_fence got;
+
+	fence.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fence.efd >= 0)
+		fence.ev = event_new(d->base, fence.efd, EV_READ | EV_PERSIST,
+				     fence_ready, d);
+	if (fence.ev && event_add(fence.ev, NULL) != 0) {
+		event_free(fence.ev);
+		fence.ev = NULL;
+	}
+	if (!fence.ev)
+		log_warn("local commit: cannot watch the fence writer: a fence "
+			 "is written on the event loop");
+	fence.fz.id = journal_id(dk);
+	for (int i = 0; i < 2 && fence.fz.id; i++) {
+		if (lcommit_fence_read(dirs[i], fence.fz.id, &got) == 1 &&
+		    got.hi > start_fence.hi)
+			start_fence = got;
+		if (lcommit_fence_prepare(dirs[i]) != 0)
+			log_warn("local commit: cannot prepare the journal "
+				 "fence in %s: %s", dirs[i], strerror(errno));
+	}
+	fence.fz.hi = start_fence.hi;
+}
+
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct disk *dk = journal();
@@ -737,12 +1222,17 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	long n;
 
 	memset(&stats, 0, sizeof(stats));
+	memset(&fence, 0, sizeof(fence));
+	memset(&start_fence, 0, sizeof(start_fence));
 	pages_held = 0;
-	next_seq = 1;
+	next_seq = first_seq = 1;
 	if (!dk)
 		return 0;
+	fence_start(d, dk);
 	(void)disk_journal_scan(dk, size_check, &sz);
-	next_seq = sz.max_seq + 1;
+	/* Above the fence too: a new record must never look superseded. */
+	next_seq = (sz.max_seq > start_fence.hi ? sz.max_seq : start_fence.hi) + 1;
+	first_seq = next_seq;
 	if (sz.other) {
 		snprintf(err, errlen, "cache_dir %s holds locally committed "
 			 "data written with page_size = %u (now %u): start once "
@@ -760,8 +1250,11 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 			  strerror(errno));
 	else if (n > 0)
 		log_info("local commit: %ld journal record(s) found, %" PRIu64
-			 " installed for write-back, %" PRIu64 " kept", n,
-			 stats.recovered_records, stats.kept_records);
+			 " installed for write-back, %" PRIu64 " kept, %" PRIu64
+			 " superseded by the fence (up to %" PRIu64 ") and "
+			 "deleted", n, stats.recovered_records,
+			 stats.kept_records, stats.superseded_records,
+			 start_fence.hi);
 	return 0;
 }
 
@@ -778,6 +1271,14 @@ void lcommit_stop(struct daemon *d)
 	int done = 0;
 	struct lc_verf v;
 
+	/* The final write-back may have made the fence due: written now,
+	 * waiting for it (the loop no longer runs). */
+	fence_collect(d);
+	if ((fence.st == LCF_PENDING && fence.tracked == 0) ||
+	    fence.st == LCF_FAILED) {
+		fence_write(d);
+		fence_collect(d);
+	}
 	if (!dk)
 		return;
 	for (struct cfile *f = cache_wb_file_first(d->cache); f;
@@ -862,9 +1363,10 @@ void lcommit_render(struct evbuffer *o)
 		"# TYPE nfscached_local_commits_total counter\n"
 		"nfscached_local_commits_total{call=\"commit\"} %" PRIu64 "\n"
 		"nfscached_local_commits_total{call=\"write\"} %" PRIu64 "\n"
-		"# HELP nfscached_local_commit_fallbacks_total Local commits "
-		"answered the upstream way instead (tier off, journal full, "
-		"out of memory).\n"
+		"# HELP nfscached_local_commit_fallbacks_total COMMITs and "
+		"FILE_SYNC WRITEs of a local export answered the upstream "
+		"way because the journal could not take them (tier off, "
+		"journal full, out of memory).\n"
 		"# TYPE nfscached_local_commit_fallbacks_total counter\n"
 		"nfscached_local_commit_fallbacks_total %" PRIu64 "\n"
 		"# HELP nfscached_local_journal_writes_total Journal records "
@@ -883,6 +1385,19 @@ void lcommit_render(struct evbuffer *o)
 		"this start and kept in cache_dir, not installed.\n"
 		"# TYPE nfscached_local_kept_records gauge\n"
 		"nfscached_local_kept_records %" PRIu64 "\n"
+		"# HELP nfscached_local_superseded_records Journal records "
+		"found at this start that the fence marks superseded: "
+		"skipped and deleted.\n"
+		"# TYPE nfscached_local_superseded_records gauge\n"
+		"nfscached_local_superseded_records %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_fence_writes_total Journal "
+		"fences made durable.\n"
+		"# TYPE nfscached_local_journal_fence_writes_total counter\n"
+		"nfscached_local_journal_fence_writes_total %" PRIu64 "\n"
+		"# HELP nfscached_local_journal_fence_failures_total Journal "
+		"fence writes that failed in cache_dir and state_dir.\n"
+		"# TYPE nfscached_local_journal_fence_failures_total counter\n"
+		"nfscached_local_journal_fence_failures_total %" PRIu64 "\n"
 		"# HELP nfscached_write_verifier_reused 1 when this start kept "
 		"the previous run's write verifier (clean stop).\n"
 		"# TYPE nfscached_write_verifier_reused gauge\n"
@@ -890,7 +1405,8 @@ void lcommit_render(struct evbuffer *o)
 		stats.commits, stats.sync_writes, stats.fallbacks,
 		stats.records_written, stats.bytes_written,
 		stats.recovered_records, stats.kept_records,
-		stats.verf_reused ? 1 : 0);
+		stats.superseded_records, stats.fence_writes,
+		stats.fence_failures, stats.verf_reused ? 1 : 0);
 	evbuffer_add_printf(o, "# HELP %s Write-back failures of locally "
 			    "committed data, by cause (the data is kept).\n"
 			    "# TYPE %s counter\n", n, n);

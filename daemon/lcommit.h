@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "writeback.h"
 
 struct daemon;
 struct export_rt;
@@ -59,6 +60,10 @@ struct lcommit_stats {
 	uint64_t recovered_bytes;
 	uint64_t kept_records;		/* found at start, not installed
 					 * (no export, no room): kept */
+	uint64_t superseded_records;	/* found at start, covered by the
+					 * fence: skipped and deleted */
+	uint64_t fence_writes;		/* fences made durable */
+	uint64_t fence_failures;	/* fence writes that failed */
 	uint64_t failures[LC_NCAUSES];	/* write-back failures, by cause */
 	bool verf_reused;		/* the write verifier survived the
 					 * last restart */
@@ -81,7 +86,8 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen);
  * At the end of a clean stop (SIGTERM), after the final write-back:
  * journal what is left of the local exports' files and, when nothing
  * acknowledged is left outside the journal, mark the verifier reusable.
- * Blocks on the disk (the loop has stopped serving).
+ * When the tier turned off and the fence is due (lcommit_tier_off), write
+ * it first. Blocks on the disk (the loop has stopped serving).
  */
 void lcommit_stop(struct daemon *d);
 
@@ -151,6 +157,48 @@ void lcommit_fstate_clear(struct fstate *fs);
 
 /* True when fs holds nothing of this module (fstate_idle). */
 bool lcommit_fstate_idle(const struct fstate *fs);
+
+/*
+ * The disk tier turned off at run time (disk_tier's log hook; also found
+ * by this module itself at its next step): the journal can no longer
+ * delete records, so from now on they are superseded by a fence instead
+ * (lcommit.c's top): every file with records is written back at once,
+ * and once none of their pages holds write-back bytes the fence is
+ * written. Loop thread; once per run.
+ */
+void lcommit_tier_off(struct daemon *d);
+
+/*
+ * writeback_wait for a COMMIT or FILE_SYNC WRITE answered the upstream
+ * way, same arguments and async contract, except that while a fence is
+ * due (the tier turned off with records outstanding) fn gets NFS3_OK
+ * only once the fence is durable: a replay at the next start could
+ * otherwise bring older bytes back over what this call acknowledges. A
+ * fence that cannot be written, or does not come within LCOMMIT_RETRY
+ * seconds, gives NFS3ERR_JUKEBOX (the client retries).
+ */
+int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
+			  struct export_rt *ex, enum wb_wait_kind kind,
+			  uint64_t off, uint64_t len, wb_wait_fn fn, void *arg);
+
+/* The same wait for a reply whose bytes are stable upstream already (a
+ * WRITE written through FILE_SYNC): fn(d, NFS3_OK or NFS3ERR_JUKEBOX,
+ * arg) exactly once, possibly before this returns; -1 on ENOMEM (fn is
+ * never called). */
+int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
+
+/* The write-back tick (writeback.c): retry a failed fence, answer
+ * waiters that waited too long. */
+void lcommit_tick(struct daemon *d);
+
+/* Tests: wait for a fence write in flight (its thread) and run its
+ * completion now, as the loop would once the thread signals. Loop
+ * thread. */
+void lcommit_fence_drain(struct daemon *d);
+
+/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (disk_tier_stop,
+ * before the server goes). */
+void lcommit_fence_stop(void);
 
 void lcommit_stats_get(struct lcommit_stats *st);
 

@@ -152,6 +152,13 @@ static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
 	write_reply(arg, st, FILE_SYNC);
 }
 
+/* A written-through WRITE may be answered (lcommit_fence_wait). */
+static void write_through_fenced(struct daemon *d, nfsstat3 st, void *arg)
+{
+	(void)d;
+	write_reply(arg, st, FILE_SYNC);
+}
+
 /* The pass-through WRITE came back. */
 static void write_through_done(enum upstream_status status, void *decoded,
 			       void *arg)
@@ -192,7 +199,11 @@ static void write_through_done(enum upstream_status status, void *decoded,
 	if (st == NFS3_OK && op->f)
 		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    ACCESS3_MODIFY | ACCESS3_EXTEND);
-	write_reply(op, st, FILE_SYNC);
+	/* Stable: answered once no journal record can bring older bytes
+	 * back (lcommit_fence_wait). */
+	if (st != NFS3_OK ||
+	    lcommit_fence_wait(d, write_through_fenced, op) != 0)
+		write_reply(op, st, FILE_SYNC);
 }
 
 /* No room in the cache: write through to the upstream's stable storage. */
@@ -235,8 +246,8 @@ static void write_sync_upstream(struct write_op *op)
 {
 	WRITE3args *a = op->r->args;
 
-	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE, a->offset,
-			   op->count, write_synced, op) != 0)
+	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE,
+				  a->offset, op->count, write_synced, op) != 0)
 		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
 }
 
@@ -601,8 +612,8 @@ static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 /* Answer a COMMIT once what it covers is committed upstream. */
 static void commit_upstream(struct write_op *op)
 {
-	if (writeback_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
-			   commit_done, op) != 0)
+	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
+				  commit_done, op) != 0)
 		commit_reply(op, NFS3ERR_SERVERFAULT);
 }
 

@@ -687,6 +687,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (rooms)
 		room_expire(d, now);
+	lcommit_tick(d);
 	mclock_timer_add(tick, &tv);
 }
 

@@ -106,7 +106,8 @@ const char *disk_result_name(enum disk_result r);
 enum disk_fault_op {
 	DISK_FAULT_WRITE,		/* the data write of a store */
 	DISK_FAULT_READ,		/* the data read of a load */
-	DISK_FAULT_SYNC			/* the data fsync of a store */
+	DISK_FAULT_SYNC,		/* the data fsync of a store */
+	DISK_FAULT_JOURNAL		/* the commit of a journal batch */
 };
 
 /*
@@ -358,7 +359,8 @@ typedef void disk_journal_cb(void *arg, bool durable);
  * Call cb(arg, durable) once, from disk_poll, after every journal put and
  * del submitted before this call has been committed (durable true) or
  * could not be (false). 0, or -1 with errno ENOMEM or EIO (tier OFF):
- * cb is then never called.
+ * cb is then never called. A tier that turns OFF while the sync is being
+ * queued gives 0 and cb(arg, false).
  */
 int disk_journal_sync(struct disk *d, disk_journal_cb *cb, void *arg);
 

@@ -128,7 +128,7 @@ struct disk {
 	bool stopping;
 	bool gate_closed;
 	unsigned gate_waiting;
-	int fault[3];
+	int fault[4];			/* by enum disk_fault_op */
 	disk_io_hook_fn *io_hook;	/* test hook: set while idle */
 	void *io_hook_arg;
 	char off_reason[2048];

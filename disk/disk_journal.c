@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "disk_impl.h"
 
@@ -105,6 +106,26 @@ journal_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
 	return rc;
 }
 
+/* The slack a commit needs beyond its records' bytes (LMDB's branch,
+ * meta and freelist pages), bytes. */
+#define JOURNAL_COMMIT_SLACK	(1024 * 1024)
+
+/* The error a failed commit of about want bytes reports: LMDB turns a
+ * short write (what a full filesystem gives: the write stops where the
+ * free blocks end) into EIO; when cache_dir's filesystem has less room
+ * than the commit needed, it is ENOSPC. */
+static int
+journal_error(struct disk *d, int rc, int64_t want)
+{
+	struct statvfs sv;
+	uint64_t need = JOURNAL_COMMIT_SLACK + (want > 0 ? (uint64_t)want : 0);
+
+	if (rc == EIO && statvfs(d->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < need)
+		return ENOSPC;
+	return rc;
+}
+
 void
 disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 {
@@ -114,7 +135,9 @@ disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 
 	if (!__atomic_load_n(&d->on, __ATOMIC_RELAXED))
 		return;		/* every op stays DISK_OFF */
-	rc = mdb_txn_begin(d->env, NULL, 0, &txn);
+	rc = disk_fault_take(d, DISK_FAULT_JOURNAL);
+	if (rc == 0)
+		rc = mdb_txn_begin(d->env, NULL, 0, &txn);
 	for (unsigned i = 0; i < n && rc == 0; i++)
 		rc = journal_apply(d, txn, ops[i], &drec, &dbytes);
 	if (rc == 0) {
@@ -124,7 +147,7 @@ disk_run_journal(struct disk *d, struct disk_op **ops, unsigned n)
 	if (txn)
 		mdb_txn_abort(txn);
 	if (rc != 0) {
-		disk_degrade(d, "journal commit", rc);
+		disk_degrade(d, "journal commit", journal_error(d, rc, dbytes));
 		return;
 	}
 	disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
@@ -187,7 +210,13 @@ journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
 	op->data_len = (uint32_t)len;
 	op->jcb = cb;
 	op->arg = arg;
-	return disk_submit_journal(d, op);
+	/* An op the tier turned OFF under (after the check above) is not
+	 * queued but still completes, as DISK_OFF: a sync's callback then
+	 * runs (durable false), so for a sync that is not a failure to
+	 * report (its caller would free what the callback uses). */
+	if (disk_submit_journal(d, op) != 0 && kind != DISK_OP_JSYNC)
+		return -1;
+	return 0;
 }
 
 int

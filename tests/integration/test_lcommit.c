@@ -50,6 +50,20 @@
  *   crash_check  once the journal is empty: every file named by a
  *                $LC_CRASH_DIR/NAME.ack holds on Ganesha's disk every
  *                byte acknowledged to it, byte-exact.
+ *   rb_before    (issue 37, test_lcommit_rollback.sh) 64 KiB of A at 0,
+ *                UNSTABLE + COMMIT, answered from the journal (1 record).
+ *   rb_full      with cache_dir's filesystem full: 1 MiB more + COMMIT
+ *                (the journal's commit fails, the tier turns off, answered
+ *                the upstream way once the fence is written), then 64 KiB
+ *                of B at 0 + COMMIT; both NFS3_OK, 2 fallbacks counted,
+ *                1 fence, B and the 1 MiB on Ganesha's disk; saves how
+ *                many records the journal still holds.
+ *   rb_after     after a stop (SIGTERM or SIGKILL), the space freed and a
+ *                restart: every record left (A's, and any of the 1 MiB
+ *                committed before the disk filled) counted superseded,
+ *                none recovered,
+ *                the journal empties, and READ through the proxy and
+ *                Ganesha's disk give B, never A.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -610,6 +624,102 @@ static void test_crash_check(void)
 	WB_CHECK(files > 0, "the crash loop left files to check");
 }
 
+/* ---- the tier turned off with records outstanding (issue 37) ---- */
+
+#define SEED_RB_A 37
+#define SEED_RB_M 38
+#define SEED_RB_B 39
+#define RB_LEN (64u * WB_KIB)
+#define RB_MORE (1024u * WB_KIB)	/* grows the journal's file */
+#define M_FALLBACKS "nfscached_local_commit_fallbacks_total"
+#define M_SUPERSEDED "nfscached_local_superseded_records"
+#define M_FENCES "nfscached_local_journal_fence_writes_total"
+#define M_DISK_ON "nfscached_disk_on"
+
+/* 64 KiB of A at 0, UNSTABLE + COMMIT: answered from the journal. */
+static void test_rb_before(void)
+{
+	struct wb_snap a, b;
+	char name[64];
+	struct wb_fh fh;
+
+	wb_unique_name(name, sizeof(name), "lc-rb");
+	create(name, &fh);
+	if (wb_snap_take(&a) != 0)
+		return;
+	write_pattern(&fh, 0, RB_LEN, SEED_RB_A, UNSTABLE, NULL);
+	WB_STAT(wb_commit(&px, &fh, NULL, WB_TIMEOUT_MS), NFS3_OK);
+	if (wb_snap_take(&b) == 0) {
+		WB_EQ(wb_snap_delta(&a, &b, M_COMMITS), 1);
+		WB_EQ(wb_snap_get(&b, M_RECORDS), 1);
+		WB_EQ(wb_snap_get(&b, M_DISK_ON), 1);
+		wb_snap_free(&b);
+	}
+	wb_snap_free(&a);
+	WB_EQ(wb_disk_size(name), 0);
+	wb_state_save("lc-rb", name, "0", &fh);
+}
+
+/* cache_dir's filesystem is full now: 1 MiB more + COMMIT turns the tier
+ * off and is answered the upstream way; then 64 KiB of B at 0 + COMMIT.
+ * Both NFS3_OK, B on Ganesha's disk, the fence written. */
+static void test_rb_full(void)
+{
+	struct wb_snap a, b;
+	char name[64], hv[17];
+	struct wb_fh fh;
+
+	WB_CHECK(wb_state_load("lc-rb", name, hv, &fh) == 0, "rb_before ran");
+	if (wb_snap_take(&a) != 0)
+		return;
+	write_pattern(&fh, RB_LEN, RB_MORE, SEED_RB_M, UNSTABLE, NULL);
+	WB_STAT(wb_commit_retry(&px, &fh, NULL, WAIT_MS, NULL), NFS3_OK);
+	WB_EQ(wb_metric(M_DISK_ON), 0);
+	write_pattern(&fh, 0, RB_LEN, SEED_RB_B, UNSTABLE, NULL);
+	WB_STAT(wb_commit_retry(&px, &fh, NULL, WAIT_MS, NULL), NFS3_OK);
+	if (wb_snap_take(&b) == 0) {
+		WB_EQ(wb_snap_delta(&a, &b, M_COMMITS), 0);
+		WB_EQ(wb_snap_delta(&a, &b, M_FALLBACKS), 2);
+		WB_EQ(wb_snap_get(&b, M_FENCES), 1);
+		/* A's (and any of the 1 MiB committed before the disk
+		 * filled) stay: the journal cannot delete now. */
+		WB_CHECK(wb_snap_get(&b, M_RECORDS) >= 1, "records stay");
+		/* rb_after: the next start finds exactly these. */
+		snprintf(hv, sizeof(hv), "%.0f", wb_snap_get(&b, M_RECORDS));
+		wb_state_save("lc-rb", name, hv, &fh);
+		wb_snap_free(&b);
+	}
+	wb_snap_free(&a);
+	check_range(name, 0, RB_LEN, SEED_RB_B);
+	check_range(name, RB_LEN, RB_MORE, SEED_RB_M);
+}
+
+/* Restarted with room again: A's record is superseded, not replayed;
+ * the upstream and the proxy give B. */
+static void test_rb_after(void)
+{
+	uint8_t *got = malloc(RB_LEN), *want = malloc(RB_LEN);
+	char name[64], hv[17];
+	struct wb_fh fh;
+
+	WB_CHECK(got && want, "malloc");
+	WB_CHECK(wb_state_load("lc-rb", name, hv, &fh) == 0, "rb_before ran");
+	/* Every record left on disk is superseded, none replayed. */
+	WB_CHECK(atoi(hv) >= 1, "rb_full saved the records left");
+	WB_EQ(wb_metric(M_SUPERSEDED), atoi(hv));
+	WB_EQ(wb_metric(M_RECOVERED), 0);
+	WB_EQ(wait_at_most(M_RECORDS, 0, WAIT_MS), 0);
+	if (got && want) {
+		wb_pattern(want, RB_LEN, 0, SEED_RB_B);
+		WB_EQ(wb_read_all(&px, &fh, got, RB_LEN), RB_LEN);
+		WB_EQ(wb_first_diff(got, want, RB_LEN), RB_LEN);
+	}
+	check_range(name, 0, RB_LEN, SEED_RB_B);
+	check_range(name, RB_LEN, RB_MORE, SEED_RB_M);
+	free(got);
+	free(want);
+}
+
 int test_register(void)
 {
 	static const struct {
@@ -628,6 +738,9 @@ int test_register(void)
 		{ "stale", init_both, test_stale },
 		{ "crash_work", init_proxy, test_crash_work },
 		{ "crash_check", init_proxy, test_crash_check },
+		{ "rb_before", init_proxy, test_rb_before },
+		{ "rb_full", init_proxy, test_rb_full },
+		{ "rb_after", init_proxy, test_rb_after },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -19,14 +19,19 @@
  * and the record goes. For STALE (the file is gone upstream) the record
  * stays in cache_dir for good.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "disk.h"
 #include "disk_tier.h"
 #include "lcommit.h"
+#include "lcommit_fence.h"
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
@@ -453,6 +458,471 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	stop(&h);
 }
 
+/* ---- the tier turned off with records outstanding (issue 37) ---- */
+
+static char sdir[256];		/* state_dir of the fence tests */
+
+/* tune, and state_dir in its own directory (the fence's second place). */
+static void tune_fence(struct conf *c)
+{
+	tune(c);
+	free(c->state_dir);
+	c->state_dir = strdup(sdir);
+	/* A COMMIT answered the upstream way gets its upstream COMMIT as
+	 * soon as the WRITEs are done. */
+	c->writeback_commit_delay = 0;
+}
+
+/* A fresh cache_dir and state_dir, the daemon started as main() does
+ * (lcommit_start: the journal's identity and the fence files), an empty
+ * toy file "f": its id. */
+static uint64_t start_fence(struct nfs3_h *h)
+{
+	char err[256];
+
+	h_tmpdir(sdir, sizeof(sdir), "test_nfs3_lcommit_state");
+	h_tmpdir(tdir, sizeof(tdir), "test_nfs3_lcommit");
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+	return toy_add_file(&h->toy, "f", 0);
+}
+
+/* Restart on the same cache_dir and state_dir with the upstream file as
+ * it was: after lcommit_stop when clean (SIGTERM), without it (SIGKILL)
+ * otherwise; lcommit_start as main() does. The file's id. */
+static uint64_t fence_restart(struct nfs3_h *h, uint64_t id, bool clean)
+{
+	struct toy_node *n = toy_node(&h->toy, id);
+	struct up_copy up = { n->size, malloc(TOY_MAX_DATA) };
+	char err[256];
+	uint64_t id2;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up.data);
+	memcpy(up.data, n->data, n->size);
+	if (clean)
+		lcommit_stop(&h->d);
+	h_fini(h);
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	id2 = toy_add_file(&h->toy, "f", up.size);
+	CU_ASSERT_EQUAL(id2, id);
+	memcpy(toy_node(&h->toy, id2)->data, up.data, up.size);
+	free(up.data);
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+	return id2;
+}
+
+/* COMMIT id, moving the clock in small steps until answered; its
+ * status. */
+static nfsstat3 commit_status(struct nfs3_h *h, uint64_t id)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	COMMIT3args c = { .offset = 0, .count = 0 };
+	COMMIT3res cr;
+	uint32_t xid;
+	nfsstat3 st;
+
+	h_fh(h, id, &c.file, buf);
+	xid = h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
+	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		/* The fence's thread is real time: done before the clock
+		 * moves on. */
+		lcommit_fence_drain(&h->d);
+		h_advance(h, 0.05);
+	}
+	memset(&cr, 0, sizeof(cr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_COMMIT3res, &cr), 0);
+	st = cr.status;
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+	return st;
+}
+
+#define BIG (64u * 1024)
+
+/*
+ * The issue's minimal case: WRITE 64 KiB of A at 0 + COMMIT (journaled);
+ * the journal's commit fails with ENOSPC; WRITE more + COMMIT (the tier
+ * turns off, answered the upstream way); WRITE 64 KiB of B at 0 + COMMIT
+ * (answered); stop, restart on the same cache_dir with the fault gone:
+ * the upstream must hold B, and the record of A must not be replayed.
+ */
+static void check_no_rollback(bool clean)
+{
+	static uint8_t b[BIG], got[BIG];
+	struct lcommit_stats s0, s1;
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start_fence(&h);
+	lcommit_stats_get(&s0);
+	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
+
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	write_at(&h, id, BIG, fill(b, 'M', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	CU_ASSERT_FALSE(disk_on(disk_tier_disk()));
+	CU_ASSERT_EQUAL(records(), 1);		/* A's record stays on disk */
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	lcommit_stats_get(&s1);
+	/* Both COMMITs went the upstream way; each counted once. */
+	CU_ASSERT_EQUAL(s1.fallbacks - s0.fallbacks, 2);
+	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+
+	id = fence_restart(&h, id, clean);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);
+	CU_ASSERT_EQUAL(s1.recovered_records, 0);
+	CU_ASSERT_EQUAL(records(), 0);		/* deleted, the disk working */
+	/* Nothing to write back: whatever write-back runs, B stays. */
+	h_advance(&h, 3601);
+	h_turns(&h, 50);
+	h_advance(&h, 3601);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+	read_at(&h, id, 0, BIG, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'B', BIG), BIG), 0);
+	/* New records after the fence are replayed, not superseded. */
+	write_at(&h, id, 0, fill(b, 'C', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL(records(), 1);
+	id = fence_restart(&h, id, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 0);
+	CU_ASSERT_EQUAL(s1.recovered_records, 1);
+	read_at(&h, id, 0, BIG, got);
+	CU_ASSERT_EQUAL(memcmp(got, fill(b, 'C', BIG), BIG), 0);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
+static void test_no_rollback_clean_stop(void) { check_no_rollback(true); }
+static void test_no_rollback_kill(void) { check_no_rollback(false); }
+
+/* The fence path of dir. */
+static void fence_file(const char *dir, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", dir, LCF_NAME);
+}
+
+/*
+ * cache_dir cannot take the fence (its file gone, as on a read-only or
+ * broken cache_dir): state_dir's alone is enough. Neither can: the COMMIT
+ * waiting for it is answered NFS3ERR_JUKEBOX, never NFS3_OK, and the
+ * fence is retried; once state_dir works again it is written and the
+ * next COMMIT is answered.
+ */
+static void test_fence_in_state_dir_else_jukebox(void)
+{
+	static uint8_t b[BIG];
+	struct lcommit_stats s1;
+	char cpath[512], spath[512];
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start_fence(&h);
+	fence_file(tdir, cpath, sizeof(cpath));
+	fence_file(sdir, spath, sizeof(spath));
+	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL_FATAL(unlink(cpath), 0);
+	CU_ASSERT_EQUAL_FATAL(unlink(spath), 0);
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, EIO);
+	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 0);
+	CU_ASSERT(s1.fence_failures >= 1);
+	/* The bytes are upstream; only the fence was missing. */
+	CU_ASSERT_EQUAL(memcmp(toy_node(&h.toy, id)->data, fill(b, 'B', BIG),
+			       BIG), 0);
+	CU_ASSERT_EQUAL_FATAL(lcommit_fence_prepare(sdir), 0);
+	h_advance(&h, 6);
+	h_turns(&h, 20);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	id = fence_restart(&h, id, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);
+	CU_ASSERT_EQUAL(s1.recovered_records, 0);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
+/*
+ * A file gone upstream (STALE) keeps its records, also through a fence:
+ * g's write-back fails STALE (its record kept), f's record is then
+ * superseded after the tier turned off; after a restart only f's record
+ * is skipped, g's is found again and installed.
+ */
+static void test_fence_leaves_stale_files_out(void)
+{
+	static uint8_t b[BIG];
+	struct lcommit_stats s1;
+	struct nfs3_h h;
+	uint64_t f, g;
+
+	f = start_fence(&h);
+	g = toy_add_file(&h.toy, "g", 0);
+	write_at(&h, g, 0, fill(b, 'G', 4096), 4096);
+	commit(&h, g);
+	fail_write = NFS3ERR_STALE;
+	advance_to_write(&h, h.fu.calls[NFSPROC3_WRITE], 3601);
+	fail_write = NFS3_OK;
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.failures[LC_STALE], 1);
+	write_at(&h, f, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, f);
+	CU_ASSERT_EQUAL(records(), 2);
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	write_at(&h, f, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, f), NFS3_OK);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.fence_writes, 1);
+
+	f = fence_restart(&h, f, false);
+	lcommit_stats_get(&s1);
+	CU_ASSERT_EQUAL(s1.superseded_records, 1);	/* f's */
+	CU_ASSERT_EQUAL(s1.recovered_records + s1.kept_records, 1); /* g's */
+	CU_ASSERT_EQUAL(records(), 1);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
+/* ---- many writers, a disk fault at a random moment (issue 37) ---- */
+
+#define MW_FILES 4		/* writers, one file each */
+#define MW_BLOCK 4096u
+#define MW_BLOCKS 48		/* per file: 192 KiB, 3 pages */
+#define MW_ROUNDS 12
+#define MW_RUNS 6		/* seeds per test */
+
+/* What each writer was last told is stable, per block (0: never). */
+struct mw_state {
+	uint64_t id[MW_FILES];
+	uint32_t acked[MW_FILES][MW_BLOCKS];
+	uint32_t written[MW_FILES][MW_BLOCKS];	/* sent, maybe not acked */
+	uint64_t rnd;
+};
+
+/* The next pseudo-random number of s (xorshift64*). */
+static uint64_t mw_rand(struct mw_state *s)
+{
+	s->rnd ^= s->rnd >> 12;
+	s->rnd ^= s->rnd << 25;
+	s->rnd ^= s->rnd >> 27;
+	return s->rnd * 2685821657736338717ull;
+}
+
+/* Block b of writer w at version v: every 4 bytes (w, b, v). */
+static void mw_block(uint8_t *out, unsigned w, unsigned b, uint32_t v)
+{
+	uint32_t word = (uint32_t)w << 28 | (uint32_t)b << 20 | v;
+
+	for (unsigned i = 0; i < MW_BLOCK; i += 4)
+		memcpy(out + i, &word, 4);
+}
+
+/* WRITE with stable how; its status. */
+static nfsstat3 mw_write(struct nfs3_h *h, uint64_t id, uint64_t off,
+			 uint8_t *data, uint32_t len, stable_how how)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	WRITE3args a = { .offset = off, .count = len, .stable = how };
+	WRITE3res r;
+	uint32_t xid;
+	nfsstat3 st;
+
+	h_fh(h, id, &a.file, buf);
+	a.data.data_len = len;
+	a.data.data_val = (char *)data;
+	xid = h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
+	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		lcommit_fence_drain(&h->d);
+		h_advance(h, 0.05);
+	}
+	memset(&r, 0, sizeof(r));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_WRITE3res, &r), 0);
+	st = r.status;
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&r);
+	return st;
+}
+
+/* Writer w's turn: 1 to 6 blocks at new versions, UNSTABLE then a
+ * COMMIT, or one block FILE_SYNC; acknowledged versions recorded when
+ * answered NFS3_OK (a JUKEBOX is retried, as a client does). */
+static void mw_turn(struct nfs3_h *h, struct mw_state *s, unsigned w,
+		    uint32_t version)
+{
+	uint8_t data[MW_BLOCK];
+	unsigned n = 1 + (unsigned)(mw_rand(s) % 6);
+	bool sync = mw_rand(s) % 4 == 0;
+	nfsstat3 st;
+
+	for (unsigned i = 0; i < (sync ? 1 : n); i++) {
+		unsigned b = (unsigned)(mw_rand(s) % MW_BLOCKS);
+
+		mw_block(data, w, b, version);
+		for (int t = 0; t < 5; t++) {
+			st = mw_write(h, s->id[w], (uint64_t)b * MW_BLOCK, data,
+				      MW_BLOCK, sync ? FILE_SYNC : UNSTABLE);
+			if (st != NFS3ERR_JUKEBOX)
+				break;
+		}
+		if (st != NFS3_OK)
+			fprintf(stderr, "writer %u: WRITE (%s) of block %u: "
+				"status %d\n", w, sync ? "FILE_SYNC" : "UNSTABLE",
+				b, (int)st);
+		CU_ASSERT_EQUAL(st, NFS3_OK);
+		s->written[w][b] = version;
+		if (sync && st == NFS3_OK)
+			s->acked[w][b] = version;
+	}
+	if (sync)
+		return;
+	for (int t = 0; t < 5; t++)
+		if ((st = commit_status(h, s->id[w])) != NFS3ERR_JUKEBOX)
+			break;
+	CU_ASSERT_EQUAL(st, NFS3_OK);
+	if (st == NFS3_OK)
+		memcpy(s->acked[w], s->written[w], sizeof(s->acked[w]));
+}
+
+/* Restart with every writer's upstream file as it was (lcommit_stop
+ * first when clean). */
+static void mw_restart(struct nfs3_h *h, struct mw_state *s, bool clean)
+{
+	static uint8_t copy[MW_FILES][MW_BLOCKS * MW_BLOCK];
+	uint64_t size[MW_FILES];
+	char err[256], name[16];
+
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		struct toy_node *n = toy_node(&h->toy, s->id[w]);
+
+		size[w] = n->size;
+		memcpy(copy[w], n->data, n->size);
+	}
+	if (clean)
+		lcommit_stop(&h->d);
+	h_fini(h);
+	h_init(h, tune_fence);
+	h->fu.respond = respond;
+	(void)toy_add_file(&h->toy, "f", 0);	/* as start_fence made it */
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		snprintf(name, sizeof(name), "w%u", w);
+		CU_ASSERT_EQUAL_FATAL(toy_add_file(&h->toy, name, size[w]),
+				      s->id[w]);
+		memcpy(toy_node(&h->toy, s->id[w])->data, copy[w], size[w]);
+	}
+	CU_ASSERT_EQUAL_FATAL(lcommit_start(&h->d, err, sizeof(err)), 0);
+}
+
+/* Every block on the upstream holds its last acknowledged version (or
+ * zeros when never acknowledged: nothing older can be there). */
+static void mw_check(struct nfs3_h *h, struct mw_state *s, uint64_t seed)
+{
+	uint8_t want[MW_BLOCK];
+	unsigned bad = 0;
+
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		struct toy_node *n = toy_node(&h->toy, s->id[w]);
+
+		for (unsigned b = 0; b < MW_BLOCKS; b++) {
+			if (s->acked[w][b] == 0)
+				continue;
+			mw_block(want, w, b, s->acked[w][b]);
+			if (n->size < (uint64_t)(b + 1) * MW_BLOCK ||
+			    memcmp(n->data + (size_t)b * MW_BLOCK, want,
+				   MW_BLOCK) != 0)
+				bad++;
+		}
+	}
+	if (bad)
+		fprintf(stderr, "many writers, seed %" PRIu64 ": %u block(s) "
+			"differ from their last acknowledged version\n", seed,
+			bad);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/*
+ * 4 writers, MW_ROUNDS rounds each of a few blocks + COMMIT or a
+ * FILE_SYNC WRITE, write-back moving on at random (the test clock), one
+ * disk fault (the journal's commit with ENOSPC or EIO, or a slab write
+ * or sync) injected at a random moment; then a restart (clean or not),
+ * write-back to the end, and every block checked on the upstream against
+ * its last acknowledged version. One run of seed.
+ */
+static void many_writers_run(bool clean, uint64_t seed)
+{
+	static const struct { enum disk_fault_op op; int err; } faults[] = {
+		{ DISK_FAULT_JOURNAL, ENOSPC }, { DISK_FAULT_JOURNAL, EIO },
+		{ DISK_FAULT_WRITE, ENOSPC }, { DISK_FAULT_SYNC, EIO },
+	};
+	struct mw_state *s = calloc(1, sizeof(*s));
+	struct nfs3_h h;
+	unsigned fault_at, fk;
+	char name[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	fprintf(stderr, "many writers (%s): seed %" PRIu64 " (LC_SEED)\n",
+		clean ? "clean stop" : "kill", seed);
+	s->rnd = seed * 2 + 1;
+	fault_at = (unsigned)(mw_rand(s) % (MW_ROUNDS * MW_FILES));
+	fk = (unsigned)(mw_rand(s) % 4);
+	(void)start_fence(&h);		/* its "f" is not used */
+	for (unsigned w = 0; w < MW_FILES; w++) {
+		snprintf(name, sizeof(name), "w%u", w);
+		s->id[w] = toy_add_file(&h.toy, name, 0);
+	}
+	for (unsigned r = 0; r < MW_ROUNDS; r++)
+		for (unsigned w = 0; w < MW_FILES; w++) {
+			if (r * MW_FILES + w == fault_at)
+				disk_fault_inject(disk_tier_disk(),
+						  faults[fk].op, faults[fk].err);
+			mw_turn(&h, s, w, r + 1);
+			if (mw_rand(s) % 3 == 0) {
+				h_advance(&h, 1.0 + (double)(mw_rand(s) % 4000));
+				h_turns(&h, 20);
+			}
+		}
+	mw_restart(&h, s, clean);
+	for (int i = 0; i < 6; i++) {
+		h_advance(&h, 3601);
+		h_turns(&h, 50);
+	}
+	mw_check(&h, s, seed);
+	stop(&h);
+	h_rmtree(sdir);
+	free(s);
+}
+
+/* MW_RUNS runs, from the seed LC_SEED gives or the time. */
+static void check_many_writers(bool clean)
+{
+	const char *env = getenv("LC_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+
+	for (unsigned i = 0; i < (env ? 1 : MW_RUNS); i++)
+		many_writers_run(clean, seed + i);
+}
+
+static void test_many_writers_clean(void) { check_many_writers(true); }
+static void test_many_writers_kill(void) { check_many_writers(false); }
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_lcommit", NULL, NULL);
@@ -474,7 +944,19 @@ int test_register(void)
 			 test_truncate_not_undone_by_replay) ||
 	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
 	    !CU_add_test(s, "dirty_limit_falls_back_to_upstream",
-			 test_dirty_limit_falls_back_to_upstream))
+			 test_dirty_limit_falls_back_to_upstream) ||
+	    !CU_add_test(s, "no_rollback_after_tier_off_clean_stop",
+			 test_no_rollback_clean_stop) ||
+	    !CU_add_test(s, "no_rollback_after_tier_off_kill",
+			 test_no_rollback_kill) ||
+	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
+			 test_fence_in_state_dir_else_jukebox) ||
+	    !CU_add_test(s, "fence_leaves_stale_files_out",
+			 test_fence_leaves_stale_files_out) ||
+	    !CU_add_test(s, "many_writers_random_fault_clean_stop",
+			 test_many_writers_clean) ||
+	    !CU_add_test(s, "many_writers_random_fault_kill",
+			 test_many_writers_kill))
 		return -1;
 	return 0;
 }
