@@ -1215,6 +1215,43 @@ static void fence_start(struct daemon *d, struct disk *dk)
 	fence.fz.hi = start_fence.hi;
 }
 
+/*
+ * The tier could not open its index at start. If that index was kept
+ * holding journal records (or a journal that could not be read while an
+ * export commits locally), refuse to start: serving now would answer
+ * from older bytes than those records acknowledged, and a later start
+ * with the index repaired would replay them over whatever this run
+ * acknowledged meanwhile. Neither is a guess to make for the operator.
+ * 0, or -1 with the reason in err.
+ */
+static int unread_journal_check(struct daemon *d, char *err, size_t errlen)
+{
+	struct disk *dk = disk_tier_disk();
+	long n = dk ? disk_journal_unread(dk) : 0;
+	bool local = false;
+
+	for (size_t i = 0; i < d->nexports; i++)
+		local |= conf_commit_local(d->exports[i].conf);
+	if (n == 0 || (n < 0 && !local))
+		return 0;
+	snprintf(err, errlen, "cache_dir %s: its index cannot be opened (the "
+		 "line above says why) and its journal %s locally committed "
+		 "writes not yet written back: serving now would answer from "
+		 "older data, and a later start would replay them over newer "
+		 "writes. Repair or restore the file system and start again; "
+		 "or move %s/index.mdb aside to give those writes up "
+		 "(docs/disk-tier.md, \"A damaged index\")",
+		 d->conf->cache_dir, n > 0 ? "holds" : "may hold",
+		 d->conf->cache_dir);
+	if (n > 0) {
+		char count[64];
+
+		snprintf(count, sizeof(count), " (%ld record(s))", n);
+		strncat(err, count, errlen - strlen(err) - 1);
+	}
+	return -1;
+}
+
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
 	struct disk *dk = journal();
@@ -1227,7 +1264,7 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	pages_held = 0;
 	next_seq = first_seq = 1;
 	if (!dk)
-		return 0;
+		return unread_journal_check(d, err, errlen);
 	fence_start(d, dk);
 	(void)disk_journal_scan(dk, size_check, &sz);
 	/* Above the fence too: a new record must never look superseded. */

@@ -624,7 +624,7 @@ int main(int argc, char **argv)
 	struct daemon d;
 	struct opts *o = &the_opts;
 	struct event *sigs[3];
-	char err[256];
+	char err[2048];
 
 	if (argc > 1 && strcmp(argv[1], "stats") == 0)
 		return stats_main(argc - 1, argv + 1);

@@ -217,6 +217,13 @@ void disk_poll(struct disk *d);
 bool disk_on(const struct disk *d);
 
 /*
+ * The journal records (commit = "local") of an index that disk_open found
+ * damaged and kept as it is, unread: > 0 their number, -1 if the journal
+ * itself could not be read, 0 if none (or the index opened). Any thread.
+ */
+long disk_journal_unread(const struct disk *d);
+
+/*
  * Store a page asynchronously, replacing any page under the same key.
  * The page is copied now (only its valid ranges; at most DISK_MAX_RANGES
  * valid and hole ranges are kept, the first ones: a subset of the valid

@@ -95,6 +95,9 @@ struct disk {
 	disk_log_fn *log;
 	void *log_arg;
 
+	long journal_unread;		/* records of a journal in an index
+					 * the start could not open and
+					 * kept: > 0, -1 unknown, 0 none */
 	MDB_env *env;
 	MDB_dbi dbi_pages, dbi_lru, dbi_meta, dbi_journal;
 	MDB_dbi dbi_outage;		/* disk_outage.c's records */

@@ -507,11 +507,13 @@ index_damaged(struct disk *d, const struct probe *pr)
 			 "cannot be moved aside (%s): remove it to start afresh",
 			 strerror(errno));
 	} else if (pr->journal > 0) {
+		d->journal_unread = pr->journal;
 		snprintf(fate, sizeof(fate), "it holds %ld journal record(s) "
 			 "of locally committed data that are not replayed from "
 			 "a damaged index: the file is kept as it is; removing "
 			 "it loses those writes", pr->journal);
 	} else {
+		d->journal_unread = -1;
 		snprintf(fate, sizeof(fate), "its journal of locally committed "
 			 "data could not be read: the file is kept as it is; "
 			 "removing it loses any writes it holds");

@@ -541,6 +541,12 @@ disk_on(const struct disk *d)
 	return __atomic_load_n(&d->on, __ATOMIC_RELAXED);
 }
 
+long
+disk_journal_unread(const struct disk *d)
+{
+	return d->journal_unread;
+}
+
 /* A new op of kind for key k, or NULL (counted by the caller). */
 static struct disk_op *
 op_new(enum disk_op_kind kind, const struct disk_key *k, size_t data)

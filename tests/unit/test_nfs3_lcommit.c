@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <lmdb.h>
 
 #include "disk.h"
 #include "disk_tier.h"
@@ -382,6 +383,57 @@ static void test_truncate_not_undone_by_replay(void)
 
 /* REMOVE of the last link drops the file's unwritten data: its journal
  * records go with it. */
+/* Add a database no nfscached index holds to cache_dir's index.mdb: the
+ * start's check then finds it foreign and keeps it, journal and all. */
+static void index_add_foreign_db(void)
+{
+	char path[sizeof(tdir) + 16], k[] = "hello", v[] = "world";
+	MDB_val key = { 5, k }, val = { 5, v };
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	snprintf(path, sizeof(path), "%s/index.mdb", tdir);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_create(&env), 0);
+	CU_ASSERT_EQUAL(mdb_env_set_maxdbs(env, 16), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_env_open(env, path, MDB_NOSUBDIR, 0600), 0);
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	CU_ASSERT_EQUAL(mdb_dbi_open(txn, "users", MDB_CREATE, &dbi), 0);
+	CU_ASSERT_EQUAL(mdb_put(txn, dbi, &key, &val, 0), 0);
+	CU_ASSERT_EQUAL(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+}
+
+/*
+ * A crash left a journal record; the next start finds the index damaged
+ * (the tier off, the index kept with its journal): it must not serve, or
+ * a later start with the index repaired would replay that record over
+ * whatever this run acknowledged.
+ */
+static void test_unreadable_journal_refuses_start(void)
+{
+	uint8_t b[100];
+	char err[2048];
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start(&h, tune);
+	write_at(&h, id, 0, fill(b, 'A', 100), 100);
+	commit(&h, id);
+	CU_ASSERT_EQUAL_FATAL(records(), 1);
+	h_fini(&h);		/* a crash: the record stays */
+	index_add_foreign_db();
+	h_init(&h, tune);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(disk_tier_disk());
+	CU_ASSERT_FALSE(disk_on(disk_tier_disk()));
+	CU_ASSERT_EQUAL(disk_journal_unread(disk_tier_disk()), 1);
+	CU_ASSERT_EQUAL(lcommit_start(&h.d, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "its journal holds locally "
+				      "committed writes not yet written back"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "(1 record(s))"));
+	stop(&h);
+}
+
 static void test_remove_drops_records(void)
 {
 	uint8_t b[4000], fh[FH_SIZE_MAX];
@@ -943,6 +995,8 @@ int test_register(void)
 	    !CU_add_test(s, "truncate_not_undone_by_replay",
 			 test_truncate_not_undone_by_replay) ||
 	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
+	    !CU_add_test(s, "unreadable_journal_refuses_start",
+			 test_unreadable_journal_refuses_start) ||
 	    !CU_add_test(s, "dirty_limit_falls_back_to_upstream",
 			 test_dirty_limit_falls_back_to_upstream) ||
 	    !CU_add_test(s, "no_rollback_after_tier_off_clean_stop",
