@@ -887,6 +887,11 @@ int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
 	return 0;
 }
 
+bool lcommit_fence_due(void)
+{
+	return fence.st != LCF_NONE && fence.st != LCF_DURABLE;
+}
+
 int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg)
 {
 	struct lc_waiter *w = calloc(1, sizeof(*w));

@@ -187,6 +187,11 @@ int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
  * never called). */
 int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
 
+/* True while a fence is due and not yet durable (the tier turned off
+ * with records outstanding): a call that changes a file upstream then
+ * waits for it first (lcommit_fence_wait). Loop thread. */
+bool lcommit_fence_due(void);
+
 /* The write-back tick (writeback.c): retry a failed fence, answer
  * waiters that waited too long. */
 void lcommit_tick(struct daemon *d);

@@ -215,7 +215,7 @@ static nfsstat3 send_failure(const struct export_rt *ex,
 }
 
 /* Send a prepared forwarded call upstream (or reply send_failure). */
-static enum op_status fwd_send(struct req *r)
+static enum op_status fwd_send_now(struct req *r)
 {
 	struct nfs3_fwd *w = r->op;
 
@@ -231,6 +231,45 @@ static enum op_status fwd_send(struct req *r)
 		return nfs3_reply_status(r, st);
 	}
 	return OP_PENDING;
+}
+
+/* The fence a changing call waited for is durable (or could not be). */
+static void fwd_fenced(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct req *r = arg;
+	struct nfs3_fwd *w = r->op;
+
+	(void)d;
+	if (st != NFS3_OK) {
+		nfs3_learn_failed(r, w);
+		fwd_free(r->d, w);
+		nfs3_reply_status(r, st);
+		return;
+	}
+	fwd_send_now(r);
+}
+
+/*
+ * Send a prepared forwarded call, once no journal record can be replayed
+ * over what it changes: while a fence is due (the disk tier turned off
+ * with records outstanding), a call that changes a file upstream (a
+ * truncating SETATTR, a REMOVE, a CREATE over a file) waits for it, or a
+ * replay at the next start could bring older bytes or an older size back
+ * over what it acknowledged (lcommit.h).
+ */
+static enum op_status fwd_send(struct req *r)
+{
+	if ((r->ent->flags & DISPATCH_MUTATING) && lcommit_fence_due()) {
+		if (lcommit_fence_wait(r->d, fwd_fenced, r) != 0) {
+			struct nfs3_fwd *w = r->op;
+
+			nfs3_learn_failed(r, w);
+			fwd_free(r->d, w);
+			return nfs3_reply_status(r, NFS3ERR_JUKEBOX);
+		}
+		return OP_PENDING;
+	}
+	return fwd_send_now(r);
 }
 
 /* A truncating SETATTR's file has no write-back in flight any more. */

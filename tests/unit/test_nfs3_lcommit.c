@@ -714,6 +714,82 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	h_rmtree(sdir);
 }
 
+/* Send a SETATTR of id's size to size: its xid. */
+static uint32_t setattr_size(struct nfs3_h *h, uint64_t id, uint64_t size)
+{
+	uint8_t fh[FH_SIZE_MAX];
+	SETATTR3args sa;
+
+	memset(&sa, 0, sizeof(sa));
+	h_fh(h, id, &sa.object, fh);
+	sa.new_attributes.size.set_it = TRUE;
+	sa.new_attributes.size.set_size3_u.size = size;
+	return h_call(h, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &sa);
+}
+
+/* The status of SETATTR xid's reply. */
+static nfsstat3 setattr_status(struct nfs3_h *h, uint32_t xid)
+{
+	SETATTR3res sr;
+	nfsstat3 st;
+
+	memset(&sr, 0, sizeof(sr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_SETATTR3res, &sr), 0);
+	st = sr.status;
+	xdr_free((xdrproc_t)xdr_SETATTR3res, (char *)&sr);
+	return st;
+}
+
+/*
+ * While a fence is due and cannot be written, a truncating SETATTR does
+ * not reach the upstream (a crash before the fence would replay the old
+ * bytes and size over it): it waits, then gets JUKEBOX; once the fence
+ * can be written it goes through.
+ */
+static void test_truncate_waits_for_the_fence(void)
+{
+	static uint8_t b[BIG];
+	char cpath[512], spath[512];
+	struct nfs3_h h;
+	uint64_t id;
+	unsigned setattrs;
+	uint32_t xid;
+
+	id = start_fence(&h);
+	fence_file(tdir, cpath, sizeof(cpath));
+	fence_file(sdir, spath, sizeof(spath));
+	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
+	commit(&h, id);
+	CU_ASSERT_EQUAL_FATAL(unlink(cpath), 0);
+	CU_ASSERT_EQUAL_FATAL(unlink(spath), 0);
+	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, EIO);
+	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
+	CU_ASSERT_TRUE_FATAL(lcommit_fence_due());
+	setattrs = h.fu.calls[NFSPROC3_SETATTR];
+	xid = setattr_size(&h, id, 10);
+	h_turns(&h, 50);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], setattrs);
+	h_advance(&h, 6);
+	h_turns(&h, 20);
+	CU_ASSERT_EQUAL(setattr_status(&h, xid), NFS3ERR_JUKEBOX);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], setattrs);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, BIG);
+
+	CU_ASSERT_EQUAL_FATAL(lcommit_fence_prepare(sdir), 0);
+	h_advance(&h, 6);
+	h_turns(&h, 20);
+	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
+	CU_ASSERT_FALSE(lcommit_fence_due());
+	xid = setattr_size(&h, id, 10);
+	CU_ASSERT_EQUAL(setattr_status(&h, xid), NFS3_OK);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], setattrs + 1);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 10);
+	stop(&h);
+	h_rmtree(sdir);
+}
+
 /*
  * A file gone upstream (STALE) keeps its records, also through a fence:
  * g's write-back fails STALE (its record kept), f's record is then
@@ -1005,6 +1081,8 @@ int test_register(void)
 			 test_no_rollback_kill) ||
 	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
 			 test_fence_in_state_dir_else_jukebox) ||
+	    !CU_add_test(s, "truncate_waits_for_the_fence",
+			 test_truncate_waits_for_the_fence) ||
 	    !CU_add_test(s, "fence_leaves_stale_files_out",
 			 test_fence_leaves_stale_files_out) ||
 	    !CU_add_test(s, "many_writers_random_fault_clean_stop",
