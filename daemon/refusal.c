@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * refusal: counting and rate-limited logging of refused calls (see
- * refusal.h). Invariant: unlogged[c][r] > 0 only while next_log[c][r] is
- * in the future of the refusal that was last logged.
+ * refusal.h); the pacing is ratelog's, one per call kind and reason.
  */
 #include "refusal.h"
 
@@ -33,19 +32,17 @@ void refusal_note(struct refusal_counts *rc, enum refusal_call call,
 		  enum refusal_reason why, double now, const char *what,
 		  const char *peer, const char *reason)
 {
+	uint64_t held;
+
 	rc->n[call][why]++;
-	if (rc->n[call][why] > 1 && now < rc->next_log[call][why]) {
-		rc->unlogged[call][why]++;
+	if (!ratelog_admit(&rc->log[call][why], now, REFUSAL_LOG_INTERVAL,
+			   &held))
 		return;
-	}
-	if (rc->unlogged[call][why])
+	if (held)
 		log_info("%s refused for %s: %s (and %llu more refused for "
 			 "this reason, not logged, in the last %.0f s)", what,
-			 peer, reason,
-			 (unsigned long long)rc->unlogged[call][why],
+			 peer, reason, (unsigned long long)held,
 			 REFUSAL_LOG_INTERVAL);
 	else
 		log_info("%s refused for %s: %s", what, peer, reason);
-	rc->unlogged[call][why] = 0;
-	rc->next_log[call][why] = now + REFUSAL_LOG_INTERVAL;
 }

@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "ratelog.h"
+
 /* Seconds between two log lines of one export, call kind and reason. */
 #define REFUSAL_LOG_INTERVAL 10.0
 
@@ -38,8 +40,7 @@ enum refusal_reason {
  * claims). Zero-initialised is ready. */
 struct refusal_counts {
 	uint64_t n[REFUSAL_NCALLS][REFUSAL_NREASONS];
-	double next_log[REFUSAL_NCALLS][REFUSAL_NREASONS];
-	uint64_t unlogged[REFUSAL_NCALLS][REFUSAL_NREASONS];
+	struct ratelog log[REFUSAL_NCALLS][REFUSAL_NREASONS];
 };
 
 /* The metric label of a reason and of a call kind. */

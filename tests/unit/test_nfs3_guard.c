@@ -217,7 +217,7 @@ static void test_read_only_client_changes_nothing(void)
 	rc = &daemon_export(&h.d, 1)->refused;
 	CU_ASSERT_EQUAL(rc->n[REFUSAL_NFS][REFUSAL_READ_ONLY], 5);
 	/* Paced: the first was logged, the other four only counted. */
-	CU_ASSERT_EQUAL(rc->unlogged[REFUSAL_NFS][REFUSAL_READ_ONLY], 4);
+	CU_ASSERT_EQUAL(rc->log[REFUSAL_NFS][REFUSAL_READ_ONLY].unlogged, 4);
 	h_fini(&h);
 }
 
@@ -302,18 +302,18 @@ static void test_refusals_are_paced(void)
 		refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS, 100.0,
 			     "MNT /a", "192.0.2.1:700", "not in clients");
 	CU_ASSERT_EQUAL(rc.n[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 50);
-	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 49);
+	CU_ASSERT_EQUAL(rc.log[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS].unlogged, 49);
 	/* Another reason has its own pace. */
 	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_INSECURE_PORT, 100.0,
 		     "MNT /a", "192.0.2.1:700", "insecure source port");
-	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_INSECURE_PORT], 0);
+	CU_ASSERT_EQUAL(rc.log[REFUSAL_MOUNT][REFUSAL_INSECURE_PORT].unlogged, 0);
 	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS, 109.9,
 		     "MNT /a", "192.0.2.1:700", "not in clients");
-	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 50);
+	CU_ASSERT_EQUAL(rc.log[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS].unlogged, 50);
 	refusal_note(&rc, REFUSAL_MOUNT, REFUSAL_NOT_IN_CLIENTS,
 		     100.0 + REFUSAL_LOG_INTERVAL, "MNT /a", "192.0.2.1:700",
 		     "not in clients");
-	CU_ASSERT_EQUAL(rc.unlogged[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 0);
+	CU_ASSERT_EQUAL(rc.log[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS].unlogged, 0);
 	CU_ASSERT_EQUAL(rc.n[REFUSAL_MOUNT][REFUSAL_NOT_IN_CLIENTS], 52);
 }
 
