@@ -818,9 +818,11 @@ double writeback_oldest_dirty_age(struct daemon *d, double now)
 	if (!d->cache)
 		return 0;
 	for (struct cfile *f = cache_wb_file_first(d->cache); f;
-	     f = cache_wb_file_next(d->cache, f))
-		if (cfile_wb_bytes(f, WB_DIRTY) > 0 && cfile_dirty_since(f) > 0 &&
-		    cfile_dirty_since(f) < oldest)
-			oldest = cfile_dirty_since(f);
+	     f = cache_wb_file_next(d->cache, f)) {
+		double since = cfile_wb_since(f);
+
+		if (since > 0 && since < oldest)
+			oldest = since;
+	}
 	return now - oldest;
 }
