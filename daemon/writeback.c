@@ -51,8 +51,9 @@
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
 #define WB_DIRTY_AUTO_MAX 256	/* MiB: dirty_limit = 0's ceiling */
-#define WB_COMMIT_RETRY 1.0	/* s after a failed COMMIT before the
-				 * next: not one per round trip */
+#define WB_RETRY_PAUSE 1.0	/* s after a failed COMMIT or a JUKEBOX
+				 * WRITE before the next: not one per
+				 * round trip */
 #define WB_LOG_INTERVAL 10.0	/* s between two failure lines of one
 				 * export, call and status (as refusals) */
 #define WB_LOG_RPC NFS3_NSTATUSES /* the status slot of an RPC refusal */
@@ -363,6 +364,9 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      NFS3ERR_ACCES);
 	} else if (!res || res->status == NFS3ERR_JUKEBOX) {
+		/* "Try again later" (RFC 1813 s2.6): not at once. */
+		if (res)
+			fs->write_retry_at = daemon_now() + WB_RETRY_PAUSE;
 		ex_stats(f)->retries++;
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
 	} else if (res->status != NFS3_OK) {
@@ -409,7 +413,7 @@ static void wb_commit_done(enum upstream_status status, void *decoded,
 		 * an outage of the upstream, not of this file. */
 		if (res && res->status != NFS3ERR_JUKEBOX)
 			wb_log_failure(f, 0, (uint32_t)res->status);
-		fs->commit_retry_at = daemon_now() + WB_COMMIT_RETRY;
+		fs->commit_retry_at = daemon_now() + WB_RETRY_PAUSE;
 		cache_commit_done(d->cache, f, call->seq, false, 0);
 	}
 	wb_settle(d, f);
@@ -578,7 +582,8 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	 * client, the stop, or a quiet file take everything. */
 	keep_tail = !fs->waits && !d->stopping && !rooms &&
 		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
-	while (fs->wb_inflight < WB_INFLIGHT &&
+	while (daemon_now() >= fs->write_retry_at &&
+	       fs->wb_inflight < WB_INFLIGHT &&
 	       fs->wb_inflight_bytes + wsize <= WB_INFLIGHT_WTMAX * (uint64_t)wtmax &&
 	       cache_wb_next_ex(d->cache, f, wsize, keep_tail, buf, &run))
 		if (!wb_send_run(d, f, fs, buf, &run))

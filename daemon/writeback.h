@@ -11,7 +11,8 @@
  * for dirty data older than writeback_delay or when dirty bytes pass
  * dirty_limit, and at shutdown. A write-back failure (NOSPC, DQUOT, ACCES,
  * STALE, ...) drops the bytes and is reported to the next WRITE or COMMIT
- * of that file; a failed COMMIT is sent again WB_COMMIT_RETRY later. Both
+ * of that file; a failed COMMIT, and a WRITE answered JUKEBOX, are sent
+ * again WB_RETRY_PAUSE (1 s) later, not once per round trip. Failures
  * are logged by status name, one line per WB_LOG_INTERVAL per export,
  * call and status (ratelog.h).
  */

@@ -4,8 +4,9 @@
  * WRITEs or COMMITs, on the fake upstream and the test clock. The lines
  * are paced (one per WB_LOG_INTERVAL, 10 s, per export, call and status,
  * the next saying how many were held back), name the status
- * ("NFS3ERR_NOSPC", never its number), and a refused COMMIT, retried at
- * once, is paced too.
+ * ("NFS3ERR_NOSPC", never its number); a refused COMMIT and a WRITE
+ * answered JUKEBOX are tried again a second later, not once per round
+ * trip, and the COMMIT's lines are paced too.
  */
 #include <stdio.h>
 #include <string.h>
@@ -181,6 +182,44 @@ static void test_commit_failures_logged_paced_by_name(void)
 	h_fini(&h);
 }
 
+/*
+ * Every upstream WRITE answered NFS3ERR_JUKEBOX ("try again later") for
+ * 10 s of test clock: write-back tries again once a second, not once per
+ * round trip (before, the fake upstream spun forever), counts each in
+ * nfscached_writeback_retries_total, and writes and commits the bytes
+ * once the upstream takes them.
+ */
+static void test_jukebox_write_retried_after_a_pause(void)
+{
+	struct writeback_stats st;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, tune);
+	h.fu.respond = respond;
+	fail_write = NFS3ERR_JUKEBOX;
+	fail_commit = NFS3_OK;
+	id = toy_add_file(&h.toy, "f", 0);
+	CU_ASSERT_EQUAL(write_4k(&h, id, 0), NFS3_OK);
+	for (int i = 0; i < 10; i++) {
+		h_advance(&h, 1.0);
+		h_turns(&h, 20);
+	}
+	fprintf(stderr, "%llu WRITEs answered JUKEBOX in 10 s\n",
+		(unsigned long long)h.fu.calls[NFSPROC3_WRITE]);
+	CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] >= 5);
+	CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] <= 11);
+	writeback_stats_get(&st);
+	CU_ASSERT_EQUAL(st.retries, h.fu.calls[NFSPROC3_WRITE]);
+	CU_ASSERT_FALSE(writeback_clean(&h.d));
+	fail_write = NFS3_OK;
+	h_advance(&h, 1.0);
+	h_turns(&h, 20);
+	CU_ASSERT_TRUE(writeback_clean(&h.d));
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 4096);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_wb_fail", NULL, NULL);
@@ -189,7 +228,9 @@ int test_register(void)
 	    !CU_add_test(s, "write_failures_logged_paced_by_name",
 			 test_write_failures_logged_paced_by_name) ||
 	    !CU_add_test(s, "commit_failures_logged_paced_by_name",
-			 test_commit_failures_logged_paced_by_name))
+			 test_commit_failures_logged_paced_by_name) ||
+	    !CU_add_test(s, "jukebox_write_retried_after_a_pause",
+			 test_jukebox_write_retried_after_a_pause))
 		return -1;
 	return 0;
 }
