@@ -726,6 +726,18 @@ bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
  * a retry or resend (due at once). Meaningful while it has DIRTY bytes. */
 double cfile_dirty_since(const struct cfile *f);
 
+/*
+ * When the oldest bytes of f not yet stable upstream (DIRTY, WRITING or
+ * UNSTABLE) were absorbed (monotonic seconds, cache_write_dirty's now),
+ * or 0 when it has none or that time is unknown. Retries, verifier
+ * changes and failed COMMITs do not make bytes younger. Precise to the
+ * file's write-back generation (cfile_wb_mark): the time is that of the
+ * first byte absorbed in the oldest generation that still has bytes, so
+ * it can be older than the oldest byte, never younger (but for bytes
+ * absorbed with no time, now 0, which take the next known one).
+ */
+double cfile_wb_since(const struct cfile *f);
+
 /* Bytes of the whole cache in write-back state st. */
 uint64_t cache_wb_bytes(const struct cache *c, enum cache_wb_state st);
 

@@ -51,6 +51,14 @@ struct wbepoch {
 	uint64_t bytes[WB_NSTATES];
 };
 
+#define WB_GEN_TIMES 8		/* generation start times kept per file */
+
+/* When a file first absorbed bytes of generation gen (monotonic s). */
+struct wbgentime {
+	uint32_t gen;
+	double at;
+};
+
 /* An upstream WRITE in flight over [off, end). */
 struct wbrun {
 	uint64_t off, end;
@@ -140,6 +148,11 @@ struct cfile {
 					 * wbbytes, by generation */
 	unsigned nepochs;
 	double dirty_since;		/* when DIRTY bytes last went 0 -> >0 */
+	struct wbgentime gen_at[WB_GEN_TIMES];	/* oldest first, gens
+					 * increasing: when each generation
+					 * from gen on was first absorbed
+					 * (cfile_wb_since) */
+	unsigned ngen_at;
 	int wb_error;			/* first write-back failure, or 0 */
 	bool local;			/* shown times are the proxy's own */
 	bool adopt_times;		/* take the next upstream times */

@@ -265,6 +265,34 @@ static void dirty_mark(struct cfile *f, uint64_t dirty_before, double now)
 		f->dirty_since = 0;
 }
 
+/*
+ * Note that f absorbed bytes of its current generation at now (> 0; 0,
+ * unknown, notes nothing); had_wb: f had write-back bytes before. Keeps
+ * the first time per generation, drops the times no byte's generation
+ * needs any more, and when all WB_GEN_TIMES are taken merges the second
+ * oldest into the oldest (its time, older, then covers both: an age too
+ * high, never too low).
+ */
+static void gen_time_note(struct cfile *f, bool had_wb, double now)
+{
+	uint32_t lo = f->nepochs ? f->epochs[0].lo : f->wgen;
+	unsigned n = had_wb ? f->ngen_at : 0;
+
+	if (now <= 0) {
+		f->ngen_at = n;
+		return;
+	}
+	if (n && f->gen_at[n - 1].gen == f->wgen)
+		return;
+	while (n >= 2 && f->gen_at[1].gen <= lo)
+		memmove(&f->gen_at[0], &f->gen_at[1], --n * sizeof(f->gen_at[0]));
+	if (n == WB_GEN_TIMES)
+		memmove(&f->gen_at[1], &f->gen_at[2], (--n - 1) * sizeof(f->gen_at[0]));
+	f->gen_at[n].gen = f->wgen;
+	f->gen_at[n].at = now;
+	f->ngen_at = n + 1;
+}
+
 /* A strictly later time than t. */
 static struct ctime3 time_after(struct ctime3 wall, struct ctime3 t)
 {
@@ -296,6 +324,7 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		      double now, struct ctime3 wall)
 {
 	uint64_t e, dirty_before = f->wbbytes[WB_DIRTY];
+	bool had_wb = wb_total(f) > 0;
 	struct wbext ne;
 	int id = cred_intern(c, cr);
 
@@ -343,6 +372,7 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		wb_replace(c, p, ne.start, ne.end, &ne);
 	}
 	dirty_mark(f, dirty_before, now);
+	gen_time_note(f, had_wb, now);
 	if (!f->local) {
 		f->local = true;
 		f->local_size = f->attr.size;
@@ -863,6 +893,20 @@ bool cfile_range_clean(const struct cfile *f, uint64_t off, uint64_t len,
 				return false;
 	}
 	return true;
+}
+
+double cfile_wb_since(const struct cfile *f)
+{
+	uint32_t lo;
+	double at;
+
+	if (!wb_total(f) || !f->nepochs || !f->ngen_at)
+		return 0;
+	lo = f->epochs[0].lo;
+	at = f->gen_at[0].at;
+	for (unsigned i = 1; i < f->ngen_at && f->gen_at[i].gen <= lo; i++)
+		at = f->gen_at[i].at;
+	return at;
 }
 
 double cfile_dirty_since(const struct cfile *f)

@@ -148,7 +148,9 @@ static const struct directive directives[] = {
 	    "disables it."),
 	STR("state_dir", GLOBAL(state_dir), K_STR, "/var/lib/nfscached",
 	    check_nonempty,
-	    "Directory for persistent state (the file handle key, mode 0600)."),
+	    "Directory for persistent state (the file handle key, mode 0600; "
+	    "the start refuses a key others may read or a directory others "
+	    "may write)."),
 	NUM("max_record_size", GLOBAL(max_record_size), K_U32, "1114112", 4096,
 	    16777216, "bytes",
 	    "Largest RPC record a client may send; a larger one closes the "

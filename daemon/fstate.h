@@ -8,7 +8,8 @@
  *
  *   writeback.c   waits, wb_inflight, wb_inflight_bytes, commit_tag,
  *                 stable, want_commit, last_write, commit_cred,
- *                 commit_ccred, has_commit_cred
+ *                 commit_ccred, has_commit_cred, commit_retry_at,
+ *                 write_retry_at
  *   nfs3_write.c  last_absorb (read by writeback.c), reval_inflight,
  *                 reval_waiters, access_asks
  *   nfs3_ops.c    hold (a truncating SETATTR in flight; read by
@@ -47,6 +48,10 @@ struct fstate {
 	unsigned wb_inflight;		/* upstream WRITEs in flight */
 	uint64_t wb_inflight_bytes;	/* their data, bytes */
 	uint32_t commit_tag;		/* upstream COMMIT in flight, or 0 */
+	double commit_retry_at;		/* a COMMIT failed: none before this
+					 * (daemon_now) */
+	double write_retry_at;		/* a WRITE got JUKEBOX: none before
+					 * this (daemon_now) */
 	bool stable;			/* a FILE_SYNC caller waits: runs go
 					 * FILE_SYNC */
 	bool want_commit;		/* COMMIT upstream once written */

@@ -19,6 +19,8 @@
 
 static enum log_level threshold = LOG_LEVEL_INFO;
 static int journal = -1;
+static log_sink_fn sink;		/* a test's, or NULL: stderr */
+static void *sink_arg;
 
 static const char *const level_names[] = {
 	[LOG_LEVEL_ERROR] = "error",
@@ -37,6 +39,12 @@ int log_set_level_name(const char *name)
 		}
 	}
 	return -1;
+}
+
+void log_set_sink(log_sink_fn fn, void *arg)
+{
+	sink = fn;
+	sink_arg = arg;
 }
 
 int log_enabled(enum log_level level)
@@ -83,7 +91,9 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	if (journal < 0)
 		journal = stderr_is_journal();
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	if (journal) {
+	if (sink) {
+		sink(sink_arg, level, buf);
+	} else if (journal) {
 		fprintf(stderr, "<%d>%s\n", level_prio[level], buf);
 	} else {
 		struct timespec ts;

@@ -37,6 +37,15 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__); } while (0)
 
 /*
+ * Where lines go instead of stderr: fn(arg, level, text) for each line
+ * the level lets through (text without prefix or newline, borrowed for
+ * the call); NULL restores stderr. For tests that count or read lines;
+ * set it before any other thread logs.
+ */
+typedef void (*log_sink_fn)(void *arg, enum log_level level, const char *text);
+void log_set_sink(log_sink_fn fn, void *arg);
+
+/*
  * Write ts (CLOCK_REALTIME) into buf[0..len) as RFC 3339 local time with
  * milliseconds and the UTC offset, "2026-12-02T05:43:21.123+01:00" (the
  * time a line outside the journal starts with); "SECONDS.mmm" if the local

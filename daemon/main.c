@@ -264,6 +264,21 @@ static void warn_conf_line(const char *msg)
 	log_warn("%s", msg);
 }
 
+/* --check-config's look at state_dir and its key, as the start checks
+ * them (fh_state_dir_check, fh_key_check); exits 1 with the reason. */
+static void check_state_dir(struct conf *c)
+{
+	char path[PATH_MAX], err[PATH_MAX * 2 + 512];
+
+	snprintf(path, sizeof(path), "%s/handle.key", c->state_dir);
+	if (fh_state_dir_check(c->state_dir, err, sizeof(err)) != 0 ||
+	    fh_key_check(path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		conf_free(&c);
+		exit(1);
+	}
+}
+
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -277,6 +292,7 @@ static struct conf *load_conf(const struct opts *o)
 		}
 		conf_clients_resolve(c, warn_check_line);
 		conf_clients_warn_ignored(c, warn_check_line);
+		check_state_dir(c);
 		printf("%s: ok (%zu export%s)\n", o->check, c->nexports,
 		       c->nexports == 1 ? "" : "s");
 		conf_free(&c);
@@ -311,11 +327,13 @@ static struct conf *load_conf(const struct opts *o)
 /* Create the state directory if needed and load the handle key. */
 static void load_key(struct daemon *d)
 {
-	char path[PATH_MAX], err[PATH_MAX + 512];
+	char path[PATH_MAX], err[PATH_MAX * 2 + 512];
 
 	if (mkdir(d->conf->state_dir, 0700) != 0 && errno != EEXIST)
 		fatal("cannot create state_dir %s: %s", d->conf->state_dir,
 		      strerror(errno));
+	if (fh_state_dir_check(d->conf->state_dir, err, sizeof(err)) != 0)
+		fatal("%s", err);
 	snprintf(path, sizeof(path), "%s/handle.key", d->conf->state_dir);
 	if (fh_key_load(path, d->fh_key, err, sizeof(err)) != 0)
 		fatal("%s", err);

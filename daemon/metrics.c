@@ -699,7 +699,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_by_id(o, d, wb_export_rows, NROWS(wb_export_rows),
 		     sizeof(struct writeback_stats), get_writeback);
 	head(o, "nfscached_writeback_oldest_dirty_age_seconds", "gauge",
-	     "Age of the oldest bytes written by clients and not yet sent upstream (0 when none).");
+	     "Age of the oldest bytes written by clients and not yet stable upstream (0 when none).");
 	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",
 			    writeback_oldest_dirty_age(d, daemon_now()));
 	stale_stats_get(&ss);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * refusal: counting and rate-limited logging of refused calls (see
- * refusal.h; the pacing is ratelog's).
+ * refusal.h); the pacing is ratelog's, one per call kind and reason.
  */
 #include "refusal.h"
 
@@ -32,16 +32,16 @@ void refusal_note(struct refusal_counts *rc, enum refusal_call call,
 		  enum refusal_reason why, double now, const char *what,
 		  const char *peer, const char *reason)
 {
-	uint64_t skipped;
+	uint64_t held;
 
 	rc->n[call][why]++;
-	if (!ratelog_note(&rc->log[call][why], now, REFUSAL_LOG_INTERVAL, 1,
-			  &skipped))
+	if (!ratelog_admit(&rc->log[call][why], now, REFUSAL_LOG_INTERVAL,
+			   &held))
 		return;
-	if (skipped)
+	if (held)
 		log_info("%s refused for %s: %s (and %llu more refused for "
 			 "this reason, not logged, in the last %.0f s)", what,
-			 peer, reason, (unsigned long long)skipped,
+			 peer, reason, (unsigned long long)held,
 			 REFUSAL_LOG_INTERVAL);
 	else
 		log_info("%s refused for %s: %s", what, peer, reason);

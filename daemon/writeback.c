@@ -38,6 +38,7 @@
 #include "lcommit.h"
 #include "log.h"
 #include "nfs3_ops.h"
+#include "ratelog.h"
 #include "server.h"
 #include "nfs3_read.h"
 #include "writeback.h"
@@ -50,6 +51,12 @@
 #define WB_TICK_US 100000
 #define WB_COMMIT_EARLY 8	/* x wtmax: see commit_early() */
 #define WB_DIRTY_AUTO_MAX 256	/* MiB: dirty_limit = 0's ceiling */
+#define WB_RETRY_PAUSE 1.0	/* s after a failed COMMIT or a JUKEBOX
+				 * WRITE before the next: not one per
+				 * round trip */
+#define WB_LOG_INTERVAL 10.0	/* s between two failure lines of one
+				 * export, call and status (as refusals) */
+#define WB_LOG_RPC NFS3_NSTATUSES /* the status slot of an RPC refusal */
 
 struct wb_wait {
 	enum wb_wait_kind kind;
@@ -88,6 +95,42 @@ static struct writeback_stats *ex_stats(struct cfile *f)
 
 	return &wb_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
 }
+/* The pacing of failure lines: by export id, then WRITE (0) or COMMIT
+ * (1), then status index (server_nfs3_status_index; WB_LOG_RPC). */
+static struct ratelog fail_log[NFS3_EXPORT_IDS][2][NFS3_NSTATUSES + 1];
+
+/* Log write-back's failure of f (a WRITE of len bytes, or a COMMIT when
+ * len is 0) with nfsstat3 status (0: refused at the RPC level), paced by
+ * WB_LOG_INTERVAL per export, call and status. */
+static void wb_log_failure(struct cfile *f, uint32_t len, uint32_t status)
+{
+	struct fstate *fs = fstate_find(f);
+	const char *path = fs && fs->ex ? fs->ex->conf->path : "?";
+	unsigned id = fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0;
+	unsigned si = status ? server_nfs3_status_index(status) : WB_LOG_RPC;
+	struct ratelog *rl = &fail_log[id][len == 0][si];
+	double now = daemon_now();
+
+	if (len && !status)
+		ratelog_msg(rl, now, WB_LOG_INTERVAL, LOG_LEVEL_WARN,
+			    "write-back to %s refused upstream at the RPC "
+			    "level (credential): %u bytes reported as "
+			    "NFS3ERR_ACCES to the file's next WRITE or COMMIT",
+			    path, len);
+	else if (len)
+		ratelog_msg(rl, now, WB_LOG_INTERVAL, LOG_LEVEL_WARN,
+			    "write-back to %s failed upstream with %s: %u "
+			    "bytes not written, reported to the file's next "
+			    "WRITE or COMMIT", path, nfs3_status_name(status),
+			    len);
+	else
+		ratelog_msg(rl, now, WB_LOG_INTERVAL, LOG_LEVEL_WARN,
+			    "upstream COMMIT of write-back to %s failed with "
+			    "%s: %llu bytes stay uncommitted and are committed "
+			    "again", path, nfs3_status_name(status),
+			    (unsigned long long)cfile_wb_bytes(f, WB_UNSTABLE));
+}
+
 static struct wb_room *rooms;		/* oldest first */
 static unsigned nrooms;
 static bool waking;			/* room_wake or a first flush runs */
@@ -317,18 +360,18 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 		/* The upstream will not take the writer's credential: a
 		 * retry would meet the same refusal. Kept, and reported. */
 		ex_stats(f)->errors++;
-		log_warn("write-back of %u bytes refused upstream at the RPC "
-			 "level (credential); reporting NFS3ERR_ACCES",
-			 call->len);
+		wb_log_failure(f, call->len, 0);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      NFS3ERR_ACCES);
 	} else if (!res || res->status == NFS3ERR_JUKEBOX) {
+		/* "Try again later" (RFC 1813 s2.6): not at once. */
+		if (res)
+			fs->write_retry_at = daemon_now() + WB_RETRY_PAUSE;
 		ex_stats(f)->retries++;
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
 	} else if (res->status != NFS3_OK) {
 		ex_stats(f)->errors++;
-		log_warn("write-back of %u bytes failed upstream: error %d",
-			 call->len, (int)res->status);
+		wb_log_failure(f, call->len, (uint32_t)res->status);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      (int)res->status);
 	} else if (res->WRITE3res_u.resok.count < call->len) {
@@ -366,6 +409,11 @@ static void wb_commit_done(enum upstream_status status, void *decoded,
 			log_info("upstream write verifier changed: writing %llu bytes again",
 				 (unsigned long long)again);
 	} else {
+		/* A refusal is worth a line; JUKEBOX or no answer is
+		 * an outage of the upstream, not of this file. */
+		if (res && res->status != NFS3ERR_JUKEBOX)
+			wb_log_failure(f, 0, (uint32_t)res->status);
+		fs->commit_retry_at = daemon_now() + WB_RETRY_PAUSE;
 		cache_commit_done(d->cache, f, call->seq, false, 0);
 	}
 	wb_settle(d, f);
@@ -446,7 +494,8 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	size_t n;
 	uint32_t tag;
 
-	if (!fs->has_commit_cred || !(call = call_new(d, f)))
+	if (!fs->has_commit_cred || daemon_now() < fs->commit_retry_at ||
+	    !(call = call_new(d, f)))
 		return;
 	tag = cache_commit_begin(d->cache, f);
 	if (!tag) {
@@ -533,7 +582,8 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	 * client, the stop, or a quiet file take everything. */
 	keep_tail = !fs->waits && !d->stopping && !rooms &&
 		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
-	while (fs->wb_inflight < WB_INFLIGHT &&
+	while (daemon_now() >= fs->write_retry_at &&
+	       fs->wb_inflight < WB_INFLIGHT &&
 	       fs->wb_inflight_bytes + wsize <= WB_INFLIGHT_WTMAX * (uint64_t)wtmax &&
 	       cache_wb_next_ex(d->cache, f, wsize, keep_tail, buf, &run))
 		if (!wb_send_run(d, f, fs, buf, &run))
@@ -774,9 +824,11 @@ double writeback_oldest_dirty_age(struct daemon *d, double now)
 	if (!d->cache)
 		return 0;
 	for (struct cfile *f = cache_wb_file_first(d->cache); f;
-	     f = cache_wb_file_next(d->cache, f))
-		if (cfile_wb_bytes(f, WB_DIRTY) > 0 && cfile_dirty_since(f) > 0 &&
-		    cfile_dirty_since(f) < oldest)
-			oldest = cfile_dirty_since(f);
+	     f = cache_wb_file_next(d->cache, f)) {
+		double since = cfile_wb_since(f);
+
+		if (since > 0 && since < oldest)
+			oldest = since;
+	}
 	return now - oldest;
 }

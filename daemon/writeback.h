@@ -11,7 +11,10 @@
  * for dirty data older than writeback_delay or when dirty bytes pass
  * dirty_limit, and at shutdown. A write-back failure (NOSPC, DQUOT, ACCES,
  * STALE, ...) drops the bytes and is reported to the next WRITE or COMMIT
- * of that file.
+ * of that file; a failed COMMIT, and a WRITE answered JUKEBOX, are sent
+ * again WB_RETRY_PAUSE (1 s) later, not once per round trip. Failures
+ * are logged by status name, one line per WB_LOG_INTERVAL per export,
+ * call and status (ratelog.h).
  */
 #ifndef NFSCACHED_DAEMON_WRITEBACK_H
 #define NFSCACHED_DAEMON_WRITEBACK_H
@@ -149,11 +152,12 @@ void writeback_stats_get(struct writeback_stats *st);
 void writeback_stats_export(unsigned id, struct writeback_stats *st);
 
 /*
- * Seconds (now - then, monotonic, as daemon_now()) since the oldest DIRTY
- * bytes of d's cache appeared: bytes a client wrote that no upstream WRITE
- * has taken yet (cfile_dirty_since). 0 when there are none. Bytes made
- * dirty again by a retry or a verifier change have no age (they are due
- * at once) and are not counted; WRITING and UNSTABLE bytes neither. Walks
+ * Seconds (now - then, monotonic, as daemon_now()) since the oldest bytes
+ * of d's cache not yet stable upstream were absorbed: bytes a client
+ * wrote that are DIRTY, being written (WRITING) or written but not yet
+ * COMMITted (UNSTABLE), whatever retries, failed WRITEs or COMMITs and
+ * verifier changes they went through (cfile_wb_since); 0 only when every
+ * byte is stable upstream. While write-back fails it keeps growing. Walks
  * the files with write-back state: call it at scrape time, not per call.
  */
 double writeback_oldest_dirty_age(struct daemon *d, double now);

@@ -129,6 +129,21 @@ key_fail(int e, char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+/* Refuse key file path of mode mode when others may read or write it. */
+static int
+key_mode_check(const char *path, mode_t mode, char *err, size_t errlen)
+{
+	if (!(mode & 077))
+		return 0;
+	return key_fail(EPERM, err, errlen,
+			"handle key %s has mode %04o: other users can read "
+			"(or replace) it and forge file handles; if none may "
+			"have, chmod 600 %s, else remove it so a new key is "
+			"made at the next start (clients then get stale "
+			"handles and remount)", path,
+			(unsigned)(mode & 07777), path);
+}
+
 /* Read exactly FH_KEY_LEN bytes from the open key file fd. */
 static int
 key_read(int fd, const char *path, uint8_t *key, char *err, size_t errlen)
@@ -142,6 +157,8 @@ key_read(int fd, const char *path, uint8_t *key, char *err, size_t errlen)
 	if (!S_ISREG(st.st_mode))
 		return key_fail(EINVAL, err, errlen,
 				"%s: not a regular file", path);
+	if (key_mode_check(path, st.st_mode, err, errlen) != 0)
+		return -1;
 	if (st.st_size != FH_KEY_LEN)
 		return key_fail(EINVAL, err, errlen,
 				"%s: %lld bytes, expected %d; remove it to "
@@ -225,4 +242,34 @@ fh_key_load(const char *path, uint8_t *key, char *err, size_t errlen)
 		errno = e;
 	}
 	return rc;
+}
+
+int
+fh_state_dir_check(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+		return errno == ENOENT || errno == EACCES ? 0
+		       : key_fail(errno, err, errlen, "state_dir %s: %s", dir,
+				  strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return key_fail(ENOTDIR, err, errlen,
+				"state_dir %s: not a directory", dir);
+	if (!(st.st_mode & 022))
+		return 0;
+	return key_fail(EPERM, err, errlen,
+			"state_dir %s has mode %04o: other users can replace "
+			"the handle key in it and forge file handles; chmod "
+			"700 %s", dir, (unsigned)(st.st_mode & 07777), dir);
+}
+
+int
+fh_key_check(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return 0;	/* absent (made at start) or not ours to see */
+	return key_mode_check(path, st.st_mode, err, errlen);
 }

@@ -56,8 +56,27 @@ size_t fh_auth_len(size_t up_len);
  * Load the secret from path (exactly FH_KEY_LEN bytes), or create it with
  * OpenSSL RAND_bytes and mode 0600 if the file does not exist. key receives
  * FH_KEY_LEN bytes. Returns 0, or -1 with errno set and a reason in
- * err[0..errlen) (unreadable file, wrong size, RAND failure, write error).
+ * err[0..errlen) (unreadable file, wrong size, RAND failure, write error;
+ * EPERM for a file group or others may read or write, mode & 077: the
+ * reason names it, its mode and the fix, chmod 600 or a new key).
  */
 int fh_key_load(const char *path, uint8_t *key, char *err, size_t errlen);
+
+/*
+ * The key file's mode check alone, creating and reading nothing (for
+ * --check-config, which may run as another user): 0 when path is absent,
+ * cannot be seen, or has no group/other bits; else -1, errno EPERM, and
+ * fh_key_load's reason in err[0..errlen).
+ */
+int fh_key_check(const char *path, char *err, size_t errlen);
+
+/*
+ * Refuse a state directory that group or others may write (mode & 022:
+ * they could replace the key, handle.key, with one they know). 0 when dir
+ * is absent (the daemon makes it 0700) or cannot be seen by the caller,
+ * or is fine; -1 with errno (EPERM, ENOTDIR, stat's) and a reason naming
+ * dir, its mode and the fix (chmod 700) in err[0..errlen). Creates nothing.
+ */
+int fh_state_dir_check(const char *dir, char *err, size_t errlen);
 
 #endif

@@ -312,6 +312,72 @@ static void test_commit_mark_covers_earlier_writes_only(void)
 	cache_free(&c);
 }
 
+/* Absorb 4 KiB of v at off at time now (monotonic seconds). */
+static void put_at(struct cache *c, struct cfile *f, uint64_t off, uint8_t v,
+		   double now)
+{
+	uint8_t b[4096];
+
+	memset(b, v, sizeof(b));
+	CU_ASSERT_EQUAL(cache_write_dirty(c, f, off, b, sizeof(b), &U1, now,
+					  WALL), 0);
+}
+
+/*
+ * cfile_wb_since: when the oldest bytes not stable upstream were
+ * absorbed. A retry does not make them younger; once a generation
+ * (cfile_wb_mark) settles, the next one's first time counts; settled
+ * entirely it is 0, and a new episode starts at its own time. More
+ * generations than kept times: never younger than the truth.
+ */
+static void test_wb_since_follows_oldest_unsettled_generation(void)
+{
+	struct cache *c = mk(4096, 64, 0);
+	struct cfile *f = file(c, 13, 0);
+	uint8_t buf[64 * KiB];
+	struct cache_wb_run r, runs[3];
+	unsigned n;
+	uint32_t tag;
+
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 0, 1e-9);
+	put_at(c, f, 0, 'a', 10);
+	put_at(c, f, 8192, 'a', 11);		/* same generation: still 10 */
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 10, 1e-9);
+	/* Written, no answer, DIRTY again: as old as before. */
+	CU_ASSERT_TRUE(cache_wb_next(c, f, 4096, buf, &r));
+	cache_wb_done(c, f, r.seq, CACHE_WB_RETRY, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 10, 1e-9);
+	(void)cfile_wb_mark(f);			/* a client COMMIT came */
+	put_at(c, f, 16384, 'b', 20);
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 10, 1e-9);
+	/* The first generation written and committed; the second is left. */
+	for (n = 0; n < 3 && cache_wb_next(c, f, 4096, buf, &runs[n]); n++)
+		;
+	CU_ASSERT_EQUAL(n, 3);
+	for (unsigned i = 0; i < n; i++)
+		cache_wb_done(c, f, runs[i].seq, runs[i].off < 16384 ?
+			      CACHE_WB_UNSTABLE : CACHE_WB_RETRY, 5, 0);
+	tag = cache_commit_begin(c, f);
+	CU_ASSERT_EQUAL(cache_commit_done(c, f, tag, true, 5), 0);
+	CU_ASSERT_EQUAL(cfile_wb_bytes(f, WB_DIRTY), 4096);
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 20, 1e-9);
+	/* All stable: 0; the next write starts anew. */
+	CU_ASSERT_TRUE(cache_wb_next(c, f, 4096, buf, &r));
+	cache_wb_done(c, f, r.seq, CACHE_WB_STABLE, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 0, 1e-9);
+	put_at(c, f, 0, 'c', 30);
+	CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 30, 1e-9);
+	/* 20 generations, one write each at 31..50: the oldest is kept. */
+	for (unsigned i = 0; i < 20; i++) {
+		(void)cfile_wb_mark(f);
+		put_at(c, f, 32768 + i * 8192, 'd', 31 + i);
+		CU_ASSERT_DOUBLE_EQUAL(cfile_wb_since(f), 30, 1e-9);
+	}
+	CHECK(c);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 /* The budget pays for pages with their metadata: a cache whose every
  * page holds uncommitted bytes, scattered, stays within it. */
 static void test_budget_counts_page_metadata(void)
@@ -463,6 +529,7 @@ int test_register(void)
 	CU_add_test(s, "commit_mark_covers_earlier_writes_only", test_commit_mark_covers_earlier_writes_only);
 	CU_add_test(s, "budget_counts_page_metadata", test_budget_counts_page_metadata);
 	CU_add_test(s, "rewrite_while_writing_is_not_lost", test_rewrite_while_writing_is_not_lost);
+	CU_add_test(s, "wb_since_follows_oldest_unsettled_generation", test_wb_since_follows_oldest_unsettled_generation);
 	CU_add_test(s, "failure_drops_bytes_and_is_kept_once", test_failure_drops_bytes_and_is_kept_once);
 	CU_add_test(s, "dirty_pages_are_pinned", test_dirty_pages_are_pinned);
 	CU_add_test(s, "other_writer_keeps_unwritten_bytes", test_other_writer_keeps_unwritten_bytes);

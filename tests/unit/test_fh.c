@@ -354,6 +354,46 @@ test_wrong_size_key_file_refused(void)
 	remove_tmpdir(dir, path);
 }
 
+/* A key others may read (mode & 077) is refused, by the load and by the
+ * check alike, naming the mode and the fix; 0600 loads. A state_dir
+ * others may write is refused; 0700 and 0755 pass. */
+static void
+test_key_or_dir_others_may_use_refused(void)
+{
+	static const mode_t bad[] = { 0644, 0666, 0640, 0604, 0610 };
+	char dir[64], path[128], err[512];
+	uint8_t k[FH_KEY_LEN];
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/handle.key", dir);
+	write_file(path, FH_KEY_LEN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(chmod(path, bad[i]), 0);
+		err[0] = '\0';
+		errno = 0;
+		CU_ASSERT_EQUAL(fh_key_load(path, k, err, sizeof(err)), -1);
+		CU_ASSERT_EQUAL(errno, EPERM);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "chmod 600"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+		CU_ASSERT_EQUAL(fh_key_check(path, err, sizeof(err)), -1);
+	}
+	CU_ASSERT_EQUAL_FATAL(chmod(path, 0600), 0);
+	CU_ASSERT_EQUAL(fh_key_load(path, k, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(fh_key_check(path, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(fh_state_dir_check(dir, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(chmod(dir, 0777), 0);
+	CU_ASSERT_EQUAL(fh_state_dir_check(dir, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mode 0777"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "chmod 700"));
+	CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+	CU_ASSERT_EQUAL(fh_state_dir_check(dir, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(fh_state_dir_check("/nonexistent-nfscached-dir", err,
+					   sizeof(err)), 0);
+	CU_ASSERT_EQUAL(fh_key_check("/nonexistent-nfscached-dir/k", err,
+				     sizeof(err)), 0);
+	remove_tmpdir(dir, path);
+}
+
 static void
 test_key_in_missing_directory_fails(void)
 {
@@ -395,6 +435,8 @@ test_register(void)
 			 test_two_installations_get_different_keys) ||
 	    !CU_add_test(s, "wrong_size_key_file_refused",
 			 test_wrong_size_key_file_refused) ||
+	    !CU_add_test(s, "key_or_dir_others_may_use_refused",
+			 test_key_or_dir_others_may_use_refused) ||
 	    !CU_add_test(s, "key_in_missing_directory_fails",
 			 test_key_in_missing_directory_fails))
 		return -1;
