@@ -58,6 +58,7 @@
 #include "lcommit.h"
 #include "lcommit_fence.h"
 #include "log.h"
+#include "ratelog.h"
 #include "nfs3_ops.h"
 #include "writeback.h"
 
@@ -107,6 +108,9 @@ struct lc_sync {
 };
 
 static struct lcommit_stats stats;
+/* The pacing of write-back failure lines, one per cause. */
+static struct ratelog fail_log[LC_NCAUSES];
+#define LCOMMIT_LOG_INTERVAL 10.0	/* seconds between such lines */
 static uint64_t next_seq = 1;	/* the next record's sequence number */
 static uint64_t first_seq = 1;	/* next_seq when this run began */
 static uint64_t pages_held;	/* pages with records in the journal: the
@@ -979,9 +983,11 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 	}
 	*keep = true;
 	fs->lc_retry_at = daemon_now() + LCOMMIT_RETRY;
-	log_warn("write-back of locally committed data failed upstream with "
-		 "error %d; kept in %s, retried every %g s", status,
-		 d->conf->cache_dir, LCOMMIT_RETRY);
+	ratelog_msg(&fail_log[c], daemon_now(), LCOMMIT_LOG_INTERVAL,
+		    LOG_LEVEL_WARN, "write-back of locally committed data "
+		    "failed upstream with %s; kept in %s, retried every %g s",
+		    nfs3_status_name((uint32_t)status), d->conf->cache_dir,
+		    LCOMMIT_RETRY);
 	return true;
 }
 
@@ -1264,6 +1270,7 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	long n;
 
 	memset(&stats, 0, sizeof(stats));
+	memset(fail_log, 0, sizeof(fail_log));
 	memset(&fence, 0, sizeof(fence));
 	memset(&start_fence, 0, sizeof(start_fence));
 	pages_held = 0;

@@ -33,6 +33,7 @@
 #include "disk_tier.h"
 #include "lcommit.h"
 #include "lcommit_fence.h"
+#include "log.h"
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
@@ -223,6 +224,62 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 		CU_ASSERT_EQUAL(memcmp(n->data, data, LEN), 0);
 		CU_ASSERT_EQUAL(records(), 0);
 	}
+	stop(&h);
+}
+
+/* Log lines a test keeps (log_set_sink). */
+struct kept_lines {
+	unsigned n, named;
+};
+
+/* Keep a line about failed write-back of locally committed data. */
+static void keep_lc_line(void *arg, enum log_level level, const char *text)
+{
+	struct kept_lines *l = arg;
+
+	(void)level;
+	if (!strstr(text, "write-back of locally committed data failed"))
+		return;
+	l->n++;
+	if (strstr(text, "NFS3ERR_NOSPC"))
+		l->named++;
+}
+
+/*
+ * A failing write-back of locally committed data is retried every 5 s
+ * for a minute: a dozen failures, at most one line per 10 s, each naming
+ * the status (NFS3ERR_NOSPC, not "error 28").
+ */
+static void test_failures_logged_paced_by_name(void)
+{
+	struct lcommit_stats s0, s1;
+	struct kept_lines l = { 0, 0 };
+	uint8_t data[LEN];
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start(&h, tune);
+	memset(data, 'N', sizeof(data));
+	write_commit(&h, id, data);
+	fail_write = NFS3ERR_NOSPC;
+	lcommit_stats_get(&s0);
+	advance_to_write(&h, h.fu.calls[NFSPROC3_WRITE], 3601);
+	log_set_level_name("warn");
+	log_set_sink(keep_lc_line, &l);
+	for (int i = 0; i < 60; i++) {
+		h_advance(&h, 1.0);
+		h_turns(&h, 20);
+	}
+	log_set_sink(NULL, NULL);
+	log_set_level_name("error");
+	fail_write = NFS3_OK;
+	lcommit_stats_get(&s1);
+	fprintf(stderr, "%llu failures, %u lines ",
+		(unsigned long long)(s1.failures[LC_NOSPC] -
+				     s0.failures[LC_NOSPC]), l.n);
+	CU_ASSERT(s1.failures[LC_NOSPC] - s0.failures[LC_NOSPC] >= 10);
+	CU_ASSERT(l.n >= 5 && l.n <= 7);
+	CU_ASSERT_EQUAL(l.named, l.n);
 	stop(&h);
 }
 
@@ -1071,6 +1128,8 @@ int test_register(void)
 	    !CU_add_test(s, "truncate_not_undone_by_replay",
 			 test_truncate_not_undone_by_replay) ||
 	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
+	    !CU_add_test(s, "failures_logged_paced_by_name",
+			 test_failures_logged_paced_by_name) ||
 	    !CU_add_test(s, "unreadable_journal_refuses_start",
 			 test_unreadable_journal_refuses_start) ||
 	    !CU_add_test(s, "dirty_limit_falls_back_to_upstream",
