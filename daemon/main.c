@@ -56,6 +56,7 @@
 #include "service.h"
 #include "stats_cmd.h"
 #include "admin.h"
+#include "checkconf.h"
 #include "upstream.h"
 #include "stale.h"
 #include "writeback.h"
@@ -78,7 +79,7 @@ static void usage(FILE *f)
 		"usage: nfscached --config FILE\n"
 		"       nfscached --upstream 'nfs://HOST/PATH?nfsport=N&mountport=M'\n"
 		"                 [--listen ADDR:PORT] [--mount-port PORT]\n"
-		"       nfscached --check-config FILE\n"
+		"       nfscached --check-config FILE [--user USER] [--no-probe]\n"
 		"       nfscached --dump-config [--config FILE]\n"
 		"       nfscached --dump-config --upstream URL [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
@@ -98,6 +99,8 @@ struct opts {
 	const char *metrics;
 	const char *log_level;
 	const char *register_rpcbind;	/* "false" after --no-rpcbind */
+	const char *user;		/* --check-config as this user */
+	int no_probe;			/* --check-config probes no upstream */
 	int mount_port;
 	int dump;
 };
@@ -132,6 +135,8 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "no-rpcbind", no_argument, NULL, 'R' },
+		{ "user", required_argument, NULL, 'U' },
+		{ "no-probe", no_argument, NULL, 'P' },
 		{ "dump-config", no_argument, NULL, 'D' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -152,6 +157,8 @@ static void parse_flags(int argc, char **argv, struct opts *o)
 		case 'M': o->metrics = optarg; break;
 		case 'L': o->log_level = optarg; break;
 		case 'R': o->register_rpcbind = "false"; break;
+		case 'U': o->user = optarg; break;
+		case 'P': o->no_probe = 1; break;
 		case 'D': o->dump = 1; break;
 		case 'V': printf("nfscached %s\n", NFSCACHED_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);
@@ -266,19 +273,6 @@ static void warn_conf_line(const char *msg)
 
 /* --check-config's look at state_dir and its key, as the start checks
  * them (fh_state_dir_check, fh_key_check); exits 1 with the reason. */
-static void check_state_dir(struct conf *c)
-{
-	char path[PATH_MAX], err[PATH_MAX * 2 + 512];
-
-	snprintf(path, sizeof(path), "%s/handle.key", c->state_dir);
-	if (fh_state_dir_check(c->state_dir, err, sizeof(err)) != 0 ||
-	    fh_key_check(path, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s\n", err);
-		conf_free(&c);
-		exit(1);
-	}
-}
-
 /* Build the configuration from the flags; exits with the reason if bad. */
 static struct conf *load_conf(const struct opts *o)
 {
@@ -286,13 +280,23 @@ static struct conf *load_conf(const struct opts *o)
 	char err[CONF_ERR_MAX];
 
 	if (o->check) {
+		if (o->user && checkconf_as_user(o->user, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			exit(1);
+		}
 		if (conf_load_file(o->check, &c, err, sizeof(err)) != 0) {
 			fprintf(stderr, "%s\n", err);
 			exit(1);
 		}
 		conf_clients_resolve(c, warn_check_line);
 		conf_clients_warn_ignored(c, warn_check_line);
-		check_state_dir(c);
+		if (checkconf_state_dir(c, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			conf_free(&c);
+			exit(1);
+		}
+		if (!o->no_probe)
+			checkconf_probe_upstreams(c, warn_check_line);
 		printf("%s: ok (%zu export%s)\n", o->check, c->nexports,
 		       c->nexports == 1 ? "" : "s");
 		conf_free(&c);

@@ -10,7 +10,10 @@
  * and is put back at unset.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <rpc/rpc.h>
 #include <rpc/pmap_clnt.h>
 #include <string.h>
@@ -46,22 +49,82 @@ static unsigned short mapped_port(unsigned long prog, unsigned long vers)
 	return pmap_getport(&sin, prog, vers, IPPROTO_TCP);
 }
 
+/* A TCP connection to sa, made within secs seconds: its descriptor
+ * (blocking), or -1 with errno. */
+static int connect_within(const struct sockaddr *sa, socklen_t len,
+			  double secs)
+{
+	struct pollfd p = { .events = POLLOUT };
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+				       SOCK_CLOEXEC, 0), e = 0;
+	socklen_t elen = sizeof(e);
+
+	if (fd < 0)
+		return -1;
+	p.fd = fd;
+	if (connect(fd, sa, len) != 0 && errno != EINPROGRESS)
+		goto fail;
+	if (poll(&p, 1, (int)(secs * 1000)) != 1) {
+		errno = ETIMEDOUT;
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) != 0 || e) {
+		errno = e ? e : errno;
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		goto fail;
+	return fd;
+fail:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+int registrar_null_call(const struct sockaddr *sa, socklen_t len,
+			unsigned long prog, unsigned long vers, double secs)
+{
+	struct timeval tv = { .tv_sec = (time_t)secs,
+			      .tv_usec = (suseconds_t)((secs - (time_t)secs) *
+						       1e6) };
+	struct sockaddr_storage copy;	/* netbuf's buf is not const */
+	struct netbuf nb = { .maxlen = len, .len = len, .buf = &copy };
+	enum clnt_stat st;
+	CLIENT *cl;
+	int fd;
+
+	if (len > sizeof(copy)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&copy, sa, len);
+	fd = connect_within(sa, len, secs);
+	if (fd < 0)
+		return -1;
+	cl = clnt_vc_create(fd, &nb, prog, vers, 0, 0);
+	if (!cl) {
+		close(fd);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+	(void)clnt_control(cl, CLSET_FD_CLOSE, NULL);
+	st = clnt_call(cl, NULLPROC, (xdrproc_t)rpcmsg_xdr_void, NULL,
+		       (xdrproc_t)rpcmsg_xdr_void, NULL, tv);
+	clnt_destroy(cl);	/* closes fd (CLSET_FD_CLOSE) */
+	if (st == RPC_SUCCESS)
+		return 0;
+	errno = st == RPC_TIMEDOUT ? ETIMEDOUT : EPROTO;
+	return -1;
+}
+
 bool registrar_port_answers(unsigned short port, unsigned long prog,
 			    unsigned long vers)
 {
 	struct sockaddr_in sin = loopback(port);
-	struct timeval tv = { .tv_sec = REGISTRAR_PROBE_SECONDS };
-	int fd = RPC_ANYSOCK;
-	enum clnt_stat st;
-	CLIENT *cl;
 
-	cl = clnttcp_create(&sin, prog, vers, &fd, 0, 0);
-	if (!cl)
-		return false;
-	st = clnt_call(cl, NULLPROC, (xdrproc_t)rpcmsg_xdr_void, NULL,
-		       (xdrproc_t)rpcmsg_xdr_void, NULL, tv);
-	clnt_destroy(cl);	/* closes fd: clnttcp_create opened it */
-	return st == RPC_SUCCESS;
+	return registrar_null_call((const struct sockaddr *)&sin, sizeof(sin),
+				   prog, vers, REGISTRAR_PROBE_SECONDS) == 0;
 }
 
 /* Decide, by policy, what to do with a live server's mapping of m to

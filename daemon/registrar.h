@@ -16,6 +16,7 @@
 #define NFSCACHED_DAEMON_REGISTRAR_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
 
 struct conf;
 
@@ -42,6 +43,16 @@ enum {
 	REGISTRAR_SKIPPED = 1,	/* a live server's mapping kept ("skip") */
 	REGISTRAR_REFUSED = -2,	/* a live server's mapping, "refuse" */
 };
+
+/*
+ * A NULL call (procedure 0) to prog/vers over TCP at sa (IPv4 or IPv6,
+ * len bytes), connecting and answering within secs seconds each. 0 when
+ * it succeeded; -1 with errno (connect's, ETIMEDOUT, ECONNREFUSED when no
+ * RPC client could be made, EPROTO when the call failed). Blocks: only
+ * outside the event loop (start, --check-config).
+ */
+int registrar_null_call(const struct sockaddr *sa, socklen_t len,
+			unsigned long prog, unsigned long vers, double secs);
 
 /*
  * True if a NULL call (procedure 0) to prog/vers over TCP at

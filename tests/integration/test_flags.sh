@@ -65,7 +65,7 @@ for line in 'mount_port = 20049' 'metrics_listen = "127.0.0.1:9700"' \
 		fails=$((fails + 1))
 	fi
 done
-if out=$("$bin" --check-config "$tmp/dump.conf" 2>&1); then
+if out=$("$bin" --check-config "$tmp/dump.conf" --no-probe 2>&1); then
 	echo "ok: the dump passes --check-config: $out"
 else
 	echo "FAIL: the dump does not pass --check-config: $out" >&2
@@ -149,6 +149,70 @@ fi
 expect_line log "$tmp/locked.conf:3: cache_dir $tmp/locked: in use by another process (slab locked): Device or resource busy" \
 	--config "$tmp/locked.conf"
 exec {lockfd}>&-
+
+# --check-config: a state_dir under a missing parent is refused (the
+# start would fail: the daemon makes state_dir, not its parents).
+cache_conf "$tmp/noparent.conf" "$tmp/cache-np"
+sed -i "s|^state_dir = .*|state_dir = \"$tmp/missing/state\"|" "$tmp/noparent.conf"
+expect_line plain "state_dir $tmp/missing/state: its parent $tmp/missing does not exist: the start would fail (the daemon makes state_dir itself, not its parents; create $tmp/missing, or choose a state_dir in an existing directory)" \
+	--check-config "$tmp/noparent.conf"
+
+# Upstream probes, warnings only (exit 0): a name that does not resolve,
+# an address where nothing answers on the NFS port; --no-probe skips
+# them. In a network namespace of its own with only lo up: the name's DNS
+# query has no route off this machine (it must not reach the configured
+# resolver), and nothing listens on the port taken below.
+isolated() {
+	unshare --net bash -c 'ip link set lo up && exec "$@"' _ "$@"
+}
+dead=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cache_conf "$tmp/probe.conf" "$tmp/cache-probe"
+sed -i "s|^  upstream = .*|  upstream = \"nfs://127.0.0.1/srv/data?nfsport=$dead\&mountport=$dead\"|" "$tmp/probe.conf"
+cat >>"$tmp/probe.conf" <<EOF
+export "/other" {
+  id = 2
+  upstream = "nfs://no-such-host.invalid/srv/data?nfsport=2049&mountport=2049"
+}
+EOF
+rc=0
+out=$(isolated "$bin" --check-config "$tmp/probe.conf" 2>&1) || rc=$?
+if [[ $rc == 0 && $out == *"warning: export \"/data\": upstream 127.0.0.1 port $dead (NFS v3) does not answer an RPC NULL call within 2 s (Connection refused)"* &&
+	$out == *"warning: export \"/other\": upstream host no-such-host.invalid does not resolve now"* ]]; then
+	echo "ok: --check-config warns of upstreams that do not resolve or answer, exit 0"
+else
+	echo "FAIL: --check-config probes: status $rc, output: $out" >&2
+	fails=$((fails + 1))
+fi
+rc=0
+out=$(isolated "$bin" --check-config "$tmp/probe.conf" --no-probe 2>&1) || rc=$?
+if [[ $rc == 0 && $out != *"warning: export"* ]]; then
+	echo "ok: --no-probe skips the upstream probes"
+else
+	echo "FAIL: --no-probe: status $rc, output: $out" >&2
+	fails=$((fails + 1))
+fi
+
+# --user: the check runs as the service's user. A cache_dir only root may
+# use passes as root and is refused as nobody, as the service would be.
+mkdir -m 0700 "$tmp/rootonly"
+cache_conf "$tmp/user.conf" "$tmp/rootonly/cache"
+chmod 0755 "$tmp"
+if "$bin" --check-config "$tmp/user.conf" --no-probe >/dev/null 2>&1; then
+	echo "ok: as root the cache_dir passes"
+else
+	echo "FAIL: as root the cache_dir is refused" >&2
+	fails=$((fails + 1))
+fi
+rc=0
+out=$("$bin" --check-config "$tmp/user.conf" --no-probe --user nobody 2>&1) || rc=$?
+if [[ $rc == 1 && $out == *"$tmp/user.conf:3: cache_dir $tmp/rootonly/cache: Permission denied"* ]]; then
+	echo "ok: --user nobody: the cache_dir is refused at its line"
+else
+	echo "FAIL: --user nobody: status $rc, output: $out" >&2
+	fails=$((fails + 1))
+fi
+expect_line plain "--user no-such-user-xyz: no such user" \
+	--check-config "$tmp/user.conf" --user no-such-user-xyz
 
 # A metrics listener that cannot bind (an address this machine does not
 # have) stops the start with the reason from the system, before serving.
