@@ -51,6 +51,7 @@
 #include <utlist.h>
 
 #include "attr.h"
+#include "checkobj.h"
 #include "daemon.h"
 #include "disk_tier.h"
 #include "log.h"
@@ -483,6 +484,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	nfsstat3 err;
 	bool current = false;
 
+	CHECK_OBJ(fe, FETCH_MAGIC);
 	/* A fetch always asks for at least one byte. */
 	if (status == UPSTREAM_OK &&
 	    (res = read_res_check(decoded, fe->start, 1, true)))

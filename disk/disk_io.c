@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkobj.h"
 #include "disk_impl.h"
 
 static const char *const result_names[] = {
@@ -362,7 +363,10 @@ disk_poll(struct disk *d)
 	struct disk_queue done;
 	uint64_t v;
 	char reason[sizeof(d->off_reason)] = "";
-	ssize_t r = read(d->efd, &v, sizeof(v));
+	ssize_t r;
+
+	CHECK_OBJ(d, DISK_MAGIC);
+	r = read(d->efd, &v, sizeof(v));
 
 	(void)r;
 	pthread_mutex_lock(&d->mu);
@@ -600,6 +604,7 @@ disk_store(struct disk *d, const struct disk_key *k, const struct disk_page *pg)
 	struct disk_op *op;
 	bool dropped;
 
+	CHECK_OBJ(d, DISK_MAGIC);
 	if (!disk_on(d) || k->fh_len == 0 || k->fh_len > DISK_FH_MAX ||
 	    !(op = op_new(DISK_OP_STORE, k, d->page_size))) {
 		DISK_COUNT(d, stores_dropped, 1);
@@ -615,8 +620,11 @@ disk_store(struct disk *d, const struct disk_key *k, const struct disk_page *pg)
 void
 disk_load(struct disk *d, const struct disk_key *k, disk_load_cb *cb, void *arg)
 {
-	struct disk_op *op = op_new(DISK_OP_LOAD, k, d->page_size);
+	struct disk_op *op;
 	bool dropped;
+
+	CHECK_OBJ(d, DISK_MAGIC);
+	op = op_new(DISK_OP_LOAD, k, d->page_size);
 
 	if (!op) {
 		cb(arg, DISK_OFF, NULL);	/* out of memory: at once */

@@ -84,6 +84,7 @@
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-zdr.h>
 
+#include "checkobj.h"
 #include "mclock.h"
 #include "upstream.h"
 
@@ -1086,6 +1087,7 @@ static void up_io_cb(evutil_socket_t fd, short what, void *arg)
 	int revents = 0, rc;
 
 	(void)fd;
+	CHECK_OBJ(u, UP_MAGIC);
 	if (what & EV_READ)
 		revents |= POLLIN;
 	if (what & EV_WRITE)
@@ -1142,7 +1144,11 @@ static double up_probe_timeout(const struct upstream *u)
 static void up_call_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct up_call *c = arg;
-	struct upstream *u = c->u;
+	struct upstream *u;
+
+	CHECK_OBJ(c, UP_CALL_MAGIC);
+	u = c->u;
+	CHECK_OBJ(u, UP_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -1247,9 +1253,11 @@ static void up_call_cb(struct rpc_context *rpc, int status, void *data,
 		       void *pd)
 {
 	struct up_call *c = pd;
-	struct upstream *u = c->u;
+	struct upstream *u;
 
 	(void)rpc;
+	CHECK_OBJ(c, UP_CALL_MAGIC);
+	u = c->u;
 	c->in_libnfs = false;
 	if (c->done) {
 		up_call_move(c, UP_LIST_NONE);

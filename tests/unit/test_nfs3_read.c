@@ -661,6 +661,42 @@ static void test_broken_invariant_aborts(void)
 		CU_ASSERT_EQUAL(WTERMSIG(status), SIGABRT);
 }
 
+/* A fetch's reply reaching a fetch whose magic is wrong (freed, or not a
+ * fetch) aborts at CHECK_OBJ in fetch_done, in release builds too, with
+ * a line naming it: the child dies of SIGABRT. */
+static void test_reply_to_a_broken_fetch_aborts(void)
+{
+	pid_t pid;
+	int status = 0;
+
+	pid = fork();
+	CU_ASSERT_TRUE_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct nfs3_h h;
+		struct cfile *f;
+		struct cfetch *cf;
+		uint64_t id;
+
+		h_init(&h, no_readahead);
+		id = toy_add_file(&h.toy, "f", 40000);
+		h.fu.hold[NFSPROC3_READ] = true;
+		(void)h_send_read(&h, id, 0, 4096);
+		h_turns(&h, 50);
+		f = up_file(&h, id);
+		cf = f ? cache_fetch_join(f, NULL, 0, 4096) : NULL;
+		if (!cf)
+			_exit(2);
+		*(uint32_t *)cache_fetch_arg(cf) ^= 1;	/* its magic */
+		fake_up_release(&h.fu, NFSPROC3_READ);
+		h_turns(&h, 50);
+		_exit(0);		/* not reached */
+	}
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		CU_ASSERT_EQUAL(WTERMSIG(status), SIGABRT);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_read", NULL, NULL);
@@ -684,5 +720,7 @@ int test_register(void)
 	CU_add_test(s, "read_steps_are_counted", test_read_steps_are_counted);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
+	CU_add_test(s, "reply_to_a_broken_fetch_aborts",
+		    test_reply_to_a_broken_fetch_aborts);
 	return 0;
 }
