@@ -454,7 +454,6 @@ static int plan_exports(struct daemon *d, const struct conf *next,
 		if (!e || strcmp(ex->conf->upstream, e->upstream) != 0)
 			pl->gone[pl->ngone++] = ex;
 	}
-	return 0;
 	if (pl->ngone && !reserve_retired(d, pl))
 		goto fail;
 	return 0;
