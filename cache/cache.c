@@ -467,6 +467,18 @@ void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner))
 	}
 }
 
+void cache_owner_each(struct cache *c,
+		      void (*fn)(struct cache *c, struct cfile *f,
+				 struct fstate *owner, void *arg),
+		      void *arg)
+{
+	struct cfile *f, *tmp;
+
+	HASH_ITER(hh, c->files, f, tmp)
+		if (f->owner)
+			fn(c, f, f->owner, arg);
+}
+
 uint64_t cfile_gen(const struct cfile *f)
 {
 	return f->gen;

@@ -289,6 +289,14 @@ struct fstate **cfile_owner_slot(struct cfile *f);
  * cache_free, so the owner can free what it hung there). */
 void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner));
 
+/* Call fn(c, f, owner, arg) on every file f with a non-NULL owner slot, in
+ * no order. fn may invalidate f's data (cfile_invalidate) but must not
+ * free files, take or put references, or clear the slot. */
+void cache_owner_each(struct cache *c,
+		      void (*fn)(struct cache *c, struct cfile *f,
+				 struct fstate *owner, void *arg),
+		      void *arg);
+
 /* Drop a reference and clear the caller's pointer. A file without
  * references, pages or attributes may then be freed. */
 void cfile_put(struct cache *c, struct cfile **f);

@@ -291,14 +291,14 @@ static struct export_rt *path_export(struct daemon *d, const char *path,
 	size_t blen = 0;
 
 	for (size_t i = 0; i < d->nexports; i++) {
-		const char *ep = d->exports[i].conf->path;
+		const char *ep = d->exports[i]->conf->path;
 		size_t n = strlen(ep);
 
 		while (n > 1 && ep[n - 1] == '/')
 			n--;
 		if (strncmp(path, ep, n) == 0 &&
 		    (path[n] == '/' || path[n] == 0 || n == 1) && n >= blen) {
-			best = &d->exports[i];
+			best = d->exports[i];
 			blen = n;
 		}
 	}
@@ -1003,10 +1003,10 @@ static void cmd_status(struct aconn *c)
 			    (unsigned long long)st.files, (unsigned long long)st.dirty_files);
 	for (size_t i = 0; i < d->nexports; i++) {
 		evbuffer_add_printf(o, "%s{\"path\":", i ? "," : "");
-		json_string(o, d->exports[i].conf->path);
+		json_string(o, d->exports[i]->conf->path);
 		evbuffer_add_printf(o, ",\"id\":%u,\"upstream_up\":%s}",
-				    d->exports[i].conf->id,
-				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP ?
+				    d->exports[i]->conf->id,
+				    upcall_state(&d->exports[i]->upc) == UPSTREAM_UP ?
 				    "true" : "false");
 	}
 	evbuffer_add_printf(o, "],");

@@ -22,8 +22,8 @@ const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type)
 struct export_rt *daemon_export(struct daemon *d, unsigned id)
 {
 	for (size_t i = 0; i < d->nexports; i++)
-		if (d->exports[i].conf->id == id)
-			return &d->exports[i];
+		if (d->exports[i]->conf->id == id)
+			return d->exports[i];
 	return NULL;
 }
 

@@ -25,9 +25,17 @@ struct upstream;
 struct server;
 struct metrics;
 
-/* One configured export and its upstream connection. */
+/*
+ * One configured export and its upstream connection. Allocated one by one
+ * (daemon_export_new) and never moved: requests, cfiles' fstate and
+ * upstream callbacks keep pointers to it across callbacks. An export a
+ * reload removes or re-points is retired (reload.c): out of d->exports, so
+ * no new call finds it, kept in d->retired until its write-back is done,
+ * then its connections are closed; the struct itself lives until exit.
+ */
 struct export_rt {
-	const struct conf_export *conf;	/* borrowed from daemon.conf */
+	const struct conf_export *conf;	/* borrowed from daemon.conf, or for
+					 * a retired export from its hold */
 	struct upcall_lanes lanes;	/* its upstream connections, owned
 					 * (none under a unit test) */
 	struct upcall upc;		/* what the handlers call: upcall_libnfs
@@ -40,14 +48,34 @@ struct export_rt {
 					 * client handles with a short
 					 * authenticator accepted */
 	struct refusal_counts refused;	/* its client rules' refusals */
+	struct conf_hold *hold;		/* retired: the superseded
+					 * configuration conf points into */
+	bool closed;			/* retired and its connections closed */
+};
+
+/* A superseded configuration kept for the retired exports pointing into
+ * it; freed with the daemon (reload.c). */
+struct conf_hold {
+	struct conf *conf;		/* owned */
+	struct conf_hold *next;
 };
 
 struct daemon {
 	struct event_base *base;
 	struct conf *conf;		/* owned */
 	uint8_t fh_key[FH_KEY_LEN];
-	struct export_rt *exports;	/* owned array, conf->nexports */
+	struct export_rt **exports;	/* the live exports, conf->nexports:
+					 * an owned array of owned pointers,
+					 * in d->conf's order */
 	size_t nexports;
+	struct export_rt **retired;	/* removed or re-pointed by a reload;
+					 * owned array of owned pointers */
+	size_t nretired;
+	struct conf_hold *holds;	/* what retired exports point into */
+	struct event *retire_timer;	/* reload.c's retirement poll */
+	uint64_t exports_added;		/* by reloads (reload.c) */
+	uint64_t exports_removed;
+	uint64_t exports_repointed;
 	struct server *server;
 	struct cache *cache;		/* owned; shared by all exports */
 	struct ra_params ra_params;	/* readahead window and streams */
@@ -61,7 +89,8 @@ struct daemon {
 	bool stopping;
 };
 
-/* The export with id, or NULL. Borrowed. */
+/* The live export with id, or NULL (none, or removed by a reload: its
+ * handles are then NFS3ERR_STALE). Borrowed. */
 struct export_rt *daemon_export(struct daemon *d, unsigned id);
 
 /* The attribute timeouts of ex for a file of type (ftype3). */

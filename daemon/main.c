@@ -343,59 +343,20 @@ static void load_key(struct daemon *d)
 		fatal("%s", err);
 }
 
-/* Pass upstream state changes on to the service (which logs them). */
-static void upstream_state_changed(struct upstream *u, enum upstream_state st,
-				   void *arg)
-{
-	service_upstream_state(arg, st, upstream_last_error(u));
-}
-
-/* Start the upstream_connections connections of export ex with p; only
- * lane 0's state is the export's (upcall.h). */
-static void start_lanes(struct daemon *d, struct export_rt *ex,
-			const struct upstream_params *p)
-{
-	struct upcall_lanes *l = &ex->lanes;
-
-	l->n = d->conf->upstream_connections;
-	for (unsigned k = 0; k < l->n; k++) {
-		l->lane[k] = upstream_new(d->base, p, k ? NULL
-						       : upstream_state_changed,
-					  ex);
-		if (!l->lane[k] || upstream_start(l->lane[k]) != 0)
-			fatal("export %s: cannot start the upstream client",
-			      ex->conf->path);
-	}
-	ex->upc.ops = &upcall_libnfs;
-	ex->upc.impl = l;
-}
-
 /* Start the upstream clients of every export. */
 static void start_upstreams(struct daemon *d)
 {
 	const struct conf *c = d->conf;
 
 	d->nexports = c->nexports;
-	d->exports = calloc(c->nexports, sizeof(*d->exports));
+	d->exports = calloc(c->nexports + 1, sizeof(*d->exports));
 	if (!d->exports)
 		fatal("out of memory");
 	for (size_t i = 0; i < c->nexports; i++) {
-		const struct conf_export *e = &c->exports[i];
-		struct upstream_params p = {
-			.server = e->url.server,
-			.nfs_port = e->url.nfs_port,
-			.mount_port = e->url.mount_port,
-			.export_path = e->url.path,
-			.max_transfer = c->max_transfer,
-			.call_timeout = c->upstream_timeout,
-		};
-
-		d->exports[i].conf = e;
-		d->exports[i].ac_reg.min = e->acregmin;
-		d->exports[i].ac_reg.max = e->acregmax;
-		d->exports[i].ac_dir.min = e->acdirmin;
-		d->exports[i].ac_dir.max = e->acdirmax;
-		start_lanes(d, &d->exports[i], &p);
+		d->exports[i] = reload_export_start(d, &c->exports[i]);
+		if (!d->exports[i])
+			fatal("export %s: cannot start the upstream client",
+			      c->exports[i].path);
 	}
 }
 
@@ -431,11 +392,7 @@ static void start_listeners(struct daemon *d)
 /* True while a call sent to some export's upstream awaits its answer. */
 static bool upstream_calls_out(const struct daemon *d)
 {
-	for (size_t i = 0; i < d->nexports; i++)
-		for (unsigned k = 0; k < d->exports[i].lanes.n; k++)
-			if (upstream_busy(d->exports[i].lanes.lane[k]))
-				return true;
-	return false;
+	return reload_exports_busy(d);
 }
 
 /*
@@ -526,7 +483,12 @@ static void reload(struct daemon *d, const struct opts *o)
 		service_reload_done(false, err);
 		return;
 	}
-	kept = reload_apply(d, &next);
+	if (reload_apply(d, &next, &kept, err, sizeof(err)) != 0) {
+		log_error("reload refused: %s", err);
+		conf_free(&next);
+		service_reload_done(false, err);
+		return;
+	}
 	peername_clear(d->names);
 	warn_open_exports(d->conf);
 	conf_clients_warn_ignored(d->conf, warn_conf_line);
@@ -571,10 +533,7 @@ static void daemon_free(struct daemon *d)
 	disk_tier_stop();	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
-	for (size_t i = 0; i < d->nexports; i++)
-		for (unsigned k = 0; k < d->exports[i].lanes.n; k++)
-			upstream_free(&d->exports[i].lanes.lane[k]);
-	free(d->exports);
+	reload_exports_free(d);
 	mount_list_clear();
 	writeback_stop(d);
 	nfs3_meta_shutdown();

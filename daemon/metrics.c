@@ -32,6 +32,7 @@
 #include "lcommit.h"
 #include "log.h"
 #include "metrics.h"
+#include "reload.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
@@ -397,7 +398,7 @@ static void render_upstream_latency(struct evbuffer *o, struct daemon *d,
 		for (int p = 0; p < UPSTREAM_NPROCS; p++) {
 			snprintf(labels, sizeof(labels),
 				 "export=\"%s\",procedure=\"%s\"",
-				 d->exports[i].conf->path,
+				 d->exports[i]->conf->path,
 				 dispatch_rows[p].name);
 			histogram_lines(o, "nfscached_upstream_rpc_duration_seconds",
 					labels, &st[i].latency[p]);
@@ -418,7 +419,7 @@ static bool by_export(struct daemon *d, const void *st, size_t sz,
 	}
 	for (size_t i = 0; i < d->nexports; i++) {
 		(*bases)[i] = (const char *)st + i * sz;
-		(*paths)[i] = d->exports[i].conf->path;
+		(*paths)[i] = d->exports[i]->conf->path;
 	}
 	return true;
 }
@@ -448,8 +449,8 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	if (!st)
 		return;
 	for (size_t i = 0; i < d->nexports; i++)
-		for (unsigned k = 0; k < d->exports[i].lanes.n; k++) {
-			upstream_stats_get(d->exports[i].lanes.lane[k], &one);
+		for (unsigned k = 0; k < d->exports[i]->lanes.n; k++) {
+			upstream_stats_get(d->exports[i]->lanes.lane[k], &one);
 			metrics_add_rows(upstream_rows, NROWS(upstream_rows),
 					 &st[i], &one);
 			for (int p = 0; p < UPSTREAM_NPROCS; p++)
@@ -464,8 +465,8 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 	     "1 when the export's upstream connection is up.");
 	for (size_t i = 0; i < d->nexports; i++)
 		evbuffer_add_printf(o, "nfscached_upstream_up{export=\"%s\"} %d\n",
-				    d->exports[i].conf->path,
-				    upcall_state(&d->exports[i].upc) == UPSTREAM_UP);
+				    d->exports[i]->conf->path,
+				    upcall_state(&d->exports[i]->upc) == UPSTREAM_UP);
 }
 
 /*
@@ -568,6 +569,22 @@ static void render_config(struct evbuffer *o, const struct conf *c)
 	}
 }
 
+/* Write what reloads did to the exports (reload.c). */
+static void render_export_changes(struct evbuffer *o, const struct daemon *d)
+{
+	head(o, "nfscached_config_export_changes_total", "counter",
+	     "Exports added, removed and re-pointed by reloads.");
+	evbuffer_add_printf(o, "nfscached_config_export_changes_total{change=\"added\"} %llu\n"
+			    "nfscached_config_export_changes_total{change=\"removed\"} %llu\n"
+			    "nfscached_config_export_changes_total{change=\"repointed\"} %llu\n",
+			    (unsigned long long)d->exports_added,
+			    (unsigned long long)d->exports_removed,
+			    (unsigned long long)d->exports_repointed);
+	scalar(o, "nfscached_config_exports_retiring", "gauge",
+	       "Exports a reload removed or re-pointed still writing back to "
+	       "their old upstream.", reload_retiring(d));
+}
+
 /* Write the metadata cache's hits and misses (one family with two labels,
  * by hand), entries and memory. */
 static void render_meta(struct evbuffer *o)
@@ -620,8 +637,8 @@ static void render_refusals(struct evbuffer *o, struct daemon *d)
 	head(o, "nfscached_client_refusals_total", "counter",
 	     "MNTs and NFS calls refused by an export's client rules, by reason.");
 	for (size_t i = 0; i < d->nexports; i++)
-		render_refusals_of(o, d->exports[i].conf->path,
-				   &d->exports[i].refused);
+		render_refusals_of(o, d->exports[i]->conf->path,
+				   &d->exports[i]->refused);
 	render_refusals_of(o, "", &d->refused_other);
 	peername_stats_get(d->names, &pn);
 	head(o, "nfscached_client_name_lookups_total", "counter",
@@ -646,7 +663,7 @@ static void render_by_id(struct evbuffer *o, struct daemon *d,
 	if (!st)
 		return;
 	for (size_t i = 0; i < d->nexports; i++)
-		get(d->exports[i].conf->id, st + i * sz);
+		get(d->exports[i]->conf->id, st + i * sz);
 	render_exports(o, d, rows, n, st, sz);
 	free(st);
 }
@@ -680,6 +697,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	service_stats_get(&sv);
 	RENDER(o, service_rows, &sv);
 	render_config(o, d->conf);
+	render_export_changes(o, d);
 	render_refusals(o, d);
 	server_stats_get(d->server, &st);
 	render_client(o, &st);
@@ -762,8 +780,8 @@ static const struct export_rt *export_by_path(const struct daemon *d,
 					      const char *path)
 {
 	for (size_t i = 0; i < d->nexports; i++)
-		if (strcmp(d->exports[i].conf->path, path) == 0)
-			return &d->exports[i];
+		if (strcmp(d->exports[i]->conf->path, path) == 0)
+			return d->exports[i];
 	return NULL;
 }
 
@@ -817,7 +835,7 @@ static int healthz_export(const struct daemon *d, const char *path,
 static int healthz_all(const struct daemon *d, struct evbuffer *o)
 {
 	for (size_t i = 0; i < d->nexports; i++)
-		if (upcall_state(&d->exports[i].upc) != UPSTREAM_UP) {
+		if (upcall_state(&d->exports[i]->upc) != UPSTREAM_UP) {
 			evbuffer_add_printf(o, "upstream down\n");
 			return 503;
 		}

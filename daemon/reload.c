@@ -1,22 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reload: swap a new configuration into the running daemon (reload.h).
+ * reload: swap a new configuration into the running daemon (reload.h),
+ * and the exports' lives: started (at start and when a reload adds or
+ * re-points one), retired (a reload removes or re-points one), closed.
  *
- * Ownership: struct daemon owns one struct conf; every export_rt borrows a
- * pointer to its struct conf_export inside it. A reload therefore moves
- * every such pointer to the new configuration before the old one is freed,
- * all within one event-loop callback (nothing in flight keeps a
- * conf_export pointer across callbacks: handlers look the export up per
- * call). Directives fixed at start are copied into the new configuration,
- * so that d->conf always describes what actually runs.
+ * Ownership: struct daemon owns one struct conf; every live export_rt
+ * borrows a pointer to its struct conf_export inside it. A reload moves
+ * every live export's pointer to the new configuration; when it retires
+ * an export, the old configuration is kept in a conf_hold (d->holds) for
+ * the retired export's pointer, until exit. Directives fixed at start are
+ * copied into the new configuration, so that d->conf always describes what
+ * actually runs.
+ *
+ * An export's states: LIVE (in d->exports, found by daemon_export) ->
+ * RETIRED (in d->retired only: its handles are NFS3ERR_STALE, its
+ * connections stay open while files it wrote to have write-back bytes or
+ * upstream WRITEs/COMMITs, which retire_poll_cb kicks with a COMMIT every
+ * RELOAD_RETIRE_POLL) -> CLOSED (connections freed, upc is upcall_closed,
+ * the files it wrote dropped from RAM and the disk tier). The export_rt
+ * is never freed before exit: requests, fstates and upstream callbacks
+ * borrow it. Invariants: a retired export is never in d->exports; a live
+ * export's conf points into d->conf; an export is CLOSED only when none of
+ * its files has write-back bytes and none of its lanes is busy, so a
+ * removal never drops acknowledged data (a dead upstream keeps it
+ * waiting, and it is written at the stop's flush like any other).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <event2/event.h>
 
+#include "cache.h"
 #include "conf.h"
 #include "daemon.h"
+#include "disk_tier.h"
+#include "fstate.h"
 #include "log.h"
 #include "reload.h"
+#include "service.h"
+#include "writeback.h"
+
+/* How often a retired export's write-back is kicked and checked, µs. */
+#define RELOAD_RETIRE_POLL_US 100000
 
 int reload_check(const struct conf *cur, const struct conf *next, char *err,
 		 size_t errlen)
@@ -24,32 +49,23 @@ int reload_check(const struct conf *cur, const struct conf *next, char *err,
 	for (size_t i = 0; i < next->nexports; i++) {
 		const struct conf_export *n = &next->exports[i];
 		const struct conf_export *c = conf_export_by_id(cur, n->id);
+		const struct conf_export *p = conf_export_by_path(cur, n->path);
 
-		if (!c)
+		if (!c && p)
 			return conf_error(err, errlen, next->source, n->line,
-					  "export \"%s\" (id %u) is new: adding "
-					  "an export needs a restart", n->path,
-					  n->id);
-		if (strcmp(c->path, n->path) != 0)
+					  "export \"%s\": id changed from %u to "
+					  "%u: clients' handles carry the id, so "
+					  "the id of a served path cannot change "
+					  "(add the path under a new name, or "
+					  "restart and have clients remount)",
+					  n->path, p->id, n->id);
+		if (c && strcmp(c->path, n->path) != 0)
 			return conf_error(err, errlen, next->source, n->line,
 					  "export id %u: path changed from "
-					  "\"%s\" to \"%s\": that needs a restart",
+					  "\"%s\" to \"%s\": clients' handles "
+					  "carry the id; remove the export and add "
+					  "the new path under another id",
 					  n->id, c->path, n->path);
-		if (strcmp(c->upstream, n->upstream) != 0)
-			return conf_error(err, errlen, next->source, n->line,
-					  "export \"%s\" (id %u): upstream "
-					  "changed from %s to %s: that needs a "
-					  "restart", n->path, n->id, c->upstream,
-					  n->upstream);
-	}
-	for (size_t i = 0; i < cur->nexports; i++) {
-		const struct conf_export *c = &cur->exports[i];
-
-		if (!conf_export_by_id(next, c->id))
-			return conf_error(err, errlen, next->source, 0,
-					  "export \"%s\" (id %u) is gone: "
-					  "removing an export needs a restart",
-					  c->path, c->id);
 	}
 	return 0;
 }
@@ -193,29 +209,357 @@ static void log_global_changes(const struct conf *o, const struct conf *n)
 		log_info("reload: new %s", what);
 }
 
-unsigned reload_apply(struct daemon *d, struct conf **nextp)
+/* Pass upstream state changes on to the service (which logs them). */
+static void upstream_state_changed(struct upstream *u, enum upstream_state st,
+				   void *arg)
 {
-	struct conf *next = *nextp, *old = d->conf;
-	unsigned kept;
+	service_upstream_state(arg, st, upstream_last_error(u));
+}
 
-	*nextp = NULL;
-	kept = keep_fixed(old, next);
-	log_global_changes(old, next);
+struct export_rt *reload_export_start(struct daemon *d,
+				      const struct conf_export *e)
+{
+	struct export_rt *ex = calloc(1, sizeof(*ex));
+	struct upstream_params p = {
+		.server = e->url.server,
+		.nfs_port = e->url.nfs_port,
+		.mount_port = e->url.mount_port,
+		.export_path = e->url.path,
+		.max_transfer = d->conf->max_transfer,
+		.call_timeout = d->conf->upstream_timeout,
+	};
+
+	if (!ex)
+		return NULL;
+	ex->conf = e;
+	ex->ac_reg.min = e->acregmin;
+	ex->ac_reg.max = e->acregmax;
+	ex->ac_dir.min = e->acdirmin;
+	ex->ac_dir.max = e->acdirmax;
+	if (upcall_lanes_start(&ex->lanes, d->conf->upstream_connections,
+			       d->base, &p, upstream_state_changed, ex) != 0) {
+		free(ex);
+		return NULL;
+	}
+	ex->upc.ops = &upcall_libnfs;
+	ex->upc.impl = &ex->lanes;
+	return ex;
+}
+
+/* Close ex's connections and free it (an export never served, or exit). */
+static void export_free(struct export_rt **exp)
+{
+	struct export_rt *ex = *exp;
+
+	*exp = NULL;
+	if (!ex)
+		return;
+	upcall_lanes_close(&ex->lanes);
+	free(ex);
+}
+
+void reload_exports_free(struct daemon *d)
+{
+	struct conf_hold *h;
+
+	for (size_t i = 0; i < d->nexports; i++)
+		export_free(&d->exports[i]);
+	for (size_t i = 0; i < d->nretired; i++)
+		export_free(&d->retired[i]);
+	free(d->exports);
+	free(d->retired);
+	d->exports = d->retired = NULL;
+	d->nexports = d->nretired = 0;
+	while ((h = d->holds)) {
+		d->holds = h->next;
+		conf_free(&h->conf);
+		free(h);
+	}
+	if (d->retire_timer)
+		event_free(d->retire_timer);
+	d->retire_timer = NULL;
+}
+
+bool reload_exports_busy(const struct daemon *d)
+{
+	for (size_t i = 0; i < d->nexports; i++)
+		if (upcall_lanes_busy(&d->exports[i]->lanes))
+			return true;
+	for (size_t i = 0; i < d->nretired; i++)
+		if (upcall_lanes_busy(&d->retired[i]->lanes))
+			return true;
+	return false;
+}
+
+size_t reload_retiring(const struct daemon *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->nretired; i++)
+		n += !d->retired[i]->closed;
+	return n;
+}
+
+/* Kick the write-back (with a COMMIT) of every file of ex that has some;
+ * true if one has write-back bytes or an upstream WRITE/COMMIT. */
+static bool retire_kick(struct daemon *d, struct export_rt *ex)
+{
+	struct cfile *f, *next;
+	bool busy = false;
+
+	for (f = cache_wb_file_first(d->cache); f; f = next) {
+		struct fstate *fs = fstate_find(f);
+
+		next = cache_wb_file_next(d->cache, f);
+		if (!fs || fs->ex != ex)
+			continue;
+		busy = true;
+		writeback_kick(d, f, ex, true);
+	}
+	return busy;
+}
+
+/* What retire_drop_one drops: the files of ex, counted in n. */
+struct retire_drop {
+	struct export_rt *ex;
+	size_t n;
+};
+
+/* Drop f's clean data, attributes and disk-tier pages if it is rd's. */
+static void retire_drop_one(struct cache *c, struct cfile *f,
+			    struct fstate *fs, void *arg)
+{
+	struct retire_drop *rd = arg;
+	const uint8_t *fh;
+	size_t len;
+
+	if (fs->ex != rd->ex)
+		return;
+	fh = cfile_fh(f, &len);
+	disk_tier_forget(fh, len);
+	cfile_invalidate(c, f);
+	cfile_attr_expire(f);
+	rd->n++;
+}
+
+/* Drop what the cache holds of the files ex wrote to (their fstate names
+ * ex): RAM data, attributes, disk-tier pages. All are clean now. */
+static size_t retire_drop(struct daemon *d, struct export_rt *ex)
+{
+	struct retire_drop rd = { .ex = ex, .n = 0 };
+
+	cache_owner_each(d->cache, retire_drop_one, &rd);
+	return rd.n;
+}
+
+/* Close retired export ex if nothing of it waits; true once closed. */
+static bool retire_step(struct daemon *d, struct export_rt *ex)
+{
+	size_t n;
+
+	if (ex->closed)
+		return true;
+	if (retire_kick(d, ex) || upcall_lanes_busy(&ex->lanes))
+		return false;
+	n = retire_drop(d, ex);
+	upcall_lanes_close(&ex->lanes);
+	ex->upc.ops = &upcall_closed;
+	ex->upc.impl = NULL;
+	ex->closed = true;
+	log_info("reload: export \"%s\" (id %u) retired: nothing left to write "
+		 "back to %s, connection closed, %zu written file%s dropped "
+		 "from the cache", ex->conf->path, ex->conf->id,
+		 ex->conf->upstream, n, n == 1 ? "" : "s");
+	return true;
+}
+
+/* Every RELOAD_RETIRE_POLL_US: move the retired exports towards closed. */
+static void retire_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct timeval tv = { 0, RELOAD_RETIRE_POLL_US };
+	bool open = false;
+
+	(void)fd;
+	(void)what;
+	for (size_t i = 0; i < d->nretired; i++)
+		if (!retire_step(d, d->retired[i]))
+			open = true;
+	if (open && !d->stopping)
+		mclock_timer_add(d->retire_timer, &tv);
+}
+
+/* Keep ex (out of d->exports already; room reserved in d->retired) until
+ * it can close; its conf points into hold's configuration. */
+static void retire(struct daemon *d, struct export_rt *ex,
+		   struct conf_hold *hold)
+{
+	d->retired[d->nretired++] = ex;
+	ex->hold = hold;
+}
+
+/* What a reload does to the exports, decided before anything changes. */
+struct export_plan {
+	struct export_rt **next;	/* next->nexports: kept or started */
+	struct export_rt **gone;	/* of d->exports: removed, re-pointed */
+	size_t ngone;
+	struct conf_hold *hold;		/* for the old configuration, when
+					 * an export is retired */
+};
+
+/* Make room in d->retired for pl's retired exports and a hold for the old
+ * configuration they keep pointing into; false on ENOMEM. */
+static bool reserve_retired(struct daemon *d, struct export_plan *pl)
+{
+	struct export_rt **r = realloc(d->retired, (d->nretired + pl->ngone) *
+				       sizeof(*r));
+
+	if (!r)
+		return false;
+	d->retired = r;
+	pl->hold = calloc(1, sizeof(*pl->hold));
+	return pl->hold != NULL;
+}
+
+/* Fill plan for next: keep exports with the same id and upstream, start
+ * the rest. Returns 0, or -1 (ENOMEM, an upstream client that cannot be
+ * made: "export PATH: ..." in err) with nothing changed. */
+static int plan_exports(struct daemon *d, const struct conf *next,
+			struct export_plan *pl, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	pl->next = calloc(next->nexports + 1, sizeof(*pl->next));
+	pl->gone = calloc(d->nexports + 1, sizeof(*pl->gone));
+	if (!pl->next || !pl->gone)
+		goto fail;
+	for (size_t i = 0; i < next->nexports; i++) {
+		const struct conf_export *e = &next->exports[i];
+		struct export_rt *ex = daemon_export(d, e->id);
+
+		if (ex && strcmp(ex->conf->upstream, e->upstream) == 0) {
+			pl->next[i] = ex;
+			continue;
+		}
+		pl->next[i] = reload_export_start(d, e);
+		if (!pl->next[i]) {
+			snprintf(err, errlen, "export \"%s\": cannot start its "
+				 "upstream client (%s)", e->path, e->upstream);
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < d->nexports; i++) {
-		struct export_rt *ex = &d->exports[i];
+		struct export_rt *ex = d->exports[i];
 		const struct conf_export *e = conf_export_by_id(next, ex->conf->id);
 
-		log_export_changes(ex->conf, e);
+		if (!e || strcmp(ex->conf->upstream, e->upstream) != 0)
+			pl->gone[pl->ngone++] = ex;
+	}
+	if (pl->ngone && !reserve_retired(d, pl))
+		goto fail;
+	return 0;
+fail:
+	for (size_t i = 0; pl->next && i < next->nexports; i++)
+		if (pl->next[i] != daemon_export(d, next->exports[i].id))
+			export_free(&pl->next[i]);
+	free(pl->next);
+	free(pl->gone);
+	free(pl->hold);
+	if (!err[0])
+		snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* Log what a reload does to the exports and count it. */
+static void log_export_plan(struct daemon *d, const struct conf *next,
+			    const struct export_plan *pl)
+{
+	for (size_t i = 0; i < next->nexports; i++) {
+		const struct conf_export *e = &next->exports[i];
+		struct export_rt *old = daemon_export(d, e->id);
+
+		if (old == pl->next[i])
+			continue;
+		if (old) {
+			log_info("reload: export \"%s\" now points at %s (was %s): "
+				 "its cache is dropped once what it holds is "
+				 "written back to the old upstream; clients must "
+				 "remount", e->path, e->upstream,
+				 old->conf->upstream);
+			d->exports_repointed++;
+		} else {
+			log_info("reload: export \"%s\" added (id %u, upstream %s)",
+				 e->path, e->id, e->upstream);
+			d->exports_added++;
+		}
+	}
+	for (size_t i = 0; i < pl->ngone; i++) {
+		const struct export_rt *ex = pl->gone[i];
+
+		if (conf_export_by_id(next, ex->conf->id))
+			continue;
+		log_info("reload: export \"%s\" (id %u) removed: its handles get "
+			 "NFS3ERR_STALE; what it holds unwritten goes to %s "
+			 "before its connection closes", ex->conf->path,
+			 ex->conf->id, ex->conf->upstream);
+		d->exports_removed++;
+	}
+}
+
+/* Point the kept exports at their entry in next, with its timeouts. */
+static void repoint_confs(struct daemon *d, const struct conf *next,
+			  const struct export_plan *pl)
+{
+	for (size_t i = 0; i < next->nexports; i++) {
+		const struct conf_export *e = &next->exports[i];
+		struct export_rt *ex = pl->next[i];
+
+		if (daemon_export(d, e->id) == ex)
+			log_export_changes(ex->conf, e);
+		else
+			service_export_added(ex);
 		ex->conf = e;
 		ex->ac_reg.min = e->acregmin;
 		ex->ac_reg.max = e->acregmax;
 		ex->ac_dir.min = e->acdirmin;
 		ex->ac_dir.max = e->acdirmax;
 	}
+}
+
+int reload_apply(struct daemon *d, struct conf **nextp, unsigned *kept,
+		 char *err, size_t errlen)
+{
+	struct conf *next = *nextp, *old = d->conf;
+	struct export_plan pl = { 0 };
+	struct timeval tv = { 0, RELOAD_RETIRE_POLL_US };
+
+	*kept = 0;
+	if (plan_exports(d, next, &pl, err, errlen) != 0)
+		return -1;
+	*nextp = NULL;
+	*kept = keep_fixed(old, next);
+	log_global_changes(old, next);
+	log_export_plan(d, next, &pl);
+	repoint_confs(d, next, &pl);
+	for (size_t i = 0; i < pl.ngone; i++)
+		retire(d, pl.gone[i], pl.hold);
+	free(d->exports);
+	free(pl.gone);
+	d->exports = pl.next;
+	d->nexports = next->nexports;
 	if (strcmp(old->log_level, next->log_level) != 0 &&
 	    log_set_level_name(next->log_level) == 0)
 		log_info("reload: log_level is now %s", next->log_level);
 	d->conf = next;
-	conf_free(&old);
-	return kept;
+	if (pl.hold) {
+		pl.hold->conf = old;
+		pl.hold->next = d->holds;
+		d->holds = pl.hold;
+		if (!d->retire_timer)
+			d->retire_timer = evtimer_new(d->base, retire_poll_cb, d);
+		if (d->retire_timer)
+			mclock_timer_add(d->retire_timer, &tv);
+	} else {
+		conf_free(&old);
+	}
+	return 0;
 }

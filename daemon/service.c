@@ -34,7 +34,7 @@ enum svc_phase {
 static struct {
 	struct daemon *d;
 	enum svc_phase phase;
-	bool *settled;			/* by export index */
+	bool *settled;			/* by export id (NFS3_EXPORT_IDS) */
 	bool *down_logged;		/* by export index: DOWN logged and
 					 * not up since */
 	struct event *status_timer;
@@ -82,7 +82,7 @@ static size_t upstreams_up(void)
 	size_t n = 0;
 
 	for (size_t i = 0; i < svc.d->nexports; i++)
-		if (upcall_state(&svc.d->exports[i].upc) == UPSTREAM_UP)
+		if (upcall_state(&svc.d->exports[i]->upc) == UPSTREAM_UP)
 			n++;
 	return n;
 }
@@ -135,7 +135,7 @@ static bool ready_now(void)
 	if (!c->start_without_upstream)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!svc.settled[i])
+		if (!svc.settled[svc.d->exports[i]->conf->id])
 			return false;
 	return true;
 }
@@ -198,7 +198,7 @@ static void arm_timers(void)
 
 void service_started(void)
 {
-	size_t n = svc.d->nexports ? svc.d->nexports : 1;
+	size_t n = NFS3_EXPORT_IDS;
 
 	svc.settled = calloc(n, sizeof(bool));
 	svc.down_logged = calloc(n, sizeof(bool));
@@ -211,7 +211,7 @@ void service_started(void)
 	maybe_ready();
 }
 
-/* Log export i's upstream going up (the first time, or after it was
+/* Log export ex's (id i) upstream going up (the first time, or after it was
  * reported down) or down (repeated failures, quiet reconnects: debug). */
 static void log_upstream(const struct export_rt *ex, size_t i,
 			 enum upstream_state st, const char *why)
@@ -239,14 +239,24 @@ static void log_upstream(const struct export_rt *ex, size_t i,
 void service_upstream_state(const struct export_rt *ex,
 			    enum upstream_state st, const char *why)
 {
-	size_t i = (size_t)(ex - svc.d->exports);
+	size_t i = ex->conf->id;
 
-	if (!svc.settled || i >= svc.d->nexports)
+	/* A retired export (reload.c) closing its connections says nothing. */
+	if (!svc.settled || i >= NFS3_EXPORT_IDS ||
+	    daemon_export(svc.d, ex->conf->id) != ex)
 		return;
 	log_upstream(ex, i, st, why);
 	if (st == UPSTREAM_UP || st == UPSTREAM_DOWN)
 		svc.settled[i] = true;
 	maybe_ready();
+}
+
+void service_export_added(const struct export_rt *ex)
+{
+	if (!svc.settled || ex->conf->id >= NFS3_EXPORT_IDS)
+		return;
+	svc.settled[ex->conf->id] = false;
+	svc.down_logged[ex->conf->id] = false;
 }
 
 void service_reload_begin(void)

@@ -65,6 +65,10 @@ void service_init(struct daemon *d);
  */
 void service_started(void);
 
+/* A reload added (or re-pointed) ex, already in d->exports: its upstream
+ * is reported up the first time it connects, as at start. Event loop. */
+void service_export_added(const struct export_rt *ex);
+
 /*
  * An export's upstream changed state; why is the upstream's last error
  * (borrowed, may be ""). Logs it, once per change between up and down

@@ -156,3 +156,81 @@ const struct upcall_ops upcall_libnfs = {
 	.root_fh = libnfs_root_fh,
 	.latency_floor = libnfs_latency_floor,
 };
+
+int upcall_lanes_start(struct upcall_lanes *l, unsigned n,
+		       struct event_base *base, const struct upstream_params *p,
+		       upstream_state_cb state_cb, void *arg)
+{
+	l->n = n;
+	for (unsigned k = 0; k < n; k++) {
+		l->lane[k] = upstream_new(base, p, k ? NULL : state_cb, arg);
+		if (!l->lane[k] || upstream_start(l->lane[k]) != 0) {
+			upcall_lanes_close(l);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+bool upcall_lanes_busy(const struct upcall_lanes *l)
+{
+	for (unsigned k = 0; k < l->n; k++)
+		if (upstream_busy(l->lane[k]))
+			return true;
+	return false;
+}
+
+void upcall_lanes_close(struct upcall_lanes *l)
+{
+	for (unsigned k = 0; k < l->n; k++)
+		upstream_free(&l->lane[k]);
+	l->n = 0;
+}
+
+/* A closed export's call: refused now, never called back. */
+static int closed_call(void *impl, uint32_t proc, xdrproc_t xargs,
+		       const void *args, const struct nfs_cred *cred,
+		       upcall_cb cb, void *arg)
+{
+	(void)impl, (void)proc, (void)xargs, (void)args, (void)cred;
+	(void)cb, (void)arg;
+	return -1;
+}
+
+/* A closed export's state: down. */
+static enum upstream_state closed_state(const void *impl)
+{
+	(void)impl;
+	return UPSTREAM_DOWN;
+}
+
+/* A closed export's transfer size: a small one no loop divides by zero. */
+static uint32_t closed_size(const void *impl)
+{
+	(void)impl;
+	return 4096;
+}
+
+/* A closed export's root handle: none. */
+static const uint8_t *closed_root_fh(const void *impl, size_t *len)
+{
+	(void)impl;
+	*len = 0;
+	return NULL;
+}
+
+/* A closed export's latency floor: unknown. */
+static double closed_latency_floor(const void *impl)
+{
+	(void)impl;
+	return 0;
+}
+
+const struct upcall_ops upcall_closed = {
+	.call = closed_call,
+	.state = closed_state,
+	.rtmax = closed_size,
+	.wtmax = closed_size,
+	.root_fh = closed_root_fh,
+	.latency_floor = closed_latency_floor,
+};

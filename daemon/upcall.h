@@ -14,6 +14,7 @@
 #ifndef NFSCACHED_DAEMON_UPCALL_H
 #define NFSCACHED_DAEMON_UPCALL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <rpc/rpc.h>
@@ -97,6 +98,32 @@ struct upstream *upcall_lanes_pick(const struct upcall_lanes *l);
 
 /* The adapter onto proto/upstream.c: impl is a struct upcall_lanes *. */
 extern const struct upcall_ops upcall_libnfs;
+
+/*
+ * The adapter of an export whose connections a reload closed (reload.c):
+ * every call fails now (-1, no callback), state UPSTREAM_DOWN, no root
+ * handle, transfer sizes 4096. impl is ignored. What a handler that still
+ * held the retired export after its connections closed meets.
+ */
+extern const struct upcall_ops upcall_closed;
+
+/*
+ * Start n (1..UPCALL_LANES_MAX) connections of one export into *l with p
+ * (upstream_new, upstream_start); lane 0 reports its state changes to
+ * state_cb(arg) (may be NULL). Returns 0, or -1 (ENOMEM, libnfs could not
+ * make a context) with every lane made so far freed and l->n 0. Event
+ * loop only.
+ */
+int upcall_lanes_start(struct upcall_lanes *l, unsigned n,
+		       struct event_base *base, const struct upstream_params *p,
+		       upstream_state_cb state_cb, void *arg);
+
+/* True while a call sent on one of l's lanes awaits its answer. */
+bool upcall_lanes_busy(const struct upcall_lanes *l);
+
+/* Close and free every lane of l (upstream_free: calls in flight complete
+ * with UPSTREAM_EDOWN first); l->n becomes 0. Event loop only. */
+void upcall_lanes_close(struct upcall_lanes *l);
 
 /* Shorthands over u->ops (u must have been set: export_rt.upc). */
 static inline enum upstream_state upcall_state(const struct upcall *u)

@@ -17,8 +17,9 @@
 #   3. the client list back: nfs-ls works again; then acregmin = acregmax
 #      = 0 makes every READ revalidate attributes upstream, and 60 makes
 #      none do (counted on /metrics);
-#   4. the export's upstream changed: refused at the export's line, saying
-#      a restart is needed, and the daemon keeps serving the old upstream;
+#   4. the export's id changed: refused at the export's line, saying
+#      clients' handles carry the id, and the daemon keeps serving (adding,
+#      removing and re-pointing exports: test_reload_exports.sh);
 #   5. nfs_port changed (fixed at start): the reload goes through, the
 #      change is logged as waiting for a restart and the old port serves;
 #   6. strict, writeback_delay (changed at once) and max_transfer (fixed
@@ -175,18 +176,19 @@ done
 cp "$good" "$conf"
 hup_and_wait "reloaded $conf" || fail "restoring the attribute timeouts: not reloaded"
 
-# 4. The export's upstream changed.
-sed -e "s|nfsport=$NFSC_DIRECT_NFS_PORT|nfsport=$((NFSC_DIRECT_NFS_PORT + 1))|" "$good" >"$conf"
-if hup_and_wait "upstream changed from"; then
-	msg=$(grep -F "upstream changed from" "$NFSC_PROXY_LOG" | tail -n 1)
+# 4. The export's id changed (clients' handles carry it): refused.
+sed -e 's|^\tid = 1$|\tid = 2|' "$good" >"$conf"
+grep -q '^	id = 2$' "$conf" || { echo "test_reload: cannot edit $conf" >&2; exit 1; }
+if hup_and_wait "id changed from 1 to 2"; then
+	msg=$(grep -F "id changed from 1 to 2" "$NFSC_PROXY_LOG" | tail -n 1)
 	xline=$(grep -n '^export "/export"' "$conf" | head -n 1 | cut -d: -f1)
-	[[ "$msg" == *"reload refused: $conf:$xline: "*"needs a restart"* ]] &&
-		pass "changed upstream: $msg" || fail "changed upstream logged as '$msg'"
+	[[ "$msg" == *"reload refused: $conf:$xline: "*"handles carry the id"* ]] &&
+		pass "changed id: $msg" || fail "changed id logged as '$msg'"
 else
-	fail "changed upstream: no refusal in the log"
+	fail "changed id: no refusal in the log"
 fi
 want_metric 'nfscached_config_reloads_total{result="refused"}' 2
-want_served yes "after the refused upstream change"
+want_served yes "after the refused id change"
 
 # 5. A directive fixed at start.
 sed -e "s|^nfs_port = $NFSC_PROXY_NFS_PORT|nfs_port = $((NFSC_PROXY_NFS_PORT + 1))|" "$good" >"$conf"

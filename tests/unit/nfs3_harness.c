@@ -93,7 +93,8 @@ static void start_export(struct nfs3_h *h)
 	h->ex.ac_dir.max = e->acdirmax;
 	h->ex.upc.ops = &fake_upcall_ops;
 	h->ex.upc.impl = &h->fu;
-	h->d.exports = &h->ex;
+	h->exs[0] = &h->ex;
+	h->d.exports = h->exs;
 	h->d.nexports = 1;
 }
 

@@ -57,6 +57,7 @@ struct h_reply {
 struct nfs3_h {
 	struct daemon d;
 	struct export_rt ex;
+	struct export_rt *exs[1];	/* d.exports: &ex */
 	struct fake_up fu;
 	struct toy toy;
 	int cfd;			/* the client's end */

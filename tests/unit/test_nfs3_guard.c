@@ -523,7 +523,7 @@ static void test_guard_unwrap(void)
 	wrap_fh(&h, id, up, sizeof(up), &ga.object, b1);
 	CU_ASSERT_EQUAL(nfs3_guard_unwrap(&h.d, desc(NFSPROC3_GETATTR), &ga, &ex),
 			NFS3_OK);
-	CU_ASSERT_PTR_EQUAL(ex, &h.d.exports[0]);
+	CU_ASSERT_PTR_EQUAL(ex, h.d.exports[0]);
 	CU_ASSERT_EQUAL(ga.object.data.data_len, sizeof(up));
 	CU_ASSERT_EQUAL(memcmp(ga.object.data.data_val, up, sizeof(up)), 0);
 	/* Handles of two exports in one call. */
@@ -535,7 +535,7 @@ static void test_guard_unwrap(void)
 	/* A short-authenticator handle before the upstream produced one. */
 	memset(longup, 9, sizeof(longup));
 	wrap_fh(&h, id, longup, sizeof(longup), &ga.object, b1);
-	CU_ASSERT_FALSE(h.d.exports[0].long_handles);
+	CU_ASSERT_FALSE(h.d.exports[0]->long_handles);
 	CU_ASSERT_EQUAL(nfs3_guard_unwrap(&h.d, desc(NFSPROC3_GETATTR), &ga, &ex),
 			NFS3ERR_BADHANDLE);
 	h_fini(&h);
@@ -563,7 +563,7 @@ static void test_guard_rewrap(void)
 	h_init(&h, NULL);
 	memset(&lr, 0, sizeof(lr));
 	up_fh(&lr.LOOKUP3res_u.resok.object, up, sizeof(up));
-	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, h.d.exports[0],
 					  desc(NFSPROC3_LOOKUP), &lr), NFS3_OK);
 	CU_ASSERT_EQUAL_FATAL(fh_unwrap(h.d.fh_key,
 		(const uint8_t *)lr.LOOKUP3res_u.resok.object.data.data_val,
@@ -578,7 +578,7 @@ static void test_guard_rewrap(void)
 	memset(toolong, 1, sizeof(toolong));
 	memset(&lr, 0, sizeof(lr));
 	up_fh(&lr.LOOKUP3res_u.resok.object, toolong, sizeof(toolong));
-	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, h.d.exports[0],
 					  desc(NFSPROC3_LOOKUP), &lr),
 			NFS3ERR_SERVERFAULT);
 	xdr_free((xdrproc_t)xdr_LOOKUP3res, (char *)&lr);
@@ -586,7 +586,7 @@ static void test_guard_rewrap(void)
 	cr.CREATE3res_u.resok.obj.handle_follows = TRUE;
 	up_fh(&cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle, toolong,
 	      sizeof(toolong));
-	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, &h.d.exports[0],
+	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, h.d.exports[0],
 					  desc(NFSPROC3_CREATE), &cr), NFS3_OK);
 	CU_ASSERT_FALSE(cr.CREATE3res_u.resok.obj.handle_follows);
 	xdr_free((xdrproc_t)xdr_CREATE3res, (char *)&cr);
