@@ -1242,7 +1242,7 @@ static int unread_journal_check(struct daemon *d, char *err, size_t errlen)
 	bool local = false;
 
 	for (size_t i = 0; i < d->nexports; i++)
-		local |= conf_commit_local(d->exports[i].conf);
+		local |= conf_commit_local(d->exports[i]->conf);
 	if (n == 0 || (n < 0 && !local))
 		return 0;
 	snprintf(err, errlen, "cache_dir %s: its index cannot be opened (the "
