@@ -187,6 +187,13 @@ static const struct directive directives[] = {
 	    65536, 1073741824, "bytes",
 	    "Reply bytes queued to one client before its reads pause; at "
 	    "least max_record_size."),
+	NUM("client_buffer_limit", GLOBAL(client_buffer_limit), K_U32, "0", 0,
+	    1048576, "MiB",
+	    "Reply and request bytes held for all clients together; past it "
+	    "the connections holding more than an equal share stop being "
+	    "read. 0: an eighth of cache_size, at least 64 MiB, at most an "
+	    "eighth of the memory limit (RLIMIT_AS or the cgroup's "
+	    "memory.max)."),
 	NUM("record_timeout", GLOBAL(record_timeout), K_DOUBLE, "30", 0.1,
 	    3600, "seconds",
 	    "Time a client may take to deliver a whole RPC record once its "

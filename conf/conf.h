@@ -156,6 +156,9 @@ struct conf {
 	uint32_t max_requests_per_conn;	/* in flight before reads pause */
 	uint32_t max_reply_buffer;	/* bytes queued to a client before
 					 * reads pause */
+	uint32_t client_buffer_limit;	/* MiB of reply and request bytes
+					 * held for all clients before the
+					 * biggest holders pause; 0: auto */
 	double record_timeout;		/* seconds to deliver a started
 					 * record */
 	double idle_timeout;		/* seconds an idle connection stays */

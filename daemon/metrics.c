@@ -1011,6 +1011,13 @@ static void disk_gate_cb(struct evhttp_request *req, void *arg)
 	debug_reply(req, out);
 }
 
+/* Limits of one metrics request: its header lines (a scraper sends a few
+ * hundred bytes), its body (only the test clock's POSTs have one, a few
+ * bytes), and the seconds a connection may take to send or read one. */
+#define METRICS_MAX_HEADERS 8192
+#define METRICS_MAX_BODY 4096
+#define METRICS_TIMEOUT_S 30
+
 struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 			      size_t errlen)
 {
@@ -1052,6 +1059,12 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	}
 	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 				   (mclock_test_enabled() ? EVHTTP_REQ_POST : 0));
+	/* Any local user can connect: bound what one request may make us
+	 * hold (evhttp buffers headers and body whole, unbounded by
+	 * default) and how long a connection may take. */
+	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
+	evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
+	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
 	evhttp_set_cb(m->http, "/metrics", metrics_cb, m);
 	evhttp_set_cb(m->http, "/healthz", healthz_cb, m);
 	if (mclock_test_enabled()) {

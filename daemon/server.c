@@ -40,6 +40,26 @@
  * max_connections_per_client from one address are refused: accepted and
  * closed at once. A peer_count per client address counts its open
  * connections; it exists exactly while that count is above zero.
+ *
+ * The budget (server_budget): every connection counts the bytes it holds
+ * (out_bytes: its bufferevent's output, kept by an evbuffer callback;
+ * in_bytes: its in buffer, likewise; rec_bytes: the records of its calls
+ * in flight) and the server their sum (held). Invariant: out_bytes and
+ * in_bytes equal their buffers' lengths; held is the sum of the open and
+ * lingering connections' three counts plus held_detached, the records in
+ * flight of closed connections whose socket is gone. A connection over
+ * an equal share of the budget while held is at or over it stops reading
+ * (budget_paused); when held falls under BUDGET_RESUME_NUM/DEN of the
+ * budget the resume event walks the open connections and resumes those.
+ * A closed connection's in buffer is emptied at the close (nothing more
+ * is read from it). The total can pass the budget by what the connections
+ * under their share read next: a reply each (at most max_transfer and its
+ * header) and the replies of calls already in flight.
+ *
+ * Strangers: when a listed client (conn_listed) would be refused for
+ * max_connections or the descriptor limit, the oldest open connection
+ * from an address no export lists (judged again at that moment, the
+ * host name only if already known) is closed instead (CLOSE_NOT_LISTED).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -63,6 +83,7 @@
 #include "mclock.h"
 #include "nfs3_prot.h"
 #include "peername.h"
+#include "refusal.h"
 #include "rpcrec.h"
 #include "server.h"
 
@@ -74,6 +95,10 @@
 #define SWEEP_MAX_S 0.5		/* longest pause between timeout sweeps */
 #define LIMIT_LOG_S 10.0	/* refused connections: one line per */
 #define FD_RESERVE_PER_EXPORT 8	/* upstream sockets of one export */
+#define BUDGET_RESUME_NUM 3	/* resume budget-paused connections under */
+#define BUDGET_RESUME_DEN 4	/* 3/4 of the budget */
+#define BUDGET_AUTO_DIV 8	/* automatic budget: cache_size / 8, and at
+				 * most memory limit / 8 */
 
 /* Open connections from one client address. */
 struct peer_count {
@@ -91,6 +116,7 @@ struct conn {
 					 * flight: reading off, closed
 					 * once the last is answered */
 	bool lingering;			/* closed, flushing its last replies */
+	bool budget_paused;		/* paused (also) for the budget */
 	bool flush_queued;		/* on srv->flush_list */
 	struct conn *flush_next;
 	struct server *srv;
@@ -106,6 +132,9 @@ struct conn {
 					 * 0: between records */
 	double last_active;		/* last bytes received or call done */
 	uint64_t records;		/* records read so far */
+	size_t out_bytes;		/* bytes in bev's output */
+	size_t in_bytes;		/* bytes in in */
+	size_t rec_bytes;		/* records of calls in flight */
 	struct peer_count *pc;		/* this address's count */
 	struct conn *prev, *next;
 };
@@ -133,10 +162,43 @@ struct server {
 	uint32_t fd_cap;		/* connections the descriptors allow */
 	double limit_logged;		/* last "refusing" line, daemon_now */
 	uint64_t limit_unlogged;	/* refusals since that line */
+	uint64_t held;			/* bytes held, all connections */
+	uint64_t held_detached;		/* records in flight of closed
+					 * connections without a socket */
+	uint64_t mem_limit;		/* bytes the process may use; 0: none
+					 * known */
+	bool budget_waiters;		/* a connection may be budget_paused */
+	struct event *resume;		/* resumes budget-paused connections */
 	struct server_stats st;
 };
 
 static void conn_pump(struct conn *c);
+static void conn_output_cb(struct evbuffer *out,
+			   const struct evbuffer_cb_info *info, void *arg);
+
+/* Change one of c's held-byte counts, *field, by +add -sub, and the
+ * server's total; wake the budget's waiters when it fell low enough. */
+static void held_change(struct conn *c, size_t *field, size_t add,
+			size_t sub)
+{
+	struct server *s = c->srv;
+
+	*field = *field + add - sub;
+	s->held = s->held + add - sub;
+	if (sub > add && s->budget_waiters && s->resume &&
+	    s->held < server_budget(s) / BUDGET_RESUME_DEN * BUDGET_RESUME_NUM)
+		event_active(s->resume, 0, 0);
+}
+
+/* Callback of c's in buffer: count what was added and taken. */
+static void conn_in_cb(struct evbuffer *in, const struct evbuffer_cb_info *info,
+		       void *arg)
+{
+	struct conn *c = arg;
+
+	(void)in;
+	held_change(c, &c->in_bytes, info->n_added, info->n_deleted);
+}
 
 /* Drop c's share of its address's connection count. */
 static void peer_release(struct server *s, struct conn *c)
@@ -179,6 +241,9 @@ static void conn_release_socket(struct conn *c)
 	if (c->lingering)
 		DL_DELETE(s->lingering, c);
 	c->lingering = false;
+	evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
+	held_change(c, &c->out_bytes, 0, c->out_bytes);
+	s->held_detached += c->rec_bytes;
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_put(&c);
@@ -229,6 +294,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	log_debug("connection %s closed: %s", c->peer_name, names[reason]);
 	DL_DELETE(s->conns, c);
 	peer_release(s, c);
+	evbuffer_drain(c->in, evbuffer_get_length(c->in));  /* never parsed */
 	if (reason == CLOSE_ERROR || reason == CLOSE_SHUTDOWN ||
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_release_socket(c);
@@ -244,6 +310,20 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	bufferevent_enable(c->bev, EV_WRITE);
 }
 
+/*
+ * True when the connections together hold the budget and c's replies and
+ * calls in flight are over an equal share of it (its unparsed input
+ * counts in the total only: a record on its way is not cut short).
+ */
+static bool conn_over_budget(const struct conn *c)
+{
+	const struct server *s = c->srv;
+	uint64_t budget = server_budget(s);
+	uint64_t open = s->st.connections_open ? s->st.connections_open : 1;
+
+	return s->held >= budget && c->out_bytes + c->rec_bytes > budget / open;
+}
+
 /* Tell whether c must stop reading for now. */
 static bool conn_should_pause(const struct conn *c)
 {
@@ -252,7 +332,8 @@ static bool conn_should_pause(const struct conn *c)
 	return c->srv->draining ||
 	       c->inflight >= cf->max_requests_per_conn ||
 	       evbuffer_get_length(bufferevent_get_output(c->bev)) >=
-		       cf->max_reply_buffer;
+		       cf->max_reply_buffer ||
+	       conn_over_budget(c);
 }
 
 /* Resume a paused connection once it is under its limits. */
@@ -261,6 +342,7 @@ static void conn_maybe_resume(struct conn *c)
 	if (c->closed || !c->paused || c->half_closed || conn_should_pause(c))
 		return;
 	c->paused = false;
+	c->budget_paused = false;
 	if (c->rec_start > 0)
 		c->rec_start = daemon_now();	/* our pause is not theirs */
 	bufferevent_enable(c->bev, EV_READ);
@@ -283,6 +365,9 @@ static void req_release(struct req *r)
 		free(r->args);
 	}
 	free(r->rec);
+	held_change(c, &c->rec_bytes, 0, r->rec_len);
+	if (!c->bev)
+		s->held_detached -= r->rec_len;
 	r->magic = 0;
 	free(r);
 	c->last_active = daemon_now();
@@ -557,6 +642,7 @@ static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
 	r->rec_len = len;
 	r->ent = ent;
 	r->start = daemon_now();
+	held_change(c, &c->rec_bytes, len, 0);
 	c->inflight++;
 	s->inflight++;
 	s->st.requests_inflight = s->inflight;
@@ -641,6 +727,11 @@ static void conn_pump(struct conn *c)
 		if (conn_should_pause(c)) {
 			c->paused = true;
 			c->srv->st.reads_paused++;
+			if (conn_over_budget(c)) {
+				c->budget_paused = true;
+				c->srv->budget_waiters = true;
+				c->srv->st.budget_pauses++;
+			}
 			bufferevent_disable(c->bev, EV_READ);
 			return;
 		}
@@ -841,6 +932,60 @@ static const char *conn_limit_hit(struct server *s, const char *host,
 	return NULL;
 }
 
+/* Whether a client address is named by some export's clients list. */
+enum conn_listing { LISTED_NO, LISTED_YES, LISTED_UNKNOWN };
+
+/* Judge sa against every export's clients (conf_client_match), with its
+ * host name when a wildcard needs it and it is known (else UNKNOWN: the
+ * lookup has been started, peername_get). */
+static enum conn_listing conn_listed(const struct server *s,
+				     const struct sockaddr *sa)
+{
+	const struct daemon *d = s->d;
+	const char *name = NULL;
+	bool unknown = false;
+
+	for (size_t i = 0; i < d->nexports; i++) {
+		const struct conf_export *e = d->exports[i].conf;
+		struct conf_access acc;
+		enum conf_match m = conf_client_match(e, sa, NULL, &acc);
+
+		if (m == CONF_MATCH_NEED_NAME && !name)
+			name = peername_get(d->names, sa);
+		if (m == CONF_MATCH_NEED_NAME && name)
+			m = conf_client_match(e, sa, name, &acc);
+		if (m == CONF_MATCH_YES)
+			return LISTED_YES;
+		unknown |= m == CONF_MATCH_NEED_NAME;
+	}
+	return unknown ? LISTED_UNKNOWN : LISTED_NO;
+}
+
+/*
+ * Make room for a new connection from sa (not yet counted) that a global
+ * limit refuses: if sa is listed (or may be), close the oldest open
+ * connection from an address no export lists. True if one was closed.
+ */
+static bool conn_make_room(struct server *s, const struct sockaddr *sa)
+{
+	struct conn *c;
+
+	if (conn_listed(s, sa) == LISTED_NO)
+		return false;
+	DL_FOREACH(s->conns, c)
+		if (conn_listed(s, (const struct sockaddr *)&c->peer) ==
+		    LISTED_NO)
+			break;
+	if (!c)
+		return false;
+	refusal_note(&s->d->refused_other, REFUSAL_NFS,
+		     REFUSAL_NOT_IN_CLIENTS, daemon_now(), "connection",
+		     c->peer_name, "not in any export's clients; closed to "
+		     "make room for a listed client");
+	conn_close(c, CLOSE_NOT_LISTED);
+	return true;
+}
+
 /* Count c against its address, creating the address's record. */
 static int peer_take(struct server *s, struct conn *c, struct peer_count *pc)
 {
@@ -909,6 +1054,7 @@ static void conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *
 	struct server *s = c->srv;
 
 	(void)out;
+	held_change(c, &c->out_bytes, info->n_added, info->n_deleted);
 	if (info->n_added == 0 || c->flush_queued || c->closed)
 		return;
 	c->flush_queued = true;
@@ -932,6 +1078,7 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
+	evbuffer_add_cb(c->in, conn_in_cb, c);
 	bufferevent_disable(c->bev, EV_WRITE);	/* a new one has it enabled */
 	bufferevent_enable(c->bev, EV_READ);
 }
@@ -948,7 +1095,11 @@ int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
 		memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer)
 			? (size_t)salen : sizeof(c->peer));
 		conn_name(c, (socklen_t)salen);
-		if ((limit = conn_limit_hit(s, c->peer_host, &pc))) {
+		limit = conn_limit_hit(s, c->peer_host, &pc);
+		if (limit && (!pc || pc->n < cf->max_connections_per_client) &&
+		    conn_make_room(s, sa))
+			limit = conn_limit_hit(s, c->peer_host, &pc);
+		if (limit) {
 			conn_refuse(s, fd, c->peer_name, limit);
 			free(c);
 			return -1;
@@ -1050,6 +1201,80 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	sweep_arm(s);
 }
 
+/* The resume event: held fell under the resume mark; resume the open
+ * connections that the budget paused and no other limit holds. */
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+	struct conn *c;
+
+	(void)fd;
+	(void)what;
+	s->budget_waiters = false;
+	DL_FOREACH(s->conns, c) {
+		if (!c->budget_paused)
+			continue;
+		conn_maybe_resume(c);	/* defers its reading: c stays open */
+		if (c->budget_paused && !conn_over_budget(c))
+			c->budget_paused = false; /* paused for another limit */
+		s->budget_waiters |= c->budget_paused;
+	}
+}
+
+/* The memory limit of the cgroup v2 this process is in (memory.max), in
+ * bytes; 0 when there is none or it cannot be read. */
+static uint64_t cgroup_mem_limit(void)
+{
+	char line[512], path[600];
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	path[0] = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max",
+				 line + 3);
+		}
+	if (f)
+		fclose(f);
+	if (!path[0] || !(f = fopen(path, "r")))
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;		/* "max": no limit */
+	fclose(f);
+	return v;
+}
+
+/* The memory the process may use: the lower of RLIMIT_AS and its
+ * cgroup's memory.max; 0 when neither is set. */
+static uint64_t server_mem_limit(void)
+{
+	struct rlimit rl;
+	uint64_t lim = 0, cg = cgroup_mem_limit();
+
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lim = (uint64_t)rl.rlim_cur;
+	if (cg && (!lim || cg < lim))
+		lim = cg;
+	return lim;
+}
+
+uint64_t server_budget(const struct server *s)
+{
+	const struct conf *cf = s->d->conf;
+	uint64_t b;
+
+	if (cf->client_buffer_limit)
+		return (uint64_t)cf->client_buffer_limit << 20;
+	b = ((uint64_t)cf->cache_size << 20) / BUDGET_AUTO_DIV;
+	if (b < SERVER_BUDGET_MIN)
+		b = SERVER_BUDGET_MIN;
+	if (s->mem_limit && b > s->mem_limit / BUDGET_AUTO_DIV)
+		b = s->mem_limit / BUDGET_AUTO_DIV;
+	return b < SERVER_BUDGET_FLOOR ? SERVER_BUDGET_FLOOR : b;
+}
+
 /* Raise the soft descriptor limit to the hard one; set s->fd_cap. */
 static void server_fd_budget(struct server *s)
 {
@@ -1095,12 +1320,18 @@ struct server *server_new(struct daemon *d)
 			 drc_deliver, drc_release);
 	s->sweep = evtimer_new(d->base, sweep_cb, s);
 	s->flush = event_new(d->base, -1, 0, flush_cb, s);
+	s->resume = event_new(d->base, -1, 0, resume_cb, s);
 	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency ||
-	    !s->sweep || !s->flush) {
+	    !s->sweep || !s->flush || !s->resume) {
 		server_free(&s);
 		return NULL;
 	}
 	server_fd_budget(s);
+	s->mem_limit = server_mem_limit();
+	log_info("client buffers: at most %llu MiB held for all connections "
+		 "together (client_buffer_limit%s)",
+		 (unsigned long long)(server_budget(s) >> 20),
+		 d->conf->client_buffer_limit ? "" : " automatic");
 	sweep_arm(s);
 	return s;
 }
@@ -1174,10 +1405,25 @@ void server_drain(struct server *s)
 	}
 }
 
+/* NULL when c's held-byte counts match its buffers, else why not. */
+static const char *conn_check_held(const struct conn *c)
+{
+	if (c->bev && c->out_bytes !=
+	    evbuffer_get_length(bufferevent_get_output(c->bev)))
+		return "a connection's out_bytes is not its output's length";
+	if (c->in_bytes != evbuffer_get_length(c->in))
+		return "a connection's in_bytes is not its input's length";
+	if (c->closed && c->in_bytes)
+		return "a closed connection holds unparsed input";
+	return NULL;
+}
+
 const char *server_check_why(const struct server *s)
 {
 	const struct conn *c;
 	unsigned inflight = 0;
+	uint64_t held = s->held_detached;
+	const char *why;
 
 	DL_FOREACH(s->conns, c) {
 		short en;
@@ -1193,17 +1439,30 @@ const char *server_check_why(const struct server *s)
 			return "a paused connection still reads";
 		if (c->half_closed && (en & EV_READ))
 			return "a half-closed connection still reads";
+		if (c->budget_paused && !c->paused)
+			return "a budget-paused connection is not paused";
+		if (c->budget_paused && !s->budget_waiters)
+			return "a budget-paused connection has no resume";
+		if ((why = conn_check_held(c)))
+			return why;
 		inflight += c->inflight;
+		held += c->out_bytes + c->in_bytes + c->rec_bytes;
 	}
 	DL_FOREACH(s->lingering, c) {
 		if (!c->lingering)
 			return "a connection on the lingering list is not "
 			       "marked lingering";
+		if ((why = conn_check_held(c)))
+			return why;
 		inflight += c->inflight;
+		held += c->out_bytes + c->in_bytes + c->rec_bytes;
 	}
 	if (inflight > s->inflight)
 		return "the connections' requests in flight exceed the "
 		       "server's count";
+	if (held != s->held)
+		return "the connections' held bytes do not sum to the "
+		       "server's total";
 	return NULL;
 }
 
@@ -1225,6 +1484,8 @@ void server_stats_get(const struct server *s, struct server_stats *st)
 	*st = s->st;
 	st->max_connections = conn_cap(s);	/* follows a reload */
 	st->drc_entries = drc_count(s->drc);
+	st->buffer_bytes = s->held;
+	st->buffer_limit = server_budget(s);
 }
 
 void server_free(struct server **sp)
@@ -1240,6 +1501,8 @@ void server_free(struct server **sp)
 	flush_cb(-1, 0, s);	/* drops the queue's references */
 	if (s->flush)
 		event_free(s->flush);
+	if (s->resume)
+		event_free(s->resume);
 	drc_free(&s->drc);
 	free(s->st.calls);
 	free(s->st.replies);

@@ -10,7 +10,16 @@
  * handler. Many calls may be in flight per connection and replies go out in
  * completion order. Backpressure: reading pauses while the connection has
  * max_requests_per_conn calls in flight or max_reply_buffer bytes of
- * replies unsent, and resumes below both.
+ * replies unsent, or while all connections together hold the budget
+ * (client_buffer_limit: unsent replies, unparsed input and the records of
+ * calls in flight) and it holds more than an equal share of it; it
+ * resumes below all of them.
+ *
+ * Connection slots: a client that no export's clients list names (a
+ * stranger) may hold a slot while there is room, but when max_connections
+ * (or the descriptor limit) is reached and a listed client connects, the
+ * oldest stranger's connection is closed to make room (reason
+ * "not_listed", logged through the refusal log).
  *
  * Lifetimes: a connection holds one reference for being open and one per
  * request; conn_close() drops the first, and the memory goes when the last
@@ -47,7 +56,8 @@ struct drc_entry;
 	X(CLOSE_SHUTDOWN, "shutdown") \
 	X(CLOSE_RECORD_TIMEOUT, "record_timeout") \
 	X(CLOSE_IDLE, "idle") \
-	X(CLOSE_LIMIT, "limit")
+	X(CLOSE_LIMIT, "limit") \
+	X(CLOSE_NOT_LISTED, "not_listed")
 
 enum conn_close_reason {
 #define X(e, s) e,
@@ -137,6 +147,13 @@ const char *server_nfs3_status_name(unsigned i);
 	  "Client calls being served now.") \
 	X(uint64_t, reads_paused, counter, "nfscached_backpressure_pauses_total", \
 	  "Times a connection stopped reading because of its limits.") \
+	X(uint64_t, budget_pauses, counter, \
+	  "nfscached_backpressure_budget_pauses_total", \
+	  "Times a connection stopped reading because all connections together held client_buffer_limit and it held more than an equal share.") \
+	X(uint64_t, buffer_bytes, gauge, "nfscached_client_buffer_bytes", \
+	  "Bytes held for client connections now: unsent replies, unparsed input and the records of calls in flight.") \
+	X(uint64_t, buffer_limit, gauge, "nfscached_client_buffer_limit_bytes", \
+	  "The budget of nfscached_client_buffer_bytes (client_buffer_limit, or its automatic value).") \
 	X(uint64_t, reply_waits, counter, "nfscached_reply_write_waits_total", \
 	  "Times a connection's replies did not fit its socket at once and waited for room.") \
 	A(nfs3_replies, NFS3_NSTATUSES, counter, "nfscached_nfs3_replies_total", \
@@ -243,11 +260,26 @@ void server_drain(struct server *s);
  * lingering connections (an open connection with replies to write and
  * EV_WRITE disabled is queued for the flush; a paused one has EV_READ
  * disabled; their requests in flight are at most the server's count,
- * which also counts closed connections' requests), else the name of the
- * first that does not. For invariant_turn (NFSCACHED_CHECK), at the end
+ * which also counts closed connections' requests; each connection's
+ * counts of held bytes match its buffers, and their sum plus the records
+ * of closed connections' calls is the server's total), else the name of
+ * the first that does not. For invariant_turn (NFSCACHED_CHECK), at the end
  * of a loop turn: in the middle of one the flush may still be due.
  */
 const char *server_check_why(const struct server *s);
+
+/*
+ * The budget of bytes held for all client connections together:
+ * client_buffer_limit MiB, or when it is 0 an eighth of cache_size, at
+ * least SERVER_BUDGET_MIN, at most an eighth of the process's memory
+ * limit (the lower of RLIMIT_AS and the cgroup v2 memory.max, read at
+ * server_new) but never below SERVER_BUDGET_FLOOR. Read at each use, so
+ * a reload applies. Loop thread.
+ */
+uint64_t server_budget(const struct server *s);
+
+#define SERVER_BUDGET_MIN (64ull << 20)
+#define SERVER_BUDGET_FLOOR (16ull << 20)
 
 /* Calls in flight across all connections. */
 unsigned server_inflight(const struct server *s);

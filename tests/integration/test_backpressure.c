@@ -6,6 +6,18 @@
  * flight or max_reply_buffer bytes of unsent replies, keeps serving other
  * clients meanwhile, and lets go of everything when the greedy client
  * leaves; replies are written at once and wait only for a full socket.
+ * The metrics listener refuses a request with huge headers without
+ * holding them.
+ *
+ * With NFSC_BPTEST=budget (budget.conf: client_buffer_limit 32 MiB) it
+ * runs the flood of issue 37 instead: FLOODERS connections each pipeline
+ * FLOOD_CALLS READs of 1 MiB and read nothing. The proxy's resident
+ * memory grows by at most the budget, one reply per connection and a
+ * fixed margin (before the budget: about max_reply_buffer per connection,
+ * near 1 GiB), nfscached_client_buffer_bytes stays within the budget and
+ * one reply per connection, the budget's pauses are counted, and a new
+ * client is answered correctly meanwhile; then every flooder reads all its
+ * replies and each is the file's exact bytes.
  * Runs under harness.sh (raw RPC over TCP, libtirpc XDR).
  */
 #include <errno.h>
@@ -24,6 +36,12 @@
 
 #define FILE_SIZE (1u << 20)
 #define CALLS 4000
+#define FLOODERS 120
+#define FLOOD_CALLS 32
+#define BUDGET_MIB 32		/* budget.conf's client_buffer_limit */
+#define REPLY_MAX_KIB (1024 + 4)	/* a 1 MiB READ reply and its header */
+#define RSS_MARGIN_KIB (64 * 1024)	/* malloc's and libevent's slack */
+#define WAIT_MS 60000
 
 static uint8_t root[64], fh[64];
 static size_t root_len, fh_len;
@@ -268,11 +286,231 @@ static void test_greedy_client_cannot_grow_memory(void)
 	close(fd);
 }
 
+/* Byte i of the test file (setup). */
+static uint8_t file_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + 3);
+}
+
+/* Read one reply on fd; true if it is a READ of the whole file with its
+ * exact bytes. *xid gets its xid. */
+static bool read_reply_ok(int fd, uint32_t *xid)
+{
+	struct rawrpc_reply r;
+	READ3res res;
+	uint8_t *rec = NULL;
+	size_t len;
+	bool ok = false;
+
+	enum rawrpc_io io;
+
+	memset(&res, 0, sizeof(res));
+	io = rawrpc_recv_record(fd, WAIT_MS, &rec, &len);
+	if (io != RAWRPC_OK ||
+	    rawrpc_parse_reply(rec, len, &r) != 0 || r.stat != MSG_ACCEPTED ||
+	    r.accept != SUCCESS ||
+	    rawrpc_decode(rec, len, r.res_off, (xdrproc_t)xdr_READ3res,
+			  &res) != 0) {
+		free(rec);
+		return false;
+	}
+	*xid = r.xid;
+	if (res.status == NFS3_OK &&
+	    res.READ3res_u.resok.data.data_len == FILE_SIZE) {
+		const uint8_t *d = (const uint8_t *)res.READ3res_u.resok.data.data_val;
+
+		ok = true;
+		for (size_t i = 0; i < FILE_SIZE && ok; i++)
+			ok = d[i] == file_byte(i);
+	}
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	free(rec);
+	return ok;
+}
+
+/* Send one READ of the whole file on fd and check its reply. */
+static bool read_once_ok(int fd)
+{
+	struct rawrpc_buf b;
+	uint32_t xid = rawrpc_xid(), got = 0;
+	bool ok;
+
+	put_read(&b, xid);
+	ok = rawrpc_send_bytes(fd, b.data, b.len) == 0 && read_reply_ok(fd, &got) &&
+	     got == xid;
+	rawrpc_buf_free(&b);
+	return ok;
+}
+
+/* Open a flooder: a small receive buffer, FLOOD_CALLS READs sent, their
+ * xids in xids. The buffer is kept over loopback's MSS (64 KiB): under it
+ * the receiver never announces an opened window and the proxy's writes
+ * wait for TCP's backed-off zero-window probes (seconds each) once the
+ * flooder reads. */
+static int flooder_open(uint16_t port, uint32_t *xids)
+{
+	int fd = rawrpc_connect(port), small = 128 * 1024;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	for (int i = 0; i < FLOOD_CALLS; i++) {
+		struct rawrpc_buf b;
+
+		xids[i] = rawrpc_xid();
+		put_read(&b, xids[i]);
+		if (rawrpc_send_bytes(fd, b.data, b.len) != 0) {
+			rawrpc_buf_free(&b);
+			close(fd);
+			return -1;
+		}
+		rawrpc_buf_free(&b);
+	}
+	return fd;
+}
+
+/* Wait (WAIT_MS at most) until the proxy holds at least the budget. */
+static double wait_budget_reached(void)
+{
+	double held = 0;
+
+	for (int t = 0; t < WAIT_MS / 100; t++) {
+		held = rawrpc_metric_now("nfscached_client_buffer_bytes");
+		if (held >= (double)BUDGET_MIB * 1048576)
+			break;
+		poll(NULL, 0, 100);
+	}
+	return held;
+}
+
+/* Every flooder reads all its replies: each once, each the file's bytes. */
+static void flooders_read_all(int *fds, uint32_t (*xids)[FLOOD_CALLS])
+{
+	unsigned bad = 0;
+
+	for (int f = 0; f < FLOODERS; f++)
+		for (int i = 0; i < FLOOD_CALLS; i++) {
+			uint32_t xid = 0;
+			int j = 0;
+
+			if (!read_reply_ok(fds[f], &xid)) {
+				if (!bad)
+					printf("\nflooder %d: reply %d of %d missing "
+					       "(held %.0f, in flight %.0f)\n",
+					       f, i, FLOOD_CALLS,
+					       rawrpc_metric_now("nfscached_client_buffer_bytes"),
+					       rawrpc_metric_now("nfscached_requests_inflight"));
+				bad++;
+				continue;
+			}
+			while (j < FLOOD_CALLS && xids[f][j] != xid)
+				j++;
+			if (j == FLOOD_CALLS)
+				bad++;
+			else
+				xids[f][j] = 0;	/* answered once */
+		}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The flood of issue 37 against client_buffer_limit (budget.conf). */
+static void test_flood_stays_within_the_budget(void)
+{
+	uint16_t port = rawrpc_env_port("NFSC_PROXY_NFS_PORT");
+	static uint32_t xids[FLOODERS][FLOOD_CALLS];
+	static int fds[FLOODERS];
+	int fd = rawrpc_connect(port), fresh;
+	double p0, p1, held, limit;
+	long rss0, rss_max = 0, bound;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(setup(fd) == 0);
+	CU_ASSERT_FATAL(read_once_ok(fd));	/* cached from now on */
+	limit = rawrpc_metric_now("nfscached_client_buffer_limit_bytes");
+	CU_ASSERT_EQUAL(limit, (double)BUDGET_MIB * 1048576);
+	rss0 = proxy_rss_kib();
+	p0 = rawrpc_metric_now("nfscached_backpressure_budget_pauses_total");
+	for (int f = 0; f < FLOODERS; f++)
+		CU_ASSERT_FATAL((fds[f] = flooder_open(port, xids[f])) >= 0);
+	held = wait_budget_reached();
+	for (int t = 0; t < 10; t++) {
+		long rss = proxy_rss_kib();
+
+		rss_max = rss > rss_max ? rss : rss_max;
+		poll(NULL, 0, 100);
+	}
+	held = rawrpc_metric_now("nfscached_client_buffer_bytes");
+	p1 = rawrpc_metric_now("nfscached_backpressure_budget_pauses_total");
+	/* A new client is served, with the right bytes, all along. */
+	fresh = rawrpc_connect(port);
+	CU_ASSERT_FATAL(fresh >= 0);
+	CU_ASSERT(getattr_ok(fresh));
+	CU_ASSERT(read_once_ok(fresh));
+	CU_ASSERT(read_once_ok(fd));
+	bound = BUDGET_MIB * 1024L + FLOODERS * (long)REPLY_MAX_KIB;
+	printf("\nflood: %d connections x %d READs of 1 MiB unread: held %.0f "
+	       "KiB (bound %ld KiB), RSS %ld -> max %ld KiB (bound +%ld KiB), "
+	       "budget pauses +%.0f\n", FLOODERS, FLOOD_CALLS, held / 1024,
+	       bound, rss0, rss_max, bound + RSS_MARGIN_KIB, p1 - p0);
+	CU_ASSERT(held <= (double)bound * 1024);
+	CU_ASSERT(rss_max - rss0 <= bound + RSS_MARGIN_KIB);
+	CU_ASSERT(p1 - p0 >= 1);
+	flooders_read_all(fds, xids);
+	for (int f = 0; f < FLOODERS; f++)
+		close(fds[f]);
+	close(fresh);
+	close(fd);
+}
+
+/*
+ * GET /metrics with 50 MB of header lines: the proxy answers an error or
+ * closes once the headers pass its limit, and does not hold them (its
+ * resident memory grows by less than 8 MiB; without the limit it kept
+ * them all).
+ */
+static void test_metrics_huge_headers_refused(void)
+{
+	const char *addr = getenv("NFSC_METRICS_ADDR");
+	const char *colon = addr ? strrchr(addr, ':') : NULL;
+	char line[1024];
+	size_t sent = 0;
+	long rss0 = proxy_rss_kib(), rss1;
+	struct timeval tv = { 30, 0 };
+	int fd;
+
+	CU_ASSERT_FATAL(colon != NULL);
+	fd = rawrpc_connect((uint16_t)atoi(colon + 1));
+	CU_ASSERT_FATAL(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	memset(line, 'a', sizeof(line));
+	memcpy(line, "X-Big: ", 7);
+	line[sizeof(line) - 2] = '\r';
+	line[sizeof(line) - 1] = '\n';
+	CU_ASSERT(send(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n", 34,
+		       MSG_NOSIGNAL) == 34);
+	while (sent < 50u * 1000 * 1000 &&
+	       send(fd, line, sizeof(line), MSG_NOSIGNAL) == (ssize_t)sizeof(line))
+		sent += sizeof(line);
+	rss1 = proxy_rss_kib();
+	printf("\nmetrics: %zu bytes of headers taken before the proxy stopped; "
+	       "RSS %ld -> %ld KiB\n", sent, rss0, rss1);
+	CU_ASSERT(sent < 50u * 1000 * 1000);	/* refused before the end */
+	CU_ASSERT(rss1 - rss0 < 8 * 1024);
+	close(fd);
+	/* The listener still answers. */
+	CU_ASSERT(rawrpc_metric_now("nfscached_connections_open") >= 0);
+}
+
 int test_register(void)
 {
+	const char *mode = getenv("NFSC_BPTEST");
 	CU_pSuite s = CU_add_suite("backpressure", NULL, NULL);
 
-	if (!s || !CU_add_test(s, "replies_wait_only_for_a_full_socket",
+	if (s && mode && strcmp(mode, "budget") == 0)
+		return CU_add_test(s, "flood_stays_within_the_budget",
+				   test_flood_stays_within_the_budget) ? 0 : -1;
+	if (!s || !CU_add_test(s, "metrics_huge_headers_refused",
+			       test_metrics_huge_headers_refused) || !CU_add_test(s, "replies_wait_only_for_a_full_socket",
 			       test_replies_wait_only_for_a_full_socket) ||
 	    !CU_add_test(s, "greedy_client_cannot_grow_memory",
 			 test_greedy_client_cannot_grow_memory))

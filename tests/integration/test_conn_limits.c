@@ -26,6 +26,11 @@
  *       client; then 5 from 127.0.0.5 are refused (max_connections);
  *       the normal client on its existing connection is served throughout;
  *       closed{reason="limit"} moved by exactly 6.
+ *     - strangers (addresses the export's clients, 127.0.0.1/32, do not
+ *       list) fill all 50 slots; 5 connections from 127.0.0.1 are each
+ *       served (MNT, GETATTR, NULL): each closes the oldest stranger's
+ *       connection, closed{reason="not_listed"} moves by exactly 5 and
+ *       "limit" by 0, 50 stay open; a further stranger is still refused.
  *   emfile    (default config)
  *     - with the proxy's soft RLIMIT_NOFILE lowered (prlimit(2)) to 5 over
  *       what it holds, 40 connections are opened and held 3 s: accept
@@ -349,6 +354,78 @@ static void test_connections_past_limits_are_refused(void)
 	close(normal);
 }
 
+/* Wait (WAIT_MAX_S at most) until the proxy has n connections open. */
+static bool wait_open(double n)
+{
+	double t0 = now_s();
+
+	while (now_s() - t0 < WAIT_MAX_S) {
+		if (rawrpc_metric_now("nfscached_connections_open") == n)
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
+/* A MNT of /export and a GETATTR of its root on fd both succeed. */
+static bool mnt_getattr_ok(int fd)
+{
+	struct rawrpc_cred cr = rawrpc_cred_sys(0, 0);
+	uint8_t root[64];
+	size_t root_len = 0;
+	GETATTR3args a;
+	GETATTR3res res;
+	struct rawrpc_reply r;
+	bool ok;
+
+	if (rawrpc_mnt(fd, rawrpc_xid(), "/export", root, &root_len) != 0)
+		return false;
+	a.object.data.data_len = (u_int)root_len;
+	a.object.data.data_val = (char *)root;
+	memset(&res, 0, sizeof(res));
+	ok = rawrpc_call(fd, rawrpc_xid(), NFS_PROGRAM, NFS_V3, NFSPROC3_GETATTR,
+			 &cr, (xdrproc_t)xdr_GETATTR3args, &a,
+			 (xdrproc_t)xdr_GETATTR3res, &res, &r) == RAWRPC_OK &&
+	     res.status == NFS3_OK;
+	xdr_free((xdrproc_t)xdr_GETATTR3res, (char *)&res);
+	return ok;
+}
+
+/* Strangers hold every slot: a listed client still connects and is
+ * served, each time in place of the oldest stranger's connection. */
+static void test_listed_clients_take_strangers_slots(void)
+{
+	static int a[20], b[20], c[10], listed[5];
+	double nl0, lim0;
+
+	CU_ASSERT_FATAL(wait_open(0));	/* the test before closed its own */
+	open_served("127.0.0.2", a, 20);
+	open_served("127.0.0.3", b, 20);
+	open_served("127.0.0.6", c, 10);
+	CU_ASSERT_FATAL(wait_open(50));
+	nl0 = closed_count("not_listed");
+	lim0 = closed_count("limit");
+	for (int i = 0; i < 5; i++) {
+		listed[i] = connect_from("127.0.0.1");
+		CU_ASSERT_FATAL(listed[i] >= 0);
+		CU_ASSERT(mnt_getattr_ok(listed[i]));
+		CU_ASSERT(null_ok(listed[i]));
+		/* The oldest stranger's connection went for it. */
+		CU_ASSERT_EQUAL(rawrpc_wait_closed(a[i], (int)(WAIT_MAX_S * 1000)),
+				RAWRPC_CLOSED);
+	}
+	CU_ASSERT(null_ok(a[5]) && null_ok(c[9]));	/* the rest are served */
+	CU_ASSERT_EQUAL(closed_count("not_listed") - nl0, 5);
+	CU_ASSERT_EQUAL(closed_count("limit") - lim0, 0);
+	CU_ASSERT_EQUAL(rawrpc_metric_now("nfscached_connections_open"), 50);
+	expect_refused("127.0.0.7");	/* a stranger does not evict one */
+	CU_ASSERT_EQUAL(closed_count("limit") - lim0, 1);
+	close_all(a, 20);
+	close_all(b, 20);
+	close_all(c, 10);
+	close_all(listed, 5);
+}
+
 /* Descriptors open in process pid. */
 static int fds_of(pid_t pid)
 {
@@ -477,6 +554,8 @@ int test_register(void)
 	static CU_TestInfo limits[] = {
 		{ "test_connections_past_limits_are_refused",
 		  test_connections_past_limits_are_refused },
+		{ "test_listed_clients_take_strangers_slots",
+		  test_listed_clients_take_strangers_slots },
 		CU_TEST_INFO_NULL,
 	};
 	static CU_TestInfo emfile[] = {
