@@ -946,7 +946,7 @@ static enum conn_listing conn_listed(const struct server *s,
 	bool unknown = false;
 
 	for (size_t i = 0; i < d->nexports; i++) {
-		const struct conf_export *e = d->exports[i].conf;
+		const struct conf_export *e = d->exports[i]->conf;
 		struct conf_access acc;
 		enum conf_match m = conf_client_match(e, sa, NULL, &acc);
 

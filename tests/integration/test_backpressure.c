@@ -453,7 +453,12 @@ static void test_flood_stays_within_the_budget(void)
 	       "budget pauses +%.0f\n", FLOODERS, FLOOD_CALLS, held / 1024,
 	       bound, rss0, rss_max, bound + RSS_MARGIN_KIB, p1 - p0);
 	CU_ASSERT(held <= (double)bound * 1024);
-	CU_ASSERT(rss_max - rss0 <= bound + RSS_MARGIN_KIB);
+	/* Under ASan freed memory stays in its quarantine (256 MiB by
+	 * default) and RSS says nothing of what the daemon holds: the
+	 * held-bytes bound above is the check there, RSS the Release
+	 * tree's. */
+	if (!getenv("NFSC_SANITIZED"))
+		CU_ASSERT(rss_max - rss0 <= bound + RSS_MARGIN_KIB);
 	CU_ASSERT(p1 - p0 >= 1);
 	flooders_read_all(fds, xids);
 	for (int f = 0; f < FLOODERS; f++)
