@@ -20,6 +20,8 @@
 #include "upcall.h"
 
 struct event_base;
+struct evdns_base;
+struct looplag;
 struct peername;
 struct upstream;
 struct server;
@@ -86,6 +88,10 @@ struct daemon {
 	struct refusal_counts refused_other; /* MNTs of paths under no
 					      * export */
 	struct registrar rpcb;		/* rpcbind mappings made at start */
+	struct evdns_base *dns;		/* upstream host name lookups on
+					 * base (evdns); owned */
+	struct looplag *lag;		/* the loop's lag timer; owned, may
+					 * be NULL (not measured) */
 	bool stopping;
 };
 

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 
 #include "daemon.h"
@@ -42,6 +43,7 @@
 #include "fh.h"
 #include "lcommit.h"
 #include "log.h"
+#include "looplag.h"
 #include "fstate.h"
 #include "invariant.h"
 #include "metrics.h"
@@ -541,6 +543,7 @@ static void daemon_free(struct daemon *d)
 	cache_free(&d->cache);
 	stale_forget_all();
 	peername_free(&d->names);
+	looplag_free(&d->lag);
 	if (stop_timer)
 		event_free(stop_timer);
 	if (trim_timer)
@@ -634,7 +637,12 @@ int main(int argc, char **argv)
 	if (!d.base)
 		fatal("cannot create the event loop");
 	d.names = peername_new(d.base);
-	if (!d.names)
+	/* Upstream host names: /etc/resolv.conf and /etc/hosts, read now. */
+	d.dns = evdns_base_new(d.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+	if (!d.dns)
+		fatal("cannot create the resolver (/etc/resolv.conf)");
+	d.lag = looplag_new(d.base, 0);
+	if (!d.names || !d.lag)
 		fatal("out of memory");
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
@@ -661,6 +669,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	daemon_free(&d);
+	evdns_base_free(d.dns, 1);	/* after the upstreams' cancels */
 	event_base_free(d.base);
 	log_info("stopped");
 	return 0;

@@ -31,14 +31,15 @@
 #include "dispatch.h"
 #include "lcommit.h"
 #include "log.h"
+#include "looplag.h"
 #include "metrics.h"
-#include "reload.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
 #include "peername.h"
 #include "procstat.h"
+#include "reload.h"
 #include "server.h"
 #include "service.h"
 #include "upstream.h"
@@ -405,6 +406,21 @@ static void render_upstream_latency(struct evbuffer *o, struct daemon *d,
 		}
 }
 
+/* Write the event loop's lag histogram (looplag.h), labelled by loop. */
+static void render_loop_lag(struct evbuffer *o, struct daemon *d)
+{
+	char labels[32];
+
+	head(o, "nfscached_loop_lag_seconds", "histogram",
+	     "How late the event loop ran a timer due every 100 ms: time "
+	     "spent in other work, or blocked, before it got to it, by loop.");
+	if (!d->lag)
+		return;
+	snprintf(labels, sizeof(labels), "loop=\"%u\"", looplag_loop(d->lag));
+	histogram_lines(o, "nfscached_loop_lag_seconds", labels,
+			looplag_histogram(d->lag));
+}
+
 /* The exports' paths and their stats structs (n of size sz at st) as the
  * arrays metrics_render_rows_by_export takes; false when out of memory. */
 static bool by_export(struct daemon *d, const void *st, size_t sz,
@@ -702,6 +718,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	server_stats_get(d->server, &st);
 	render_client(o, &st);
 	RENDER(o, server_rows, &st);
+	render_loop_lag(o, d);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(&ns);
 	render_by_id(o, d, nfs3_read_rows, NROWS(nfs3_read_rows),
@@ -1011,6 +1028,38 @@ static void disk_gate_cb(struct evhttp_request *req, void *arg)
 	debug_reply(req, out);
 }
 
+/*
+ * POST /debug/loop/stall?ms=N, test clock only (the path exists only
+ * then): block the event loop for N ms of the real clock (1..10000), as a
+ * blocking call on the loop would, then answer 200 "stalled N\n": the
+ * test of nfscached_loop_lag_seconds. 403 unless from loopback, 400 for a
+ * missing or out-of-range N, 405 for another method. docs/operations.md,
+ * "Test clock".
+ */
+static void loop_stall_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *out;
+	char v[16], *end;
+	unsigned long ms = 0;
+	bool ok = false;
+
+	(void)arg;
+	if (!debug_allowed(req, EVHTTP_REQ_POST))
+		return;
+	if (query_arg(req, "ms", v, sizeof(v))) {
+		ms = strtoul(v, &end, 10);
+		ok = end != v && !*end && ms >= 1 && ms <= 10000;
+	}
+	if (!ok) {
+		evhttp_send_error(req, HTTP_BADREQUEST, NULL);
+		return;
+	}
+	looplag_stall((unsigned)ms);
+	if ((out = evbuffer_new()))
+		evbuffer_add_printf(out, "stalled %lu\n", ms);
+	debug_reply(req, out);
+}
+
 /* Limits of one metrics request: its header lines (a scraper sends a few
  * hundred bytes), its body (only the test clock's POSTs have one, a few
  * bytes), and the seconds a connection may take to send or read one. */
@@ -1070,9 +1119,11 @@ struct metrics *metrics_start(struct daemon *d, const char *listen, char *err,
 	if (mclock_test_enabled()) {
 		evhttp_set_cb(m->http, "/debug/clock/advance", clock_advance_cb, m);
 		evhttp_set_cb(m->http, "/debug/disk/gate", disk_gate_cb, m);
+		evhttp_set_cb(m->http, "/debug/loop/stall", loop_stall_cb, m);
 		log_warn("NFSCACHED_TEST_CLOCK=1: test clock on; POST "
 			 "/debug/clock/advance moves time, POST "
-			 "/debug/disk/gate holds disk work (tests only)");
+			 "/debug/disk/gate holds disk work, POST "
+			 "/debug/loop/stall blocks the loop (tests only)");
 	}
 	return m;
 fail:

@@ -222,6 +222,7 @@ struct export_rt *reload_export_start(struct daemon *d,
 	struct export_rt *ex = calloc(1, sizeof(*ex));
 	struct upstream_params p = {
 		.server = e->url.server,
+		.dns = d->dns,
 		.nfs_port = e->url.nfs_port,
 		.mount_port = e->url.mount_port,
 		.export_path = e->url.path,

@@ -11,8 +11,16 @@
  * Connection phases (u->phase), each on a fresh context that connects once
  * with rpc_connect_async (raw contexts never reconnect by themselves, and a
  * context whose socket never changes keeps the fd we watch valid):
- *   IDLE --start/retry--> [PMAP_MNT] -> MNT -> [PMAP_NFS] -> FSINFO -> UP
- * PMAP_* ask the server's portmapper (GETPORT, TCP) and run only when the
+ *   IDLE --start/retry--> [RESOLVE] -> [PMAP_MNT] -> MNT -> [PMAP_NFS]
+ *        -> FSINFO -> UP
+ * RESOLVE looks the server's host name up with libevent's asynchronous
+ * resolver (the caller's evdns_base, upstream_params.dns) at the start of
+ * every attempt, so a reconnect re-resolves; it has no libnfs context, the
+ * lookup (u->resolve) is its only resource, cancelled when the attempt
+ * ends. The later phases connect to the numeric address it found
+ * (u->addr); a server given as an address literal skips RESOLVE. A name
+ * that does not resolve is a failed step like any other. PMAP_* ask the
+ * server's portmapper (GETPORT, TCP) and run only when the
  * configured port is 0. Any failed step, socket error or phase timeout
  * destroys the context and goes back to IDLE with a retry timer (backoff
  * 0.1 s doubling to 5 s, reset to 0.1 s once UP). Losing the UP context
@@ -52,9 +60,10 @@
  * The caller's state_cb runs from the event loop only: never synchronously
  * inside upstream_new, upstream_start, upstream_call or upstream_free.
  *
- * Limits inherited from libnfs 4.0: rpc_connect_async resolves the server
- * name with a blocking getaddrinfo at each connection step (configure an
- * address), incoming messages over 1 MiB + 4 KiB kill the connection (so
+ * Limits inherited from libnfs 4.0: rpc_connect_async resolves whatever
+ * it is given with a blocking getaddrinfo, so it is only ever given a
+ * numeric address (RESOLVE above), incoming messages over 1 MiB + 4 KiB
+ * kill the connection (so
  * transfer sizes are capped at 1 MiB), and libnfs binds a reserved source
  * port (512..1023) when it has the privilege.
  */
@@ -76,7 +85,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
+#include <event2/dns.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
@@ -90,6 +103,7 @@
 
 #define UP_MAGIC		0x75707374u	/* "upst" */
 #define UP_CALL_MAGIC		0x75706361u	/* "upca" */
+#define UP_RESOLVE_MAGIC	0x75707265u	/* "upre" */
 /* Largest reply libnfs 4.0 accepts is 1 MiB + 4 KiB; re-encoded it is the
  * same size, so this always fits. */
 #define UP_SCRATCH_SIZE		(UPSTREAM_LIBNFS_MAX + 64 * 1024)
@@ -113,6 +127,7 @@
 
 enum up_phase {
 	UP_PH_IDLE = 0,		/* no context: DOWN (or closed) */
+	UP_PH_RESOLVE,		/* host name lookup (evdns), no context */
 	UP_PH_PMAP_MNT,		/* portmapper GETPORT for MOUNT v3 */
 	UP_PH_MNT,		/* MOUNT v3 MNT of the export path */
 	UP_PH_PMAP_NFS,		/* portmapper GETPORT for NFS v3 */
@@ -122,6 +137,7 @@ enum up_phase {
 
 static const char *const up_phase_names[] = {
 	[UP_PH_IDLE] = "idle",
+	[UP_PH_RESOLVE] = "host name lookup",
 	[UP_PH_PMAP_MNT] = "portmapper lookup of MOUNT v3",
 	[UP_PH_MNT] = "MOUNT MNT",
 	[UP_PH_PMAP_NFS] = "portmapper lookup of NFS v3",
@@ -162,10 +178,27 @@ struct up_call {
 
 TAILQ_HEAD(up_call_list, up_call);
 
+/*
+ * One host name lookup in flight (phase RESOLVE). evdns calls back exactly
+ * once, also after evdns_getaddrinfo_cancel (later, from the loop, with
+ * EVUTIL_EAI_CANCEL), so the lookup is its own small object: cancelling
+ * detaches it from u (u = NULL) and its callback then only frees it.
+ */
+struct up_resolve {
+	uint32_t magic;
+	struct upstream *u;		/* NULL once detached */
+	struct evdns_getaddrinfo_request *req;	/* NULL if answered at once */
+};
+
 struct upstream {
 	uint32_t magic;
 	struct event_base *base;
+	struct evdns_base *dns;		/* borrowed; NULL: literal only */
 	char *server;
+	bool server_literal;		/* server is an IPv4/IPv6 address */
+	char addr[INET6_ADDRSTRLEN];	/* what the phases connect to */
+	struct up_resolve *resolve;	/* lookup in flight (RESOLVE) */
+	bool resolving;			/* inside evdns_getaddrinfo */
 	char *export_path;
 	int nfs_port;
 	int mount_port;
@@ -467,6 +500,12 @@ static bool up_args_check(const char *shape, const uint8_t *buf, size_t len)
 static void up_io_cb(evutil_socket_t fd, short what, void *arg);
 static void up_connect_begin(struct upstream *u);
 static void up_connect_failed(struct upstream *u);
+static void up_advance(struct upstream *u);
+static void up_unbusy(struct upstream *u);
+static void up_resolve_cancel(struct upstream *u);
+static void up_step_fail(struct upstream *u, const char *what,
+			 const char *why);
+static void up_phase_enter(struct upstream *u, enum up_phase ph, int port);
 
 /* ---------------------------------------------------------------------
  * Small helpers.
@@ -711,6 +750,7 @@ static void up_ctx_destroy(struct upstream *u)
 	}
 	u->io_fd = -1;
 	u->io_events = 0;
+	up_resolve_cancel(u);
 	if (u->ev_phase)
 		evtimer_del(u->ev_phase);
 	if (u->ev_probe)
@@ -781,6 +821,122 @@ static void up_connect_failed(struct upstream *u)
 	u->phase = UP_PH_IDLE;
 	up_schedule_retry(u);
 	up_set_state(u, UPSTREAM_DOWN);
+}
+
+/* ---------------------------------------------------------------------
+ * Host name lookup (phase RESOLVE), off the loop's back: evdns sends the
+ * queries and reads the answers as events of the same loop.
+ */
+
+/* Detach and cancel the lookup in flight, if any (its callback frees it). */
+static void up_resolve_cancel(struct upstream *u)
+{
+	struct up_resolve *r = u->resolve;
+
+	if (r == NULL)
+		return;
+	u->resolve = NULL;
+	r->u = NULL;
+	if (r->req)
+		evdns_getaddrinfo_cancel(r->req);
+}
+
+/* Copy the address to connect to from ai: its first IPv4 address, else its
+ * first IPv6 one (a server bound to 127.0.0.1 only is reached by
+ * "localhost" whichever order /etc/hosts lists it in). 0, or -1. */
+static int up_resolve_pick(struct upstream *u,
+			   const struct evutil_addrinfo *ai)
+{
+	const struct evutil_addrinfo *pick = NULL;
+	const void *a;
+
+	for (const struct evutil_addrinfo *p = ai; p; p = p->ai_next) {
+		if (p->ai_family == AF_INET) {
+			pick = p;
+			break;
+		}
+		if (p->ai_family == AF_INET6 && pick == NULL)
+			pick = p;
+	}
+	if (pick == NULL)
+		return -1;
+	if (pick->ai_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)
+		      pick->ai_addr)->sin_addr;
+	else
+		a = &((const struct sockaddr_in6 *)(const void *)
+		      pick->ai_addr)->sin6_addr;
+	return evutil_inet_ntop(pick->ai_family, a, u->addr,
+				sizeof(u->addr)) ? 0 : -1;
+}
+
+/* The lookup's answer (evdns_getaddrinfo_cb): keep the address or fail
+ * the step, then move on unless evdns answered inside up_resolve_begin. */
+static void up_resolve_cb(int err, struct evutil_addrinfo *ai, void *arg)
+{
+	struct up_resolve *r = arg;
+	struct upstream *u;
+
+	CHECK_OBJ(r, UP_RESOLVE_MAGIC);
+	u = r->u;
+	if (u && u->resolve == r)
+		u->resolve = NULL;
+	r->magic = 0;
+	free(r);
+	if (u == NULL || u->closed) {
+		if (ai)
+			evutil_freeaddrinfo(ai);
+		return;
+	}
+	if (err != 0)
+		up_step_fail(u, u->server, evutil_gai_strerror(err));
+	else if (up_resolve_pick(u, ai) != 0)
+		up_step_fail(u, u->server, "no IPv4 or IPv6 address");
+	else
+		u->step = UP_STEP_DONE;
+	if (ai)
+		evutil_freeaddrinfo(ai);
+	if (u->resolving)
+		return;
+	u->busy++;
+	up_advance(u);
+	up_unbusy(u);
+}
+
+/* Start looking u->server up; the answer may come before this returns
+ * (/etc/hosts, a cached or failed lookup), then u->step is set. 0, or -1. */
+static int up_resolve_begin(struct upstream *u)
+{
+	struct evutil_addrinfo hints;
+	struct evdns_getaddrinfo_request *req;
+	struct up_resolve *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		up_error(u, "%s: out of memory", up_phase_names[u->phase]);
+		return -1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	r->magic = UP_RESOLVE_MAGIC;
+	r->u = u;
+	u->resolve = r;
+	u->resolving = true;
+	req = evdns_getaddrinfo(u->dns, u->server, NULL, &hints,
+				up_resolve_cb, r);
+	u->resolving = false;
+	if (u->resolve == r) {	/* no answer yet: r is alive */
+		if (req == NULL) {	/* not answered, not pending: none */
+			u->resolve = NULL;
+			r->magic = 0;
+			free(r);
+			up_step_fail(u, u->server, "lookup not started");
+			return 0;
+		}
+		r->req = req;
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -900,6 +1056,7 @@ static int up_phase_send(struct upstream *u)
 		fa.fsroot.data.data_val = (char *)u->root_fh;
 		return rpc_nfs3_fsinfo_async(u->rpc, up_fsinfo_cb, &fa, u);
 	case UP_PH_IDLE:
+	case UP_PH_RESOLVE:
 	case UP_PH_UP:
 		break;
 	}
@@ -931,6 +1088,10 @@ static int up_phase_begin(struct upstream *u, enum up_phase ph, int port)
 	u->phase = ph;
 	u->step = UP_STEP_WAIT;
 	u->phase_start = up_clock();
+	if (ph == UP_PH_RESOLVE) {
+		mclock_timer_add(u->ev_phase, &tv);
+		return up_resolve_begin(u);
+	}
 	u->rpc = rpc_init_context();
 	if (u->rpc == NULL) {
 		up_error(u, "%s: out of memory", up_phase_names[ph]);
@@ -945,9 +1106,9 @@ static int up_phase_begin(struct upstream *u, enum up_phase ph, int port)
 	}
 	rpc_set_auth(u->rpc, auth);
 	u->cred_valid = false;
-	if (rpc_connect_async(u->rpc, u->server, port, up_connect_cb, u) != 0) {
+	if (rpc_connect_async(u->rpc, u->addr, port, up_connect_cb, u) != 0) {
 		up_error(u, "%s: connect to %s port %d: %s",
-			 up_phase_names[ph], u->server, port,
+			 up_phase_names[ph], u->addr, port,
 			 rpc_get_error(u->rpc));
 		return -1;
 	}
@@ -990,6 +1151,10 @@ static void up_advance(struct upstream *u)
 	if (u->step != UP_STEP_DONE)
 		return;
 	switch (u->phase) {
+	case UP_PH_RESOLVE:
+		next = u->mount_port ? UP_PH_MNT : UP_PH_PMAP_MNT;
+		port = u->mount_port ? u->mount_port : UP_PMAP_PORT;
+		break;
 	case UP_PH_PMAP_MNT:
 		next = UP_PH_MNT;
 		port = u->found_port;
@@ -1011,8 +1176,17 @@ static void up_advance(struct upstream *u)
 		return;
 	}
 	up_ctx_destroy(u);
-	if (up_phase_begin(u, next, port) != 0)
+	up_phase_enter(u, next, port);
+}
+
+/* Begin phase ph of an attempt; act at once on a step it already ended
+ * (a lookup answered inside up_resolve_begin). */
+static void up_phase_enter(struct upstream *u, enum up_phase ph, int port)
+{
+	if (up_phase_begin(u, ph, port) != 0)
 		up_connect_failed(u);
+	else if (u->step != UP_STEP_WAIT)
+		up_advance(u);
 }
 
 /* Start a connection attempt from IDLE. */
@@ -1026,8 +1200,9 @@ static void up_connect_begin(struct upstream *u)
 	up_set_state(u, UPSTREAM_CONNECTING);
 	if (u->closed)
 		return;
-	if (up_phase_begin(u, ph, port) != 0)
-		up_connect_failed(u);
+	if (!u->server_literal)
+		ph = UP_PH_RESOLVE;	/* every attempt looks the name up */
+	up_phase_enter(u, ph, port);
 }
 
 /* ---------------------------------------------------------------------
@@ -1353,6 +1528,16 @@ static bool up_params_ok(const struct upstream_params *p)
 	       p->call_timeout >= 0 && p->call_timeout < 86400;
 }
 
+/* True if server is an IPv4 or IPv6 address literal (no lookup). */
+static bool up_is_literal(const char *server)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return evutil_inet_pton(AF_INET, server, &a4) == 1 ||
+	       evutil_inet_pton(AF_INET6, server, &a6) == 1;
+}
+
 /* The NULL probe came back: the server is alive, however slow. */
 static void up_probe_cb(enum upstream_status status, const uint8_t *res,
 			size_t len, const uint8_t *tail, size_t tail_len,
@@ -1430,14 +1615,19 @@ struct upstream *upstream_new(struct event_base *base,
 {
 	struct upstream *u;
 	double secs;
+	bool literal;
 
 	if (base == NULL || !up_params_ok(p))
+		return NULL;
+	literal = up_is_literal(p->server);
+	if (!literal && p->dns == NULL)
 		return NULL;
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
 		return NULL;
 	u->magic = UP_MAGIC;
 	u->base = base;
+	u->dns = p->dns;
 	u->server = strdup(p->server);
 	u->export_path = strdup(p->export_path);
 	u->scratch = calloc(1, UP_SCRATCH_SIZE);
@@ -1447,6 +1637,9 @@ struct upstream *upstream_new(struct event_base *base,
 	if (!u->server || !u->export_path || !u->scratch || !u->ev_retry ||
 	    !u->ev_phase || !u->ev_probe)
 		goto fail;
+	u->server_literal = literal;
+	if (literal)
+		snprintf(u->addr, sizeof(u->addr), "%s", p->server);
 	u->nfs_port = p->nfs_port;
 	u->mount_port = p->mount_port;
 	u->max_transfer = p->max_transfer ? p->max_transfer

@@ -6,11 +6,12 @@
  * plain types: NFSv3 arguments and results cross this interface as XDR
  * bytes (RFC 1813 encodings), so neither side needs the other's structs.
  *
- * States: DOWN -> CONNECTING (MOUNT MNT of the export path for the root
- * handle, then the NFS connection and an FSINFO) -> UP. Any socket error,
- * a call timeout or a failed step goes back to DOWN and a reconnect is
- * scheduled with exponential backoff (0.1 s doubling to 5 s). Calls
- * in flight when the connection is lost are completed with UPSTREAM_EDOWN.
+ * States: DOWN -> CONNECTING (a host name's lookup, off the loop; MOUNT
+ * MNT of the export path for the root handle, then the NFS connection and
+ * an FSINFO) -> UP. Any socket error, a call timeout or a failed step
+ * goes back to DOWN and a reconnect is scheduled with exponential
+ * backoff (0.1 s doubling to 5 s). Calls in flight when the connection
+ * is lost are completed with UPSTREAM_EDOWN.
  * A stalled server (stopped, hung) is found in about 3 s while calls
  * wait: after 1 s with calls waiting and no reply at all, an RPC NULL is
  * sent; no answer to it within 2 s drops the connection as a timeout
@@ -34,6 +35,7 @@
 #include "histogram.h"
 
 struct event_base;
+struct evdns_base;
 struct upstream;
 
 #define UPSTREAM_NPROCS		22	/* NFSv3 procedures 0..21 */
@@ -56,6 +58,10 @@ enum upstream_status {
 
 struct upstream_params {
 	const char *server;		/* host name or address */
+	struct evdns_base *dns;		/* resolver on the same event base,
+					 * borrowed, must outlive the
+					 * upstream; may be NULL when server
+					 * is an address literal */
 	int nfs_port;			/* 0: ask the server's portmapper */
 	int mount_port;			/* 0: ask the server's portmapper */
 	const char *export_path;	/* upstream MOUNT path, e.g. "/export" */
@@ -150,7 +156,12 @@ typedef void (*upstream_state_cb)(struct upstream *u,
  * Create an upstream client on base (borrowed; must outlive it). p is
  * copied. state_cb may be NULL. Nothing is sent until upstream_start.
  * Returns NULL on ENOMEM or a bad parameter (no server, an export path not
- * starting with '/', a port outside 0..65535, a negative call_timeout).
+ * starting with '/', a port outside 0..65535, a negative call_timeout, a
+ * host name without a dns resolver). A host name is looked up with
+ * evdns_getaddrinfo on p->dns at the start of every connection attempt,
+ * never with a blocking call; a name that does not resolve fails the
+ * attempt (DOWN, retried with the backoff, the reason in
+ * upstream_last_error); an address literal is used as given.
  * Allocates a 1 MiB + 64 KiB reply buffer.
  */
 struct upstream *upstream_new(struct event_base *base,

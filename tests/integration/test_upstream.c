@@ -34,6 +34,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -914,6 +915,9 @@ static void test_bad_params_are_refused(void)
 	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
 	p = params(10);
 	CU_ASSERT_PTR_NULL(upstream_new(NULL, &p, NULL, NULL));
+	p = params(10);
+	p.server = "localhost";		/* a name needs a resolver */
+	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
 }
 
 static void test_free_completes_calls_in_flight(void)
@@ -1537,6 +1541,115 @@ static void test_free_main(void)
 	CU_ASSERT_PTR_NULL(up);
 }
 
+/* ------------------------------------------------------ host names */
+
+/* A resolver on base that sends no query anywhere: /etc/hosts only (no
+ * nameserver: this machine's resolv.conf names a non-loopback one). */
+static struct evdns_base *hosts_only_dns(void)
+{
+	struct evdns_base *dns = evdns_base_new(base, 0);
+
+	if (dns && evdns_base_load_hosts(dns, "/etc/hosts") != 0) {
+		evdns_base_free(dns, 0);
+		return NULL;
+	}
+	return dns;
+}
+
+/* A server given as a name /etc/hosts resolves (localhost) still gets UP,
+ * and reconnects (which look it up again) too. */
+static void test_host_name_connects(void)
+{
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_params p = params(10);
+	struct evdns_base *dns = hosts_only_dns();
+	struct upstream *u;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dns);
+	p.server = "localhost";
+	p.dns = dns;
+	u = new_up(&p, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(upstream_get_state(u), UPSTREAM_UP);
+	CU_ASSERT_PTR_NOT_NULL(upstream_root_fh(u, NULL));
+	CU_ASSERT_STRING_EQUAL(upstream_last_error(u), "");
+	upstream_free(&u);
+	evdns_base_free(dns, 0);
+}
+
+/* A name nothing resolves (here: no nameserver, so the lookup waits
+ * until the step's timeout) fails each attempt: DOWN, retried, and the
+ * reason names the lookup. */
+static void test_unresolvable_name_is_down_with_reason(void)
+{
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_params p = params(0.3);
+	struct evdns_base *dns = hosts_only_dns();
+	struct upstream *u;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dns);
+	p.server = "no-such-host.invalid";
+	p.dns = dns;
+	u = upstream_new(base, &p, state_note, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(upstream_start(u), 0);
+	CU_ASSERT(run_until(two_failed_attempts, &log, 10));
+	CU_ASSERT_EQUAL(log.n[UPSTREAM_UP], 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(upstream_last_error(u),
+				      "host name lookup: timed out"));
+	upstream_free(&u);
+	evdns_base_free(dns, 0);
+}
+
+/* True once the UDP socket *arg has a datagram waiting. */
+static bool has_datagram(void *arg)
+{
+	struct pollfd pfd = { .fd = *(int *)arg, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/*
+ * A lookup the resolver never answers leaves the upstream CONNECTING
+ * without blocking the loop (the test's own timer keeps running), and
+ * freeing the upstream then cancels it: evdns's late cancel callback
+ * finds nothing freed (ASan tree).
+ */
+static void test_held_lookup_blocks_nothing_and_cancels(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
+	struct state_log log = { { 0 }, UPSTREAM_DOWN };
+	struct upstream_params p = params(30);
+	struct evdns_base *dns = evdns_base_new(base, 0);
+	struct upstream *u;
+	char ns[64];
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dns);
+	CU_ASSERT_FATAL(s >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CU_ASSERT_FATAL(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(getsockname(s, (struct sockaddr *)&sa, &salen) == 0);
+	snprintf(ns, sizeof(ns), "127.0.0.1:%u", ntohs(sa.sin_port));
+	CU_ASSERT_FATAL(evdns_base_nameserver_ip_add(dns, ns) == 0);
+	p.server = "silent.example";
+	p.dns = dns;
+	u = upstream_new(base, &p, state_note, &log);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(upstream_start(u), 0);
+	/* The query reached the silent resolver while the loop ran on. */
+	CU_ASSERT_FATAL(run_until(has_datagram, &s, 10));
+	CU_ASSERT_EQUAL(upstream_get_state(u), UPSTREAM_CONNECTING);
+	CU_ASSERT_EQUAL(log.n[UPSTREAM_UP], 0);
+	upstream_free(&u);
+	/* Let evdns deliver the cancellation. */
+	for (int i = 0; i < 10; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	evdns_base_free(dns, 0);
+	close(s);
+}
+
 /* ------------------------------------------------------------ registry */
 
 /* Create the event base (precise timers, as the daemon uses). */
@@ -1610,6 +1723,11 @@ int test_register(void)
 		  test_rpc_failure_is_eproto_and_keeps_connection },
 		{ "server_stop_gives_edown_then_recovers",
 		  test_server_stop_gives_edown_then_recovers },
+		{ "host_name_connects", test_host_name_connects },
+		{ "unresolvable_name_is_down_with_reason",
+		  test_unresolvable_name_is_down_with_reason },
+		{ "held_lookup_blocks_nothing_and_cancels",
+		  test_held_lookup_blocks_nothing_and_cancels },
 		{ "free_main", test_free_main },
 	};
 	const char *nfs = need_env("NFSC_DIRECT_NFS_PORT");
