@@ -63,7 +63,8 @@ struct pn_req {
 	unsigned gen;		/* p->gen when queued */
 	struct pn_groups *groups; /* a reference: the groups to evaluate */
 	char *name;		/* the answer, owned; "" for none */
-	char **member;		/* the answer's netgroups, owned; NULL none */
+	char **member;		/* the answer's netgroups, owned; NULL for
+				 * none */
 	struct pn_req *next;
 };
 

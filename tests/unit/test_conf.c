@@ -1256,8 +1256,8 @@ static void test_netgroup_precedence(void)
 static void test_netgroups_are_collected(void)
 {
 	struct conf *c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n"
-				 " id = 1\n clients = {\"@lab(rw)\", \"10.0.0.1\","
-				 " \"@ci\"}\n}\n"
+				 " id = 1\n clients = {\"@lab(rw)\","
+				 " \"10.0.0.1\", \"@ci\"}\n}\n"
 				 "export \"/b\" {\n upstream = \"nfs://u/b\"\n"
 				 " id = 2\n clients = {\"@ci(ro)\"}\n}\n");
 	char **v;

@@ -477,24 +477,28 @@ static void test_guard_client(void)
 					  NULL, false, &acc, &why), NFS3_OK);
 	e.secure = true;
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  NULL, false, &acc, &why), NFS3ERR_PERM);
+					  NULL, false, &acc, &why),
+			NFS3ERR_PERM);
 	CU_ASSERT_EQUAL(why, REFUSAL_INSECURE_PORT);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
 					  NULL, true, &acc, &why), NFS3_OK);
 	inet_pton(AF_INET, "198.51.100.1", &in.sin_addr);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  NULL, true, &acc, &why), NFS3ERR_ACCES);
+					  NULL, true, &acc, &why),
+			NFS3ERR_ACCES);
 	CU_ASSERT_EQUAL(why, REFUSAL_NOT_IN_CLIENTS);
 	/* A wildcard entry: wait for the name, then its options apply (its
 	 * insecure overrides the export's secure). */
 	e.nclients = 2;
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  NULL, false, &acc, &why), NFS3ERR_JUKEBOX);
+					  NULL, false, &acc, &why),
+			NFS3ERR_JUKEBOX);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "a.lab",
 					  NULL, false, &acc, &why), NFS3_OK);
 	CU_ASSERT_TRUE(acc.read_only);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "",
-					  NULL, false, &acc, &why), NFS3ERR_ACCES);
+					  NULL, false, &acc, &why),
+			NFS3ERR_ACCES);
 	conf_client_clear(&cl[0]);
 	conf_client_clear(&cl[1]);
 }
