@@ -287,8 +287,9 @@ static const struct directive directives[] = {
 	    "(a port left out or 0 is asked of the upstream's portmapper)."),
 	STR("clients", EXPORT(clients), K_NETS, "{}", check_net,
 	    "Clients that may mount, as in exports(5): \"SPEC\" or "
-	    "\"SPEC(OPT,...)\", SPEC an address, ADDR/PREFIX, a host name "
-	    "or a wildcard (*.lab.example), OPT rw, ro, root_squash, "
+	    "\"SPEC(OPT,...)\", SPEC an address, ADDR/PREFIX, a host name, "
+	    "a wildcard (*.lab.example) or a netgroup (@group), OPT rw, ro, "
+	    "root_squash, "
 	    "no_root_squash, all_squash, no_all_squash, secure, insecure, "
 	    "anonuid=N, anongid=N; {} lets everyone."),
 	BOOL("read_only", EXPORT(read_only), "false",

@@ -61,11 +61,13 @@ enum {
 };
 
 /* Which kind of client an entry names, in exports(5)'s order of
- * precedence: a single host first, then a network, then a wildcard. */
+ * precedence: a single host first, then a network, then a wildcard, then
+ * a netgroup (and "*" alone, a WILDCARD, last of all). */
 enum conf_client_kind {
 	CONF_CLIENT_HOST,	/* an address, or a host name (addrs) */
 	CONF_CLIENT_NET,	/* ADDR/PREFIX shorter than the address */
 	CONF_CLIENT_WILDCARD,	/* a pattern of the client's host name */
+	CONF_CLIENT_NETGROUP,	/* "@NAME": the hosts of netgroup NAME */
 };
 
 /*
@@ -73,7 +75,8 @@ enum conf_client_kind {
  * exports(5): SPEC an address, ADDR/PREFIX, a host name (resolved to
  * addresses by conf_clients_resolve at start and at each reload) or a
  * wildcard ('*' and '?', matched against the client's host name from its
- * address; "*" alone matches every client).
+ * address; "*" alone matches every client) or a netgroup ("@NAME", name
+ * kept with its '@'; membership is evaluated by the caller, innetgr(3)).
  */
 struct conf_client {
 	enum conf_client_kind kind;
@@ -81,8 +84,8 @@ struct conf_client {
 				 * network; 0 for a name or a wildcard */
 	uint8_t addr[16];	/* network byte order; IPv4 uses 4 bytes */
 	unsigned prefix;	/* 0..32 or 0..128 */
-	char *name;		/* host name or pattern, owned; NULL for an
-				 * address or a network */
+	char *name;		/* host name, pattern or "@NAME", owned;
+				 * NULL for an address or a network */
 	struct conf_net *addrs;	/* a host name's addresses, owned; set by
 				 * conf_clients_resolve */
 	size_t naddrs;
@@ -274,6 +277,7 @@ int conf_parse_net(const char *s, struct conf_net *n, char *err,
  * Parse one clients entry, "SPEC" or "SPEC(OPT,...)" (see struct
  * conf_client; OPT is rw, ro, root_squash, no_root_squash, all_squash,
  * no_all_squash, secure, insecure, anonuid=N or anongid=N, N 0..2^32-1;
+ * SPEC may be a netgroup, "@NAME";
  * also sync, async, subtree_check, no_subtree_check, wdelay, no_wdelay,
  * hide, nohide, crossmnt and fsid=ID, recorded in ignored and without
  * effect). SPEC's network may be ADDR/PREFIX or, IPv4, ADDR/NETMASK.
@@ -316,23 +320,41 @@ void conf_client_clear(struct conf_client *cl);
 enum conf_match {
 	CONF_MATCH_NO,		/* refused: no entry matches */
 	CONF_MATCH_YES,		/* *acc says what the client may do */
-	CONF_MATCH_NEED_NAME,	/* only a wildcard entry could match, and
-				 * the client's host name is not known yet */
+	CONF_MATCH_NEED_NAME,	/* a wildcard or netgroup entry decides,
+				 * and the client's host name (and netgroup
+				 * membership) is not known yet */
 };
 
 /*
  * Match the client at sa (AF_INET or AF_INET6; v4-mapped v6 counts as v4)
  * with host name name ("" when its address has none, NULL when not known
- * yet) against e's clients, in exports(5)'s precedence: entries naming a
- * single host (an address, or a host name's resolved addresses), then
- * networks, then wildcards (fnmatch, case-insensitive); inside a class the
- * first entry written wins. On CONF_MATCH_YES, *acc is e's defaults with
- * the matching entry's options applied (e's defaults alone when e lists
- * no clients, which lets everyone). sa NULL never matches a list.
+ * yet) and netgroups groups (the names, without '@', of the netgroups the
+ * client is a member of, NULL-terminated; NULL for none; read only when
+ * name is not NULL) against e's clients, in exports(5)'s precedence:
+ * entries naming a single host (an address, or a host name's resolved
+ * addresses), then networks, then wildcards (fnmatch, case-insensitive),
+ * then netgroups ("@NAME" matches when groups holds NAME), then "*" alone;
+ * inside a class the first entry written wins. While name is NULL, an
+ * entry that needs it and comes first in that order makes the answer
+ * CONF_MATCH_NEED_NAME even when a later entry matches. On
+ * CONF_MATCH_YES, *acc is e's defaults with the matching entry's options
+ * applied (e's defaults alone when e lists no clients, which lets
+ * everyone). sa NULL never matches a list. Never blocks (no lookups).
  */
 enum conf_match conf_client_match(const struct conf_export *e,
 				  const struct sockaddr *sa, const char *name,
+				  const char *const *groups,
 				  struct conf_access *acc);
+
+/*
+ * The netgroup names (without '@') that c's exports' clients entries name,
+ * each once, as a NULL-terminated vector of owned strings (free with
+ * conf_strv_free); NULL when out of memory. Empty when none.
+ */
+char **conf_netgroups(const struct conf *c);
+
+/* Free a NULL-terminated vector of owned strings (v may be NULL). */
+void conf_strv_free(char **v);
 
 /* The family of sa, AF_INET (also for a v4-mapped IPv6 address) or
  * AF_INET6, with *addr pointing at its 4 or 16 address bytes inside sa;
@@ -340,7 +362,7 @@ enum conf_match conf_client_match(const struct conf_export *e,
 int conf_sockaddr_ip(const struct sockaddr *sa, const uint8_t **addr);
 
 /* True if some entry of some export of c is a wildcard that needs the
- * client's host name ("*" alone does not). */
+ * client's host name ("*" alone does not) or a netgroup. */
 bool conf_needs_client_names(const struct conf *c);
 
 /*

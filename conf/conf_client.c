@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * conf_client: an export's clients entries, exports(5) style: "SPEC" or
- * "SPEC(OPT,...)", SPEC an address, a network, a host name or a wildcard;
+ * "SPEC(OPT,...)", SPEC an address, a network, a host name, a wildcard or
+ * a netgroup ("@NAME");
  * their parse, format and comparison, the resolution of host names to
  * addresses (at start and at reload), and the match of one client against
- * a list in exports(5)'s order of precedence. Declared in conf.h.
+ * a list in exports(5)'s order of precedence (netgroup membership given
+ * by the caller: conf/ never calls innetgr). Declared in conf.h.
  *
  * Invariants of a struct conf_client: kind HOST or NET with name NULL has
  * family AF_INET or AF_INET6 and no bit set past prefix; kind HOST with a
  * name has family 0 and its addresses in addrs (none before
  * conf_clients_resolve, or when the name did not resolve); kind WILDCARD
- * has family 0, a name holding '*' or '?', no addrs; set only has
+ * has family 0, a name holding '*' or '?', no addrs; kind NETGROUP has
+ * family 0, a name "@NAME" (NAME not empty), no addrs; set only has
  * CONF_OPT_* bits.
  */
 #define _GNU_SOURCE		/* FNM_CASEFOLD */
@@ -211,6 +214,28 @@ static bool name_char(char c, bool wild)
 	       c == '_' || (wild && (c == '*' || c == '?'));
 }
 
+/* Store the netgroup SPEC buf[0..n) ("@name") of entry s into cl. */
+static int parse_netgroup(const char *s, const char *buf, size_t n,
+			  struct conf_client *cl, char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 1; i < n && name_char(buf[i], false); i++)
+		;
+	if (n < 2 || i < n) {
+		snprintf(err, errlen, "\"%s\": a netgroup is \"@NAME\", NAME "
+			 "of letters, digits, '.', '-' and '_'", s);
+		return -1;
+	}
+	cl->name = strdup(buf);
+	if (!cl->name) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	cl->kind = CONF_CLIENT_NETGROUP;
+	return 0;
+}
+
 /* Classify and store the SPEC spec[0..n) of entry s into cl. */
 static int parse_spec(const char *s, const char *spec, size_t n,
 		      struct conf_client *cl, char *err, size_t errlen)
@@ -239,11 +264,8 @@ static int parse_spec(const char *s, const char *spec, size_t n,
 			   ? CONF_CLIENT_HOST : CONF_CLIENT_NET;
 		return 0;
 	}
-	if (buf[0] == '@') {
-		snprintf(err, errlen, "\"%s\": netgroups are not supported "
-			 "yet; list the group's hosts or networks", s);
-		return -1;
-	}
+	if (buf[0] == '@')
+		return parse_netgroup(s, buf, n, cl, err, errlen);
 	for (i = 0; i < n && name_char(buf[i], wild); i++)
 		;
 	if (i < n || buf[0] == '-' || buf[0] == '.') {
@@ -347,7 +369,9 @@ bool conf_client_same_spec(const struct conf_client *a,
 	       a->prefix == b->prefix &&
 	       memcmp(a->addr, b->addr, sizeof(a->addr)) == 0 &&
 	       !a->name == !b->name &&
-	       (!a->name || strcasecmp(a->name, b->name) == 0);
+	       (!a->name || (a->kind == CONF_CLIENT_NETGROUP
+			     ? strcmp(a->name, b->name)
+			     : strcasecmp(a->name, b->name)) == 0);
 }
 
 bool conf_client_equal(const struct conf_client *a,
@@ -444,8 +468,70 @@ static void access_of(const struct conf_export *e,
 		acc->anongid = cl->opt.anongid;
 }
 
+/* The passes of conf_client_match, in exports(5)'s precedence: single
+ * hosts, networks, wildcards, netgroups, then "*" alone (anonymous). */
+enum match_pass {
+	PASS_HOST,
+	PASS_NET,
+	PASS_WILDCARD,
+	PASS_NETGROUP,
+	PASS_ANYONE,
+	PASS_COUNT
+};
+
+/* The pass in which cl is tried. */
+static enum match_pass pass_of(const struct conf_client *cl)
+{
+	switch (cl->kind) {
+	case CONF_CLIENT_HOST:
+		return PASS_HOST;
+	case CONF_CLIENT_NET:
+		return PASS_NET;
+	case CONF_CLIENT_NETGROUP:
+		return PASS_NETGROUP;
+	default:
+		return strcmp(cl->name, "*") == 0 ? PASS_ANYONE
+						  : PASS_WILDCARD;
+	}
+}
+
+/* True if groups (NULL-terminated, may be NULL) holds the netgroup of
+ * "@group". */
+static bool in_groups(const char *const *groups, const char *at_group)
+{
+	for (; groups && *groups; groups++)
+		if (strcmp(*groups, at_group + 1) == 0)
+			return true;
+	return false;
+}
+
+/* Whether cl matches the client (family/addr, name, groups): 1 yes, 0 no,
+ * -1 not known yet (cl needs the name, or the membership, and name is
+ * NULL). */
+static int entry_hits(const struct conf_client *cl, int family,
+		      const uint8_t *addr, const char *name,
+		      const char *const *groups)
+{
+	switch (pass_of(cl)) {
+	case PASS_HOST:
+	case PASS_NET:
+		return addr_matches(cl, family, addr);
+	case PASS_ANYONE:
+		return 1;
+	case PASS_WILDCARD:
+		if (!name)
+			return -1;
+		return fnmatch(cl->name, name, FNM_CASEFOLD) == 0;
+	default:
+		if (!name)
+			return -1;
+		return in_groups(groups, cl->name);
+	}
+}
+
 enum conf_match conf_client_match(const struct conf_export *e,
 				  const struct sockaddr *sa, const char *name,
+				  const char *const *groups,
 				  struct conf_access *acc)
 {
 	const uint8_t *addr = NULL;
@@ -456,22 +542,23 @@ enum conf_match conf_client_match(const struct conf_export *e,
 		access_of(e, NULL, acc);
 		return CONF_MATCH_YES;
 	}
-	for (int kind = CONF_CLIENT_HOST; kind <= CONF_CLIENT_WILDCARD; kind++)
+	if (!family)
+		return CONF_MATCH_NO;
+	for (int pass = PASS_HOST; pass < PASS_COUNT; pass++)
 		for (size_t i = 0; i < e->nclients; i++) {
 			const struct conf_client *cl = &e->clients[i];
-			bool hit;
+			int hit;
 
-			if ((int)cl->kind != kind || !family)
+			if ((int)pass_of(cl) != pass)
 				continue;
-			if (kind != CONF_CLIENT_WILDCARD)
-				hit = addr_matches(cl, family, addr);
-			else if (strcmp(cl->name, "*") == 0)
-				hit = true;
-			else if (!name)
-				hit = false, need_name = true;
-			else
-				hit = fnmatch(cl->name, name, FNM_CASEFOLD) == 0;
-			if (hit) {
+			hit = entry_hits(cl, family, addr, name, groups);
+			if (hit < 0)
+				need_name = true;
+			/* An entry before it that is not decided yet may be
+			 * the one that applies. */
+			if (hit > 0 && need_name)
+				return CONF_MATCH_NEED_NAME;
+			if (hit > 0) {
 				access_of(e, cl, acc);
 				return CONF_MATCH_YES;
 			}
@@ -485,11 +572,55 @@ bool conf_needs_client_names(const struct conf *c)
 		for (size_t j = 0; j < c->exports[i].nclients; j++) {
 			const struct conf_client *cl = &c->exports[i].clients[j];
 
-			if (cl->kind == CONF_CLIENT_WILDCARD &&
-			    strcmp(cl->name, "*") != 0)
+			if (cl->kind == CONF_CLIENT_NETGROUP ||
+			    (cl->kind == CONF_CLIENT_WILDCARD &&
+			     strcmp(cl->name, "*") != 0))
 				return true;
 		}
 	return false;
+}
+
+/* True if the first n entries of names hold name. */
+static bool names_hold(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+char **conf_netgroups(const struct conf *c)
+{
+	size_t n = 0, max = 0;
+	char **names;
+
+	for (size_t i = 0; i < c->nexports; i++)
+		max += c->exports[i].nclients;
+	names = calloc(max + 1, sizeof(*names));
+	if (!names)
+		return NULL;
+	for (size_t i = 0; i < c->nexports; i++)
+		for (size_t j = 0; j < c->exports[i].nclients; j++) {
+			const struct conf_client *cl = &c->exports[i].clients[j];
+
+			if (cl->kind != CONF_CLIENT_NETGROUP ||
+			    names_hold(names, n, cl->name + 1))
+				continue;
+			names[n] = strdup(cl->name + 1);
+			if (!names[n]) {
+				conf_strv_free(names);
+				return NULL;
+			}
+			n++;
+		}
+	return names;
+}
+
+void conf_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* Resolve cl's host name into cl->addrs. 0, or an EAI_* error. */

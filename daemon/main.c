@@ -491,7 +491,8 @@ static void reload(struct daemon *d, const struct opts *o)
 		service_reload_done(false, err);
 		return;
 	}
-	peername_clear(d->names);
+	if (peername_netgroups(d->names, d->conf) != 0)
+		log_error("out of memory: netgroup entries match no client");
 	warn_open_exports(d->conf);
 	conf_clients_warn_ignored(d->conf, warn_conf_line);
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
@@ -642,7 +643,7 @@ int main(int argc, char **argv)
 	if (!d.dns)
 		fatal("cannot create the resolver (/etc/resolv.conf)");
 	d.lag = looplag_new(d.base, 0);
-	if (!d.names || !d.lag)
+	if (!d.names || !d.lag || peername_netgroups(d.names, d.conf) != 0)
 		fatal("out of memory");
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)

@@ -70,10 +70,10 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 
 nfsstat3 nfs3_guard_client(const struct conf_export *e,
 			   const struct sockaddr *peer, const char *name,
-			   bool privileged, struct conf_access *acc,
-			   enum refusal_reason *why)
+			   const char *const *groups, bool privileged,
+			   struct conf_access *acc, enum refusal_reason *why)
 {
-	switch (conf_client_match(e, peer, name, acc)) {
+	switch (conf_client_match(e, peer, name, groups, acc)) {
 	case CONF_MATCH_NEED_NAME:
 		return NFS3ERR_JUKEBOX;
 	case CONF_MATCH_NO:
@@ -119,12 +119,15 @@ nfsstat3 nfs3_guard_request(struct req *r, const struct conf_export *e,
 	enum refusal_reason why = REFUSAL_NOT_IN_CLIENTS;
 	nfsstat3 st;
 
-	st = nfs3_guard_client(e, peer, NULL, priv, acc, &why);
+	st = nfs3_guard_client(e, peer, NULL, NULL, priv, acc, &why);
 	if (st == NFS3ERR_JUKEBOX) {
 		const char *name = peername_get(r->d->names, peer);
 
 		if (name)
-			st = nfs3_guard_client(e, peer, name, priv, acc, &why);
+			st = nfs3_guard_client(e, peer, name,
+					       peername_groups(r->d->names,
+							       peer),
+					       priv, acc, &why);
 	}
 	if (st == NFS3ERR_ACCES || st == NFS3ERR_PERM)
 		nfs3_guard_refused(r, e, call, path, why, reasons[why]);

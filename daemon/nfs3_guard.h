@@ -68,22 +68,24 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 /*
  * Export e's client rules (conf_client_match: its clients entries and
  * their exports(5) options) for a caller at peer with host name name (as
- * peername_get gives it: NULL when not known yet), privileged when it
- * calls from a port below 1024. NFS3_OK with *acc what the caller may do;
- * NFS3ERR_ACCES when no entry matches (*why REFUSAL_NOT_IN_CLIENTS);
- * NFS3ERR_PERM when the matching entry is `secure` and the port is not
- * (*why REFUSAL_INSECURE_PORT); NFS3ERR_JUKEBOX when only a wildcard
- * entry could match and name is NULL (the caller retries once the name is
- * known; *why untouched).
+ * peername_get gives it: NULL when not known yet) and netgroups groups (as
+ * peername_groups gives them; read only when name is not NULL),
+ * privileged when it calls from a port below 1024. NFS3_OK with *acc what
+ * the caller may do; NFS3ERR_ACCES when no entry matches (*why
+ * REFUSAL_NOT_IN_CLIENTS); NFS3ERR_PERM when the matching entry is
+ * `secure` and the port is not (*why REFUSAL_INSECURE_PORT);
+ * NFS3ERR_JUKEBOX when a wildcard or netgroup entry decides and name is
+ * NULL (the caller retries once the name is known; *why untouched).
  */
 nfsstat3 nfs3_guard_client(const struct conf_export *e,
 			   const struct sockaddr *peer, const char *name,
-			   bool privileged, struct conf_access *acc,
-			   enum refusal_reason *why);
+			   const char *const *groups, bool privileged,
+			   struct conf_access *acc, enum refusal_reason *why);
 
 /*
  * nfs3_guard_client for request r on export e, looking the caller's host
- * name up (d->names) only when a wildcard entry needs it; a refusal is
+ * name and netgroups up (d->names) only when a wildcard or netgroup entry
+ * needs them; a refusal is
  * counted and logged (refusal_note) under call, the log line naming the
  * call "MNT PATH" (path: the MNT's argument) for REFUSAL_MOUNT, "PROC on
  * EXPORT" for REFUSAL_NFS (path unused). Same returns as

@@ -948,12 +948,14 @@ static enum conn_listing conn_listed(const struct server *s,
 	for (size_t i = 0; i < d->nexports; i++) {
 		const struct conf_export *e = d->exports[i]->conf;
 		struct conf_access acc;
-		enum conf_match m = conf_client_match(e, sa, NULL, &acc);
+		enum conf_match m = conf_client_match(e, sa, NULL, NULL, &acc);
 
 		if (m == CONF_MATCH_NEED_NAME && !name)
 			name = peername_get(d->names, sa);
 		if (m == CONF_MATCH_NEED_NAME && name)
-			m = conf_client_match(e, sa, name, &acc);
+			m = conf_client_match(e, sa, name,
+					      peername_groups(d->names, sa),
+					      &acc);
 		if (m == CONF_MATCH_YES)
 			return LISTED_YES;
 		unknown |= m == CONF_MATCH_NEED_NAME;

@@ -1027,10 +1027,11 @@ static struct sockaddr_in6 sa6(const char *ip)
  * known) against an export whose clients are the entries nets[0..n) and
  * whose own defaults are def; *acc gets what it may do.
  */
-static enum conf_match match_full(const char *const *nets, size_t n,
-				  const char *ip, const char *name,
-				  const struct conf_export *def,
-				  struct conf_access *acc)
+static enum conf_match match_groups(const char *const *nets, size_t n,
+				    const char *ip, const char *name,
+				    const char *const *groups,
+				    const struct conf_export *def,
+				    struct conf_access *acc)
 {
 	struct conf_client list[8];
 	struct conf_export e = *def;
@@ -1046,14 +1047,25 @@ static enum conf_match match_full(const char *const *nets, size_t n,
 							sizeof(err)), 0);
 	if (strchr(ip, ':')) {
 		s6 = sa6(ip);
-		m = conf_client_match(&e, (struct sockaddr *)&s6, name, acc);
+		m = conf_client_match(&e, (struct sockaddr *)&s6, name,
+				      groups, acc);
 	} else {
 		s4 = sa4(ip);
-		m = conf_client_match(&e, (struct sockaddr *)&s4, name, acc);
+		m = conf_client_match(&e, (struct sockaddr *)&s4, name,
+				      groups, acc);
 	}
 	for (size_t i = 0; i < n; i++)
 		conf_client_clear(&list[i]);
 	return m;
+}
+
+/* match_groups for a client of no netgroup. */
+static enum conf_match match_full(const char *const *nets, size_t n,
+				  const char *ip, const char *name,
+				  const struct conf_export *def,
+				  struct conf_access *acc)
+{
+	return match_groups(nets, n, ip, name, NULL, def, acc);
 }
 
 /* Ask whether ip (v4 or v6 text) may use an export listing nets. */
@@ -1121,6 +1133,9 @@ static void test_client_entries_parse_and_format(void)
 		{ "node1", "node1" },
 		{ "2001:db8::/32(root_squash,secure,no_all_squash)",
 		  "2001:db8::/32(root_squash,no_all_squash,secure)" },
+		{ "@group", "@group" },
+		{ "@build_hosts.lab-1(no_root_squash,rw)",
+		  "@build_hosts.lab-1(rw,no_root_squash)" },
 	};
 	static const char *const bad[][2] = {
 		{ "10.0.0.1(bogus)", "unknown option \"bogus\"" },
@@ -1135,6 +1150,10 @@ static void test_client_entries_parse_and_format(void)
 		{ "-x.lab", "is not an address, a network" },
 		{ "10.0.0.0/33(ro)", "prefix length must be 0..32" },
 		{ "(ro)", "expected an address" },
+		{ "@", "a netgroup is \"@NAME\"" },
+		{ "@(ro)", "a netgroup is \"@NAME\"" },
+		{ "@lab!x", "a netgroup is \"@NAME\"" },
+		{ "@lab(bogus)", "unknown option \"bogus\"" },
 	};
 	struct conf_client cl, back;
 	char err[512], buf[256];
@@ -1165,6 +1184,102 @@ static void test_client_entries_parse_and_format(void)
 	CU_ASSERT_TRUE(cl.opt.read_only);
 	CU_ASSERT_EQUAL(cl.opt.anonuid, 7);
 	conf_client_clear(&cl);
+	CU_ASSERT_EQUAL_FATAL(conf_parse_client("@group(ro)", &cl, err,
+						sizeof(err)), 0);
+	CU_ASSERT_EQUAL(cl.kind, CONF_CLIENT_NETGROUP);
+	CU_ASSERT_STRING_EQUAL(cl.name, "@group");
+	CU_ASSERT_EQUAL(cl.set, CONF_OPT_READ_ONLY);
+	CU_ASSERT_TRUE(cl.opt.read_only);
+	CU_ASSERT_EQUAL(cl.naddrs, 0);
+	conf_client_clear(&cl);
+}
+
+/* exports(5)'s order for netgroups: after single hosts, networks and
+ * wildcards, before "*" alone; membership is the caller's answer. */
+static void test_netgroup_precedence(void)
+{
+	static const char *const list[] = {
+		"*(ro)", "@lab(rw,no_root_squash)", "10.1.2.3(all_squash)",
+		"*.ci.example(anonuid=7)", "@other(anonuid=9)",
+	};
+	static const char *const lab[] = { "lab", NULL };
+	static const char *const both[] = { "other", "lab", NULL };
+	static const char *const labs[] = { "Lab", "lab.x", NULL };
+	struct conf_export def = { .read_only = true, .root_squash = true,
+				   .anonuid = 65534, .anongid = 65534 };
+	struct conf_access a;
+
+	/* A member: the netgroup's options, not "*"'s. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.9.9.9", "ws1", lab, &def,
+				     &a), CONF_MATCH_YES);
+	CU_ASSERT_FALSE(a.read_only);
+	CU_ASSERT_FALSE(a.root_squash);
+	CU_ASSERT_EQUAL(a.anonuid, 65534);
+	/* Not known yet: "*" must not decide before the netgroup can. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.9.9.9", NULL, lab, &def,
+				     &a), CONF_MATCH_NEED_NAME);
+	/* The host entry beats the netgroup, without the name. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.1.2.3", NULL, NULL, &def,
+				     &a), CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.all_squash);
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.1.2.3", "ws1", lab, &def,
+				     &a), CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.all_squash);
+	CU_ASSERT_TRUE(a.read_only);
+	/* A wildcard beats a netgroup. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.9.9.9", "b.ci.example",
+				     lab, &def, &a), CONF_MATCH_YES);
+	CU_ASSERT_EQUAL(a.anonuid, 7);
+	CU_ASSERT_TRUE(a.read_only);
+	/* Member of two: the netgroup entry written first wins. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.9.9.9", "ws1", both, &def,
+				     &a), CONF_MATCH_YES);
+	CU_ASSERT_FALSE(a.read_only);
+	/* No membership (names compared exactly): "*" applies; without
+	 * "*", no match. */
+	CU_ASSERT_EQUAL(match_groups(list, 5, "10.9.9.9", "ws1", labs, &def,
+				     &a), CONF_MATCH_YES);
+	CU_ASSERT_TRUE(a.read_only);
+	CU_ASSERT_EQUAL(a.anonuid, 65534);
+	CU_ASSERT_EQUAL(match_groups(list + 1, 1, "10.9.9.9", "ws1", NULL,
+				     &def, &a), CONF_MATCH_NO);
+	CU_ASSERT_EQUAL(match_groups(list + 1, 1, "10.9.9.9", "", labs,
+				     &def, &a), CONF_MATCH_NO);
+	CU_ASSERT_EQUAL(match_groups(list + 1, 1, "10.9.9.9", "", lab,
+				     &def, &a), CONF_MATCH_YES);
+	CU_ASSERT_EQUAL(match_groups(list + 1, 1, "10.9.9.9", NULL, lab,
+				     &def, &a), CONF_MATCH_NEED_NAME);
+}
+
+/* The netgroups a configuration names, once each, for the daemon to
+ * evaluate; a netgroup entry needs the client's name. */
+static void test_netgroups_are_collected(void)
+{
+	struct conf *c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n"
+				 " id = 1\n clients = {\"@lab(rw)\","
+				 " \"10.0.0.1\", \"@ci\"}\n}\n"
+				 "export \"/b\" {\n upstream = \"nfs://u/b\"\n"
+				 " id = 2\n clients = {\"@ci(ro)\"}\n}\n");
+	char **v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_TRUE(conf_needs_client_names(c));
+	v = conf_netgroups(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+	CU_ASSERT_STRING_EQUAL(v[0], "lab");
+	CU_ASSERT_STRING_EQUAL(v[1], "ci");
+	CU_ASSERT_PTR_NULL(v[2]);
+	conf_strv_free(v);
+	conf_free(&c);
+	c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n id = 1\n"
+		    " clients = {\"10.0.0.1\"}\n}\n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FALSE(conf_needs_client_names(c));
+	v = conf_netgroups(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+	CU_ASSERT_PTR_NULL(v[0]);
+	conf_strv_free(v);
+	conf_free(&c);
 }
 
 /* exports(5): a single host beats a network, a network beats a wildcard,
@@ -1238,7 +1353,8 @@ static void test_host_names_resolve_at_load(void)
 	CU_ASSERT_TRUE(conf_needs_client_names(c));
 	/* Before resolution a host name matches nobody. */
 	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
-					  (struct sockaddr *)&s4, "x", &a),
+					  (struct sockaddr *)&s4, "x", NULL,
+					  &a),
 			CONF_MATCH_NO);
 	warnings = 0;
 	CU_ASSERT_EQUAL(conf_clients_resolve(c, keep_warning), 1);
@@ -1254,7 +1370,8 @@ static void test_host_names_resolve_at_load(void)
 	CU_ASSERT_EQUAL(strncmp(last_warning, want, strlen(want)), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_warning, "; it matches no client"));
 	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
-					  (struct sockaddr *)&s4, NULL, &a),
+					  (struct sockaddr *)&s4, NULL, NULL,
+					  &a),
 			CONF_MATCH_YES);
 	CU_ASSERT_TRUE(a.read_only);
 	conf_free(&c);
@@ -1264,7 +1381,8 @@ static void test_host_names_resolve_at_load(void)
 	CU_ASSERT_FALSE(conf_needs_client_names(c));
 	/* The export's own options apply to a client whose entry has none. */
 	CU_ASSERT_EQUAL(conf_client_match(&c->exports[0],
-					  (struct sockaddr *)&s4, NULL, &a),
+					  (struct sockaddr *)&s4, NULL, NULL,
+					  &a),
 			CONF_MATCH_YES);
 	CU_ASSERT_TRUE(a.read_only);
 	CU_ASSERT_TRUE(a.all_squash);
@@ -1385,9 +1503,10 @@ static void test_conflicting_duplicate_clients_are_refused(void)
 		     "export \"/a\": clients: \"lab.example(no_root_squash)\" "
 		     "names the same clients as \"Lab.example\" with other "
 		     "options; keep one");
-	expect_error("export \"/a\" {\n clients = {\"@lab(ro)\"}\n}\n", 2,
-		     "export \"/a\": clients: \"@lab(ro)\": netgroups are not "
-		     "supported yet; list the group's hosts or networks");
+	expect_error("export \"/a\" {\n clients = {\"@lab(ro)\",\n"
+		     " \"@lab(rw)\"}\n}\n", 3,
+		     "export \"/a\": clients: \"@lab(rw)\" names the same "
+		     "clients as \"@lab(ro)\" with other options; keep one");
 	/* The same entry twice, or one network inside another, is no
 	 * conflict: exports(5) precedence decides the second case. */
 	c = load_ok("export \"/a\" {\n upstream = \"nfs://u/a\"\n id = 1\n"
@@ -1765,6 +1884,8 @@ int test_register(void)
 		T(test_conflicting_duplicate_clients_are_refused),
 		T(test_client_entries_parse_and_format),
 		T(test_client_precedence_and_options),
+		T(test_netgroup_precedence),
+		T(test_netgroups_are_collected),
 		T(test_host_names_resolve_at_load),
 		T(test_hostport_parsing),
 		CU_TEST_INFO_NULL,

@@ -284,9 +284,40 @@ static void test_wildcard_waits_for_the_name(void)
 	 * test answers it) a call is JUKEBOX. */
 	if (peername_get(h.d.names, (struct sockaddr *)&lo) == NULL)
 		CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_JUKEBOX);
-	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1.lab.example");
+	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1.lab.example",
+		     NULL);
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
-	peername_set(h.d.names, (struct sockaddr *)&lo, "elsewhere.example");
+	peername_set(h.d.names, (struct sockaddr *)&lo, "elsewhere.example",
+		     NULL);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_GETATTR], 1);
+	h_fini(&h);
+}
+
+/* A netgroup entry: calls wait (JUKEBOX) until the caller's name and
+ * membership are known, then a member gets the entry's options and a
+ * host of no listed netgroup is refused. */
+static void test_netgroup_uses_the_membership(void)
+{
+	static const char *const lab[] = { "lab", NULL };
+	static const char *const other[] = { "other", NULL };
+	uint8_t buf[FH_SIZE_MAX];
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct nfs3_h h;
+	nfs_fh3 fh;
+
+	clients_spec = "@lab(ro)";
+	h_init(&h, tune_clients);
+	h_fh(&h, TOY_ROOT, &fh, buf);
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (peername_get(h.d.names, (struct sockaddr *)&lo) == NULL)
+		CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_JUKEBOX);
+	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1", lab);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_GETATTR], 1);
+	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1", other);
+	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
+	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1", NULL);
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_ACCES);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_GETATTR], 1);
 	h_fini(&h);
@@ -443,27 +474,31 @@ static void test_guard_client(void)
 	e.nclients = 1;
 	inet_pton(AF_INET, "192.0.2.9", &in.sin_addr);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  false, &acc, &why), NFS3_OK);
+					  NULL, false, &acc, &why), NFS3_OK);
 	e.secure = true;
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  false, &acc, &why), NFS3ERR_PERM);
+					  NULL, false, &acc, &why),
+			NFS3ERR_PERM);
 	CU_ASSERT_EQUAL(why, REFUSAL_INSECURE_PORT);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  true, &acc, &why), NFS3_OK);
+					  NULL, true, &acc, &why), NFS3_OK);
 	inet_pton(AF_INET, "198.51.100.1", &in.sin_addr);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  true, &acc, &why), NFS3ERR_ACCES);
+					  NULL, true, &acc, &why),
+			NFS3ERR_ACCES);
 	CU_ASSERT_EQUAL(why, REFUSAL_NOT_IN_CLIENTS);
 	/* A wildcard entry: wait for the name, then its options apply (its
 	 * insecure overrides the export's secure). */
 	e.nclients = 2;
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, NULL,
-					  false, &acc, &why), NFS3ERR_JUKEBOX);
+					  NULL, false, &acc, &why),
+			NFS3ERR_JUKEBOX);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "a.lab",
-					  false, &acc, &why), NFS3_OK);
+					  NULL, false, &acc, &why), NFS3_OK);
 	CU_ASSERT_TRUE(acc.read_only);
 	CU_ASSERT_EQUAL(nfs3_guard_client(&e, (struct sockaddr *)&in, "",
-					  false, &acc, &why), NFS3ERR_ACCES);
+					  NULL, false, &acc, &why),
+			NFS3ERR_ACCES);
 	conf_client_clear(&cl[0]);
 	conf_client_clear(&cl[1]);
 }
@@ -612,6 +647,8 @@ int test_register(void)
 	CU_add_test(s, "client_not_listed_is_refused", test_client_not_listed_is_refused);
 	CU_add_test(s, "read_only_export", test_read_only_export);
 	CU_add_test(s, "wildcard_waits_for_the_name", test_wildcard_waits_for_the_name);
+	CU_add_test(s, "netgroup_uses_the_membership",
+		    test_netgroup_uses_the_membership);
 	CU_add_test(s, "refusals_are_paced", test_refusals_are_paced);
 	return 0;
 }
