@@ -497,6 +497,89 @@ static void test_outage_lookup_of_cached_name_answered(void)
 	h_fini(&h);
 }
 
+/* ACCESS of bits id's toy file: the status, the bits granted in *granted. */
+static nfsstat3 access_bits(struct nfs3_h *h, uint64_t id, uint32_t bits,
+			    uint32_t *granted)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	ACCESS3args a = { .access = bits };
+	ACCESS3res ar;
+	nfsstat3 st;
+	uint32_t xid;
+
+	h_fh(h, id, &a.object, buf);
+	xid = h_call(h, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &a);
+	memset(&ar, 0, sizeof(ar));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_ACCESS3res, &ar), 0);
+	st = ar.status;
+	*granted = st == NFS3_OK ? ar.ACCESS3res_u.resok.access : 0;
+	xdr_free((xdrproc_t)xdr_ACCESS3res, (char *)&ar);
+	return st;
+}
+
+/* During an outage an ACCESS whose every bit has a known answer gets the
+ * upstream's last answer, a denied bit included (a client's open asks
+ * READ|LOOKUP|... of a file); one with a bit never asked gets JUKEBOX.
+ * It was JUKEBOX whenever a bit asked had been denied. */
+static void test_outage_access_answers_known_denials(void)
+{
+	struct stale_stats before;
+	struct nfs3_h h;
+	uint32_t granted = 0;
+	uint64_t id;
+
+	h_init(&h, with_disk_stale);
+	h.toy.access_deny = ACCESS3_LOOKUP;
+	id = toy_add_file(&h.toy, "f", PS);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_LOOKUP,
+				    &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	h.fu.state = UPSTREAM_DOWN;
+	h_advance(&h, 120);		/* past acregmax */
+	stale_stats_get(&before);
+	granted = 0;
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_LOOKUP,
+				    &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ, &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_MODIFY,
+				    &granted), NFS3ERR_JUKEBOX);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_ACCESS), 2);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_ACCESS], 1);
+	h_fini(&h);
+}
+
+/* `nfscached cache drop` (stale_drop_kept) removes the outage records: a
+ * proxy restarted with the upstream down has no name to answer from. */
+static void test_outage_records_dropped_by_cache_drop(void)
+{
+	char fname[] = "f";
+	struct disk_stats ds;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT(ds.outage_records >= 3);
+	stale_drop_kept(&h.d);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.outage_records, 0);
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", PS), id);
+	h.fu.state = UPSTREAM_DOWN;
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.outage_records, 0);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, NULL), NFS3ERR_JUKEBOX);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
@@ -508,6 +591,8 @@ int test_register(void)
 	T(test_holes_stored_and_restored_after_restart);
 	T(test_outage_restart_serves_lookup_attrs_access_read);
 	T(test_outage_lookup_of_cached_name_answered);
+	T(test_outage_access_answers_known_denials);
+	T(test_outage_records_dropped_by_cache_drop);
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);
