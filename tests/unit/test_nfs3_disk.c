@@ -580,6 +580,87 @@ static void test_outage_records_dropped_by_cache_drop(void)
 	h_fini(&h);
 }
 
+/* READ of count bytes at off of toy file id: the status; *old_bytes true
+ * when NFS3_OK and the data equal old[off..off+count). */
+static nfsstat3 read_status(struct nfs3_h *h, uint64_t id, uint64_t off,
+			    uint32_t count, const uint8_t *old, bool *old_bytes)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = count };
+	READ3res res;
+	nfsstat3 st;
+	uint32_t xid;
+
+	h_fh(h, id, &a.file, buf);
+	xid = h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_READ3res, &res), 0);
+	st = res.status;
+	*old_bytes = st == NFS3_OK &&
+		     res.READ3res_u.resok.data.data_len == count &&
+		     memcmp(res.READ3res_u.resok.data.data_val, old + off,
+			    count) == 0;
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	return st;
+}
+
+/* A file changed upstream while the proxy was down: once the proxy has
+ * seen its new attributes, neither the same process nor one restarted
+ * during an outage ever serves the old version's bytes kept on disk
+ * (JUKEBOX), and the attributes an outage shows are the new ones. */
+static void test_outage_never_serves_an_older_version(void)
+{
+	static uint8_t old[2 * PS];
+	char fname[] = "f";
+	struct toy_node *n;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+	uint32_t mtime;
+	bool stale_bytes = true;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", 2 * PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	read_check(&h, id, 0, PS);
+	read_check(&h, id, PS, PS);
+	memcpy(old, toy_node(&h.toy, id)->data, sizeof(old));
+	disk_tier_drain();
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);	/* the file changed meanwhile */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
+	n = toy_node(&h.toy, id);
+	for (unsigned i = 0; i < 2 * PS; i++)
+		n->data[i] = (uint8_t)(i * 7 + 3);
+	mtime = n->mtime = h.toy.clock += 5;
+	CU_ASSERT_EQUAL(attr_call(&h, id, false), NFS3_OK);	/* upstream */
+	h.fu.state = UPSTREAM_DOWN;
+	CU_ASSERT_EQUAL(read_status(&h, id, 0, PS, old, &stale_bytes),
+			NFS3ERR_JUKEBOX);
+	CU_ASSERT_FALSE(stale_bytes);
+	disk_tier_drain();
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);	/* restarted during the outage */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
+	h.fu.state = UPSTREAM_DOWN;
+	{
+		struct cfile *f = up_file(&h, id);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(cfile_attr(f)->mtime.sec, mtime);
+		cfile_put(h.d.cache, &f);
+	}
+	for (unsigned p = 0; p < 2; p++) {
+		stale_bytes = true;
+		CU_ASSERT_NOT_EQUAL(read_status(&h, id, (uint64_t)p * PS, PS,
+						old, &stale_bytes), NFS3_OK);
+		CU_ASSERT_FALSE(stale_bytes);
+	}
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
@@ -593,6 +674,7 @@ int test_register(void)
 	T(test_outage_lookup_of_cached_name_answered);
 	T(test_outage_access_answers_known_denials);
 	T(test_outage_records_dropped_by_cache_drop);
+	T(test_outage_never_serves_an_older_version);
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);
