@@ -905,6 +905,17 @@ bool cfile_access_allows(const struct cfile *f, const struct nfs_cred *cr,
 	return s && (s->known & bits) == bits && (s->granted & bits) == bits;
 }
 
+bool cfile_access_known(const struct cfile *f, const struct nfs_cred *cr,
+			uint32_t bits, uint32_t *granted)
+{
+	const struct access_slot *s = access_find(f, cr);
+
+	if (!s || (s->known & bits) != bits)
+		return false;
+	*granted = s->granted & bits;
+	return true;
+}
+
 /* ---- data ---- */
 
 /*

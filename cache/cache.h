@@ -407,6 +407,13 @@ void cfile_access_record(struct cfile *f, const struct nfs_cred *cr,
 bool cfile_access_allows(const struct cfile *f, const struct nfs_cred *cr,
 			 uint32_t bits);
 
+/* True if the upstream's answer is known for every bit of `bits` for cr
+ * on f (granted or denied); *granted then gets the granted ones of bits.
+ * For answers from stale state only: denied bits are not otherwise
+ * answered from the cache. */
+bool cfile_access_known(const struct cfile *f, const struct nfs_cred *cr,
+			uint32_t bits, uint32_t *granted);
+
 /* ---- data ---- */
 
 /*

@@ -54,6 +54,7 @@
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
+#include "stale.h"
 #include "writeback.h"
 
 #define ADMIN_MAX_LINE		65536	/* bytes of one request line */
@@ -953,13 +954,15 @@ static void cmd_flush(struct aconn *c, char **w, int n, enum walk_mode mode)
 		flush_tick(-1, 0, c);
 }
 
-/* drop: every file's clean data, in RAM and in the disk tier. */
+/* drop: every file's clean data, in RAM and in the disk tier, and the
+ * outage records. */
 static void cmd_drop(struct aconn *c)
 {
 	struct daemon *d = c->a->d;
 	uint64_t n = cache_drop_clean(d->cache);
 
 	disk_tier_drop_all();
+	stale_drop_kept(d);
 	conn_line(c, "dropped %llu bytes; %llu bytes kept until written back",
 		  (unsigned long long)n,
 		  (unsigned long long)(cache_wb_bytes(d->cache, WB_DIRTY) +

@@ -339,6 +339,8 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 			log_debug("disk tier: a file changed since its pages "
 				  "were stored; dropping them");
 			disk_drop_file(tier, fh, (uint8_t)len);
+			/* The outage record follows the version now known. */
+			stale_keep_attr(b->d, b->f);
 		}
 	}
 	free(l);
@@ -524,6 +526,17 @@ void disk_tier_render(struct evbuffer *o)
 	render_one(o, "disk_dirty_bytes", "gauge", "Bytes of those records "
 		   "(the locally committed data with its extents).",
 		   st.journal_bytes);
+	render_one(o, "disk_outage_records", "gauge", "Outage records "
+		   "(stale_on_error: root handles, attributes, ACCESS results, "
+		   "names, FSINFO/FSSTAT/PATHCONF results) held in cache_dir.",
+		   st.outage_records);
+	render_one(o, "disk_outage_records_dropped_total", "counter",
+		   "Outage records not kept: the writer's queue was full or "
+		   "the bound of 65536 records was reached.",
+		   st.outage_dropped);
+	render_one(o, "disk_outage_checksum_failures_total", "counter",
+		   "Outage records that failed their checksum when read at "
+		   "the start (deleted, never served).", st.outage_failures);
 	render_latency(o, &st);
 }
 

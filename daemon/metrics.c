@@ -81,8 +81,9 @@ static const char *label_nfs3_proc(unsigned p)
 static const char *label_stale_proc(unsigned p)
 {
 	switch (p) {
-	case NFSPROC3_GETATTR: case NFSPROC3_READ: case NFSPROC3_FSSTAT:
-	case NFSPROC3_FSINFO: case NFSPROC3_PATHCONF:
+	case NFSPROC3_GETATTR: case NFSPROC3_LOOKUP: case NFSPROC3_ACCESS:
+	case NFSPROC3_READ: case NFSPROC3_FSSTAT: case NFSPROC3_FSINFO:
+	case NFSPROC3_PATHCONF:
 		return label_nfs3_proc(p);
 	default:
 		return NULL;

@@ -292,19 +292,23 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex,
 	const uint8_t *root;
 	size_t root_len;
 	struct mnt_walk *w;
+	bool kept = false;
 
 	root = upcall_root_fh(&ex->upc, &root_len);
 	if (root)
 		stale_keep_root(r->d, ex, root, root_len);
 	else
-		root = stale_root(r->d, ex, &root_len);	/* an outage */
+		kept = (root = stale_root(r->d, ex, &root_len)) != NULL;
 	if (!root) {
 		log_warn("MNT %s from %s: upstream not mounted", ex->conf->path,
 			 req_peer_name(r));
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);
 	}
-	if (!*sub)
+	if (!*sub) {
+		if (kept)	/* an outage: the root an earlier run kept */
+			stale_count_mount();
 		return mnt_reply_fh(r, ex, root, root_len);
+	}
 	if (root_len > NFS3_FHSIZE || !(w = calloc(1, sizeof(*w))))
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);
 	w->r = r;

@@ -240,23 +240,29 @@ enum op_status nfs3_op_access(struct req *r)
 	struct cfile *f;
 	ACCESS3res res;
 	nfsstat3 st;
+	uint32_t granted = a->access;
+	bool now;
 
 	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
 		return nfs3_reply_status(r, st);
 	f = fh_find(r->d, &a->object);
-	/* Denied bits are not answered locally: the cache keeps only
-	 * whether every bit asked for was granted (cfile_access_allows). */
-	if ((!fresh(ex, f) && !stale_usable(r->d, ex, f)) ||
-	    !cfile_access_allows(f, &uc, a->access)) {
+	now = fresh(ex, f);
+	/* Denied bits are not answered locally while the upstream can be
+	 * asked (cfile_access_allows: every bit asked granted); during an
+	 * outage the upstream's last answer for these bits is, denials
+	 * included (a client's open asks for more than a file grants). */
+	if (now ? !cfile_access_allows(f, &uc, a->access)
+		: !stale_usable(r->d, ex, f) ||
+		  !cfile_access_known(f, &uc, a->access, &granted)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
-	if (!fresh(ex, f))
+	if (!now)
 		stale_count(NFSPROC3_ACCESS);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	post_op_of(f, &res.ACCESS3res_u.resok.obj_attributes);
-	res.ACCESS3res_u.resok.access = a->access;
+	res.ACCESS3res_u.resok.access = granted;
 	cfile_put(r->d->cache, &f);
 	stats.hits[NFS3_META_ACCESS]++;
 	return req_reply(r, (xdrproc_t)xdr_ACCESS3res, &res);

@@ -78,6 +78,11 @@ void stale_count(uint32_t proc)
 		stats.answers[proc]++;
 }
 
+void stale_count_mount(void)
+{
+	stats.mounts++;
+}
+
 /* Whether proc's answers are remembered. */
 static bool remembered_proc(uint32_t proc)
 {
@@ -525,6 +530,19 @@ long stale_restore(struct daemon *d, stale_name_fn *name_fn)
 		log_info("outage records: %ld kept, %ld installed", n,
 			 rs.installed);
 	return rs.installed;
+}
+
+void stale_drop_kept(const struct daemon *d)
+{
+	struct disk *dk = keeper(d);
+
+	if (!dk)
+		return;
+	if (disk_on(dk) && disk_outage_drop_all(dk) != 0)
+		log_warn("outage records of %s: their removal could not be "
+			 "queued", d->conf->cache_dir);
+	kept_clear();
+	memset(roots, 0, sizeof(roots));
 }
 
 void stale_forget_all(void)

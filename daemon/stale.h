@@ -29,17 +29,22 @@ struct export_rt;
  * Counters this module owns, declared once for struct stale_stats and for
  * /metrics (rows as in server.h's SERVER_METRICS): answers given from
  * stale state, by NFSv3 procedure number; the label set stale_proc names
- * only the procedures stale_on_error answers (daemon/metrics.c).
+ * only the procedures stale_on_error answers (daemon/metrics.c); MNTs
+ * answered from a kept root handle.
  */
 #define STALE_METRICS(X, A) \
 	A(answers, UPSTREAM_NPROCS, counter, "nfscached_stale_answers_total", \
 	  "procedure", stale_proc, \
-	  "Calls answered from expired cached state while the upstream was unreachable (stale_on_error), by procedure.")
+	  "Calls answered from expired cached state while the upstream was unreachable (stale_on_error), by procedure.") \
+	X(uint64_t, mounts, counter, "nfscached_stale_mounts_total", \
+	  "MOUNT MNT calls answered with the export's root handle kept in cache_dir while the upstream was unreachable (stale_on_error).")
 
 struct stale_stats {
+#define X(t, f, k, n, h) t f;
 #define A(f, len, k, n, l, ls, h) uint64_t f[len];
-	STALE_METRICS(, A)
+	STALE_METRICS(X, A)
 #undef A
+#undef X
 };
 
 /* The status to judge a call nfs3_send refused by: UPSTREAM_EDOWN when
@@ -57,6 +62,9 @@ bool stale_attrs_usable(const struct daemon *d, const struct cfile *f,
 
 /* Count one answer of NFSv3 procedure proc given from stale state. */
 void stale_count(uint32_t proc);
+
+/* Count one MNT answered with a root handle stale_root gave. */
+void stale_count_mount(void);
 
 /*
  * Remember the upstream's result XDR res[0..len) of proc (FSINFO, FSSTAT
@@ -133,6 +141,16 @@ typedef void stale_name_fn(struct daemon *d, const uint8_t *dir, size_t dlen,
  * cache_dir.
  */
 long stale_restore(struct daemon *d, stale_name_fn *name_fn);
+
+/*
+ * Forget the outage records: queue their removal from cache_dir
+ * (disk_outage_drop_all, after the puts queued before) and forget the
+ * root handles an earlier run kept and what this process put, so what
+ * is learned next is kept again (`nfscached cache drop`). What is in RAM
+ * (attributes, names, the FSINFO/FSSTAT/PATHCONF table) stays. No-op
+ * without stale_on_error or a cache_dir. Loop thread only.
+ */
+void stale_drop_kept(const struct daemon *d);
 
 /* Free what stale_remember kept (shutdown). */
 void stale_forget_all(void);

@@ -412,7 +412,8 @@ int disk_meta_put(struct disk *d, const char *name, const void *val,
  * put of a new key beyond that is dropped (an existing key is still
  * replaced). Not culled, not dropped by disk_drop_file, a page_size
  * change or disk_drop_all: a record describes a file, not its bytes, and
- * the caller replaces it when it learns something newer.
+ * the caller replaces it when it learns something newer;
+ * disk_outage_drop_all removes them all.
  */
 #define DISK_OUTAGE_MAX		65536	/* records */
 #define DISK_OUTAGE_KEY_MAX	400	/* bytes (LMDB keys: <= 511) */
@@ -428,6 +429,14 @@ int disk_meta_put(struct disk *d, const char *name, const void *val,
  */
 int disk_outage_put(struct disk *d, const void *key, size_t klen,
 		    const void *val, size_t vlen, uint64_t stamp);
+
+/*
+ * Queue the removal of every outage record, in order with the puts
+ * queued before it (those are removed, later ones kept). Never blocks.
+ * 0, or -1 with errno ENOMEM, or EIO (tier off or the writer's queue
+ * full: nothing removed). Any thread that may submit.
+ */
+int disk_outage_drop_all(struct disk *d);
 
 /* One outage record found by disk_outage_scan, borrowed for the call
  * (val is aligned). Return 0 to go on, non-zero to stop with it. */

@@ -13,6 +13,9 @@
  * together (up to DISK_OUTAGE_BATCH) in one transaction; a failed
  * commit turns the tier off like any disk error.
  *
+ * An op with key_len 0 (disk_outage_drop_all) empties the database
+ * inside the same transaction, in queue order.
+ *
  * Invariants: outage_records (in st, atomic access) is the number of
  * records committed (set by disk_outage_count at open, then changed only
  * by the writer's committed transactions and the scan's deletions), and
@@ -71,15 +74,24 @@ disk_outage_count(struct disk *d, MDB_txn *txn)
 	return rc;
 }
 
-/* Put one op inside txn; *added +1 for a new key. 0 or an LMDB error. */
+/* Apply one op inside txn: a put (*added +1 for a new key), or with
+ * key_len 0 the removal of all (*held and *added then 0). 0 or an LMDB
+ * error. */
 static int
 outage_apply(struct disk *d, MDB_txn *txn, struct disk_op *op,
-	     uint64_t held, int64_t *added)
+	     uint64_t *held, int64_t *added)
 {
 	MDB_val kv = { op->key_len, op->pg.data }, v;
-	bool exists = mdb_get(txn, d->dbi_outage, &kv, &v) == 0;
+	bool exists;
 
-	if (!exists && held + (uint64_t)*added >= DISK_OUTAGE_MAX) {
+	if (op->key_len == 0) {
+		op->result = DISK_HIT;
+		*held = 0;
+		*added = 0;
+		return mdb_drop(txn, d->dbi_outage, 0);
+	}
+	exists = mdb_get(txn, d->dbi_outage, &kv, &v) == 0;
+	if (!exists && *held + (uint64_t)*added >= DISK_OUTAGE_MAX) {
 		op->result = DISK_MISS;
 		DISK_COUNT(d, outage_dropped, 1);
 		return 0;
@@ -102,7 +114,7 @@ disk_run_outage(struct disk *d, struct disk_op **ops, unsigned n)
 		return;		/* every op stays DISK_OFF */
 	rc = mdb_txn_begin(d->env, NULL, 0, &txn);
 	for (unsigned i = 0; i < n && rc == 0; i++)
-		rc = outage_apply(d, txn, ops[i], held, &added);
+		rc = outage_apply(d, txn, ops[i], &held, &added);
 	if (rc == 0) {
 		rc = mdb_txn_commit(txn);
 		txn = NULL;
@@ -116,8 +128,26 @@ disk_run_outage(struct disk *d, struct disk_op **ops, unsigned n)
 		return;
 	}
 	disk_io_event(d, DISK_IO_INDEX_COMMIT, 0, 0);
-	__atomic_fetch_add(&d->st.outage_records, (uint64_t)added,
-			   __ATOMIC_RELAXED);
+	/* Only this thread changes the count while serving. */
+	__atomic_store_n(&d->st.outage_records, held + (uint64_t)added,
+			 __ATOMIC_RELAXED);
+}
+
+int
+disk_outage_drop_all(struct disk *d)
+{
+	struct disk_op *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		errno = ENOMEM;
+		return -1;
+	}
+	op->kind = DISK_OP_OPUT;	/* key_len 0: remove all */
+	if (!disk_submit_outage(d, op)) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
 }
 
 int

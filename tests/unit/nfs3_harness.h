@@ -44,6 +44,7 @@ struct toy {
 	uint32_t clock;			/* bumped on every change */
 	uint8_t verf[NFS3_WRITEVERFSIZE]; /* WRITE/COMMIT verifier */
 	uint8_t fh[TOY_MAX_NODES][8];	/* handle bytes, by node index */
+	uint32_t access_deny;		/* ACCESS bits never granted (0) */
 };
 
 /* A reply the client has received and not yet taken. */

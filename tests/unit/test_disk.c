@@ -2069,6 +2069,41 @@ test_outage_records_bounded(void)
 	disk_close(&d);
 }
 
+/* disk_outage_drop_all removes the records put before it, in queue
+ * order, keeps a put queued after it, and the removal is committed (a
+ * reopen finds only that one); its pages are not touched. */
+static void
+test_outage_records_drop_all(void)
+{
+	struct disk *d = open_store(PAGE, 16);
+	struct disk_stats st;
+	struct oseen o = { 0 };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A1", 2, "one", 3, 1), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A2", 2, "two", 3, 2), 0);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_records, 2);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "A3", 2, "three", 5, 3), 0);
+	CU_ASSERT_EQUAL(disk_outage_drop_all(d), 0);
+	CU_ASSERT_EQUAL(disk_outage_put(d, "N1", 2, "after", 5, 4), 0);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_records, 1);
+	CU_ASSERT_EQUAL(st.outage_dropped, 0);
+	CU_ASSERT(st.on);
+	disk_close(&d);
+	d = open_store(PAGE, 16);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.outage_records, 1);
+	CU_ASSERT_EQUAL(disk_outage_scan(d, oseen_cb, &o), 1);
+	CU_ASSERT_STRING_EQUAL(o.keys[0], "N1");
+	CU_ASSERT_STRING_EQUAL(o.vals[0], "after");
+	disk_close(&d);
+}
+
 int
 test_register(void)
 {
@@ -2111,6 +2146,7 @@ test_register(void)
 	T(test_unusable_index_lock_is_off_not_a_crash);
 	T(test_outage_records_round_trip_and_checksummed);
 	T(test_outage_records_bounded);
+	T(test_outage_records_drop_all);
 #undef T
 	return 0;
 }

@@ -169,7 +169,7 @@ static void test_render_double_counter(void)
 }
 
 /* An array row gives one series per index its label set names, skipping
- * the others (stale answers exist for five procedures only). */
+ * the others (stale answers exist for seven procedures only). */
 static void test_render_arrays(void)
 {
 	struct stale_stats ss;
@@ -178,12 +178,17 @@ static void test_render_arrays(void)
 
 	memset(&ss, 0, sizeof(ss));
 	ss.answers[6] = 4;	/* NFSPROC3_READ */
-	ss.answers[3] = 9;	/* LOOKUP: not answered stale, not exported */
+	ss.answers[3] = 2;	/* LOOKUP: outage mode */
+	ss.answers[7] = 9;	/* WRITE: never answered stale, not exported */
+	ss.mounts = 5;
 	text = render("stale", &ss);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "nfscached_stale_answers_total{procedure=\"read\"} 4\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "nfscached_stale_answers_total{procedure=\"getattr\"} 0\n"));
-	CU_ASSERT_PTR_NULL(strstr(text, "lookup"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "nfscached_stale_answers_total{procedure=\"lookup\"} 2\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "nfscached_stale_answers_total{procedure=\"access\"} 0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "nfscached_stale_mounts_total 5\n"));
+	CU_ASSERT_PTR_NULL(strstr(text, "write"));
 	CU_ASSERT_PTR_NULL(strstr(text, " 9\n"));
 	free(text);
 	memset(&st, 0, sizeof(st));

@@ -497,6 +497,170 @@ static void test_outage_lookup_of_cached_name_answered(void)
 	h_fini(&h);
 }
 
+/* ACCESS of bits id's toy file: the status, the bits granted in *granted. */
+static nfsstat3 access_bits(struct nfs3_h *h, uint64_t id, uint32_t bits,
+			    uint32_t *granted)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	ACCESS3args a = { .access = bits };
+	ACCESS3res ar;
+	nfsstat3 st;
+	uint32_t xid;
+
+	h_fh(h, id, &a.object, buf);
+	xid = h_call(h, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &a);
+	memset(&ar, 0, sizeof(ar));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_ACCESS3res, &ar), 0);
+	st = ar.status;
+	*granted = st == NFS3_OK ? ar.ACCESS3res_u.resok.access : 0;
+	xdr_free((xdrproc_t)xdr_ACCESS3res, (char *)&ar);
+	return st;
+}
+
+/* During an outage an ACCESS whose every bit has a known answer gets the
+ * upstream's last answer, a denied bit included (a client's open asks
+ * READ|LOOKUP|... of a file); one with a bit never asked gets JUKEBOX.
+ * It was JUKEBOX whenever a bit asked had been denied. */
+static void test_outage_access_answers_known_denials(void)
+{
+	struct stale_stats before;
+	struct nfs3_h h;
+	uint32_t granted = 0;
+	uint64_t id;
+
+	h_init(&h, with_disk_stale);
+	h.toy.access_deny = ACCESS3_LOOKUP;
+	id = toy_add_file(&h.toy, "f", PS);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_LOOKUP,
+				    &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	h.fu.state = UPSTREAM_DOWN;
+	h_advance(&h, 120);		/* past acregmax */
+	stale_stats_get(&before);
+	granted = 0;
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_LOOKUP,
+				    &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ, &granted), NFS3_OK);
+	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
+	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_MODIFY,
+				    &granted), NFS3ERR_JUKEBOX);
+	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_ACCESS), 2);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_ACCESS], 1);
+	h_fini(&h);
+}
+
+/* `nfscached cache drop` (stale_drop_kept) removes the outage records: a
+ * proxy restarted with the upstream down has no name to answer from. */
+static void test_outage_records_dropped_by_cache_drop(void)
+{
+	char fname[] = "f";
+	struct disk_stats ds;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT(ds.outage_records >= 3);
+	stale_drop_kept(&h.d);
+	disk_tier_drain();
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.outage_records, 0);
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", PS), id);
+	h.fu.state = UPSTREAM_DOWN;
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_EQUAL(ds.outage_records, 0);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, NULL), NFS3ERR_JUKEBOX);
+	h_fini(&h);
+}
+
+/* READ of count bytes at off of toy file id: the status; *old_bytes true
+ * when NFS3_OK and the data equal old[off..off+count). */
+static nfsstat3 read_status(struct nfs3_h *h, uint64_t id, uint64_t off,
+			    uint32_t count, const uint8_t *old, bool *old_bytes)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = count };
+	READ3res res;
+	nfsstat3 st;
+	uint32_t xid;
+
+	h_fh(h, id, &a.file, buf);
+	xid = h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_READ3res, &res), 0);
+	st = res.status;
+	*old_bytes = st == NFS3_OK &&
+		     res.READ3res_u.resok.data.data_len == count &&
+		     memcmp(res.READ3res_u.resok.data.data_val, old + off,
+			    count) == 0;
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	return st;
+}
+
+/* A file changed upstream while the proxy was down: once the proxy has
+ * seen its new attributes, neither the same process nor one restarted
+ * during an outage ever serves the old version's bytes kept on disk
+ * (JUKEBOX), and the attributes an outage shows are the new ones. */
+static void test_outage_never_serves_an_older_version(void)
+{
+	static uint8_t old[2 * PS];
+	char fname[] = "f";
+	struct toy_node *n;
+	struct nfs3_h h;
+	uint64_t id, got = 0;
+	uint32_t mtime;
+	bool stale_bytes = true;
+
+	h_init(&h, with_disk_stale);
+	id = toy_add_file(&h.toy, "f", 2 * PS);
+	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
+	read_check(&h, id, 0, PS);
+	read_check(&h, id, PS, PS);
+	memcpy(old, toy_node(&h.toy, id)->data, sizeof(old));
+	disk_tier_drain();
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);	/* the file changed meanwhile */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
+	n = toy_node(&h.toy, id);
+	for (unsigned i = 0; i < 2 * PS; i++)
+		n->data[i] = (uint8_t)(i * 7 + 3);
+	mtime = n->mtime = h.toy.clock += 5;
+	CU_ASSERT_EQUAL(attr_call(&h, id, false), NFS3_OK);	/* upstream */
+	h.fu.state = UPSTREAM_DOWN;
+	CU_ASSERT_EQUAL(read_status(&h, id, 0, PS, old, &stale_bytes),
+			NFS3ERR_JUKEBOX);
+	CU_ASSERT_FALSE(stale_bytes);
+	disk_tier_drain();
+	h_fini(&h);
+
+	h_init(&h, with_disk_stale);	/* restarted during the outage */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
+	h.fu.state = UPSTREAM_DOWN;
+	{
+		struct cfile *f = up_file(&h, id);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL(cfile_attr(f)->mtime.sec, mtime);
+		cfile_put(h.d.cache, &f);
+	}
+	for (unsigned p = 0; p < 2; p++) {
+		stale_bytes = true;
+		CU_ASSERT_NOT_EQUAL(read_status(&h, id, (uint64_t)p * PS, PS,
+						old, &stale_bytes), NFS3_OK);
+		CU_ASSERT_FALSE(stale_bytes);
+	}
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite_with_setup_and_teardown("nfs3_disk", NULL,
@@ -508,6 +672,9 @@ int test_register(void)
 	T(test_holes_stored_and_restored_after_restart);
 	T(test_outage_restart_serves_lookup_attrs_access_read);
 	T(test_outage_lookup_of_cached_name_answered);
+	T(test_outage_access_answers_known_denials);
+	T(test_outage_records_dropped_by_cache_drop);
+	T(test_outage_never_serves_an_older_version);
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);

@@ -184,14 +184,15 @@ static void do_lookup(struct toy *t, const LOOKUP3args *a, LOOKUP3res *r)
 	post(d, &r->LOOKUP3res_u.resok.dir_attributes);
 }
 
-/* ACCESS (section 3.3.4): everything asked for is granted. */
+/* ACCESS (section 3.3.4): everything asked for is granted but the bits
+ * of t->access_deny. */
 static void do_access(struct toy *t, const ACCESS3args *a, ACCESS3res *r)
 {
 	struct toy_node *n = by_fh(t, &a->object);
 
 	r->status = n ? NFS3_OK : NFS3ERR_STALE;
 	post(n, &r->ACCESS3res_u.resok.obj_attributes);
-	r->ACCESS3res_u.resok.access = a->access;
+	r->ACCESS3res_u.resok.access = a->access & ~t->access_deny;
 }
 
 /* READ (section 3.3.6). */
