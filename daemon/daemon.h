@@ -53,6 +53,8 @@ struct export_rt {
 	struct conf_hold *hold;		/* retired: the superseded
 					 * configuration conf points into */
 	bool closed;			/* retired and its connections closed */
+	unsigned retire_waits;		/* retired: its write-back waits not
+					 * yet called back (reload.c) */
 };
 
 /* A superseded configuration kept for the retired exports pointing into

@@ -301,12 +301,27 @@ size_t reload_retiring(const struct daemon *d)
 	return n;
 }
 
-/* Kick the write-back (with a COMMIT) of every file of ex that has some;
- * true if one has write-back bytes or an upstream WRITE/COMMIT. */
+/* A retired export's write-back wait ended (done, or timed out after
+ * upstream_timeout: the next poll waits again). */
+static void retire_waited(struct daemon *d, nfsstat3 status, void *arg)
+{
+	struct export_rt *ex = arg;
+
+	(void)d;
+	(void)status;
+	ex->retire_waits--;
+}
+
+/* Write back (and COMMIT) every file of ex that has write-back bytes;
+ * true if one has them or an upstream WRITE/COMMIT. A kick alone is not
+ * enough: in the background the tail of a file written in the last
+ * writeback_delay waits for more (wb_pump's keep_tail), and no more can
+ * come through a retired export. A waiter, as a client's COMMIT has, takes
+ * everything; one per file at a time, while the previous ones last. */
 static bool retire_kick(struct daemon *d, struct export_rt *ex)
 {
 	struct cfile *f, *next;
-	bool busy = false;
+	bool busy = false, wait = ex->retire_waits == 0;
 
 	for (f = cache_wb_file_first(d->cache); f; f = next) {
 		struct fstate *fs = fstate_find(f);
@@ -315,7 +330,16 @@ static bool retire_kick(struct daemon *d, struct export_rt *ex)
 		if (!fs || fs->ex != ex)
 			continue;
 		busy = true;
-		writeback_kick(d, f, ex, true);
+		if (!wait) {
+			writeback_kick(d, f, ex, true);
+			continue;
+		}
+		ex->retire_waits++;
+		if (writeback_wait(d, f, ex, WB_WAIT_ALL, 0, 0, retire_waited,
+				   ex) != 0) {
+			ex->retire_waits--;
+			writeback_kick(d, f, ex, true);
+		}
 	}
 	return busy;
 }
