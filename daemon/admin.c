@@ -420,8 +420,8 @@ static void learn_attr(struct aconn *c, struct witem *w, const struct cattr *a)
 static void item_failed(struct aconn *c, const char *what, int status)
 {
 	if (status >= 0)
-		conn_line(c, "%s: %s failed (NFS3 status %d)", c->head->path,
-			  what, status);
+		conn_line(c, "%s: %s failed (%s)", c->head->path, what,
+			  nfs3_status_name((uint32_t)status));
 	else
 		conn_line(c, "%s: %s failed: the upstream is down or did not "
 			  "answer (error %d); nothing was dropped",

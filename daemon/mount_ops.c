@@ -253,8 +253,8 @@ static void walk_lookup_done(enum upstream_status status, void *res, void *arg)
 		return;
 	}
 	if (lr->status != NFS3_OK) {
-		snprintf(why, sizeof(why), "LOOKUP %s: NFS3 status %d", w->name,
-			 (int)lr->status);
+		snprintf(why, sizeof(why), "LOOKUP %s: %s", w->name,
+			 nfs3_status_name(lr->status));
 		walk_fail(w, walk_status(lr->status), why);
 		return;
 	}
