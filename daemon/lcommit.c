@@ -110,6 +110,8 @@ struct lc_sync {
 static struct lcommit_stats stats;
 /* The pacing of write-back failure lines, one per cause. */
 static struct ratelog fail_log[LC_NCAUSES];
+/* Journal rewrites and deletions queued this run (lcommit_rewrites). */
+static uint64_t rewrites_queued;
 #define LCOMMIT_LOG_INTERVAL 10.0	/* seconds between such lines */
 static uint64_t next_seq = 1;	/* the next record's sequence number */
 static uint64_t first_seq = 1;	/* next_seq when this run began */
@@ -474,6 +476,7 @@ void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
 	     rangeset_ranges_in(&fs->lc_pages, from, end, r, 64) > 0;) {
 		uint64_t idx = r[0].start;
 
+		rewrites_queued++;
 		if (page_journal(d, f, fs, idx, b, true) != 0)
 			log_error("local commit: cannot rewrite the journal "
 				  "record of page %" PRIu64 "; a restart may "
@@ -553,8 +556,60 @@ static void settle_page(struct disk *dk, struct cfile *f, struct fstate *fs,
 
 	if (!disk_tier_key(f, idx, &k))
 		return;
-	if ((dk && disk_journal_del(dk, &k) == 0) || fence.st != LCF_NONE)
+	if (dk && disk_journal_del(dk, &k) == 0) {
+		rewrites_queued++;
 		page_forget(fs, idx);
+	} else if (fence.st != LCF_NONE) {
+		page_forget(fs, idx);
+	}
+}
+
+uint64_t lcommit_rewrites(void)
+{
+	return rewrites_queued;
+}
+
+/* What lcommit_ack_wait waits on. */
+struct lc_ack {
+	struct daemon *d;
+	wb_wait_fn fn;
+	void *arg;
+};
+
+/* The journal's sync after a call's rewrites came back: durable, the
+ * call may be answered once no fence is due; not durable (the tier
+ * turned off), once the fence that covers the records is. */
+static void ack_synced(void *arg, bool durable)
+{
+	struct lc_ack *a = arg;
+
+	if (!durable)
+		tier_check(a->d);
+	if (lcommit_fence_wait(a->d, a->fn, a->arg) != 0)
+		a->fn(a->d, NFS3ERR_JUKEBOX, a->arg);
+	free(a);
+}
+
+int lcommit_ack_wait(struct daemon *d, uint64_t since, wb_wait_fn fn,
+		     void *arg)
+{
+	struct disk *dk = journal();
+	struct lc_ack *a;
+
+	if (rewrites_queued == since || !dk)
+		return lcommit_fence_wait(d, fn, arg);
+	if (!(a = calloc(1, sizeof(*a))))
+		return -1;
+	a->d = d;
+	a->fn = fn;
+	a->arg = arg;
+	if (disk_journal_sync(dk, ack_synced, a) != 0) {
+		/* The tier is off: the fence covers the records. */
+		free(a);
+		tier_check(d);
+		return lcommit_fence_wait(d, fn, arg);
+	}
+	return 0;
 }
 
 void lcommit_settle(struct daemon *d, struct cfile *f)

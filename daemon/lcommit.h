@@ -187,6 +187,27 @@ int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
  * never called). */
 int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
 
+/*
+ * How many journal rewrites and deletions this run has queued (a
+ * truncation, a REMOVE, a written-through WRITE rewrite the records of
+ * the pages they touch). A call that may have queued some takes this
+ * before and hands it to lcommit_ack_wait. Loop thread.
+ */
+uint64_t lcommit_rewrites(void);
+
+/*
+ * Call fn(d, NFS3_OK or NFS3ERR_JUKEBOX, arg) exactly once (possibly
+ * before this returns) when what a call acknowledges can no longer be
+ * undone by a replay at the next start: the journal rewrites queued since
+ * `since` (lcommit_rewrites) are durable (one journal sync after them;
+ * the journal keeps queue order), and no fence is due (as
+ * lcommit_fence_wait). If the tier turned off meanwhile, the fence that
+ * covers the records is waited for instead. -1 on ENOMEM (fn is never
+ * called). Loop thread.
+ */
+int lcommit_ack_wait(struct daemon *d, uint64_t since, wb_wait_fn fn,
+		     void *arg);
+
 /* True while a fence is due and not yet durable (the tier turned off
  * with records outstanding): a call that changes a file upstream then
  * waits for it first (lcommit_fence_wait). Loop thread. */

@@ -5,6 +5,7 @@
  * file's size or permissions, a CREATE truncating an existing file and a
  * REMOVE of its last link wait for, or drop, the proxy's unwritten data.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,62 @@ static void fwd_remember(struct req *r, struct nfs3_fwd *w, const void *res)
 	free(bytes);
 }
 
+/* A reply kept encoded until the journal's rewrites are durable. */
+struct fwd_held {
+	struct req *r;
+	uint8_t *buf;			/* the encoded result, owned */
+	size_t len;
+};
+
+/* XDR routine of a held reply: its bytes as they were encoded (a
+ * multiple of 4 bytes, so xdr_opaque adds no padding). */
+static bool_t fwd_xdr_held(XDR *xdrs, void *p)
+{
+	struct fwd_held *h = p;
+
+	return xdr_opaque(xdrs, (char *)h->buf, (u_int)h->len);
+}
+
+/* The held reply's rewrites are durable (or the fence is): answer. */
+static void fwd_held_done(struct daemon *d, nfsstat3 st, void *arg)
+{
+	struct fwd_held *h = arg;
+
+	(void)d;
+	if (st == NFS3_OK)
+		req_reply(h->r, (xdrproc_t)fwd_xdr_held, h);
+	else
+		nfs3_reply_status(h->r, st);
+	free(h->buf);
+	free(h);
+}
+
+/*
+ * The call queued journal rewrites (a truncation, a REMOVE of a file
+ * with locally committed data): answer res only once they are durable,
+ * or a crash right after the reply would replay the older records over
+ * what it acknowledged (lcommit_ack_wait; rw0: lcommit_rewrites() before
+ * the call's learning). res is encoded now (the
+ * decoded reply lives only during this callback) and sent as it is
+ * later. 0, or -1 when it could not be held (the caller answers now).
+ */
+static int fwd_reply_journaled(struct req *r, void *res, uint64_t rw0)
+{
+	struct fwd_held *h = calloc(1, sizeof(*h));
+
+	if (!h || !(h->buf = rpcmsg_encode(r->ent->xdr_res, res, &h->len))) {
+		free(h);
+		return -1;
+	}
+	h->r = r;
+	if (lcommit_ack_wait(r->d, rw0, fwd_held_done, h) != 0) {
+		free(h->buf);
+		free(h);
+		return -1;
+	}
+	return 0;
+}
+
 static void forward_done(enum upstream_status status, void *decoded,
 			 void *arg)
 {
@@ -157,6 +214,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 	struct daemon *d = r->d;
 	const struct dispatch_entry *ent = r->ent;
 	void *res = NULL;
+	uint64_t rw0;
 	nfsstat3 err;
 
 	if (status != UPSTREAM_OK && fwd_stale(r, w, status))
@@ -171,6 +229,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 		nfs3_reply_status(r, nfs3_upstream_failure(status));
 		return;
 	}
+	rw0 = lcommit_rewrites();
 	nfs3_learn_reply(r, w, res);
 	nfs3_learn_present(r, w, res);
 	if (r->call.proc == NFSPROC3_REMOVE && *(nfsstat3 *)res == NFS3_OK &&
@@ -185,9 +244,11 @@ static void forward_done(enum upstream_status status, void *decoded,
 		create_adopt_size(r, w, res);
 	err = nfs3_guard_rewrap(d, w->ex, r->ent->nfs3, res);
 	fwd_free(d, w);
+	r->op = NULL;
 	if (err != NFS3_OK)
 		nfs3_reply_status(r, err);
-	else
+	else if (lcommit_rewrites() == rw0 ||
+		 fwd_reply_journaled(r, res, rw0) != 0)
 		req_reply(r, ent->xdr_res, res);
 }
 

@@ -152,7 +152,7 @@ static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
 	write_reply(arg, st, FILE_SYNC);
 }
 
-/* A written-through WRITE may be answered (lcommit_fence_wait). */
+/* A written-through WRITE may be answered (lcommit_ack_wait). */
 static void write_through_fenced(struct daemon *d, nfsstat3 st, void *arg)
 {
 	(void)d;
@@ -169,6 +169,7 @@ static void write_through_done(enum upstream_status status, void *decoded,
 	WRITE3args *a = op->r->args;
 	struct cwcc pre_tmp;
 	struct cattr post_tmp;
+	uint64_t rw0 = lcommit_rewrites();
 	nfsstat3 st;
 
 	if (status == UPSTREAM_OK)
@@ -200,9 +201,9 @@ static void write_through_done(enum upstream_status status, void *decoded,
 		cfile_access_record(op->f, &op->uc, ACCESS3_MODIFY | ACCESS3_EXTEND,
 				    ACCESS3_MODIFY | ACCESS3_EXTEND);
 	/* Stable: answered once no journal record can bring older bytes
-	 * back (lcommit_fence_wait). */
+	 * back: its rewrite durable, no fence due (lcommit_ack_wait). */
 	if (st != NFS3_OK ||
-	    lcommit_fence_wait(d, write_through_fenced, op) != 0)
+	    lcommit_ack_wait(d, rw0, write_through_fenced, op) != 0)
 		write_reply(op, st, FILE_SYNC);
 }
 

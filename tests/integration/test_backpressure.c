@@ -477,6 +477,7 @@ static void test_metrics_huge_headers_refused(void)
 {
 	const char *addr = getenv("NFSC_METRICS_ADDR");
 	const char *colon = addr ? strrchr(addr, ':') : NULL;
+	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
 	char line[1024];
 	size_t sent = 0;
 	long rss0 = proxy_rss_kib(), rss1;
@@ -491,8 +492,8 @@ static void test_metrics_huge_headers_refused(void)
 	memcpy(line, "X-Big: ", 7);
 	line[sizeof(line) - 2] = '\r';
 	line[sizeof(line) - 1] = '\n';
-	CU_ASSERT(send(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n", 34,
-		       MSG_NOSIGNAL) == 34);
+	CU_ASSERT(send(fd, get, sizeof(get) - 1, MSG_NOSIGNAL) ==
+		  (ssize_t)sizeof(get) - 1);
 	while (sent < 50u * 1000 * 1000 &&
 	       send(fd, line, sizeof(line), MSG_NOSIGNAL) == (ssize_t)sizeof(line))
 		sent += sizeof(line);

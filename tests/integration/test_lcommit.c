@@ -66,6 +66,7 @@
  *                Ganesha's disk give B, never A.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,6 +721,40 @@ static void test_rb_after(void)
 	free(want);
 }
 
+/* ---- a truncation acknowledged, then SIGKILL at once ----
+ * tr_kill: 256 KiB of A + COMMIT (journaled, tier on), SETATTR size 0
+ * (NFS3_OK), then SIGKILL to $NFSC_PROXY_PID right after the reply.
+ * tr_check (after a restart and a flush): the upstream file is still
+ * size 0: the journal's rewrite was durable before the reply, so no
+ * older record replays over the truncation. */
+static void test_tr_kill(void)
+{
+	const char *pid = wb_env("NFSC_PROXY_PID");
+	char name[64];
+	struct wb_fh fh;
+
+	wb_unique_name(name, sizeof(name), "lc-tr");
+	create(name, &fh);
+	write_pattern(&fh, 0, 4 * RB_LEN, SEED_RB_A, UNSTABLE, NULL);
+	WB_STAT(wb_commit(&px, &fh, NULL, WB_TIMEOUT_MS), NFS3_OK);
+	WB_STAT(wb_setattr(&px, &fh, 0, -1, NULL), NFS3_OK);
+	if (pid)
+		kill((pid_t)atoi(pid), SIGKILL);
+	wb_state_save("lc-tr", name, "0", &fh);
+}
+
+static void test_tr_check(void)
+{
+	char name[64], hv[17];
+	struct wb_fh fh;
+	fattr3 at;
+
+	WB_CHECK(wb_state_load("lc-tr", name, hv, &fh) == 0, "tr_kill ran");
+	WB_STAT(wb_getattr(&px, &fh, &at), NFS3_OK);
+	WB_EQ(at.size, 0);
+	WB_EQ(wb_disk_size(name), 0);
+}
+
 int test_register(void)
 {
 	static const struct {
@@ -741,6 +776,8 @@ int test_register(void)
 		{ "rb_before", init_proxy, test_rb_before },
 		{ "rb_full", init_proxy, test_rb_full },
 		{ "rb_after", init_proxy, test_rb_after },
+		{ "tr_kill", init_proxy, test_tr_kill },
+		{ "tr_check", init_proxy, test_tr_check },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

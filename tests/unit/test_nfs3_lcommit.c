@@ -798,6 +798,36 @@ static nfsstat3 setattr_status(struct nfs3_h *h, uint32_t xid)
 }
 
 /*
+ * With the tier on, a truncating SETATTR of a file with journal records
+ * rewrites them; its reply waits until that rewrite is durable, or a
+ * crash right after it would replay the old bytes and size over the
+ * truncation (found by an independent run: SIGKILL after the reply
+ * brought 256 KiB back). The disk's gate holds the journal's writer.
+ */
+static void test_truncate_answered_once_rewrite_durable(void)
+{
+	uint8_t b[4000];
+	struct nfs3_h h;
+	uint64_t id;
+	uint32_t xid;
+
+	id = start(&h, tune);
+	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
+	commit(&h, id);
+	CU_ASSERT_EQUAL_FATAL(records(), 1);
+	disk_gate_close(disk_tier_disk());
+	xid = setattr_size(&h, id, 10);
+	for (int i = 0; i < 50; i++)
+		h_turns(&h, 10);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], 1);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	disk_gate_open(disk_tier_disk());
+	CU_ASSERT_EQUAL(setattr_status(&h, xid), NFS3_OK);
+	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 10);
+	stop(&h);
+}
+
+/*
  * While a fence is due and cannot be written, a truncating SETATTR does
  * not reach the upstream (a crash before the fence would replay the old
  * bytes and size over it): it waits, then gets JUKEBOX; once the fence
@@ -1146,6 +1176,8 @@ int test_register(void)
 			 test_no_rollback_kill) ||
 	    !CU_add_test(s, "fence_in_state_dir_else_jukebox",
 			 test_fence_in_state_dir_else_jukebox) ||
+	    !CU_add_test(s, "truncate_answered_once_rewrite_durable",
+			 test_truncate_answered_once_rewrite_durable) ||
 	    !CU_add_test(s, "truncate_waits_for_the_fence",
 			 test_truncate_waits_for_the_fence) ||
 	    !CU_add_test(s, "fence_leaves_stale_files_out",
