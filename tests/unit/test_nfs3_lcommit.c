@@ -622,6 +622,18 @@ static uint64_t fence_restart(struct nfs3_h *h, uint64_t id, bool clean)
 	return id2;
 }
 
+/* Run the loop, moving the test clock 50 ms a step (20 s at most),
+ * until xid is answered; the fence's thread is real time, so each step
+ * waits for a fence write in flight before the clock moves on. */
+static void turns_until_replied(struct nfs3_h *h, uint32_t xid)
+{
+	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
+		h_turns(h, 10);
+		lcommit_fence_drain(&h->d);
+		h_advance(h, 0.05);
+	}
+}
+
 /* COMMIT id, moving the clock in small steps until answered; its
  * status. */
 static nfsstat3 commit_status(struct nfs3_h *h, uint64_t id)
@@ -634,13 +646,7 @@ static nfsstat3 commit_status(struct nfs3_h *h, uint64_t id)
 
 	h_fh(h, id, &c.file, buf);
 	xid = h_call(h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
-	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
-		h_turns(h, 10);
-		/* The fence's thread is real time: done before the clock
-		 * moves on. */
-		lcommit_fence_drain(&h->d);
-		h_advance(h, 0.05);
-	}
+	turns_until_replied(h, xid);
 	memset(&cr, 0, sizeof(cr));
 	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_COMMIT3res, &cr), 0);
 	st = cr.status;
@@ -971,11 +977,7 @@ static nfsstat3 mw_write(struct nfs3_h *h, uint64_t id, uint64_t off,
 	a.data.data_len = len;
 	a.data.data_val = (char *)data;
 	xid = h_call(h, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
-	for (int i = 0; i < 400 && !h_replied(h, xid); i++) {
-		h_turns(h, 10);
-		lcommit_fence_drain(&h->d);
-		h_advance(h, 0.05);
-	}
+	turns_until_replied(h, xid);
 	memset(&r, 0, sizeof(r));
 	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_WRITE3res, &r), 0);
 	st = r.status;
