@@ -14,7 +14,7 @@ if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then
 	exit 1
 fi
 cd "$src"
-files=$(ls daemon/*.c daemon/*.h proto/*.c proto/*.h cache/*.c cache/*.h \
+files=$(ls daemon/*.c daemon/*.h daemon/*/*.c daemon/*/*.h proto/*.c proto/*.h cache/*.c cache/*.h \
 	disk/*.c disk/*.h \
 	conf/*.c conf/*.h)
 ctags --languages=C --kinds-C=f --fields=+ne -o - $files |
