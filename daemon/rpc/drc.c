@@ -3,9 +3,11 @@
  * drc: duplicate request cache (see drc.h). Entries live in a uthash table
  * keyed by (client address and port, xid, procedure) and on a list in
  * insertion order, so the oldest DONE entry is found first for eviction.
- * Invariant: every entry is in both the table and the list; waiters only
- * exist on INPROGRESS entries; ndone counts DONE entries and stays
- * <= max_entries after drc_complete returns.
+ * Invariants (drc_check_why checks them): every entry carries
+ * DRC_ENTRY_MAGIC and is in both the table and the list; count counts the
+ * entries and ndone the DONE ones, which stay <= max_entries after
+ * drc_complete returns; waiters only exist on INPROGRESS entries, at most
+ * DRC_MAX_WAITERS; a DONE entry holds its reply.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,7 +16,10 @@
 #include <uthash.h>
 #include <utlist.h>
 
+#include "checkobj.h"
 #include "drc.h"
+
+#define DRC_ENTRY_MAGIC 0x44524345u	/* "DRCE" */
 
 struct drc_key {
 	uint8_t addr[16];
@@ -25,6 +30,7 @@ struct drc_key {
 };
 
 struct drc_entry {
+	uint32_t magic;		/* DRC_ENTRY_MAGIC; first (drc.h) */
 	struct drc_key key;
 	uint32_t csum;		/* checksum of the first argument bytes */
 	bool done;
@@ -113,6 +119,7 @@ static void entry_drop(struct drc *d, struct drc_entry *e)
 		d->ndone--;
 	d->count--;
 	free(e->reply);
+	e->magic = 0;
 	free(e);
 }
 
@@ -158,6 +165,7 @@ enum drc_result drc_begin(struct drc *d, const struct sockaddr *sa,
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return DRC_DISABLED;
+	f->magic = DRC_ENTRY_MAGIC;
 	f->key = k;
 	f->csum = csum;
 	HASH_ADD(hh, d->table, key, sizeof(f->key), f);
@@ -184,6 +192,7 @@ int drc_add_waiter(struct drc_entry *e, void *waiter)
 void drc_complete(struct drc *d, struct drc_entry *e, const uint8_t *reply,
 		  size_t len, double now)
 {
+	CHECK_OBJ(e, DRC_ENTRY_MAGIC);
 	for (unsigned i = 0; i < e->nwaiters; i++)
 		d->deliver(e->waiters[i], reply, len);
 	e->nwaiters = 0;
@@ -205,7 +214,47 @@ void drc_complete(struct drc *d, struct drc_entry *e, const uint8_t *reply,
 
 void drc_abandon(struct drc *d, struct drc_entry *e)
 {
+	CHECK_OBJ(e, DRC_ENTRY_MAGIC);
 	entry_drop(d, e);
+}
+
+/* One entry's invariants, or NULL. */
+static const char *entry_check_why(const struct drc *d,
+				   const struct drc_entry *e)
+{
+	const struct drc_entry *f;
+
+	if (e->magic != DRC_ENTRY_MAGIC)
+		return "DRC: an entry's magic number is wrong (freed?)";
+	HASH_FIND(hh, d->table, &e->key, sizeof(e->key), f);
+	if (f != e)
+		return "DRC: an entry on the list is not in the table";
+	if (e->nwaiters > DRC_MAX_WAITERS || (e->done && e->nwaiters))
+		return "DRC: waiters on a DONE entry, or too many";
+	if (e->done && !e->reply)
+		return "DRC: a DONE entry has no reply";
+	return NULL;
+}
+
+const char *drc_check_why(const struct drc *d)
+{
+	const struct drc_entry *e;
+	const char *why;
+	unsigned n = 0, done = 0;
+
+	DL_FOREACH(d->list, e) {
+		if ((why = entry_check_why(d, e)))
+			return why;
+		n++;
+		done += e->done;
+	}
+	if (n != d->count || HASH_COUNT(d->table) != n)
+		return "DRC: count differs from the entries on the list";
+	if (done != d->ndone)
+		return "DRC: ndone differs from the DONE entries";
+	if (d->max_entries && d->ndone > d->max_entries)
+		return "DRC: more DONE entries than max_entries";
+	return NULL;
 }
 
 unsigned drc_count(const struct drc *d)

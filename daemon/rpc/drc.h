@@ -20,7 +20,8 @@
 #include <sys/socket.h>
 
 struct drc;
-struct drc_entry;
+struct drc_entry;	/* opaque; its first field is a uint32_t magic
+			 * number, checked where it comes back */
 
 #define DRC_MAX_WAITERS 8
 
@@ -75,6 +76,13 @@ void drc_complete(struct drc *d, struct drc_entry *e, const uint8_t *reply,
 
 /* Drop an INPROGRESS entry whose call produced no reply (connection gone). */
 void drc_abandon(struct drc *d, struct drc_entry *e);
+
+/*
+ * The first of the cache's invariants (drc.c's header) that does not
+ * hold, as a sentence naming it, or NULL when all hold. Walks every entry:
+ * for the invariant sweep (NFSCACHED_CHECK) and tests. Loop thread.
+ */
+const char *drc_check_why(const struct drc *d);
 
 /* Number of entries held (both states). */
 unsigned drc_count(const struct drc *d);

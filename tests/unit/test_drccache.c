@@ -153,6 +153,34 @@ static void test_disabled_cache_and_waiter_limit(void)
 	drc_free(&d);
 }
 
+/* drc_check_why holds through an entry's life and names a broken entry
+ * (its magic number, the first field drc.h promises). */
+static void test_check_names_broken_entry(void)
+{
+	struct drc *d = drc_new(2, 120, deliver, release);
+	struct sockaddr_in a = addr4("10.0.0.1", 900);
+	struct drc_entry *e, *e2;
+	uint32_t *magic;
+	const char *why;
+
+	CU_ASSERT_PTR_NULL(drc_check_why(d));
+	CU_ASSERT_EQUAL(drc_begin(d, (struct sockaddr *)&a, 7, 8, args_a, 4, 0, &e), DRC_NEW);
+	CU_ASSERT_EQUAL(drc_begin(d, (struct sockaddr *)&a, 9, 8, args_a, 4, 0, &e2), DRC_NEW);
+	CU_ASSERT_PTR_NULL(drc_check_why(d));
+	magic = (uint32_t *)e;
+	*magic ^= 1;
+	why = drc_check_why(d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "magic"));
+	*magic ^= 1;
+	drc_complete(d, e, (const uint8_t *)"reply", 5, 1);
+	CU_ASSERT_PTR_NULL(drc_check_why(d));
+	drc_abandon(d, e2);
+	CU_ASSERT_PTR_NULL(drc_check_why(d));
+	CU_ASSERT_EQUAL(drc_count(d), 1);
+	drc_free(&d);
+}
+
 static void test_v4_mapped_v6_is_the_same_client(void)
 {
 	struct drc *d = drc_new(4, 10, deliver, release);
@@ -182,5 +210,6 @@ int test_register(void)
 	CU_add_test(s, "entries_expire_and_stay_bounded", test_entries_expire_and_stay_bounded);
 	CU_add_test(s, "disabled_cache_and_waiter_limit", test_disabled_cache_and_waiter_limit);
 	CU_add_test(s, "v4_mapped_v6_is_the_same_client", test_v4_mapped_v6_is_the_same_client);
+	CU_add_test(s, "check_names_broken_entry", test_check_names_broken_entry);
 	return 0;
 }
