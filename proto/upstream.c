@@ -48,6 +48,8 @@
  *            when the context is destroyed
  * Invariants: c->done iff c is on zombies (completed calls not held by
  * libnfs are freed at once); calls and failed are empty unless phase UP.
+ * upstream_check_why checks each call's magic number, its list and its
+ * upstream, done iff on zombies, and ncalls against the calls list.
  *
  * Re-entrancy: libnfs callbacks run inside rpc_service, which runs inside
  * up_io_cb. A user callback may call upstream_call or upstream_free from
@@ -1797,6 +1799,46 @@ fail:
 	zdr_destroy(&z);
 	free(args);
 	return -1;
+}
+
+/* The first broken invariant of list l's calls, or NULL; *n counts them. */
+static const char *up_list_check_why(const struct upstream *u,
+				     const struct up_call_list *head,
+				     enum up_list l, unsigned *n)
+{
+	const struct up_call *c;
+
+	*n = 0;
+	TAILQ_FOREACH(c, head, link) {
+		if (c->magic != UP_CALL_MAGIC)
+			return "upstream: a call's magic number is wrong (freed?)";
+		if (c->u != u || c->list != l)
+			return "upstream: a call is on a list it does not name";
+		if (c->done != (l == UP_LIST_ZOMBIES))
+			return "upstream: a call is done but not a zombie, or a "
+			       "zombie is not done";
+		(*n)++;
+	}
+	return NULL;
+}
+
+const char *upstream_check_why(const struct upstream *u)
+{
+	const char *why;
+	unsigned n;
+
+	if (!u)
+		return NULL;
+	if (u->magic != UP_MAGIC)
+		return "upstream: its magic number is wrong (freed?)";
+	if ((why = up_list_check_why(u, &u->calls, UP_LIST_CALLS, &n)))
+		return why;
+	if (n != u->ncalls)
+		return "upstream: ncalls differs from the calls list";
+	if ((why = up_list_check_why(u, &u->failed, UP_LIST_FAILED, &n)) ||
+	    (why = up_list_check_why(u, &u->zombies, UP_LIST_ZOMBIES, &n)))
+		return why;
+	return NULL;
 }
 
 unsigned upstream_inflight(const struct upstream *u)

@@ -245,6 +245,14 @@ bool upstream_busy(const struct upstream *u);
 unsigned upstream_inflight(const struct upstream *u);
 
 /*
+ * The first of u's call-list invariants (upstream.c's header) that does
+ * not hold, as a sentence naming it, or NULL when all hold (NULL u too).
+ * Walks every call: for the invariant sweep (NFSCACHED_CHECK) and tests.
+ * Loop thread, not from inside an upstream callback.
+ */
+const char *upstream_check_why(const struct upstream *u);
+
+/*
  * Disconnect, complete every call in flight with UPSTREAM_EDOWN (before it
  * returns), free *u and clear the caller's pointer. NULL is ignored. Safe
  * from inside an upstream_cb or upstream_state_cb: the memory and the

@@ -938,6 +938,8 @@ static void test_free_completes_calls_in_flight(void)
 	alen = getattr_args(args, &root);
 	for (i = 0; i < 3; i++)
 		CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[i]), 0);
+	CU_ASSERT_EQUAL(upstream_inflight(u), 3);
+	CU_ASSERT_PTR_NULL(upstream_check_why(u));
 	upstream_free(&u);
 	CU_ASSERT_PTR_NULL(u);
 	for (i = 0; i < 3; i++) {
