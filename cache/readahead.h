@@ -83,7 +83,7 @@ struct ra_params {
  * Counters kept per file, folded by the caller (ra_stats_add), declared
  * once for struct ra_stats and for /metrics: X(C type, field, Prometheus
  * type, metric name, help). The names follow docs/design.md "Metrics";
- * daemon/metrics.c renders the list (HACKING.md "Adding a counter"). A is
+ * daemon/ctl/metrics.c renders the list (HACKING.md "Adding a counter"). A is
  * the list's array row (none here).
  */
 #define RA_METRICS(X, A) \
