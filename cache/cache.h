@@ -538,11 +538,11 @@ size_t cfile_wb_page_gaps(const struct cfile *f, uint64_t start, uint64_t end,
 
 /*
  * Store fetched data[0..len) at off without overwriting bytes already
- * valid (docs/design.md: fetched data never overwrites valid bytes). Aligned
- * blocks of hole_granularity bytes that are all zeros are recorded as
- * holes instead of stored. Pages are allocated as needed, evicting others
- * to stay within the budget; what finds no room is not stored (counted).
- * Never fails.
+ * valid (docs/design.md "Cache model": fetched data never overwrites valid
+ * bytes). Aligned blocks of hole_granularity bytes that are all zeros are
+ * recorded as holes instead of stored. Pages are allocated as needed,
+ * evicting others to stay within the budget; what finds no room is not
+ * stored (counted). Never fails.
  */
 void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len);
