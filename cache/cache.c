@@ -57,12 +57,12 @@ const char *cache_outcome_name(enum cache_outcome o)
 #define MALLOC_CHUNK 16	/* glibc's header and rounding per allocation */
 
 /*
- * What a page costs the budget beyond its data (docs/design.md: RSS stays
- * within cache_size + 10% at every page size): its cpage and a header's
- * worth for the data buffer (the page pool has none; it stands for a
- * chunk's free slots), a first write-back extent array and the
- * wbpages range naming it (every page may hold uncommitted data), half a
- * ghost (kout is half the pages) and hash buckets for both. At 4 KiB
+ * What a page costs the budget beyond its data (docs/design.md "Cache
+ * model": RSS stays within cache_size + 10% at every page size): its cpage
+ * and a header's worth for the data buffer (the page pool has none; it
+ * stands for a chunk's free slots), a first write-back extent array and
+ * the wbpages range naming it (every page may hold uncommitted data), half
+ * a ghost (kout is half the pages) and hash buckets for both. At 4 KiB
  * pages this is about 11% of the page (444 bytes on x86-64).
  */
 static uint64_t page_overhead(void)

@@ -35,7 +35,7 @@ struct cache;
 struct cfile;
 struct cfetch;
 struct fstate;		/* the cache user's per-file state (the daemon's
-			 * daemon/fstate.h); opaque to the cache */
+			 * daemon/wb/fstate.h); opaque to the cache */
 
 #define CACHE_FH_MAX		64	/* longest upstream handle, bytes */
 #define CACHE_PAGE_MIN		4096
@@ -169,7 +169,7 @@ struct cache_params {
  * counter"): X(C type, field, Prometheus type, metric name, help) is one
  * value; A(field, length, Prometheus type, metric name, label, label set,
  * help) an array of uint64_t, one series per index, the label's value
- * named by the label set (daemon/metrics.c). A name may carry fixed
+ * named by the label set (daemon/ctl/metrics.c). A name may carry fixed
  * labels ("family{k=\"v\"}"); a row whose help is NULL continues the
  * previous row's family.
  */
@@ -517,7 +517,7 @@ struct cache_wb_extent {
  * other bytes untouched; NULL: nothing copied, see cfile_page_bytes). Returns the number of extents (0 when f holds
  * no page idx or it has none), or max + 1 when there are more than max
  * (out then holds the first max). Not a use of the page. Used to make a
- * page's locally committed bytes durable (daemon/lcommit.c).
+ * page's locally committed bytes durable (daemon/wb/lcommit.c).
  */
 size_t cfile_page_wb(const struct cache *c, const struct cfile *f,
 		     uint64_t idx, uint8_t *buf, struct cache_wb_extent *out,
@@ -538,11 +538,11 @@ size_t cfile_wb_page_gaps(const struct cfile *f, uint64_t start, uint64_t end,
 
 /*
  * Store fetched data[0..len) at off without overwriting bytes already
- * valid (docs/design.md: fetched data never overwrites valid bytes). Aligned
- * blocks of hole_granularity bytes that are all zeros are recorded as
- * holes instead of stored. Pages are allocated as needed, evicting others
- * to stay within the budget; what finds no room is not stored (counted).
- * Never fails.
+ * valid (docs/design.md "Cache model": fetched data never overwrites valid
+ * bytes). Aligned blocks of hole_granularity bytes that are all zeros are
+ * recorded as holes instead of stored. Pages are allocated as needed,
+ * evicting others to stay within the budget; what finds no room is not
+ * stored (counted). Never fails.
  */
 void cache_fill(struct cache *c, struct cfile *f, uint64_t off,
 		const uint8_t *data, uint64_t len);

@@ -334,8 +334,9 @@ int cache_write_dirty(struct cache *c, struct cfile *f, uint64_t off,
 		return -1;
 	e = off + len;
 	/* The gap between the old end of file and the write reads as
-	 * zeros (docs/design.md: a WRITE extends the size; the gap is a hole).
-	 * Before pages are taken: it may free empty pages. */
+	 * zeros (docs/design.md "Cache model": a WRITE extends the size;
+	 * the gap is a hole). Before pages are taken: it may free empty
+	 * pages. */
 	if (f->has_attr && off > f->shown.size)
 		cfile_hole_add(c, f, f->shown.size, off);
 	/* Get every page first so a failure changes nothing. */

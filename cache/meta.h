@@ -81,7 +81,7 @@ struct meta_view {
  * Counters and gauges this module owns (meta_stats_get), declared once for
  * struct meta_stats and for /metrics: rows as in cache.h's CACHE_METRICS
  * (HACKING.md "Adding a counter"). names and listing_entries are exported
- * summed, as nfscached_meta_entries (daemon/metrics.c).
+ * summed, as nfscached_meta_entries (daemon/ctl/metrics.c).
  */
 #define META_METRICS(X, A) \
 	X(uint64_t, negatives, gauge, "nfscached_meta_negative_entries", \

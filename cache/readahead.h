@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readahead: the per-file readahead state machine (docs/design.md lesson 4,
- * "readahead that recovers"). Pure: no clock, no I/O, no libevent. The
- * caller reports every client READ of a file (hits included: that is how
- * a stream crosses its trigger) and gets back the byte ranges to prefetch
- * now; it fetches the parts of them the cache lacks.
+ * readahead: the per-file readahead state machine (docs/design.md "What
+ * makes it more than a pass-through", lesson 4: readahead that recovers).
+ * Pure: no clock, no I/O, no libevent. The caller reports every client
+ * READ of a file (hits included: that is how a stream crosses its
+ * trigger) and gets back the byte ranges to prefetch now; it fetches the
+ * parts of them the cache lacks.
  *
  * Streams. A file has up to max_streams sequential streams, each known by
  * where its last READ ended (`next`); there is no open/close in NFSv3. A
@@ -83,7 +84,7 @@ struct ra_params {
  * Counters kept per file, folded by the caller (ra_stats_add), declared
  * once for struct ra_stats and for /metrics: X(C type, field, Prometheus
  * type, metric name, help). The names follow docs/design.md "Metrics";
- * daemon/metrics.c renders the list (HACKING.md "Adding a counter"). A is
+ * daemon/ctl/metrics.c renders the list (HACKING.md "Adding a counter"). A is
  * the list's array row (none here).
  */
 #define RA_METRICS(X, A) \

@@ -76,7 +76,7 @@ struct upstream_params {
  * declared once for struct upstream_stats and for /metrics: X(C type,
  * field, Prometheus type, metric name, help) one value, A(field, length,
  * Prometheus type, metric name, label, label set, help) one series per
- * index. daemon/metrics.c sums them over the exports and renders them
+ * index. daemon/ctl/metrics.c sums them over the exports and renders them
  * (HACKING.md "Adding a counter").
  */
 #define UPSTREAM_METRICS(X, A) \

@@ -77,7 +77,7 @@ else
 	status=1
 fi
 mypid=
-# Exactly one error line, the tier's (tier_log in daemon/disk_tier.c).
+# Exactly one error line, the tier's (tier_log in daemon/wb/disk_tier.c).
 errors=$(grep -c ' nfscached: error: ' "$log" || true)
 # The step that hit ENOSPC first may be the slab write or the index's.
 tier=$(grep -cE "^[^ ]+ nfscached: error: disk tier off: $dir: [a-z ]+: No space left on device; serving from RAM and the upstream only\$" "$log" || true)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_ra_proxy: readahead (cache/readahead.h, daemon/nfs3_read.c)
+ * test_ra_proxy: readahead (cache/readahead.h, daemon/nfs3/nfs3_read.c)
  * measured from /metrics with exact values, the upstream behind a delay
  * relay (ratest_proxy.sh: client -> nfscached -> delayrelay -> Ganesha).
  * One suite per scenario, chosen with argv[1]; each is its own ctest:

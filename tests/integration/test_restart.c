@@ -442,7 +442,8 @@ static void test_upstream_restart(void)
 		CHECK_MSG(pid_env && kill((pid_t)atol(pid_env), 0) == 0,
 			  "the proxy (pid %s) is gone",
 			  pid_env ? pid_env : "?");
-		/* docs/design.md: an unavailable upstream is JUKEBOX, not a drop. */
+		/* An unavailable upstream is JUKEBOX, not a drop
+		 * (docs/design.md "Tiers and durability"). */
 		CHECK_MSG(tally.broken == 0, "the proxy closed the client's "
 			  "connection %u times", tally.broken);
 		check_jukebox_metric();

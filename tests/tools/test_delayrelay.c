@@ -7,12 +7,22 @@
  * delayrelay_zero runs the tests of bytes and closes again on a relay with
  * no delay, which splices instead of copying (its own code path).
  *
- * Pinned: every round trip of a small message takes at least 2 x 5 ms (the
- * delay is a lower bound per direction) and the median stays under 20 ms;
- * 8 MiB come back byte-identical; a close or half-close of either side
- * reaches the other side, no sooner than the delay; the other direction of
- * a half-closed connection keeps working; bad arguments exit 2; SIGTERM
- * exits 0.
+ * Pinned, as what the relay promises and nothing about its speed: every
+ * byte sent comes out the other side, once and in order (small messages
+ * one at a time and several in flight at once, and 8 MiB byte-identical);
+ * no byte and no close arrives sooner than the delay (a round trip takes
+ * at least 2 x 5 ms, the first byte of a bulk transfer too); a close or
+ * half-close of either side reaches the other side; the other direction
+ * of a half-closed connection keeps working; bad arguments exit 2;
+ * SIGTERM exits 0.
+ *
+ * No test asserts an upper bound on wall-clock time: how much later than
+ * the delay a byte arrives depends on the machine's load (a median
+ * bound failed on a loaded machine, issue 38), so round-trip times are
+ * printed, not asserted. Every lower bound holds under any load: each is
+ * measured from a clock read before the send to one after the receive,
+ * which can only lengthen it. WAIT_MS is a hang guard (how long before
+ * something expected counts as lost), not a timing claim.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -37,7 +47,7 @@
 #define DELAY_MS	5.0	/* suite delayrelay's delay */
 #define ROUNDS		20
 #define BULK_BYTES	(8u * 1024 * 1024)
-#define WAIT_MS		5000	/* longest wait for anything expected */
+#define WAIT_MS		30000	/* hang guard: expected but never came */
 
 static double delay_ms;		/* the running suite's relay's delay */
 static pid_t relay_pid = -1;
@@ -354,16 +364,98 @@ test_round_trip_takes_twice_the_delay(void)
 				      (ssize_t)sizeof(back));
 		rtt[i] = now_ms() - t0;
 		CU_ASSERT_EQUAL(memcmp(msg, back, sizeof(msg)), 0);
+		/* Never sooner than the delay each way; how much later
+		 * depends on the machine's load and is not asserted. */
+		CU_ASSERT(rtt[i] >= 2 * DELAY_MS);
 	}
+	/* Nothing more than was sent comes back. */
+	shutdown(fd, SHUT_WR);
+	CU_ASSERT_TRUE(sees_eof(fd));
 	close(fd);
 	qsort(rtt, ROUNDS, sizeof(rtt[0]), cmp_double);
 	median = (rtt[ROUNDS / 2 - 1] + rtt[ROUNDS / 2]) / 2;
 	printf("\n  rtt min %.3f median %.3f max %.3f ms ", rtt[0], median,
 	       rtt[ROUNDS - 1]);
-	/* What the relay promises: every byte back, in order, and never
-	 * sooner than the delay each way. How much later depends on the
-	 * machine's load, so the median is printed, not asserted. */
-	CU_ASSERT(rtt[0] >= 2 * DELAY_MS);
+}
+
+#define PIPE_MSGS	40
+#define PIPE_LEN	64
+
+/* Byte j of pipelined message k: distinct per message, so a message out
+ * of order, lost or repeated shows. */
+static uint8_t
+pipe_byte(int k, int j)
+{
+	return (uint8_t)(k * 37 + j);
+}
+
+/*
+ * Send message *next stamped in sent[]; then receive what came back
+ * into got (at *have), stamping in done[] the messages it completed. A
+ * wait of wait_ms for data that does not come is not an error while
+ * messages are left to send. Returns 0, or -1 on error, EOF or WAIT_MS
+ * with nothing.
+ */
+static int
+pipe_step(int fd, int *next, double *sent, double *done, uint8_t *got,
+	  size_t *have)
+{
+	uint8_t msg[PIPE_LEN];
+	size_t total = PIPE_MSGS * PIPE_LEN;
+	ssize_t r;
+	double t;
+
+	if (*next < PIPE_MSGS) {
+		for (int j = 0; j < PIPE_LEN; j++)
+			msg[j] = pipe_byte(*next, j);
+		sent[*next] = now_ms();
+		if (send_all(fd, msg, sizeof(msg)) != 0)
+			return -1;
+		(*next)++;
+	}
+	if (!wait_readable(fd, *next < PIPE_MSGS ? 1 : WAIT_MS))
+		return *next < PIPE_MSGS ? 0 : -1;
+	r = recv(fd, got + *have, total - *have, 0);
+	if (r <= 0)
+		return -1;
+	t = now_ms();
+	for (size_t k = *have / PIPE_LEN; k < (*have + (size_t)r) / PIPE_LEN;
+	     k++)
+		done[k] = t;
+	*have += (size_t)r;
+	return 0;
+}
+
+/*
+ * Messages sent about a millisecond apart while earlier ones are still
+ * in the relay (several chunks queued at once): each comes back whole,
+ * once, in the order sent, and no sooner than twice the delay after it
+ * was sent.
+ */
+static void
+test_pipelined_messages_in_order_after_the_delay(void)
+{
+	static uint8_t got[PIPE_MSGS * PIPE_LEN];
+	double sent[PIPE_MSGS], done[PIPE_MSGS], least = 1e9;
+	int fd = connect_port(echo_relay_port), next = 0, wrong = 0;
+	size_t have = 0;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	while (have < sizeof(got))
+		CU_ASSERT_EQUAL_FATAL(pipe_step(fd, &next, sent, done, got,
+						&have), 0);
+	for (int k = 0; k < PIPE_MSGS; k++) {
+		for (int j = 0; j < PIPE_LEN; j++)
+			wrong += got[k * PIPE_LEN + j] != pipe_byte(k, j);
+		if (done[k] - sent[k] < least)
+			least = done[k] - sent[k];
+	}
+	printf("\n  pipelined: shortest round trip %.3f ms ", least);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT(least >= 2 * delay_ms);
+	shutdown(fd, SHUT_WR);
+	CU_ASSERT_TRUE(sees_eof(fd));
+	close(fd);
 }
 
 /* Fill buf with a reproducible pseudo-random pattern. */
@@ -403,13 +495,20 @@ test_8mib_pass_byte_identical(void)
 	uint8_t *out = malloc(BULK_BYTES), *in = malloc(BULK_BYTES);
 	struct bulk b = { .fd = connect_port(echo_relay_port), .rc = -1 };
 	pthread_t t;
+	double t0, first;
 
 	CU_ASSERT_FATAL(out && in && b.fd >= 0);
 	fill_pattern(out, BULK_BYTES);
 	b.data = out;
+	t0 = now_ms();
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, bulk_sender, &b) == 0);
-	CU_ASSERT_EQUAL(recv_exact(b.fd, in, BULK_BYTES),
-			(ssize_t)BULK_BYTES);
+	/* The first byte waited out the delay both ways, too. */
+	CU_ASSERT_EQUAL(recv_exact(b.fd, in, 1), 1);
+	first = now_ms() - t0;
+	printf("\n  first byte after %.3f ms ", first);
+	CU_ASSERT(first >= 2 * delay_ms);
+	CU_ASSERT_EQUAL(recv_exact(b.fd, in + 1, BULK_BYTES - 1),
+			(ssize_t)BULK_BYTES - 1);
 	pthread_join(t, NULL);
 	CU_ASSERT_EQUAL(b.rc, 0);
 	CU_ASSERT_EQUAL(memcmp(in, out, BULK_BYTES), 0);
@@ -597,6 +696,8 @@ test_register(void)
 	if (!s ||
 	    !CU_add_test(s, "round_trip_takes_twice_the_delay",
 			 test_round_trip_takes_twice_the_delay) ||
+	    !CU_add_test(s, "pipelined_messages_in_order_after_the_delay",
+			 test_pipelined_messages_in_order_after_the_delay) ||
 	    !CU_add_test(s, "8mib_pass_byte_identical",
 			 test_8mib_pass_byte_identical) ||
 	    !CU_add_test(s, "one_way_delay_and_client_close",
@@ -613,6 +714,8 @@ test_register(void)
 		return -1;
 	s = CU_add_suite("delayrelay_zero", suite_init_zero, suite_cleanup);
 	if (!s ||
+	    !CU_add_test(s, "pipelined_messages_in_order",
+			 test_pipelined_messages_in_order_after_the_delay) ||
 	    !CU_add_test(s, "8mib_pass_byte_identical",
 			 test_8mib_pass_byte_identical) ||
 	    !CU_add_test(s, "client_close_reaches_server",

@@ -576,7 +576,8 @@ static void test_check_names_broken_invariant(void)
 
 /* ---- planning ---- */
 
-/* The cases of the design note, with its numbers: 4 KiB pages, 10000 bytes. */
+/* The worked example of docs/design.md "Cache model", with its numbers:
+ * 4 KiB pages, a file of 10000 bytes. */
 static void test_plan_eof_miss_and_merge_4k(void)
 {
 	struct cache *c = new_cache(4096, 16);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the duplicate request cache (daemon/drc.c): a retransmission
- * is answered from the cache, a parked duplicate gets the original's reply,
- * the key is address+port+xid+procedure+arguments, entries expire and the
- * cache stays within its size.
+ * Unit tests of the duplicate request cache (daemon/rpc/drc.c): a
+ * retransmission is answered from the cache, a parked duplicate gets the
+ * original's reply, the key is address+port+xid+procedure+arguments,
+ * entries expire and the cache stays within its size.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

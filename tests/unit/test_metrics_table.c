@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_metrics_table: the metric declarations every module makes once
- * (the *_METRICS lists next to its stats struct, daemon/metrics.h), and
+ * (the *_METRICS lists next to its stats struct, daemon/ctl/metrics.h), and
  * the renderer that turns them into /metrics text, without a daemon:
  * names follow the Prometheus conventions (nfscached_ prefix, _total on
  * counters and only there, a HELP that ends with '.'), no family is

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unit.nfs3_disk: the disk tier in the daemon (daemon/disk_tier.c) with
+ * unit.nfs3_disk: the disk tier in the daemon (daemon/wb/disk_tier.c) with
  * the real READ handler on the fake upstream, and a cache_dir in a fresh
  * directory under $TMPDIR (or /tmp). A "restart" is h_fini then h_init on
  * the same directory with the same toy file (same handle and attributes):

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * unit.nfs3_lcommit: write-back failures of locally committed data
- * (commit = "local", daemon/lcommit.c; docs/disk-tier.md "Local commit")
+ * (commit = "local", daemon/wb/lcommit.c; docs/disk-tier.md "Local commit")
  * on the fake upstream, for the statuses a real server gives only after
  * an operator's change on it: the upstream answers WRITE with ACCES,
  * PERM, DQUOT, NOSPC, ROFS or STALE after the client's COMMIT was
