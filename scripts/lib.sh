@@ -9,8 +9,9 @@
 #   rpcbind      nfsc_ensure_rpcbind / nfsc_stop_rpcbind
 #                (NFS-Ganesha 4.3 will not serve NFSv3 without one)
 #   NFS-Ganesha  nfsc_ganesha_start / nfsc_ganesha_launch / nfsc_ganesha_stop
-#                (a VFS export of one directory, the settings TESTING.md
-#                lists; ganesha.nfsd daemonizes, we track it by pidfile)
+#                (a VFS export of one directory, the settings HACKING.md's
+#                "Testing on these machines" lists; ganesha.nfsd
+#                daemonizes, we track it by pidfile)
 #   nfscached    nfsc_proxy_config / nfsc_proxy_start / nfsc_proxy_stop
 #                (runs in the foreground as our child, so its exit status
 #                can be collected with `wait`)

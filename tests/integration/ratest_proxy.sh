@@ -3,7 +3,8 @@
 #
 # Run a readahead test against an nfscached whose upstream sits behind a
 # delay relay (tests/tools/delayrelay.c): a distant server on loopback
-# (TESTING.md "Latency"). Runs under harness.sh, normally with
+# (HACKING.md, "Testing on these machines"). Runs under harness.sh,
+# normally with
 # --no-proxy (the harness's Ganesha is the upstream; this script starts
 # the proxy):
 #

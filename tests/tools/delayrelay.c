@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * delayrelay: a TCP relay that adds a fixed one-way delay in each
- * direction, standing in for a distant NFS server (TESTING.md "Latency":
- * this kernel has no netem).
+ * direction, standing in for a distant NFS server (HACKING.md, "Testing
+ * on these machines": this kernel has no netem).
  *
  * Usage:
  *   delayrelay --delay-ms MS [--rewrite-read MODE]
@@ -35,8 +35,8 @@
  * the destination socket's output buffer, so bytes read at time t are
  * handed to the kernel at t + delay or just after, in order. The clock is
  * CLOCK_MONOTONIC and the event base is created with
- * EVENT_BASE_FLAG_PRECISE_TIMER (TESTING.md "Timers": libevent's default
- * coarse clock adds ~8 ms per round trip).
+ * EVENT_BASE_FLAG_PRECISE_TIMER (HACKING.md, "Testing on these
+ * machines": libevent's default coarse clock adds ~8 ms per round trip).
  *
  * Direction states: OPEN --source EOF--> an end-of-stream marker is queued
  * like data --marker due and output drained--> SHUT (shutdown(SHUT_WR) on
