@@ -4,9 +4,8 @@
 # Run a readahead test against an nfscached whose upstream sits behind a
 # delay relay (tests/tools/delayrelay.c): a distant server on loopback
 # (HACKING.md, "Testing on these machines"). Runs under harness.sh,
-# normally with
-# --no-proxy (the harness's Ganesha is the upstream; this script starts
-# the proxy):
+# normally with --no-proxy (the harness's Ganesha is the upstream; this
+# script starts the proxy):
 #
 #   harness.sh --no-proxy -- ratest_proxy.sh --relay BIN --delay-ms MS \
 #                [--relay-preload LIB] [--relay-arg ARG ...] [--conf FILE] \
