@@ -580,7 +580,8 @@ static void test_write_and_commit_steps_are_counted(void)
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
 	memset(&res, 0, sizeof(res));
-	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res, &res), 0);
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
+				     &res), 0);
 	CU_ASSERT_EQUAL(res.status, NFS3_OK);
 	CU_ASSERT_EQUAL(res.WRITE3res_u.resok.committed, FILE_SYNC);
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
@@ -607,7 +608,8 @@ static void test_write_and_commit_steps_are_counted(void)
 	expect_steps(NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
 	memset(&res, 0, sizeof(res));
-	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res, &res), 0);
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
+				     &res), 0);
 	CU_ASSERT_EQUAL(res.status, NFS3ERR_FBIG);	/* the toy's answer */
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
 	expect_no_steps();
