@@ -31,7 +31,9 @@
  * transition at debug) and a WRITE remembers the steps it passed
  * (`passed`): it revalidates once, asks ACCESS once and counts one wait
  * for room. A step is entered before the call that may answer it, since
- * some answer before they return.
+ * some answer before they return; ROOM and JOURNAL only once their wait
+ * has started (their answers never come first, and a wait that cannot
+ * start sends the WRITE or COMMIT elsewhere).
  *
  * Invariants: a write_op holds its file reference until it replies;
  * fstate.reval_inflight is true exactly while one revalidating GETATTR
