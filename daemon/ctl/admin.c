@@ -54,6 +54,7 @@
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
+#include "nfs3_write.h"
 #include "stale.h"
 #include "writeback.h"
 
@@ -985,6 +986,27 @@ static void status_read_steps(struct evbuffer *o)
 	evbuffer_add_printf(o, "},");
 }
 
+/* Append "write_steps":{"getattr":N,...},"commit_steps":{...}, the WRITEs
+ * and COMMITs in flight by step. */
+static void status_write_steps(struct evbuffer *o)
+{
+	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
+
+	nfs3_write_steps_inflight(w);
+	nfs3_commit_steps_inflight(c);
+	evbuffer_add_printf(o, "\"write_steps\":{");
+	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++)
+		evbuffer_add_printf(o, "%s\"%s\":%llu", i ? "," : "",
+				    nfs3_write_step_name(i),
+				    (unsigned long long)w[i]);
+	evbuffer_add_printf(o, "},\"commit_steps\":{");
+	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++)
+		evbuffer_add_printf(o, "%s\"%s\":%llu", i ? "," : "",
+				    nfs3_commit_step_name(i),
+				    (unsigned long long)c[i]);
+	evbuffer_add_printf(o, "},");
+}
+
 /* status: one JSON object. */
 static void cmd_status(struct aconn *c)
 {
@@ -1014,6 +1036,7 @@ static void cmd_status(struct aconn *c)
 	}
 	evbuffer_add_printf(o, "],");
 	status_read_steps(o);
+	status_write_steps(o);
 	lcommit_status_json(o);
 	evbuffer_add_printf(o, "}\n");
 	conn_finish(c, 0, NULL);

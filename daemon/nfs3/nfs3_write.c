@@ -25,6 +25,16 @@
  * a client never sees its file's size go back or its mtime jump when the
  * proxy writes back.
  *
+ * Each write_op is in one named step (nfs3_write.h NFS3_WRITE_STEPS for
+ * a WRITE, NFS3_COMMIT_STEPS for a COMMIT; entered through write_step()
+ * or commit_step(), which count the calls in flight by step and log the
+ * transition at debug) and a WRITE remembers the steps it passed
+ * (`passed`): it revalidates once, asks ACCESS once and counts one wait
+ * for room. A step is entered before the call that may answer it, since
+ * some answer before they return; ROOM and JOURNAL only once their wait
+ * has started (their answers never come first, and a wait that cannot
+ * start sends the WRITE or COMMIT elsewhere).
+ *
  * Invariants: a write_op holds its file reference until it replies;
  * fstate.reval_inflight is true exactly while one revalidating GETATTR
  * of the file is upstream, and fstate.reval_waiters lists the other
@@ -32,7 +42,10 @@
  * WRITEs whose ACCESS is upstream (at most one per credential), each with
  * the WRITEs of its credential that wait for its answer (access_waiters).
  * A WRITE is on at most one of those lists; an answer resumes the WRITE
- * that asked, then its waiters in arrival order.
+ * that asked, then its waiters in arrival order. stats.write_steps[s]
+ * (commit_steps[s]) is the number of live WRITE (COMMIT) write_ops whose
+ * step is s; a write_op has at most one of step and cstep below its
+ * NSTEPS.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -64,13 +77,14 @@ struct write_op {
 	struct cfile *f;		/* reference, may be NULL */
 	struct cattr pre;		/* shown attributes before */
 	bool has_pre;
-	bool asked_access;		/* an ACCESS was sent for this WRITE,
-					 * or it waited for another's */
+	enum nfs3_write_step step;	/* NFS3_WRITE_NSTEPS before the first
+					 * and for a COMMIT */
+	enum nfs3_commit_step cstep;	/* NFS3_COMMIT_NSTEPS before the first
+					 * and for a WRITE */
+	unsigned passed;		/* bit s: WRITE step s was entered */
 	bool access_asker;		/* on fstate.access_asks */
 	struct write_op *ask_next;	/* on fstate.access_asks */
 	struct write_op *access_waiters; /* wait for this one's ACCESS */
-	bool revalidated;		/* a GETATTR was sent for this WRITE */
-	bool waited;			/* waited for room at least once */
 	double room_deadline;		/* when waiting for room ends */
 	uint64_t gen;			/* file generation at the GETATTR */
 	count3 count;
@@ -79,6 +93,72 @@ struct write_op {
 };
 
 static struct nfs3_write_stats stats;
+
+static const char *const write_step_names[] = {
+#define X(st, name) name,
+	NFS3_WRITE_STEPS(X)
+#undef X
+};
+
+static const char *const commit_step_names[] = {
+#define X(st, name) name,
+	NFS3_COMMIT_STEPS(X)
+#undef X
+};
+
+const char *nfs3_write_step_name(enum nfs3_write_step s)
+{
+	return (unsigned)s < NFS3_WRITE_NSTEPS ? write_step_names[s] : "?";
+}
+
+const char *nfs3_commit_step_name(enum nfs3_commit_step s)
+{
+	return (unsigned)s < NFS3_COMMIT_NSTEPS ? commit_step_names[s] : "?";
+}
+
+void nfs3_write_steps_inflight(uint64_t n[NFS3_WRITE_NSTEPS])
+{
+	memcpy(n, stats.write_steps, sizeof(stats.write_steps));
+}
+
+void nfs3_commit_steps_inflight(uint64_t n[NFS3_COMMIT_NSTEPS])
+{
+	memcpy(n, stats.commit_steps, sizeof(stats.commit_steps));
+}
+
+/* Move WRITE op into step s: count it there, log the transition at
+ * debug. */
+static void write_step(struct write_op *op, enum nfs3_write_step s)
+{
+	if (op->step < NFS3_WRITE_NSTEPS)
+		stats.write_steps[op->step]--;
+	log_debug("WRITE xid %08x: %s -> %s", op->r->call.xid,
+		  op->step < NFS3_WRITE_NSTEPS ? write_step_names[op->step]
+					       : "start", write_step_names[s]);
+	op->step = s;
+	op->passed |= 1u << s;
+	stats.write_steps[s]++;
+}
+
+/* True if WRITE op entered step s before. */
+static bool write_passed(const struct write_op *op, enum nfs3_write_step s)
+{
+	return op->passed & (1u << s);
+}
+
+/* Move COMMIT op into step s: count it there, log the transition at
+ * debug. */
+static void commit_step(struct write_op *op, enum nfs3_commit_step s)
+{
+	if (op->cstep < NFS3_COMMIT_NSTEPS)
+		stats.commit_steps[op->cstep]--;
+	log_debug("COMMIT xid %08x: %s -> %s", op->r->call.xid,
+		  op->cstep < NFS3_COMMIT_NSTEPS ? commit_step_names[op->cstep]
+						 : "start",
+		  commit_step_names[s]);
+	op->cstep = s;
+	stats.commit_steps[s]++;
+}
 
 /* Reverse the list of write_ops starting at w, linked through the
  * struct write_op * member at byte offset link; return its new head. */
@@ -100,6 +180,10 @@ static struct write_op *write_ops_reverse(struct write_op *w, size_t link)
 /* Release op (not the request). */
 static void op_free(struct write_op *op)
 {
+	if (op->step < NFS3_WRITE_NSTEPS)
+		stats.write_steps[op->step]--;
+	if (op->cstep < NFS3_COMMIT_NSTEPS)
+		stats.commit_steps[op->cstep]--;
 	if (op->f)
 		cfile_put(op->r->d->cache, &op->f);
 	free(op);
@@ -129,6 +213,7 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 	struct req *r = op->r;
 	WRITE3res res;
 
+	write_step(op, NFS3_WRITE_REPLY);
 	memset(&res, 0, sizeof(res));
 	res.status = st;
 	wcc_fill(op, &res.WRITE3res_u.resok.file_wcc);
@@ -202,8 +287,12 @@ static void write_through_done(enum upstream_status status, void *decoded,
 				    ACCESS3_MODIFY | ACCESS3_EXTEND);
 	/* Stable: answered once no journal record can bring older bytes
 	 * back: its rewrite durable, no fence due (lcommit_ack_wait). */
-	if (st != NFS3_OK ||
-	    lcommit_ack_wait(d, rw0, write_through_fenced, op) != 0)
+	if (st != NFS3_OK) {
+		write_reply(op, st, FILE_SYNC);
+		return;
+	}
+	write_step(op, NFS3_WRITE_FENCE);
+	if (lcommit_ack_wait(d, rw0, write_through_fenced, op) != 0)
 		write_reply(op, st, FILE_SYNC);
 }
 
@@ -213,6 +302,7 @@ static void write_through(struct write_op *op)
 	WRITE3args a = *(WRITE3args *)op->r->args;
 
 	stats.write_through++;
+	write_step(op, NFS3_WRITE_THROUGH);
 	a.stable = FILE_SYNC;
 	a.count = op->count;
 	if (op->f)
@@ -247,6 +337,7 @@ static void write_sync_upstream(struct write_op *op)
 {
 	WRITE3args *a = op->r->args;
 
+	write_step(op, NFS3_WRITE_WRITEBACK);
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE,
 				  a->offset, op->count, write_synced, op) != 0)
 		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
@@ -335,9 +426,10 @@ static bool write_allowed(struct write_op *op, bool *asked)
 	*asked = false;
 	if (a->offset + op->count > cfile_attr(op->f)->size)
 		need |= ACCESS3_EXTEND;
-	if (cfile_access_allows(op->f, &op->uc, need) || op->asked_access)
+	if (cfile_access_allows(op->f, &op->uc, need) ||
+	    write_passed(op, NFS3_WRITE_ACCESS))
 		return cfile_access_allows(op->f, &op->uc, need);
-	op->asked_access = true;
+	write_step(op, NFS3_WRITE_ACCESS);
 	fs = fstate_get(op->r->d, op->f, op->ex);
 	for (struct write_op *k = fs ? fs->access_asks : NULL; k; k = k->ask_next)
 		if (nfs_cred_eq(&k->uc, &op->uc)) {
@@ -392,9 +484,10 @@ static void write_no_room(struct write_op *op)
 		op->room_deadline = now + WRITE_ROOM_WAIT;
 	if (now < op->room_deadline && !writeback_clean(d) &&
 	    writeback_room_wait(d, op->room_deadline, write_room_cb, op) == 0) {
-		if (!op->waited)
+		/* write_room_cb comes after this returns, never before. */
+		if (!write_passed(op, NFS3_WRITE_ROOM))
 			stats.waited_for_room++;
-		op->waited = true;
+		write_step(op, NFS3_WRITE_ROOM);
 		return;
 	}
 	write_through(op);
@@ -416,7 +509,8 @@ static void write_continue(struct write_op *op)
 	/* A write past the end leaves a gap the cache will call a hole:
 	 * take the size from the upstream now, so bytes another writer put
 	 * there are seen (WRITE replies carry no pre-op size to check). */
-	if (a->offset > cfile_attr(op->f)->size && !op->revalidated) {
+	if (a->offset > cfile_attr(op->f)->size &&
+	    !write_passed(op, NFS3_WRITE_GETATTR)) {
 		write_revalidate(op);
 		return;
 	}
@@ -433,6 +527,7 @@ static void write_continue(struct write_op *op)
 		write_reply(op, (nfsstat3)err, UNSTABLE);
 		return;
 	}
+	write_step(op, NFS3_WRITE_ABSORB);
 	if (cache_write_dirty(d->cache, op->f, a->offset,
 			      (const uint8_t *)a->data.data_val, op->count,
 			      &op->uc, daemon_now(), wall_now()) != 0) {
@@ -451,10 +546,13 @@ static void write_continue(struct write_op *op)
 		write_reply(op, NFS3_OK, UNSTABLE);
 		return;
 	}
+	/* write_local_done comes after lcommit_sync returns, never before. */
 	if (lcommit_on(d, op->ex) &&
 	    lcommit_sync(d, op->f, op->ex, a->offset, op->count,
-			 write_local_done, op) == 0)
+			 write_local_done, op) == 0) {
+		write_step(op, NFS3_WRITE_JOURNAL);
 		return;
+	}
 	write_sync_upstream(op);
 }
 
@@ -517,6 +615,8 @@ enum op_status nfs3_op_write(struct req *r)
 	if (!op)
 		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
 	op->r = r;
+	op->step = NFS3_WRITE_NSTEPS;
+	op->cstep = NFS3_COMMIT_NSTEPS;
 	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
 		free(op);
 		return nfs3_reply_status(r, st);
@@ -560,7 +660,7 @@ static void write_revalidate(struct write_op *op)
 	struct fstate *fs = fstate_get(op->r->d, op->f, op->ex);
 	GETATTR3args ga;
 
-	op->revalidated = true;
+	write_step(op, NFS3_WRITE_GETATTR);
 	if (fs && fs->reval_inflight) {
 		op->reval_next = fs->reval_waiters;
 		fs->reval_waiters = op;
@@ -585,6 +685,7 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 	struct req *r = op->r;
 	COMMIT3res res;
 
+	commit_step(op, NFS3_COMMIT_REPLY);
 	memset(&res, 0, sizeof(res));
 	res.status = st;
 	if (op->f && cfile_has_attr(op->f)) {
@@ -613,6 +714,7 @@ static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 /* Answer a COMMIT once what it covers is committed upstream. */
 static void commit_upstream(struct write_op *op)
 {
+	commit_step(op, NFS3_COMMIT_WRITEBACK);
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
 				  commit_done, op) != 0)
 		commit_reply(op, NFS3ERR_SERVERFAULT);
@@ -663,6 +765,8 @@ enum op_status nfs3_op_commit(struct req *r)
 	if (!op)
 		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
 	op->r = r;
+	op->step = NFS3_WRITE_NSTEPS;
+	op->cstep = NFS3_COMMIT_NSTEPS;
 	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
 		free(op);
 		return nfs3_reply_status(r, st);
@@ -682,6 +786,7 @@ enum op_status nfs3_op_commit(struct req *r)
 		struct export_rt *ex = op->ex;
 		struct nfs_cred uc = op->uc;
 
+		log_debug("COMMIT xid %08x: start -> forwarded", r->call.xid);
 		op_free(op);
 		return nfs3_forward_prepared(r, ex, &uc);
 	}
@@ -689,9 +794,13 @@ enum op_status nfs3_op_commit(struct req *r)
 		commit_reply(op, (nfsstat3)err);
 		return OP_PENDING;
 	}
+	/* commit_local_done comes after lcommit_sync returns, never before. */
 	if (lcommit_on(r->d, op->ex) &&
-	    lcommit_sync(r->d, op->f, op->ex, 0, 0, commit_local_done, op) == 0)
+	    lcommit_sync(r->d, op->f, op->ex, 0, 0, commit_local_done,
+			 op) == 0) {
+		commit_step(op, NFS3_COMMIT_JOURNAL);
 		return OP_PENDING;
+	}
 	commit_upstream(op);
 	return OP_PENDING;
 }

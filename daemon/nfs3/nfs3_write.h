@@ -40,15 +40,88 @@ struct req;
 	  "nfscached_writeback_errors_reported_total", \
 	  "WRITE and COMMIT replies with an error status (a kept write-back failure, NFS3ERR_JUKEBOX, ...).")
 
+/*
+ * The named steps of a WRITE, in the order one goes through them (a WRITE
+ * may skip steps, goes back to ABSORB after ROOM, and may go THROUGH from
+ * any step before JOURNAL): GETATTR (revalidating the file's attributes
+ * upstream, its own GETATTR or another WRITE's), ACCESS (asking upstream
+ * whether this credential may write, or waiting for another WRITE's
+ * ACCESS), ABSORB (writing the bytes into the cache), ROOM (waiting for
+ * write-back to free cache room), JOURNAL (a FILE_SYNC or DATA_SYNC
+ * WRITE's bytes being synced to the local journal, commit = "local"),
+ * WRITEBACK (a FILE_SYNC or DATA_SYNC WRITE waiting for write-back to put
+ * its bytes on the upstream's stable storage), THROUGH (sent upstream
+ * FILE_SYNC, not absorbed), FENCE (written through, waiting until no
+ * journal record can bring older bytes back: lcommit_ack_wait) and REPLY
+ * (being answered).
+ */
+#define NFS3_WRITE_STEPS(X) \
+	X(GETATTR, "getattr") \
+	X(ACCESS, "access") \
+	X(ABSORB, "absorb") \
+	X(ROOM, "room") \
+	X(JOURNAL, "journal") \
+	X(WRITEBACK, "writeback") \
+	X(THROUGH, "through") \
+	X(FENCE, "fence") \
+	X(REPLY, "reply")
+
+enum nfs3_write_step {
+#define X(s, name) NFS3_WRITE_##s,
+	NFS3_WRITE_STEPS(X)
+#undef X
+	NFS3_WRITE_NSTEPS
+};
+
+/*
+ * The named steps of a COMMIT of a file the proxy holds something of:
+ * JOURNAL (the file's absorbed bytes being synced to the local journal,
+ * commit = "local"), WRITEBACK (waiting for write-back to write the file's
+ * bytes and COMMIT them upstream) and REPLY (being answered). A COMMIT of
+ * a file the proxy holds nothing of, and cannot answer itself, is
+ * forwarded (nfs3_fwd.h) and no longer counted here.
+ */
+#define NFS3_COMMIT_STEPS(X) \
+	X(JOURNAL, "journal") \
+	X(WRITEBACK, "writeback") \
+	X(REPLY, "reply")
+
+enum nfs3_commit_step {
+#define X(s, name) NFS3_COMMIT_##s,
+	NFS3_COMMIT_STEPS(X)
+#undef X
+	NFS3_COMMIT_NSTEPS
+};
+
 struct nfs3_write_stats {
 #define X(t, f, k, n, h) t f;
 	NFS3_WRITE_METRICS(X, )
 #undef X
 	uint64_t absorbed_bytes;	/* not exported */
+	/* Not exported either: WRITEs and COMMITs in flight by step (a
+	 * gauge, not a counter). */
+	uint64_t write_steps[NFS3_WRITE_NSTEPS];
+	uint64_t commit_steps[NFS3_COMMIT_NSTEPS];
 };
 
 /* Copy the WRITE/COMMIT counters into *st. */
 void nfs3_write_stats_get(struct nfs3_write_stats *st);
+
+/* The lower-case name of WRITE step s ("room"), or "?" if out of
+ * range. */
+const char *nfs3_write_step_name(enum nfs3_write_step s);
+
+/* The lower-case name of COMMIT step s ("writeback"), or "?" if out of
+ * range. */
+const char *nfs3_commit_step_name(enum nfs3_commit_step s);
+
+/* How many WRITEs are in each step now, into n[0..NFS3_WRITE_NSTEPS).
+ * From the event loop (for `nfscached cache status`). */
+void nfs3_write_steps_inflight(uint64_t n[NFS3_WRITE_NSTEPS]);
+
+/* How many COMMITs are in each step now, into n[0..NFS3_COMMIT_NSTEPS).
+ * From the event loop (for `nfscached cache status`). */
+void nfs3_commit_steps_inflight(uint64_t n[NFS3_COMMIT_NSTEPS]);
 
 /* WRITE r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_write(struct req *r);

@@ -17,7 +17,9 @@
  * For every cause but STALE: once the upstream takes WRITEs again, the
  * retry (LCOMMIT_RETRY seconds of the test clock later) writes the bytes
  * and the record goes. For STALE (the file is gone upstream) the record
- * stays in cache_dir for good.
+ * stays in cache_dir for good. A COMMIT or FILE_SYNC WRITE held at the
+ * journal is counted in its JOURNAL step, a written-through WRITE held
+ * by its record's rewrite in FENCE.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,6 +36,7 @@
 #include "lcommit.h"
 #include "lcommit_fence.h"
 #include "log.h"
+#include "nfs3_write.h"
 
 #include "cunit_main.h"
 #include "nfs3_harness.h"
@@ -833,6 +836,103 @@ static void test_truncate_answered_once_rewrite_durable(void)
 	stop(&h);
 }
 
+/* Assert that wn WRITEs are in flight, all in step ws, and cn COMMITs,
+ * all in step cs. */
+static void expect_steps(enum nfs3_write_step ws, uint64_t wn,
+			 enum nfs3_commit_step cs, uint64_t cn)
+{
+	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
+
+	nfs3_write_steps_inflight(w);
+	nfs3_commit_steps_inflight(c);
+	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++)
+		CU_ASSERT_EQUAL(w[i], i == ws ? wn : 0);
+	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++)
+		CU_ASSERT_EQUAL(c[i], i == cs ? cn : 0);
+}
+
+/* Run the loop until WRITE xid is answered; its status, and its
+ * stable_how in *how. */
+static nfsstat3 write_status(struct nfs3_h *h, uint32_t xid, stable_how *how)
+{
+	WRITE3res wr;
+	nfsstat3 st;
+
+	turns_until_replied(h, xid);
+	memset(&wr, 0, sizeof(wr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_WRITE3res, &wr), 0);
+	st = wr.status;
+	*how = wr.WRITE3res_u.resok.committed;
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&wr);
+	return st;
+}
+
+/*
+ * Held by the disk's gate: a COMMIT and a FILE_SYNC WRITE wait in their
+ * JOURNAL step while the journal's writer is held; a WRITE the upstream
+ * must decide (ACCESS grants nothing) goes THROUGH and then waits in
+ * FENCE until the rewrite of its page's record is durable. Nothing is
+ * in flight once each is answered.
+ */
+static void test_journal_and_fence_steps_counted(void)
+{
+	uint8_t b[LEN];
+	uint8_t fh[FH_SIZE_MAX];
+	COMMIT3args c = { .offset = 0, .count = 0 };
+	COMMIT3res cr;
+	stable_how how;
+	struct nfs3_h h;
+	uint64_t id;
+	uint32_t xid;
+
+	id = start(&h, tune);
+	write_at(&h, id, 0, fill(b, 'A', LEN), LEN);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	disk_gate_close(disk_tier_disk());
+	h_fh(&h, id, &c.file, fh);
+	xid = h_call(&h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
+	for (int i = 0; i < 20; i++)
+		h_turns(&h, 10);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_JOURNAL, 1);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	disk_gate_open(disk_tier_disk());
+	turns_until_replied(&h, xid);
+	memset(&cr, 0, sizeof(cr));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_COMMIT3res,
+				     &cr), 0);
+	CU_ASSERT_EQUAL(cr.status, NFS3_OK);
+	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+
+	disk_gate_close(disk_tier_disk());
+	xid = h_send_write(&h, id, 0, LEN, 'B', FILE_SYNC);
+	for (int i = 0; i < 20; i++)
+		h_turns(&h, 10);
+	expect_steps(NFS3_WRITE_JOURNAL, 1, NFS3_COMMIT_NSTEPS, 0);
+	disk_gate_open(disk_tier_disk());
+	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
+	CU_ASSERT_EQUAL(how, FILE_SYNC);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+
+	/* A credential ACCESS grants nothing: through, then the fence. */
+	CU_ASSERT_TRUE_FATAL(records() >= 1);	/* the page's, to rewrite */
+	h.toy.access_deny = ACCESS3_MODIFY | ACCESS3_EXTEND;
+	h.uid = h.gid = 1001;
+	disk_gate_close(disk_tier_disk());
+	xid = h_send_write(&h, id, 0, LEN, 'C', UNSTABLE);
+	for (int i = 0; i < 20; i++)
+		h_turns(&h, 10);
+	expect_steps(NFS3_WRITE_FENCE, 1, NFS3_COMMIT_NSTEPS, 0);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	disk_gate_open(disk_tier_disk());
+	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
+	CU_ASSERT_EQUAL(how, FILE_SYNC);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	stop(&h);
+}
+
 /*
  * While a fence is due and cannot be written, a truncating SETATTR does
  * not reach the upstream (a crash before the fence would replay the old
@@ -1180,6 +1280,8 @@ int test_register(void)
 			 test_fence_in_state_dir_else_jukebox) ||
 	    !CU_add_test(s, "truncate_answered_once_rewrite_durable",
 			 test_truncate_answered_once_rewrite_durable) ||
+	    !CU_add_test(s, "journal_and_fence_steps_counted",
+			 test_journal_and_fence_steps_counted) ||
 	    !CU_add_test(s, "truncate_waits_for_the_fence",
 			 test_truncate_waits_for_the_fence) ||
 	    !CU_add_test(s, "fence_leaves_stale_files_out",

@@ -6,8 +6,10 @@
  * COMMIT verifier that changed makes them resent; a SETATTR of the size
  * waits for the write-back in flight; a COMMIT with nothing left to
  * commit is answered without the upstream; write-back's WRITEs are at
- * most writeback_wsize.
+ * most writeback_wsize; WRITEs and COMMITs in flight are counted by the
+ * step they wait in.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -46,6 +48,37 @@ static void check_commit(struct nfs3_h *h, uint32_t xid)
 	CU_ASSERT_EQUAL(memcmp(res.COMMIT3res_u.resok.verf,
 			       writeback_verf(&h->d), NFS3_WRITEVERFSIZE), 0);
 	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&res);
+}
+
+/* Assert that exactly wn WRITEs are in flight, all in step ws, and
+ * exactly cn COMMITs, all in step cs. */
+static void expect_steps(enum nfs3_write_step ws, uint64_t wn,
+			 enum nfs3_commit_step cs, uint64_t cn)
+{
+	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
+
+	nfs3_write_steps_inflight(w);
+	nfs3_commit_steps_inflight(c);
+	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++) {
+		if (w[i] != (i == ws ? wn : 0))
+			fprintf(stderr, "\n  WRITE step %s: %llu\n",
+				nfs3_write_step_name(i),
+				(unsigned long long)w[i]);
+		CU_ASSERT_EQUAL(w[i], i == ws ? wn : 0);
+	}
+	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++) {
+		if (c[i] != (i == cs ? cn : 0))
+			fprintf(stderr, "\n  COMMIT step %s: %llu\n",
+				nfs3_commit_step_name(i),
+				(unsigned long long)c[i]);
+		CU_ASSERT_EQUAL(c[i], i == cs ? cn : 0);
+	}
+}
+
+/* Nothing in flight: no WRITE, no COMMIT in any step. */
+static void expect_no_steps(void)
+{
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 }
 
 /* True when toy file id holds value v in [off, off+len). */
@@ -302,6 +335,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	CU_ASSERT_TRUE_FATAL(blocked);
 	nfs3_write_stats_get(&after);
 	CU_ASSERT_EQUAL(after.waited_for_room - before.waited_for_room, 1);
+	expect_steps(NFS3_WRITE_ROOM, 1, NFS3_COMMIT_NSTEPS, 0);
 	/* The wait started write-back; nothing completes while it is held. */
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
 	h_turns(&h, 50);
@@ -315,6 +349,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	nfs3_write_stats_get(&after);
 	CU_ASSERT_EQUAL(after.write_through, before.write_through);
 	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_COMMIT] >= 1);
+	expect_no_steps();
 	h_fini(&h);
 }
 
@@ -512,6 +547,80 @@ static void test_commit_with_nothing_held_answered_here(void)
 	h_fini(&h);
 }
 
+/*
+ * A FILE_SYNC WRITE of a file the proxy never saw goes through GETATTR,
+ * ACCESS and WRITEBACK (waiting for its bytes to be stable upstream); a
+ * COMMIT of absorbed bytes waits in WRITEBACK; a WRITE past the largest
+ * offset the cache holds goes THROUGH. Each is counted in its step while
+ * it waits there, and nothing is in flight once it is answered.
+ */
+static void test_write_and_commit_steps_are_counted(void)
+{
+	WRITE3res res;
+	struct nfs3_h h;
+	uint32_t xid;
+	uint64_t id;
+
+	h_init(&h, NULL);
+	id = toy_add_file(&h.toy, "f", 0);
+	expect_no_steps();
+	h.fu.hold[NFSPROC3_GETATTR] = true;
+	h.fu.hold[NFSPROC3_ACCESS] = true;
+	xid = h_send_write(&h, id, 0, 4096, 'a', FILE_SYNC);
+	h_turns(&h, 50);
+	expect_steps(NFS3_WRITE_GETATTR, 1, NFS3_COMMIT_NSTEPS, 0);
+	fake_up_release(&h.fu, NFSPROC3_GETATTR);
+	h_turns(&h, 50);
+	expect_steps(NFS3_WRITE_ACCESS, 1, NFS3_COMMIT_NSTEPS, 0);
+	h.fu.hold[NFSPROC3_WRITE] = true;
+	fake_up_release(&h.fu, NFSPROC3_ACCESS);
+	h_turns(&h, 50);
+	expect_steps(NFS3_WRITE_WRITEBACK, 1, NFS3_COMMIT_NSTEPS, 0);
+	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	fake_up_release(&h.fu, NFSPROC3_WRITE);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
+				     &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL(res.WRITE3res_u.resok.committed, FILE_SYNC);
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
+	expect_no_steps();
+
+	/* A COMMIT of absorbed bytes waits for their write-back. */
+	check_write_absorbed(&h, h_send_write(&h, id, 4096, 4096, 'b',
+					      UNSTABLE), 4096);
+	expect_no_steps();
+	h.fu.hold[NFSPROC3_COMMIT] = true;
+	xid = h_send_commit(&h, id);
+	h_turns(&h, 50);
+	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_WRITEBACK, 1);
+	CU_ASSERT_FALSE(h_replied(&h, xid));
+	fake_up_release(&h.fu, NFSPROC3_COMMIT);
+	check_commit(&h, xid);
+	expect_no_steps();
+
+	/* Past the cache's largest offset: through to the upstream. */
+	h.fu.hold[NFSPROC3_WRITE] = true;
+	xid = h_send_write(&h, id, CACHE_MAX_OFFSET - 100, 4096, 'c',
+			   UNSTABLE);
+	h_turns(&h, 50);
+	expect_steps(NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
+	fake_up_release(&h.fu, NFSPROC3_WRITE);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
+				     &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3ERR_FBIG);	/* the toy's answer */
+	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
+	expect_no_steps();
+	CU_ASSERT_STRING_EQUAL(nfs3_write_step_name(NFS3_WRITE_ROOM), "room");
+	CU_ASSERT_STRING_EQUAL(nfs3_write_step_name(NFS3_WRITE_NSTEPS), "?");
+	CU_ASSERT_STRING_EQUAL(nfs3_commit_step_name(NFS3_COMMIT_WRITEBACK),
+			       "writeback");
+	CU_ASSERT_STRING_EQUAL(nfs3_commit_step_name(NFS3_COMMIT_NSTEPS), "?");
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_write", NULL, NULL);
@@ -529,5 +638,6 @@ int test_register(void)
 	CU_add_test(s, "writeback_writes_at_most_wsize", test_writeback_writes_at_most_wsize);
 	CU_add_test(s, "write_args_decoded_in_place", test_write_args_decoded_in_place);
 	CU_add_test(s, "writeback_starts_at_quarter_of_cache", test_writeback_starts_at_quarter_of_cache);
+	CU_add_test(s, "write_and_commit_steps_are_counted", test_write_and_commit_steps_are_counted);
 	return 0;
 }
