@@ -14,44 +14,7 @@
 #include <rpc/rpc.h>
 
 #include "nfs3_prot.h"
-
-struct req;
-struct nfs3_proc;
-
-/* What a handler did with the request. */
-enum op_status {
-	OP_DONE = 0,	/* the reply is queued and the request released */
-	OP_PENDING,	/* a callback will reply later */
-	OP_CLOSE,	/* close the connection; the server frees the request */
-};
-
-enum dispatch_flags {
-	DISPATCH_MUTATING = 1 << 0,	/* changes upstream state */
-	DISPATCH_NONIDEMPOTENT = 1 << 1,	/* duplicate request cache */
-};
-
-struct dispatch_entry {
-	uint32_t prog;
-	uint32_t vers;
-	uint32_t proc;
-	const char *program;		/* metric label: "nfs3", "mount3" */
-	const char *name;		/* metric label: "read", "mnt" */
-	xdrproc_t xdr_args;
-	xdrproc_t xdr_res;
-	size_t args_size;
-	size_t res_size;
-	enum op_status (*handler)(struct req *r);
-	unsigned flags;
-	const struct nfs3_proc *nfs3;	/* NFSv3: the rest of what the
-					 * procedure does (nfs3_proc.h);
-					 * NULL for MOUNT */
-};
-
-enum dispatch_miss {
-	DISPATCH_PROG_UNAVAIL = 1,
-	DISPATCH_PROG_MISMATCH,		/* *low..*high is the supported range */
-	DISPATCH_PROC_UNAVAIL,
-};
+#include "proc_table.h"
 
 /*
  * The WRITE row's argument routine: xdr_WRITE3args (RFC 1813 section

@@ -9,7 +9,7 @@
 #ifndef NFSCACHED_DAEMON_MOUNT_OPS_H
 #define NFSCACHED_DAEMON_MOUNT_OPS_H
 
-#include "dispatch.h"
+#include "proc_table.h"
 
 struct req;
 

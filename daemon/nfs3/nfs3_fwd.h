@@ -14,7 +14,7 @@
 #ifndef NFSCACHED_DAEMON_NFS3_FWD_H
 #define NFSCACHED_DAEMON_NFS3_FWD_H
 
-#include "dispatch.h"
+#include "proc_table.h"
 #include "upstream.h"
 
 struct req;

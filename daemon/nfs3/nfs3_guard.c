@@ -8,7 +8,7 @@
 
 #include "conf.h"
 #include "daemon.h"
-#include "dispatch.h"
+#include "proc_table.h"
 #include "fh.h"
 #include "log.h"
 #include "nfs3_guard.h"

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "dispatch.h"
+#include "proc_table.h"
 #include "meta.h"
 #include "nfs3_proc.h"
 #include "upstream.h"

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "dispatch.h"
+#include "proc_table.h"
 #include "nfs3_prot.h"
 #include "upcall.h"
 #include "upstream.h"

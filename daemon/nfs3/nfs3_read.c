@@ -54,6 +54,7 @@
 #include "checkobj.h"
 #include "daemon.h"
 #include "disk_tier.h"
+#include "dispatch.h"
 #include "log.h"
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"

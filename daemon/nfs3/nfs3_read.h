@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "dispatch.h"
+#include "proc_table.h"
 
 struct req;
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "dispatch.h"
+#include "proc_table.h"
 
 struct req;
 

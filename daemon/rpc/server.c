@@ -78,6 +78,7 @@
 #include <utlist.h>
 
 #include "daemon.h"
+#include "dispatch.h"
 #include "drc.h"
 #include "log.h"
 #include "mclock.h"

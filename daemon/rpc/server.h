@@ -35,7 +35,7 @@
 #include <sys/socket.h>
 #include <rpc/rpc.h>
 
-#include "dispatch.h"
+#include "proc_table.h"
 #include "histogram.h"
 #include "rpcmsg.h"
 
