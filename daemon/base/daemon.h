@@ -27,6 +27,10 @@ struct upstream;
 struct server;
 struct metrics;
 
+/* Export ids are 1..63 (conf_export.id, the handle's export byte):
+ * counters by id. */
+#define NFS3_EXPORT_IDS 64
+
 /*
  * One configured export and its upstream connection. Allocated one by one
  * (daemon_export_new) and never moved: requests, cfiles' fstate and

@@ -50,7 +50,7 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg)
 {
-	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);
+	return upcall_send(&ex->upc, proc, xargs, args, uc, cb, arg);
 }
 
 const char *nfs3_status_name(uint32_t v)

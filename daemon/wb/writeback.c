@@ -40,7 +40,6 @@
 #include "nfs3_ops.h"
 #include "ratelog.h"
 #include "server.h"
-#include "nfs3_read.h"
 #include "writeback.h"
 
 #define WB_INFLIGHT 32		/* upstream WRITEs in flight per file, */
@@ -464,7 +463,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	call->off = run->off;
 	call->len = run->len;
 	cfile_mutation_begin(f);
-	if (nfs3_send(fs->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
+	if (upcall_send(&fs->ex->upc, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
 		      wb_write_done, call) != 0) {
 		cfile_mutation_end(d->cache, f, NULL, NULL, daemon_now(),
 				   daemon_ac(fs->ex, NF3REG));
@@ -511,7 +510,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	uc = fs->commit_cred;
 	uc.machine = "nfscached";
 	call->seq = tag;
-	if (nfs3_send(fs->ex, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
+	if (upcall_send(&fs->ex->upc, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
 		      &uc, wb_commit_done, call) != 0) {
 		cache_commit_done(d->cache, f, tag, false, 0);
 		cfile_put(d->cache, &call->f);
