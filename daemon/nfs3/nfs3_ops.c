@@ -53,14 +53,6 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	return upcall_send(&ex->upc, proc, xargs, args, uc, cb, arg);
 }
 
-const char *nfs3_status_name(uint32_t v)
-{
-	unsigned i = server_nfs3_status_index(v);
-
-	return i == NFS3_STATUS_OTHER ? "an unknown nfsstat3"
-				      : server_nfs3_status_name(i);
-}
-
 void nfs3_count_access_check(void)
 {
 	stats.access_checks++;

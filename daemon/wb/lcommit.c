@@ -59,7 +59,7 @@
 #include "lcommit_fence.h"
 #include "log.h"
 #include "ratelog.h"
-#include "nfs3_ops.h"
+#include "nfs3_status.h"
 #include "writeback.h"
 
 #define LC_MAGIC	0x3152434cu	/* "LCR1" */

@@ -37,9 +37,8 @@
 #include "fstate.h"
 #include "lcommit.h"
 #include "log.h"
-#include "nfs3_ops.h"
+#include "nfs3_status.h"
 #include "ratelog.h"
-#include "server.h"
 #include "writeback.h"
 
 #define WB_INFLIGHT 32		/* upstream WRITEs in flight per file, */
@@ -95,7 +94,7 @@ static struct writeback_stats *ex_stats(struct cfile *f)
 	return &wb_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
 }
 /* The pacing of failure lines: by export id, then WRITE (0) or COMMIT
- * (1), then status index (server_nfs3_status_index; WB_LOG_RPC). */
+ * (1), then status index (nfs3_status_index; WB_LOG_RPC). */
 static struct ratelog fail_log[NFS3_EXPORT_IDS][2][NFS3_NSTATUSES + 1];
 
 /* Log write-back's failure of f (a WRITE of len bytes, or a COMMIT when
@@ -106,7 +105,7 @@ static void wb_log_failure(struct cfile *f, uint32_t len, uint32_t status)
 	struct fstate *fs = fstate_find(f);
 	const char *path = fs && fs->ex ? fs->ex->conf->path : "?";
 	unsigned id = fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0;
-	unsigned si = status ? server_nfs3_status_index(status) : WB_LOG_RPC;
+	unsigned si = status ? nfs3_status_index(status) : WB_LOG_RPC;
 	struct ratelog *rl = &fail_log[id][len == 0][si];
 	double now = daemon_now();
 
