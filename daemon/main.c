@@ -533,6 +533,7 @@ static void start_disk_tier(struct daemon *d)
 static void daemon_free(struct daemon *d)
 {
 	admin_stop(&admin);
+	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
 	disk_tier_stop();	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
@@ -648,6 +649,8 @@ int main(int argc, char **argv)
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
+	d.tier_off = lcommit_tier_off;
+	d.tier_kept = stale_keep_attr;
 	start_disk_tier(&d);
 	if (invariant_init() != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");

@@ -99,6 +99,13 @@ struct daemon {
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	bool stopping;
+	/* What the disk tier (wb/disk_tier.c) calls in the layers above
+	 * it, set by main() and the unit harness; NULL: nothing. Loop
+	 * thread. tier_off: the tier turned off at run time
+	 * (lcommit_tier_off). tier_kept: f's pages were stored, or dropped
+	 * for a newer version (stale_keep_attr). */
+	void (*tier_off)(struct daemon *d);
+	void (*tier_kept)(const struct daemon *d, const struct cfile *f);
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its

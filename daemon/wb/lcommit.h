@@ -222,8 +222,8 @@ void lcommit_tick(struct daemon *d);
  * thread. */
 void lcommit_fence_drain(struct daemon *d);
 
-/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (disk_tier_stop,
- * before the server goes). */
+/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (main() and the
+ * unit harness, just before disk_tier_stop, before the server goes). */
 void lcommit_fence_stop(void);
 
 void lcommit_stats_get(struct lcommit_stats *st);
