@@ -647,6 +647,7 @@ int main(int argc, char **argv)
 	if (!d.names || !d.lag || peername_netgroups(d.names, d.conf) != 0)
 		fatal("out of memory");
 	trim_start(d.base);
+	d.wb_hooks = &lcommit_wb_hooks;
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	d.tier_off = lcommit_tier_off;

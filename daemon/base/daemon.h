@@ -26,6 +26,7 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct writeback_hooks;
 
 /* Export ids are 1..63 (conf_export.id, the handle's export byte):
  * counters by id. */
@@ -106,6 +107,9 @@ struct daemon {
 	 * for a newer version (stale_keep_attr). */
 	void (*tier_off)(struct daemon *d);
 	void (*tier_kept)(const struct daemon *d, const struct cfile *f);
+	/* What local commit adds to write-back (writeback.h), borrowed;
+	 * NULL: nothing. Set before daemon_cache_start. */
+	const struct writeback_hooks *wb_hooks;
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its

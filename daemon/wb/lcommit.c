@@ -1526,3 +1526,10 @@ void lcommit_count(bool commit)
 	else
 		stats.sync_writes++;
 }
+
+const struct writeback_hooks lcommit_wb_hooks = {
+	.settle = lcommit_settle,
+	.failed = lcommit_failed,
+	.backoff = lcommit_backoff,
+	.tick = lcommit_tick,
+};

@@ -226,6 +226,11 @@ void lcommit_fence_drain(struct daemon *d);
  * unit harness, just before disk_tier_stop, before the server goes). */
 void lcommit_fence_stop(void);
 
+/* Local commit's write-back hooks (writeback.h): lcommit_settle,
+ * lcommit_failed, lcommit_backoff, lcommit_tick. main() and the unit
+ * harness set d->wb_hooks to it before daemon_cache_start. */
+extern const struct writeback_hooks lcommit_wb_hooks;
+
 void lcommit_stats_get(struct lcommit_stats *st);
 
 /* The first broken invariant of this module's state (lcommit.c's top)

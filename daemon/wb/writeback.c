@@ -35,7 +35,6 @@
 #include "attr.h"
 #include "daemon.h"
 #include "fstate.h"
-#include "lcommit.h"
 #include "log.h"
 #include "nfs3_status.h"
 #include "ratelog.h"
@@ -286,7 +285,8 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 	waits_check(d, f, false, NFS3_OK);
 	wb_pump(d, f);
 	waits_check(d, f, false, NFS3_OK);
-	lcommit_settle(d, f);
+	if (d->wb_hooks && d->wb_hooks->settle)
+		d->wb_hooks->settle(d, f);
 	fstate_release(d, f);
 	if (rooms)
 		room_wake(d);
@@ -328,7 +328,8 @@ static bool wb_failed_local(struct daemon *d, struct cfile *f,
 			  ? (int)res->status : 0;
 	bool keep;
 
-	if (!err || !lcommit_failed(d, f, err, &keep))
+	if (!err || !d->wb_hooks || !d->wb_hooks->failed ||
+	    !d->wb_hooks->failed(d, f, err, &keep))
 		return false;
 	ex_stats(f)->errors++;
 	cache_wb_done(d->cache, f, call->seq,
@@ -566,7 +567,8 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 
 	if (!fs || !fs->ex || fs->hold ||
 	    upcall_state(&fs->ex->upc) != UPSTREAM_UP ||
-	    lcommit_backoff(f, daemon_now()))
+	    (d->wb_hooks && d->wb_hooks->backoff &&
+	     d->wb_hooks->backoff(f, daemon_now())))
 		return;
 	wtmax = upcall_wtmax(&fs->ex->upc);
 	if (!wtmax)
@@ -735,7 +737,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (rooms)
 		room_expire(d, now);
-	lcommit_tick(d);
+	if (d->wb_hooks && d->wb_hooks->tick)
+		d->wb_hooks->tick(d);
 	mclock_timer_add(tick, &tv);
 }
 
