@@ -648,6 +648,7 @@ int main(int argc, char **argv)
 		fatal("out of memory");
 	trim_start(d.base);
 	d.wb_hooks = &lcommit_wb_hooks;
+	d.fstate_hooks = &lcommit_fstate_hooks;
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	d.tier_off = lcommit_tier_off;

@@ -27,6 +27,7 @@ struct upstream;
 struct server;
 struct metrics;
 struct writeback_hooks;
+struct fstate_hooks;
 
 /* Export ids are 1..63 (conf_export.id, the handle's export byte):
  * counters by id. */
@@ -110,6 +111,9 @@ struct daemon {
 	/* What local commit adds to write-back (writeback.h), borrowed;
 	 * NULL: nothing. Set before daemon_cache_start. */
 	const struct writeback_hooks *wb_hooks;
+	/* The owners' hooks each new struct fstate gets (fstate.h),
+	 * borrowed; NULL: nothing. Set before daemon_cache_start. */
+	const struct fstate_hooks *fstate_hooks;
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its

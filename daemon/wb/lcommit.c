@@ -1533,3 +1533,9 @@ const struct writeback_hooks lcommit_wb_hooks = {
 	.backoff = lcommit_backoff,
 	.tick = lcommit_tick,
 };
+
+const struct fstate_hooks lcommit_fstate_hooks = {
+	.idle = lcommit_fstate_idle,
+	.clear = lcommit_fstate_clear,
+	.wait_unlink = writeback_wait_unlink,
+};

@@ -231,6 +231,11 @@ void lcommit_fence_stop(void);
  * harness set d->wb_hooks to it before daemon_cache_start. */
 extern const struct writeback_hooks lcommit_wb_hooks;
 
+/* The owners' fstate hooks (fstate.h): lcommit_fstate_idle,
+ * lcommit_fstate_clear and writeback_wait_unlink. main() and the unit
+ * harness set d->fstate_hooks to it before serving. */
+extern const struct fstate_hooks lcommit_fstate_hooks;
+
 void lcommit_stats_get(struct lcommit_stats *st);
 
 /* The first broken invariant of this module's state (lcommit.c's top)

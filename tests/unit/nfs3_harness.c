@@ -137,6 +137,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 	h->d.base = event_base_new();
 	h->d.names = peername_new(h->d.base);
 	h->d.wb_hooks = &lcommit_wb_hooks;
+	h->d.fstate_hooks = &lcommit_fstate_hooks;
 	if (daemon_cache_start(&h->d, err, sizeof(err)) != 0) {
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
