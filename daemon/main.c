@@ -533,6 +533,7 @@ static void start_disk_tier(struct daemon *d)
 static void daemon_free(struct daemon *d)
 {
 	admin_stop(&admin);
+	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
 	disk_tier_stop();	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
@@ -646,8 +647,12 @@ int main(int argc, char **argv)
 	if (!d.names || !d.lag || peername_netgroups(d.names, d.conf) != 0)
 		fatal("out of memory");
 	trim_start(d.base);
+	d.wb_hooks = &lcommit_wb_hooks;
+	d.fstate_hooks = &lcommit_fstate_hooks;
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
+	d.tier_off = lcommit_tier_off;
+	d.tier_kept = stale_keep_attr;
 	start_disk_tier(&d);
 	if (invariant_init() != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");

@@ -26,6 +26,12 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct writeback_hooks;
+struct fstate_hooks;
+
+/* Export ids are 1..63 (conf_export.id, the handle's export byte):
+ * counters by id. */
+#define NFS3_EXPORT_IDS 64
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -95,6 +101,19 @@ struct daemon {
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	bool stopping;
+	/* What the disk tier (wb/disk_tier.c) calls in the layers above
+	 * it, set by main() and the unit harness; NULL: nothing. Loop
+	 * thread. tier_off: the tier turned off at run time
+	 * (lcommit_tier_off). tier_kept: f's pages were stored, or dropped
+	 * for a newer version (stale_keep_attr). */
+	void (*tier_off)(struct daemon *d);
+	void (*tier_kept)(const struct daemon *d, const struct cfile *f);
+	/* What local commit adds to write-back (writeback.h), borrowed;
+	 * NULL: nothing. Set before daemon_cache_start. */
+	const struct writeback_hooks *wb_hooks;
+	/* The owners' hooks each new struct fstate gets (fstate.h),
+	 * borrowed; NULL: nothing. Set before daemon_cache_start. */
+	const struct fstate_hooks *fstate_hooks;
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its

@@ -105,7 +105,7 @@ static const char *label_close_reason(unsigned i)
 /* Label of an NFSv3 reply status (server.h). */
 static const char *label_nfs3_status(unsigned i)
 {
-	return server_nfs3_status_name(i);
+	return nfs3_status_label(i);
 }
 
 /* Label of an RPC rejection reason (server.h). */

@@ -50,15 +50,7 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg)
 {
-	return ex->upc.ops->call(ex->upc.impl, proc, xargs, args, uc, cb, arg);
-}
-
-const char *nfs3_status_name(uint32_t v)
-{
-	unsigned i = server_nfs3_status_index(v);
-
-	return i == NFS3_STATUS_OTHER ? "an unknown nfsstat3"
-				      : server_nfs3_status_name(i);
+	return upcall_send(&ex->upc, proc, xargs, args, uc, cb, arg);
 }
 
 void nfs3_count_access_check(void)

@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "proc_table.h"
 #include "nfs3_prot.h"
+#include "nfs3_status.h"
 #include "upcall.h"
 #include "upstream.h"
 
@@ -87,13 +88,6 @@ void nfs3_note_status(nfsstat3 status);
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg);
-
-/*
- * The RFC 1813 s2.6 name of nfsstat3 value v ("NFS3ERR_NOSPC"), for log
- * lines: the table is server.h's NFS3_STATUSES; a value the RFC does not
- * list is "an unknown nfsstat3". Static storage. Any thread.
- */
-const char *nfs3_status_name(uint32_t v);
 
 /* Count a handle that failed to unwrap, one naming no configured export,
  * and a file name refused (nfs3_guard.c). */

@@ -44,9 +44,6 @@ struct nfs3_read_stats {
 #undef A
 };
 
-/* Export ids are 1..63 (the handle's export byte): counters by id. */
-#define NFS3_EXPORT_IDS 64
-
 /* Copy the READ counters, summed over every export, into *st. */
 void nfs3_read_stats_get(struct nfs3_read_stats *st);
 

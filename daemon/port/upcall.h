@@ -146,6 +146,21 @@ static inline uint32_t upcall_wtmax(const struct upcall *u)
 	return u->ops->wtmax(u->impl);
 }
 
+/*
+ * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
+ * upstream through u as uc (required). The async contract of
+ * upstream_call holds: -1 (nothing sent, no callback) or 0 and exactly
+ * one callback cb(status, res, arg), given the decoded result (freed
+ * after it). Event loop only.
+ */
+static inline int upcall_send(const struct upcall *u, uint32_t proc,
+			      xdrproc_t xargs, const void *args,
+			      const struct nfs_cred *uc, upcall_cb cb,
+			      void *arg)
+{
+	return u->ops->call(u->impl, proc, xargs, args, uc, cb, arg);
+}
+
 static inline const uint8_t *upcall_root_fh(const struct upcall *u,
 					    size_t *len)
 {

@@ -381,29 +381,6 @@ static void req_release(struct req *r)
 	conn_put(&c);
 }
 
-unsigned server_nfs3_status_index(uint32_t v)
-{
-	switch (v) {
-#define X(s, val) case val: return NFS3_STATUS_##s;
-	NFS3_STATUSES(X)
-#undef X
-	default:
-		return NFS3_STATUS_OTHER;
-	}
-}
-
-const char *server_nfs3_status_name(unsigned i)
-{
-	static const char *const names[] = {
-#define X(s, v) #s,
-		NFS3_STATUSES(X)
-#undef X
-		"other",
-	};
-
-	return i < NFS3_NSTATUSES ? names[i] : NULL;
-}
-
 /*
  * Account for r's finished call; res is its result (NULL for an RPC-level
  * error). Every NFSv3 result but NULL's is an rpcgen union whose first
@@ -418,7 +395,7 @@ static void count_reply(struct server *s, const struct req *r, const void *res)
 		uint32_t status;
 
 		memcpy(&status, res, sizeof(status));
-		s->st.nfs3_replies[server_nfs3_status_index(status)]++;
+		s->st.nfs3_replies[nfs3_status_index(status)]++;
 	}
 	s->st.replies[dispatch_index(r->ent)]++;
 	histogram_observe(&s->st.latency[dispatch_index(r->ent)],

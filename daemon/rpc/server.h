@@ -37,6 +37,7 @@
 
 #include "proc_table.h"
 #include "histogram.h"
+#include "nfs3_status.h"
 #include "rpcmsg.h"
 
 struct daemon;
@@ -84,39 +85,7 @@ enum rpc_reject_reason {
 	REJECT_NREASONS
 };
 
-/*
- * The nfsstat3 values of RFC 1813 s2.6, X(name, value); the names are the
- * status label of nfscached_nfs3_replies_total. A reply whose status is
- * none of them counts as NFS3_STATUS_OTHER ("other").
- */
-#define NFS3_STATUSES(X) \
-	X(NFS3_OK, 0) X(NFS3ERR_PERM, 1) X(NFS3ERR_NOENT, 2) X(NFS3ERR_IO, 5) \
-	X(NFS3ERR_NXIO, 6) X(NFS3ERR_ACCES, 13) X(NFS3ERR_EXIST, 17) \
-	X(NFS3ERR_XDEV, 18) X(NFS3ERR_NODEV, 19) X(NFS3ERR_NOTDIR, 20) \
-	X(NFS3ERR_ISDIR, 21) X(NFS3ERR_INVAL, 22) X(NFS3ERR_FBIG, 27) \
-	X(NFS3ERR_NOSPC, 28) X(NFS3ERR_ROFS, 30) X(NFS3ERR_MLINK, 31) \
-	X(NFS3ERR_NAMETOOLONG, 63) X(NFS3ERR_NOTEMPTY, 66) \
-	X(NFS3ERR_DQUOT, 69) X(NFS3ERR_STALE, 70) X(NFS3ERR_REMOTE, 71) \
-	X(NFS3ERR_BADHANDLE, 10001) X(NFS3ERR_NOT_SYNC, 10002) \
-	X(NFS3ERR_BAD_COOKIE, 10003) X(NFS3ERR_NOTSUPP, 10004) \
-	X(NFS3ERR_TOOSMALL, 10005) X(NFS3ERR_SERVERFAULT, 10006) \
-	X(NFS3ERR_BADTYPE, 10007) X(NFS3ERR_JUKEBOX, 10008)
-
-enum nfs3_status_index {
-#define X(s, v) NFS3_STATUS_##s,
-	NFS3_STATUSES(X)
-#undef X
-	NFS3_STATUS_OTHER,
-	NFS3_NSTATUSES
-};
-
-/* The enum nfs3_status_index of nfsstat3 value v (NFS3_STATUS_OTHER if
- * RFC 1813 s2.6 lists no such value). */
-unsigned server_nfs3_status_index(uint32_t v);
-
-/* The status label of index i ("NFS3_OK", "NFS3ERR_NOENT", ..., "other"),
- * NULL past the end. */
-const char *server_nfs3_status_name(unsigned i);
+/* The nfsstat3 values and their labels: proto/nfs3_status.h. */
 
 /*
  * Counters this module owns (server_stats_get), declared once for struct

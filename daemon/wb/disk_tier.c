@@ -29,10 +29,8 @@
 #include "daemon.h"
 #include "disk.h"
 #include "disk_tier.h"
-#include "lcommit.h"
 #include "log.h"
 #include "ratelog.h"
-#include "stale.h"
 
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
 #define DISK_TIER_LOG_INTERVAL	10.0	/* seconds between checksum lines */
@@ -56,8 +54,11 @@ struct dt_batch {
 /* The store's log hook: one line when the tier turns off. */
 static void tier_log(void *arg, const char *reason)
 {
+	struct daemon *d = arg;
+
 	log_error("%s; serving from RAM and the upstream only", reason);
-	lcommit_tier_off(arg);	/* the journal's records: a fence now */
+	if (d->tier_off)
+		d->tier_off(d);	/* the journal's records: a fence now */
 }
 
 /* Checksum failures already logged or counted in a line's "more". */
@@ -161,7 +162,6 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 
 void disk_tier_stop(void)
 {
-	lcommit_fence_stop();
 	if (tier_ev)
 		event_free(tier_ev);
 	tier_ev = NULL;
@@ -276,7 +276,8 @@ void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 				       &pg))
 			disk_store(tier, &k, &pg);
 	}
-	stale_keep_attr(d, f);	/* the version these pages belong to */
+	if (d->tier_kept)
+		d->tier_kept(d, f);	/* the version these pages belong to */
 }
 
 /* True when the stored version attributes equal f's current ones. */
@@ -340,7 +341,8 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 				  "were stored; dropping them");
 			disk_drop_file(tier, fh, (uint8_t)len);
 			/* The outage record follows the version now known. */
-			stale_keep_attr(b->d, b->f);
+			if (b->d->tier_kept)
+				b->d->tier_kept(b->d, b->f);
 		}
 	}
 	free(l);

@@ -22,11 +22,14 @@ struct evbuffer;
 /*
  * Open the tier in d->conf->cache_dir (nothing when it is ""), with
  * disk_cache_size and page_size, and watch it on d->base. 0, or -1 with a
- * reason in err (the caller refuses to start).
+ * reason in err (the caller refuses to start). d->tier_off and
+ * d->tier_kept (daemon.h) are called when set: set them before.
  */
 int disk_tier_start(struct daemon *d, char *err, size_t len);
 
-/* Close the tier (pending loads complete first as misses). */
+/* Close the tier (pending loads complete first as misses). The fence
+ * waiters of local commit are answered first by the caller
+ * (lcommit_fence_stop). */
 void disk_tier_stop(void);
 
 /*

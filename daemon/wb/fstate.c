@@ -8,8 +8,6 @@
 
 #include "daemon.h"
 #include "fstate.h"
-#include "lcommit.h"
-#include "writeback.h"
 
 struct fstate *fstate_find(struct cfile *f)
 {
@@ -21,11 +19,11 @@ struct fstate *fstate_get(struct daemon *d, struct cfile *f,
 {
 	struct fstate *fs = fstate_find(f);
 
-	(void)d;
 	if (!fs) {
 		fs = calloc(1, sizeof(*fs));
 		if (!fs)
 			return NULL;
+		fs->hooks = d->fstate_hooks;
 		*cfile_owner_slot(f) = fs;
 	}
 	if (ex && !fs->ex)
@@ -46,18 +44,18 @@ bool fstate_idle(const struct fstate *fs, const struct cfile *f)
 	       (!fs || (!fs->waits && !fs->wb_inflight && !fs->hold &&
 			!fs->reval_inflight && !fs->access_asks &&
 			!fs->commit_tag &&
-			lcommit_fstate_idle(fs)));
+			(!fs->hooks || !fs->hooks->idle ||
+			 fs->hooks->idle(fs))));
 }
 
 void fstate_free(struct fstate *fs)
 {
-	while (fs && fs->waits) {
-		struct wb_wait *w = fs->waits;
+	const struct fstate_hooks *h = fs ? fs->hooks : NULL;
 
-		fs->waits = writeback_wait_unlink(w);
-	}
-	if (fs)
-		lcommit_fstate_clear(fs);
+	while (h && h->wait_unlink && fs->waits)
+		fs->waits = h->wait_unlink(fs->waits);
+	if (h && h->clear)
+		h->clear(fs);
 	free(fs);
 }
 

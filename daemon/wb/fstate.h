@@ -16,7 +16,8 @@
  *                 writeback.c)
  *   lcommit.c     lc_pages, lc_stale, lc_map, lc_attr_seq, lc_lost,
  *                 lc_syncs, lc_retry_at
- *   fstate.c      ex, and the state's life
+ *   fstate.c      ex, hooks (the owners' parts, fstate_hooks), and the
+ *                 state's life
  *
  * Life: created by fstate_get on first need, freed by fstate_release
  * once fstate_idle holds (nothing in flight, waiting or held, and no
@@ -42,8 +43,23 @@ struct wb_wait;
 struct write_op;
 struct lc_page;
 
+/*
+ * What the owners above fstate do with their parts of a state, so that
+ * fstate calls none of them (copied from d->fstate_hooks by fstate_get;
+ * NULL, or a NULL member: nothing). idle: the owner holds nothing in fs
+ * (lcommit_fstate_idle). clear: free what the owner holds in fs
+ * (lcommit_fstate_clear). wait_unlink: free waiter w, its successor
+ * returned (writeback_wait_unlink). Loop thread.
+ */
+struct fstate_hooks {
+	bool (*idle)(const struct fstate *fs);
+	void (*clear)(struct fstate *fs);
+	struct wb_wait *(*wait_unlink)(struct wb_wait *w);
+};
+
 struct fstate {
 	struct export_rt *ex;		/* borrowed from the daemon */
+	const struct fstate_hooks *hooks; /* borrowed from the daemon */
 	struct wb_wait *waits;		/* writeback.c */
 	unsigned wb_inflight;		/* upstream WRITEs in flight */
 	uint64_t wb_inflight_bytes;	/* their data, bytes */

@@ -59,7 +59,7 @@
 #include "lcommit_fence.h"
 #include "log.h"
 #include "ratelog.h"
-#include "nfs3_ops.h"
+#include "nfs3_status.h"
 #include "writeback.h"
 
 #define LC_MAGIC	0x3152434cu	/* "LCR1" */
@@ -1526,3 +1526,16 @@ void lcommit_count(bool commit)
 	else
 		stats.sync_writes++;
 }
+
+const struct writeback_hooks lcommit_wb_hooks = {
+	.settle = lcommit_settle,
+	.failed = lcommit_failed,
+	.backoff = lcommit_backoff,
+	.tick = lcommit_tick,
+};
+
+const struct fstate_hooks lcommit_fstate_hooks = {
+	.idle = lcommit_fstate_idle,
+	.clear = lcommit_fstate_clear,
+	.wait_unlink = writeback_wait_unlink,
+};

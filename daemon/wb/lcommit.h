@@ -222,9 +222,19 @@ void lcommit_tick(struct daemon *d);
  * thread. */
 void lcommit_fence_drain(struct daemon *d);
 
-/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (disk_tier_stop,
- * before the server goes). */
+/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (main() and the
+ * unit harness, just before disk_tier_stop, before the server goes). */
 void lcommit_fence_stop(void);
+
+/* Local commit's write-back hooks (writeback.h): lcommit_settle,
+ * lcommit_failed, lcommit_backoff, lcommit_tick. main() and the unit
+ * harness set d->wb_hooks to it before daemon_cache_start. */
+extern const struct writeback_hooks lcommit_wb_hooks;
+
+/* The owners' fstate hooks (fstate.h): lcommit_fstate_idle,
+ * lcommit_fstate_clear and writeback_wait_unlink. main() and the unit
+ * harness set d->fstate_hooks to it before serving. */
+extern const struct fstate_hooks lcommit_fstate_hooks;
 
 void lcommit_stats_get(struct lcommit_stats *st);
 

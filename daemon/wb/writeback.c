@@ -35,12 +35,9 @@
 #include "attr.h"
 #include "daemon.h"
 #include "fstate.h"
-#include "lcommit.h"
 #include "log.h"
-#include "nfs3_ops.h"
+#include "nfs3_status.h"
 #include "ratelog.h"
-#include "server.h"
-#include "nfs3_read.h"
 #include "writeback.h"
 
 #define WB_INFLIGHT 32		/* upstream WRITEs in flight per file, */
@@ -96,7 +93,7 @@ static struct writeback_stats *ex_stats(struct cfile *f)
 	return &wb_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
 }
 /* The pacing of failure lines: by export id, then WRITE (0) or COMMIT
- * (1), then status index (server_nfs3_status_index; WB_LOG_RPC). */
+ * (1), then status index (nfs3_status_index; WB_LOG_RPC). */
 static struct ratelog fail_log[NFS3_EXPORT_IDS][2][NFS3_NSTATUSES + 1];
 
 /* Log write-back's failure of f (a WRITE of len bytes, or a COMMIT when
@@ -107,7 +104,7 @@ static void wb_log_failure(struct cfile *f, uint32_t len, uint32_t status)
 	struct fstate *fs = fstate_find(f);
 	const char *path = fs && fs->ex ? fs->ex->conf->path : "?";
 	unsigned id = fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0;
-	unsigned si = status ? server_nfs3_status_index(status) : WB_LOG_RPC;
+	unsigned si = status ? nfs3_status_index(status) : WB_LOG_RPC;
 	struct ratelog *rl = &fail_log[id][len == 0][si];
 	double now = daemon_now();
 
@@ -288,7 +285,8 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 	waits_check(d, f, false, NFS3_OK);
 	wb_pump(d, f);
 	waits_check(d, f, false, NFS3_OK);
-	lcommit_settle(d, f);
+	if (d->wb_hooks && d->wb_hooks->settle)
+		d->wb_hooks->settle(d, f);
 	fstate_release(d, f);
 	if (rooms)
 		room_wake(d);
@@ -330,7 +328,8 @@ static bool wb_failed_local(struct daemon *d, struct cfile *f,
 			  ? (int)res->status : 0;
 	bool keep;
 
-	if (!err || !lcommit_failed(d, f, err, &keep))
+	if (!err || !d->wb_hooks || !d->wb_hooks->failed ||
+	    !d->wb_hooks->failed(d, f, err, &keep))
 		return false;
 	ex_stats(f)->errors++;
 	cache_wb_done(d->cache, f, call->seq,
@@ -464,7 +463,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	call->off = run->off;
 	call->len = run->len;
 	cfile_mutation_begin(f);
-	if (nfs3_send(fs->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
+	if (upcall_send(&fs->ex->upc, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
 		      wb_write_done, call) != 0) {
 		cfile_mutation_end(d->cache, f, NULL, NULL, daemon_now(),
 				   daemon_ac(fs->ex, NF3REG));
@@ -511,7 +510,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	uc = fs->commit_cred;
 	uc.machine = "nfscached";
 	call->seq = tag;
-	if (nfs3_send(fs->ex, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
+	if (upcall_send(&fs->ex->upc, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
 		      &uc, wb_commit_done, call) != 0) {
 		cache_commit_done(d->cache, f, tag, false, 0);
 		cfile_put(d->cache, &call->f);
@@ -568,7 +567,8 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 
 	if (!fs || !fs->ex || fs->hold ||
 	    upcall_state(&fs->ex->upc) != UPSTREAM_UP ||
-	    lcommit_backoff(f, daemon_now()))
+	    (d->wb_hooks && d->wb_hooks->backoff &&
+	     d->wb_hooks->backoff(f, daemon_now())))
 		return;
 	wtmax = upcall_wtmax(&fs->ex->upc);
 	if (!wtmax)
@@ -737,7 +737,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (rooms)
 		room_expire(d, now);
-	lcommit_tick(d);
+	if (d->wb_hooks && d->wb_hooks->tick)
+		d->wb_hooks->tick(d);
 	mclock_timer_add(tick, &tv);
 }
 

@@ -162,4 +162,22 @@ void writeback_stats_export(unsigned id, struct writeback_stats *st);
  */
 double writeback_oldest_dirty_age(struct daemon *d, double now);
 
+/*
+ * What a module above write-back (local commit) adds to it, registered
+ * through d->wb_hooks (daemon.h; NULL, or a NULL member: nothing, as
+ * without local commit). Write-back does not know who registered them.
+ * Loop thread. settle: after any completion of f (lcommit_settle).
+ * failed: a write-back WRITE of f failed hard with status; true when the
+ * hook took it, *keep then says keep the bytes (lcommit_failed). backoff:
+ * true while f's write-back must wait at now (lcommit_backoff). tick: the
+ * background tick's end (lcommit_tick).
+ */
+struct writeback_hooks {
+	void (*settle)(struct daemon *d, struct cfile *f);
+	bool (*failed)(struct daemon *d, struct cfile *f, int status,
+		       bool *keep);
+	bool (*backoff)(struct cfile *f, double now);
+	void (*tick)(struct daemon *d);
+};
+
 #endif

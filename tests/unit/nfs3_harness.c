@@ -18,6 +18,7 @@
 #include "disk_tier.h"
 #include "fstate.h"
 #include "invariant.h"
+#include "lcommit.h"
 #include "nfs3_meta.h"
 #include "log.h"
 #include "peername.h"
@@ -135,11 +136,15 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
 	h->d.base = event_base_new();
 	h->d.names = peername_new(h->d.base);
+	h->d.wb_hooks = &lcommit_wb_hooks;
+	h->d.fstate_hooks = &lcommit_fstate_hooks;
 	if (daemon_cache_start(&h->d, err, sizeof(err)) != 0) {
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
 	/* The disk tier when the test set cache_dir, as main() opens it. */
+	h->d.tier_off = lcommit_tier_off;
+	h->d.tier_kept = stale_keep_attr;
 	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
@@ -166,6 +171,7 @@ void h_fini(struct nfs3_h *h)
 	event_free(h->rd);
 	close(h->cfd);
 	h_turns(h, 4);
+	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
 	disk_tier_stop();	/* its last callbacks put cached files */
 	server_free(&h->d.server);
 	writeback_stop(&h->d);

@@ -48,13 +48,13 @@ static void test_replies_counted_by_status(void)
 /* The status index and its label agree with RFC 1813's values. */
 static void test_status_names(void)
 {
-	CU_ASSERT_EQUAL(server_nfs3_status_index(NFS3ERR_JUKEBOX),
+	CU_ASSERT_EQUAL(nfs3_status_index(NFS3ERR_JUKEBOX),
 			NFS3_STATUS_NFS3ERR_JUKEBOX);
-	CU_ASSERT_STRING_EQUAL(server_nfs3_status_name(
-		server_nfs3_status_index(NFS3ERR_NOENT)), "NFS3ERR_NOENT");
-	CU_ASSERT_STRING_EQUAL(server_nfs3_status_name(
-		server_nfs3_status_index(12345)), "other");
-	CU_ASSERT_PTR_NULL(server_nfs3_status_name(NFS3_NSTATUSES));
+	CU_ASSERT_STRING_EQUAL(nfs3_status_label(
+		nfs3_status_index(NFS3ERR_NOENT)), "NFS3ERR_NOENT");
+	CU_ASSERT_STRING_EQUAL(nfs3_status_label(
+		nfs3_status_index(12345)), "other");
+	CU_ASSERT_PTR_NULL(nfs3_status_label(NFS3_NSTATUSES));
 }
 
 int test_register(void)
