@@ -542,7 +542,7 @@ static void daemon_free(struct daemon *d)
 	nfs3_meta_shutdown();
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
-	stale_forget_all();
+	stale_forget_all(d);
 	peername_free(&d->names);
 	looplag_free(&d->lag);
 	if (stop_timer)
@@ -648,6 +648,8 @@ int main(int argc, char **argv)
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
+	if (stale_start(&d) != 0)
+		fatal("out of memory");
 	start_disk_tier(&d);
 	if (invariant_init() != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");

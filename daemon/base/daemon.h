@@ -26,6 +26,7 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct stale;
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -94,6 +95,9 @@ struct daemon {
 					 * base (evdns); owned */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
+	struct stale *stale;		/* stale_on_error's remembered
+					 * results, outage records and
+					 * counters (stale.c); owned */
 	bool stopping;
 };
 

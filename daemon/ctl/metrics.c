@@ -738,7 +738,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	     "Age of the oldest bytes written by clients and not yet stable upstream (0 when none).");
 	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",
 			    writeback_oldest_dirty_age(d, daemon_now()));
-	stale_stats_get(&ss);
+	stale_stats_get(d, &ss);
 	RENDER(o, stale_rows, &ss);
 	render_meta(o);
 }

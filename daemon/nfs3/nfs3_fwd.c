@@ -110,7 +110,7 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 			cfile_put(c, &f);
 			return false;
 		}
-		stale_count(r->call.proc);
+		stale_count(r->d, r->call.proc);
 		fwd_free(r->d, w);
 		stale_getattr(r, f);	/* r is gone after the reply */
 		cfile_put(c, &f);
@@ -123,7 +123,7 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 			   st, &len);
 	if (!res)
 		return false;
-	stale_count(r->call.proc);
+	stale_count(r->d, r->call.proc);
 	w->stale = true;
 	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, NULL, 0,
 		       forward_done, r);

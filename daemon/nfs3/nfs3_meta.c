@@ -258,7 +258,7 @@ enum op_status nfs3_op_access(struct req *r)
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
 	if (!now)
-		stale_count(NFSPROC3_ACCESS);
+		stale_count(r->d, NFSPROC3_ACCESS);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	post_op_of(f, &res.ACCESS3res_u.resok.obj_attributes);
@@ -334,7 +334,7 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	else if (!fresh(ex, child))
 		child = (cfile_put(d->cache, &child), NULL);
 	if (child && stale)
-		stale_count(NFSPROC3_LOOKUP);
+		stale_count(d, NFSPROC3_LOOKUP);
 	if (child)
 		os = lookup_reply(r, ex, dir, child, fh, fhlen);
 	cfile_put(d->cache, &child);	/* r may be gone: it replied */

@@ -331,7 +331,7 @@ static void read_from_cache(struct read_op *op)
 		cache_touch(op->d->cache, op->f, op->off, n);
 		op->cache_bytes = 0;
 		if (op->stale)
-			stale_count(NFSPROC3_READ);
+			stale_count(op->d, NFSPROC3_READ);
 		read_reply(op, read_zeros, n, 0, n);
 		return;
 	}
@@ -350,7 +350,7 @@ static void read_from_cache(struct read_op *op)
 	}
 	op->cache_bytes -= holes;
 	if (op->stale)
-		stale_count(NFSPROC3_READ);
+		stale_count(op->d, NFSPROC3_READ);
 	read_reply(op, data, n, 0, holes);
 }
 

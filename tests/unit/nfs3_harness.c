@@ -139,6 +139,8 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
+	if (stale_start(&h->d) != 0)
+		abort();
 	/* The disk tier when the test set cache_dir, as main() opens it. */
 	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
 		fprintf(stderr, "nfs3_harness: %s\n", err);
@@ -170,7 +172,7 @@ void h_fini(struct nfs3_h *h)
 	server_free(&h->d.server);
 	writeback_stop(&h->d);
 	nfs3_meta_shutdown();
-	stale_forget_all();
+	stale_forget_all(&h->d);
 	fake_up_destroy(&h->fu);
 	cache_owner_clear(h->d.cache, fstate_free);
 	cache_free(&h->d.cache);
