@@ -49,6 +49,7 @@
 #include "metrics.h"
 #include "mount3_prot.h"
 #include "nfs3_meta.h"
+#include "nfs3_ops.h"
 #include "nfs3_prot.h"
 #include "mount_ops.h"
 #include "peername.h"
@@ -543,6 +544,7 @@ static void daemon_free(struct daemon *d)
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	stale_forget_all(d);
+	nfs3_ops_stop(d);
 	peername_free(&d->names);
 	looplag_free(&d->lag);
 	if (stop_timer)
@@ -648,7 +650,7 @@ int main(int argc, char **argv)
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
-	if (stale_start(&d) != 0)
+	if (nfs3_ops_start(&d) != 0 || stale_start(&d) != 0)
 		fatal("out of memory");
 	start_disk_tier(&d);
 	if (invariant_init() != 0)

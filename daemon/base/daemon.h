@@ -26,6 +26,7 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct nfs3_ops;
 struct stale;
 
 /*
@@ -95,6 +96,8 @@ struct daemon {
 					 * base (evdns); owned */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
+	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared
+					 * counters (nfs3_ops.c); owned */
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */

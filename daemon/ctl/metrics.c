@@ -721,7 +721,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, server_rows, &st);
 	render_loop_lag(o, d);
 	render_upstream(o, d);
-	nfs3_ops_stats_get(&ns);
+	nfs3_ops_stats_get(d, &ns);
 	render_by_id(o, d, nfs3_read_rows, NROWS(nfs3_read_rows),
 		     sizeof(struct nfs3_read_stats), get_read);
 	RENDER(o, nfs3_ops_rows, &ns);

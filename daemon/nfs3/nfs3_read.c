@@ -257,12 +257,12 @@ static bool read_res_correct(READ3res *res, uint64_t off, uint32_t asked,
 }
 
 /* Correct an upstream READ reply (NULL: none) for a READ of asked bytes
- * at off. */
-static READ3res *read_res_check(READ3res *res, uint64_t off, uint32_t asked,
-				bool past_end)
+ * at off; a correction counts in d's counters. */
+static READ3res *read_res_check(struct daemon *d, READ3res *res, uint64_t off,
+				uint32_t asked, bool past_end)
 {
 	if (res && read_res_correct(res, off, asked, past_end))
-		nfs3_count_protocol_error();
+		nfs3_count_protocol_error(d);
 	return res;
 }
 
@@ -487,7 +487,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	CHECK_OBJ(fe, FETCH_MAGIC);
 	/* A fetch always asks for at least one byte. */
 	if (status == UPSTREAM_OK &&
-	    (res = read_res_check(decoded, fe->start, 1, true)))
+	    (res = read_res_check(fe->d, decoded, fe->start, 1, true)))
 		err = res->status;
 	else
 		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
@@ -922,7 +922,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 	READ3res *res;
 
 	if (status != UPSTREAM_OK ||
-	    !(res = read_res_check(decoded, op_args(op)->offset,
+	    !(res = read_res_check(op->d, decoded, op_args(op)->offset,
 				   op_args(op)->count, false))) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
@@ -992,7 +992,7 @@ static void read_continue(struct read_op *op)
 	read_step(op, NFS3_READ_ACCESS);
 	aa.object = op_args(op)->file;
 	aa.access = ACCESS3_READ;
-	nfs3_count_access_check();
+	nfs3_count_access_check(op->d);
 	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
 		      &op->uc, read_access_done, op) != 0)
 		read_fail(op, NFS3ERR_JUKEBOX);

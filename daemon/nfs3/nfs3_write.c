@@ -139,7 +139,7 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 		       NFS3_WRITEVERFSIZE);
 	} else {
 		stats.errors_reported++;
-		nfs3_note_status(st);
+		nfs3_note_status(r->d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_WRITE3res, &res);
@@ -348,7 +348,7 @@ static bool write_allowed(struct write_op *op, bool *asked)
 		}
 	aa.object = a->file;
 	aa.access = ACCESS3_MODIFY | ACCESS3_EXTEND;
-	nfs3_count_access_check();
+	nfs3_count_access_check(op->r->d);
 	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
 		      &op->uc, write_access_done, op) != 0) {
 		if (fs)
@@ -597,7 +597,7 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 		       NFS3_WRITEVERFSIZE);
 	else {
 		stats.errors_reported++;
-		nfs3_note_status(st);
+		nfs3_note_status(r->d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_COMMIT3res, &res);

@@ -23,6 +23,7 @@
 #include "peername.h"
 #include "nfs3_harness.h"
 #include "nfs3_meta.h"
+#include "nfs3_ops.h"
 #include "stale.h"
 #include "rpcmsg.h"
 #include "server.h"
@@ -139,7 +140,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
-	if (stale_start(&h->d) != 0)
+	if (nfs3_ops_start(&h->d) != 0 || stale_start(&h->d) != 0)
 		abort();
 	/* The disk tier when the test set cache_dir, as main() opens it. */
 	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
@@ -173,6 +174,7 @@ void h_fini(struct nfs3_h *h)
 	writeback_stop(&h->d);
 	nfs3_meta_shutdown();
 	stale_forget_all(&h->d);
+	nfs3_ops_stop(&h->d);
 	fake_up_destroy(&h->fu);
 	cache_owner_clear(h->d.cache, fstate_free);
 	cache_free(&h->d.cache);
