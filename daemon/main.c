@@ -540,7 +540,7 @@ static void daemon_free(struct daemon *d)
 	reload_exports_free(d);
 	mount_list_clear();
 	writeback_stop(d);
-	nfs3_meta_shutdown();
+	nfs3_meta_shutdown(d);
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	stale_forget_all(d);
@@ -650,7 +650,8 @@ int main(int argc, char **argv)
 	trim_start(d.base);
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
-	if (nfs3_ops_start(&d) != 0 || stale_start(&d) != 0)
+	if (nfs3_ops_start(&d) != 0 || nfs3_meta_start(&d) != 0 ||
+	    stale_start(&d) != 0)
 		fatal("out of memory");
 	start_disk_tier(&d);
 	if (invariant_init() != 0)

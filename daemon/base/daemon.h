@@ -27,6 +27,7 @@ struct upstream;
 struct server;
 struct metrics;
 struct nfs3_ops;
+struct nfs3_meta;
 struct stale;
 
 /*
@@ -98,6 +99,8 @@ struct daemon {
 					 * be NULL (not measured) */
 	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared
 					 * counters (nfs3_ops.c); owned */
+	struct nfs3_meta *nfs3_meta;	/* the metadata cache and its
+					 * counters (nfs3_meta.c); owned */
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */

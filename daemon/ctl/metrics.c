@@ -604,11 +604,11 @@ static void render_export_changes(struct evbuffer *o, const struct daemon *d)
 
 /* Write the metadata cache's hits and misses (one family with two labels,
  * by hand), entries and memory. */
-static void render_meta(struct evbuffer *o)
+static void render_meta(struct evbuffer *o, const struct daemon *d)
 {
 	struct nfs3_meta_stats ms;
 
-	nfs3_meta_stats_get(&ms);
+	nfs3_meta_stats_get(d, &ms);
 	head(o, "nfscached_meta_requests_total", "counter",
 	     "Metadata calls answered from the cache (hit) or forwarded "
 	     "upstream (miss), by procedure.");
@@ -740,7 +740,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 			    writeback_oldest_dirty_age(d, daemon_now()));
 	stale_stats_get(d, &ss);
 	RENDER(o, stale_rows, &ss);
-	render_meta(o);
+	render_meta(o, d);
 }
 
 /*

@@ -140,7 +140,8 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
-	if (nfs3_ops_start(&h->d) != 0 || stale_start(&h->d) != 0)
+	if (nfs3_ops_start(&h->d) != 0 || nfs3_meta_start(&h->d) != 0 ||
+	    stale_start(&h->d) != 0)
 		abort();
 	/* The disk tier when the test set cache_dir, as main() opens it. */
 	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
@@ -172,7 +173,7 @@ void h_fini(struct nfs3_h *h)
 	disk_tier_stop();	/* its last callbacks put cached files */
 	server_free(&h->d.server);
 	writeback_stop(&h->d);
-	nfs3_meta_shutdown();
+	nfs3_meta_shutdown(&h->d);
 	stale_forget_all(&h->d);
 	nfs3_ops_stop(&h->d);
 	fake_up_destroy(&h->fu);
