@@ -51,6 +51,8 @@
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
 #include "nfs3_prot.h"
+#include "nfs3_read.h"
+#include "nfs3_write.h"
 #include "mount_ops.h"
 #include "peername.h"
 #include "registrar.h"
@@ -544,6 +546,8 @@ static void daemon_free(struct daemon *d)
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
 	stale_forget_all(d);
+	nfs3_read_stop(d);
+	nfs3_write_stop(d);
 	nfs3_ops_stop(d);
 	peername_free(&d->names);
 	looplag_free(&d->lag);
@@ -651,6 +655,7 @@ int main(int argc, char **argv)
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	if (nfs3_ops_start(&d) != 0 || nfs3_meta_start(&d) != 0 ||
+	    nfs3_read_start(&d) != 0 || nfs3_write_start(&d) != 0 ||
 	    stale_start(&d) != 0)
 		fatal("out of memory");
 	start_disk_tier(&d);

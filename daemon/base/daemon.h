@@ -28,6 +28,8 @@ struct server;
 struct metrics;
 struct nfs3_ops;
 struct nfs3_meta;
+struct nfs3_read;
+struct nfs3_write;
 struct stale;
 
 /*
@@ -101,6 +103,10 @@ struct daemon {
 					 * counters (nfs3_ops.c); owned */
 	struct nfs3_meta *nfs3_meta;	/* the metadata cache and its
 					 * counters (nfs3_meta.c); owned */
+	struct nfs3_read *nfs3_read;	/* READ's counters and steps in
+					 * flight (nfs3_read.c); owned */
+	struct nfs3_write *nfs3_write;	/* WRITE/COMMIT's counters
+					 * (nfs3_write.c); owned */
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */

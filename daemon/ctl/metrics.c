@@ -685,12 +685,21 @@ static void render_by_id(struct evbuffer *o, struct daemon *d,
 	free(st);
 }
 
-/* nfs3_read_stats_export and writeback_stats_export for render_by_id. */
-static void get_read(unsigned id, void *st)
+/* Render d's READ counters per export (nfs3_read_stats_export). */
+static void render_read(struct evbuffer *o, struct daemon *d)
 {
-	nfs3_read_stats_export(id, st);
+	struct nfs3_read_stats *st = calloc(d->nexports + 1, sizeof(*st));
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < d->nexports; i++)
+		nfs3_read_stats_export(d, d->exports[i]->conf->id, &st[i]);
+	render_exports(o, d, nfs3_read_rows, NROWS(nfs3_read_rows), st,
+		       sizeof(*st));
+	free(st);
 }
 
+/* writeback_stats_export for render_by_id. */
 static void get_writeback(unsigned id, void *st)
 {
 	writeback_stats_export(id, st);
@@ -722,13 +731,12 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_loop_lag(o, d);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(d, &ns);
-	render_by_id(o, d, nfs3_read_rows, NROWS(nfs3_read_rows),
-		     sizeof(struct nfs3_read_stats), get_read);
+	render_read(o, d);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);
 	lcommit_render(o);
-	nfs3_write_stats_get(&ws);
+	nfs3_write_stats_get(d, &ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
 	RENDER(o, wb_room_rows, &wb);

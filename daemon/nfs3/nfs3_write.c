@@ -33,6 +33,9 @@
  * the WRITEs of its credential that wait for its answer (access_waiters).
  * A WRITE is on at most one of those lists; an answer resumes the WRITE
  * that asked, then its waiters in arrival order.
+ *
+ * The counters are the daemon's (d->nfs3_write, made by nfs3_write_start,
+ * freed by nfs3_write_stop), touched from the event loop only.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -78,7 +81,28 @@ struct write_op {
 	struct write_op *access_next;	/* on an asker's access_waiters */
 };
 
-static struct nfs3_write_stats stats;
+/* WRITE and COMMIT's state in the daemon: their counters. */
+struct nfs3_write {
+	struct nfs3_write_stats stats;
+};
+
+int nfs3_write_start(struct daemon *d)
+{
+	d->nfs3_write = calloc(1, sizeof(*d->nfs3_write));
+	return d->nfs3_write ? 0 : -1;
+}
+
+void nfs3_write_stop(struct daemon *d)
+{
+	free(d->nfs3_write);
+	d->nfs3_write = NULL;
+}
+
+/* d's WRITE/COMMIT counters. */
+static struct nfs3_write_stats *wstats(struct daemon *d)
+{
+	return &d->nfs3_write->stats;
+}
 
 /* Reverse the list of write_ops starting at w, linked through the
  * struct write_op * member at byte offset link; return its new head. */
@@ -123,8 +147,9 @@ static void wcc_fill(const struct write_op *op, wcc_data *w)
 	}
 }
 
-/* Reply a WRITE and release op. */
-static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
+/* Reply a WRITE of d and release op. */
+static void write_reply(struct daemon *d, struct write_op *op, nfsstat3 st,
+			stable_how how)
 {
 	struct req *r = op->r;
 	WRITE3res res;
@@ -135,11 +160,11 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 	if (st == NFS3_OK) {
 		res.WRITE3res_u.resok.count = op->count;
 		res.WRITE3res_u.resok.committed = how;
-		memcpy(res.WRITE3res_u.resok.verf, writeback_verf(r->d),
+		memcpy(res.WRITE3res_u.resok.verf, writeback_verf(d),
 		       NFS3_WRITEVERFSIZE);
 	} else {
-		stats.errors_reported++;
-		nfs3_note_status(r->d, st);
+		wstats(d)->errors_reported++;
+		nfs3_note_status(d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_WRITE3res, &res);
@@ -148,15 +173,13 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 /* A FILE_SYNC or DATA_SYNC WRITE's bytes reached stable storage. */
 static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	write_reply(arg, st, FILE_SYNC);
+	write_reply(d, arg, st, FILE_SYNC);
 }
 
 /* A written-through WRITE may be answered (lcommit_ack_wait). */
 static void write_through_fenced(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	write_reply(arg, st, FILE_SYNC);
+	write_reply(d, arg, st, FILE_SYNC);
 }
 
 /* The pass-through WRITE came back. */
@@ -204,15 +227,15 @@ static void write_through_done(enum upstream_status status, void *decoded,
 	 * back: its rewrite durable, no fence due (lcommit_ack_wait). */
 	if (st != NFS3_OK ||
 	    lcommit_ack_wait(d, rw0, write_through_fenced, op) != 0)
-		write_reply(op, st, FILE_SYNC);
+		write_reply(d, op, st, FILE_SYNC);
 }
 
-/* No room in the cache: write through to the upstream's stable storage. */
-static void write_through(struct write_op *op)
+/* No room in d's cache: write through to the upstream's stable storage. */
+static void write_through(struct daemon *d, struct write_op *op)
 {
 	WRITE3args a = *(WRITE3args *)op->r->args;
 
-	stats.write_through++;
+	wstats(d)->write_through++;
 	a.stable = FILE_SYNC;
 	a.count = op->count;
 	if (op->f)
@@ -220,9 +243,9 @@ static void write_through(struct write_op *op)
 	if (nfs3_send(op->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a,
 		      &op->uc, write_through_done, op) != 0) {
 		if (op->f)
-			cfile_mutation_end(op->r->d->cache, op->f, NULL, NULL,
+			cfile_mutation_end(d->cache, op->f, NULL, NULL,
 					   daemon_now(), daemon_ac(op->ex, NF3REG));
-		write_reply(op, NFS3ERR_JUKEBOX, FILE_SYNC);
+		write_reply(d, op, NFS3ERR_JUKEBOX, FILE_SYNC);
 	}
 }
 
@@ -249,7 +272,7 @@ static void write_sync_upstream(struct write_op *op)
 
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE,
 				  a->offset, op->count, write_synced, op) != 0)
-		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
+		write_reply(op->r->d, op, NFS3ERR_SERVERFAULT, FILE_SYNC);
 }
 
 /* A FILE_SYNC WRITE's local sync (commit = "local") ended. */
@@ -257,13 +280,12 @@ static void write_local_done(struct daemon *d, bool durable, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (!durable) {
 		write_sync_upstream(op);
 		return;
 	}
 	lcommit_count(false);
-	write_reply(op, NFS3_OK, FILE_SYNC);
+	write_reply(d, op, NFS3_OK, FILE_SYNC);
 }
 static void write_no_room(struct write_op *op);
 
@@ -273,7 +295,8 @@ static void write_access_resume(struct write_op *op,
 				enum upstream_status status)
 {
 	if (status != UPSTREAM_OK) {
-		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
+		write_reply(op->r->d, op, nfs3_upstream_failure(status),
+			    UNSTABLE);
 		return;
 	}
 	write_continue(op);
@@ -369,11 +392,10 @@ static void write_room_cb(struct daemon *d, bool room, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (room)
 		write_continue(op);
 	else
-		write_through(op);
+		write_through(d, op);
 }
 
 /*
@@ -393,11 +415,11 @@ static void write_no_room(struct write_op *op)
 	if (now < op->room_deadline && !writeback_clean(d) &&
 	    writeback_room_wait(d, op->room_deadline, write_room_cb, op) == 0) {
 		if (!op->waited)
-			stats.waited_for_room++;
+			wstats(d)->waited_for_room++;
 		op->waited = true;
 		return;
 	}
-	write_through(op);
+	write_through(d, op);
 }
 
 /* Attributes known: absorb the write. */
@@ -410,7 +432,7 @@ static void write_continue(struct write_op *op)
 	int err;
 
 	if (cfile_attr(op->f)->type != NF3REG) {
-		write_through(op);
+		write_through(d, op);
 		return;
 	}
 	/* A write past the end leaves a gap the cache will call a hole:
@@ -422,7 +444,7 @@ static void write_continue(struct write_op *op)
 	}
 	if (!write_allowed(op, &asked)) {
 		if (!asked)
-			write_through(op);
+			write_through(d, op);
 		return;
 	}
 	err = cfile_wb_error_take(op->f);
@@ -430,7 +452,7 @@ static void write_continue(struct write_op *op)
 	op->pre = *cfile_attr(op->f);
 	op->has_pre = true;
 	if (err) {
-		write_reply(op, (nfsstat3)err, UNSTABLE);
+		write_reply(d, op, (nfsstat3)err, UNSTABLE);
 		return;
 	}
 	if (cache_write_dirty(d->cache, op->f, a->offset,
@@ -439,16 +461,16 @@ static void write_continue(struct write_op *op)
 		write_no_room(op);
 		return;
 	}
-	stats.absorbed++;
-	stats.absorbed_bytes += op->count;
+	wstats(d)->absorbed++;
+	wstats(d)->absorbed_bytes += op->count;
 	if (!(fs = fstate_get(d, op->f, op->ex))) {
-		write_reply(op, NFS3ERR_SERVERFAULT, UNSTABLE);
+		write_reply(d, op, NFS3ERR_SERVERFAULT, UNSTABLE);
 		return;
 	}
 	fs->last_absorb = daemon_now();
 	lcommit_note_write(d, op->f, a->offset, op->count);
 	if (a->stable == UNSTABLE) {
-		write_reply(op, NFS3_OK, UNSTABLE);
+		write_reply(d, op, NFS3_OK, UNSTABLE);
 		return;
 	}
 	if (lcommit_on(d, op->ex) &&
@@ -465,7 +487,7 @@ static void write_resume(struct write_op *op, bool ok)
 	if (ok)
 		write_continue(op);
 	else
-		write_through(op);
+		write_through(op->r->d, op);
 }
 
 /* The revalidating GETATTR of write_revalidate came back: answers op and
@@ -522,23 +544,23 @@ enum op_status nfs3_op_write(struct req *r)
 		return nfs3_reply_status(r, st);
 	}
 	op->count = a->count < a->data.data_len ? a->count : a->data.data_len;
-	stats.client_writes++;
-	stats.client_write_bytes += op->count;
+	wstats(r->d)->client_writes++;
+	wstats(r->d)->client_write_bytes += op->count;
 	/* Bytes past 2^64 exist nowhere (Ganesha answers NFS3ERR_INVAL too);
 	 * bytes past the largest off_t go through, for the upstream to
 	 * refuse (NFS3ERR_FBIG) or take. */
 	if (a->offset > UINT64_MAX - op->count) {
-		write_reply(op, NFS3ERR_INVAL, UNSTABLE);
+		write_reply(r->d, op, NFS3ERR_INVAL, UNSTABLE);
 		return OP_PENDING;
 	}
 	if (a->offset + op->count > CACHE_MAX_OFFSET) {
-		write_through(op);
+		write_through(r->d, op);
 		return OP_PENDING;
 	}
 	op->f = cache_get(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			  a->file.data.data_len);
 	if (!op->f) {
-		write_through(op);
+		write_through(r->d, op);
 		return OP_PENDING;
 	}
 	/* Fresh attributes first: another writer's change must be seen. */
@@ -564,23 +586,23 @@ static void write_revalidate(struct write_op *op)
 	if (fs && fs->reval_inflight) {
 		op->reval_next = fs->reval_waiters;
 		fs->reval_waiters = op;
-		stats.revalidations_shared++;
+		wstats(op->r->d)->revalidations_shared++;
 		return;
 	}
-	stats.revalidations++;
+	wstats(op->r->d)->revalidations++;
 	ga.object = ((WRITE3args *)op->r->args)->file;
 	op->gen = cfile_gen(op->f);
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
 		      &op->uc, write_getattr_done, op) != 0) {
-		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+		write_reply(op->r->d, op, NFS3ERR_JUKEBOX, UNSTABLE);
 		return;
 	}
 	if (fs)
 		fs->reval_inflight = true;
 }
 
-/* Reply a COMMIT and release op. */
-static void commit_reply(struct write_op *op, nfsstat3 st)
+/* Reply a COMMIT of d and release op. */
+static void commit_reply(struct daemon *d, struct write_op *op, nfsstat3 st)
 {
 	struct req *r = op->r;
 	COMMIT3res res;
@@ -593,11 +615,11 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 	}
 	wcc_fill(op, &res.COMMIT3res_u.resok.file_wcc);
 	if (st == NFS3_OK)
-		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(r->d),
+		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(d),
 		       NFS3_WRITEVERFSIZE);
 	else {
-		stats.errors_reported++;
-		nfs3_note_status(r->d, st);
+		wstats(d)->errors_reported++;
+		nfs3_note_status(d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_COMMIT3res, &res);
@@ -606,8 +628,7 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 /* Everything the file held is committed upstream (or failed). */
 static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	commit_reply(arg, st);
+	commit_reply(d, arg, st);
 }
 
 /* Answer a COMMIT once what it covers is committed upstream. */
@@ -615,7 +636,7 @@ static void commit_upstream(struct write_op *op)
 {
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
 				  commit_done, op) != 0)
-		commit_reply(op, NFS3ERR_SERVERFAULT);
+		commit_reply(op->r->d, op, NFS3ERR_SERVERFAULT);
 }
 
 /* A COMMIT's local sync (commit = "local") ended. */
@@ -623,13 +644,12 @@ static void commit_local_done(struct daemon *d, bool durable, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (!durable) {
 		commit_upstream(op);
 		return;
 	}
 	lcommit_count(true);
-	commit_reply(op, NFS3_OK);
+	commit_reply(d, op, NFS3_OK);
 }
 
 /*
@@ -667,12 +687,12 @@ enum op_status nfs3_op_commit(struct req *r)
 		free(op);
 		return nfs3_reply_status(r, st);
 	}
-	stats.client_commits++;
+	wstats(r->d)->client_commits++;
 	op->f = cache_find(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			   a->file.data.data_len);
 	if (commit_local_ok(op->f, &op->uc)) {
-		stats.commits_local++;
-		commit_reply(op, NFS3_OK);
+		wstats(r->d)->commits_local++;
+		commit_reply(r->d, op, NFS3_OK);
 		return OP_PENDING;
 	}
 	if (!op->f || (!cfile_wb_error_peek(op->f) && !cfile_has_wb(op->f))) {
@@ -686,7 +706,7 @@ enum op_status nfs3_op_commit(struct req *r)
 		return nfs3_forward_prepared(r, ex, &uc);
 	}
 	if ((err = cfile_wb_error_take(op->f)) != 0) {
-		commit_reply(op, (nfsstat3)err);
+		commit_reply(r->d, op, (nfsstat3)err);
 		return OP_PENDING;
 	}
 	if (lcommit_on(r->d, op->ex) &&
@@ -696,7 +716,10 @@ enum op_status nfs3_op_commit(struct req *r)
 	return OP_PENDING;
 }
 
-void nfs3_write_stats_get(struct nfs3_write_stats *st)
+void nfs3_write_stats_get(const struct daemon *d, struct nfs3_write_stats *st)
 {
-	*st = stats;
+	if (d->nfs3_write)
+		*st = d->nfs3_write->stats;
+	else
+		memset(st, 0, sizeof(*st));
 }

@@ -10,6 +10,7 @@
 
 #include "dispatch.h"
 
+struct daemon;
 struct req;
 
 /* Counters of WRITE and COMMIT (nfs3_write.c), declared once for struct
@@ -47,8 +48,20 @@ struct nfs3_write_stats {
 	uint64_t absorbed_bytes;	/* not exported */
 };
 
-/* Copy the WRITE/COMMIT counters into *st. */
-void nfs3_write_stats_get(struct nfs3_write_stats *st);
+/*
+ * Make d->nfs3_write (the counters above), all zero: at start, before
+ * the first WRITE. 0, or -1 (ENOMEM; d->nfs3_write stays NULL). Event
+ * loop, before serving.
+ */
+int nfs3_write_start(struct daemon *d);
+
+/* Free d->nfs3_write and clear it: at shutdown, after write-back stopped
+ * (its last waits answer WRITEs). No-op when NULL. Event loop. */
+void nfs3_write_stop(struct daemon *d);
+
+/* Copy d's WRITE/COMMIT counters into *st (zeros without
+ * nfs3_write_start). Event loop (metrics, tests). */
+void nfs3_write_stats_get(const struct daemon *d, struct nfs3_write_stats *st);
 
 /* WRITE r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_write(struct req *r);

@@ -24,6 +24,8 @@
 #include "nfs3_harness.h"
 #include "nfs3_meta.h"
 #include "nfs3_ops.h"
+#include "nfs3_read.h"
+#include "nfs3_write.h"
 #include "stale.h"
 #include "rpcmsg.h"
 #include "server.h"
@@ -141,6 +143,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		abort();
 	}
 	if (nfs3_ops_start(&h->d) != 0 || nfs3_meta_start(&h->d) != 0 ||
+	    nfs3_read_start(&h->d) != 0 || nfs3_write_start(&h->d) != 0 ||
 	    stale_start(&h->d) != 0)
 		abort();
 	/* The disk tier when the test set cache_dir, as main() opens it. */
@@ -175,6 +178,8 @@ void h_fini(struct nfs3_h *h)
 	writeback_stop(&h->d);
 	nfs3_meta_shutdown(&h->d);
 	stale_forget_all(&h->d);
+	nfs3_read_stop(&h->d);
+	nfs3_write_stop(&h->d);
 	nfs3_ops_stop(&h->d);
 	fake_up_destroy(&h->fu);
 	cache_owner_clear(h->d.cache, fstate_free);

@@ -182,10 +182,10 @@ static void test_holes_stored_and_restored_after_restart(void)
 
 	h_init(&h, with_disk);	/* RAM cold, the disk as it was */
 	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++)
 		read_check(&h, id, (uint64_t)p * PS, PS);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
 	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole,
 			PS + PS / 2);
@@ -260,12 +260,12 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	for (unsigned i = PS; i < 2 * PS + PS / 2; i++)
 		n->data[i] = (uint8_t)(i * 13 + 1);
 	n->mtime = ++h.toy.clock;
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++) {
 		read_check(&h, id, (uint64_t)p * PS, PS);
 		disk_tier_drain();	/* the drop is done before the next */
 	}
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
 	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole, 0);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,

@@ -288,7 +288,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	bool blocked = false;
 
 	h_init(&h, small_cache);
-	nfs3_write_stats_get(&before);
+	nfs3_write_stats_get(&h.d, &before);
 	id = toy_add_file(&h.toy, "f", 0);
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	/* Fill the cache with unwritten bytes until a WRITE must wait. */
@@ -300,7 +300,7 @@ static void test_room_freed_wakes_blocked_write(void)
 			check_write_absorbed(&h, xid, 65536);
 	}
 	CU_ASSERT_TRUE_FATAL(blocked);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.waited_for_room - before.waited_for_room, 1);
 	/* The wait started write-back; nothing completes while it is held. */
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
@@ -312,7 +312,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	h_turns(&h, 50);
 	CU_ASSERT_TRUE(h_replied(&h, xid));
 	check_write_absorbed(&h, xid, 65536);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.write_through, before.write_through);
 	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_COMMIT] >= 1);
 	h_fini(&h);
@@ -474,7 +474,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	uint64_t id;
 
 	h_init(&h, NULL);
-	nfs3_write_stats_get(&before);
+	nfs3_write_stats_get(&h.d, &before);
 	id = toy_add_file(&h.toy, "f", 0);
 	check_write_absorbed(&h, h_send_write(&h, id, 0, 4096, 'a', UNSTABLE),
 			     4096);
@@ -488,7 +488,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	check_commit(&h, h_send_commit(&h, id));
 	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
 	/* A credential the proxy never saw write the file: the upstream decides. */
 	h.uid = 2000;
@@ -507,7 +507,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	h_advance(&h, h.ex.ac_reg.max + 1);
 	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 4);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
 	h_fini(&h);
 }
