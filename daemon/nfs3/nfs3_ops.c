@@ -49,8 +49,14 @@ void nfs3_note_status(struct daemon *d, nfsstat3 status)
 		d->nfs3_ops->stats.jukebox++;
 }
 
-/* Reply with status only (resfail with no attributes). */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
+{
+	return nfs3_reply_status_in(r->d, r, status);
+}
+
+/* Reply with status only (resfail with no attributes). */
+enum op_status nfs3_reply_status_in(struct daemon *d, struct req *r,
+				    nfsstat3 status)
 {
 	void *res = calloc(1, r->ent->res_size);
 	enum op_status st;
@@ -59,7 +65,7 @@ enum op_status nfs3_reply_status(struct req *r, nfsstat3 status)
 		return req_reply_accept_error(r, SYSTEM_ERR);
 	/* Every RFC 1813 result union starts with its nfsstat3 status. */
 	*(nfsstat3 *)res = status;
-	nfs3_note_status(r->d, status);
+	nfs3_note_status(d, status);
 	st = req_reply(r, r->ent->xdr_res, res);
 	free(res);
 	return st;

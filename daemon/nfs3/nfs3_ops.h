@@ -85,6 +85,11 @@ nfsstat3 nfs3_upstream_failure(enum upstream_status st);
  * Counted in r->d's counters as nfs3_note_status does. Event loop. */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);
 
+/* nfs3_reply_status for a callback handed its daemon d (r's, r->d):
+ * counted in d's counters. */
+enum op_status nfs3_reply_status_in(struct daemon *d, struct req *r,
+				    nfsstat3 status);
+
 /*
  * Count a reply the proxy itself composes with status (for replies that do
  * not go through nfs3_reply_status, such as WRITE's and COMMIT's wcc_data
