@@ -49,7 +49,10 @@
 #include "metrics.h"
 #include "mount3_prot.h"
 #include "nfs3_meta.h"
+#include "nfs3_ops.h"
 #include "nfs3_prot.h"
+#include "nfs3_read.h"
+#include "nfs3_write.h"
 #include "mount_ops.h"
 #include "peername.h"
 #include "registrar.h"
@@ -540,10 +543,13 @@ static void daemon_free(struct daemon *d)
 	reload_exports_free(d);
 	mount_list_clear();
 	writeback_stop(d);
-	nfs3_meta_shutdown();
+	nfs3_meta_shutdown(d);
 	cache_owner_clear(d->cache, fstate_free);
 	cache_free(&d->cache);
-	stale_forget_all();
+	stale_forget_all(d);
+	nfs3_read_stop(d);
+	nfs3_write_stop(d);
+	nfs3_ops_stop(d);
 	peername_free(&d->names);
 	looplag_free(&d->lag);
 	if (stop_timer)
@@ -653,6 +659,10 @@ int main(int argc, char **argv)
 		fatal("%s", err);
 	d.tier_off = lcommit_tier_off;
 	d.tier_kept = stale_keep_attr;
+	if (nfs3_ops_start(&d) != 0 || nfs3_meta_start(&d) != 0 ||
+	    nfs3_read_start(&d) != 0 || nfs3_write_start(&d) != 0 ||
+	    stale_start(&d) != 0)
+		fatal("out of memory");
 	start_disk_tier(&d);
 	if (invariant_init() != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");

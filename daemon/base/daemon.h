@@ -32,6 +32,11 @@ struct fstate_hooks;
 /* Export ids are 1..63 (conf_export.id, the handle's export byte):
  * counters by id. */
 #define NFS3_EXPORT_IDS 64
+struct nfs3_ops;
+struct nfs3_meta;
+struct nfs3_read;
+struct nfs3_write;
+struct stale;
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -100,6 +105,17 @@ struct daemon {
 					 * base (evdns); owned */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
+	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared
+					 * counters (nfs3_ops.c); owned */
+	struct nfs3_meta *nfs3_meta;	/* the metadata cache and its
+					 * counters (nfs3_meta.c); owned */
+	struct nfs3_read *nfs3_read;	/* READ's counters and steps in
+					 * flight (nfs3_read.c); owned */
+	struct nfs3_write *nfs3_write;	/* WRITE/COMMIT's counters
+					 * (nfs3_write.c); owned */
+	struct stale *stale;		/* stale_on_error's remembered
+					 * results, outage records and
+					 * counters (stale.c); owned */
 	bool stopping;
 	/* What the disk tier (wb/disk_tier.c) calls in the layers above
 	 * it, set by main() and the unit harness; NULL: nothing. Loop

@@ -662,7 +662,7 @@ static bool read_learn(struct aconn *c, READ3resok *ok)
 		}
 		cfile_put(d->cache, &f);
 	}
-	nfs3_count_fetch(w->ex->conf->id, ok->count);
+	nfs3_count_fetch(d, w->ex->conf->id, ok->count);
 	c->off += ok->count;
 	c->bytes += ok->count;
 	return !ok->eof && ok->count > 0 && !(a && c->off >= a->size);
@@ -972,12 +972,12 @@ static void cmd_drop(struct aconn *c)
 	conn_finish(c, 0, NULL);
 }
 
-/* Append "read_steps":{"getattr":N,...}, the READs in flight by step. */
-static void status_read_steps(struct evbuffer *o)
+/* Append "read_steps":{"getattr":N,...}, d's READs in flight by step. */
+static void status_read_steps(const struct daemon *d, struct evbuffer *o)
 {
 	uint64_t n[NFS3_READ_NSTEPS];
 
-	nfs3_read_steps_inflight(n);
+	nfs3_read_steps_inflight(d, n);
 	evbuffer_add_printf(o, "\"read_steps\":{");
 	for (int i = 0; i < NFS3_READ_NSTEPS; i++)
 		evbuffer_add_printf(o, "%s\"%s\":%llu", i ? "," : "",
@@ -988,12 +988,12 @@ static void status_read_steps(struct evbuffer *o)
 
 /* Append "write_steps":{"getattr":N,...},"commit_steps":{...}, the WRITEs
  * and COMMITs in flight by step. */
-static void status_write_steps(struct evbuffer *o)
+static void status_write_steps(const struct daemon *d, struct evbuffer *o)
 {
 	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
 
-	nfs3_write_steps_inflight(w);
-	nfs3_commit_steps_inflight(c);
+	nfs3_write_steps_inflight(d, w);
+	nfs3_commit_steps_inflight(d, c);
 	evbuffer_add_printf(o, "\"write_steps\":{");
 	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++)
 		evbuffer_add_printf(o, "%s\"%s\":%llu", i ? "," : "",
@@ -1035,8 +1035,8 @@ static void cmd_status(struct aconn *c)
 				    "true" : "false");
 	}
 	evbuffer_add_printf(o, "],");
-	status_read_steps(o);
-	status_write_steps(o);
+	status_read_steps(d, o);
+	status_write_steps(d, o);
 	lcommit_status_json(o);
 	evbuffer_add_printf(o, "}\n");
 	conn_finish(c, 0, NULL);

@@ -56,7 +56,7 @@ void invariant_turn(struct daemon *d)
 		why = cache_check_why(d->cache);
 	if (!why) {
 		what = "metadata cache";
-		why = nfs3_meta_check_why();
+		why = nfs3_meta_check_why(d);
 	}
 	if (!why) {
 		what = "local commit";

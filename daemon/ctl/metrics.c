@@ -604,11 +604,11 @@ static void render_export_changes(struct evbuffer *o, const struct daemon *d)
 
 /* Write the metadata cache's hits and misses (one family with two labels,
  * by hand), entries and memory. */
-static void render_meta(struct evbuffer *o)
+static void render_meta(struct evbuffer *o, const struct daemon *d)
 {
 	struct nfs3_meta_stats ms;
 
-	nfs3_meta_stats_get(&ms);
+	nfs3_meta_stats_get(d, &ms);
 	head(o, "nfscached_meta_requests_total", "counter",
 	     "Metadata calls answered from the cache (hit) or forwarded "
 	     "upstream (miss), by procedure.");
@@ -685,12 +685,21 @@ static void render_by_id(struct evbuffer *o, struct daemon *d,
 	free(st);
 }
 
-/* nfs3_read_stats_export and writeback_stats_export for render_by_id. */
-static void get_read(unsigned id, void *st)
+/* Render d's READ counters per export (nfs3_read_stats_export). */
+static void render_read(struct evbuffer *o, struct daemon *d)
 {
-	nfs3_read_stats_export(id, st);
+	struct nfs3_read_stats *st = calloc(d->nexports + 1, sizeof(*st));
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < d->nexports; i++)
+		nfs3_read_stats_export(d, d->exports[i]->conf->id, &st[i]);
+	render_exports(o, d, nfs3_read_rows, NROWS(nfs3_read_rows), st,
+		       sizeof(*st));
+	free(st);
 }
 
+/* writeback_stats_export for render_by_id. */
 static void get_writeback(unsigned id, void *st)
 {
 	writeback_stats_export(id, st);
@@ -721,14 +730,13 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, server_rows, &st);
 	render_loop_lag(o, d);
 	render_upstream(o, d);
-	nfs3_ops_stats_get(&ns);
-	render_by_id(o, d, nfs3_read_rows, NROWS(nfs3_read_rows),
-		     sizeof(struct nfs3_read_stats), get_read);
+	nfs3_ops_stats_get(d, &ns);
+	render_read(o, d);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(o);
 	lcommit_render(o);
-	nfs3_write_stats_get(&ws);
+	nfs3_write_stats_get(d, &ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(&wb);
 	RENDER(o, wb_room_rows, &wb);
@@ -738,9 +746,9 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	     "Age of the oldest bytes written by clients and not yet stable upstream (0 when none).");
 	evbuffer_add_printf(o, "nfscached_writeback_oldest_dirty_age_seconds %.3f\n",
 			    writeback_oldest_dirty_age(d, daemon_now()));
-	stale_stats_get(&ss);
+	stale_stats_get(d, &ss);
 	RENDER(o, stale_rows, &ss);
-	render_meta(o);
+	render_meta(o, d);
 }
 
 /*

@@ -94,7 +94,7 @@ void service_status(char *buf, size_t len)
 	size_t up = upstreams_up(), n = svc.d->nexports;
 	int k;
 
-	nfs3_read_stats_get(&ns);
+	nfs3_read_stats_get(svc.d, &ns);
 	for (int i = 0; i < CACHE_NOUTCOMES; i++)
 		reads += ns.reads[i];
 	hits = ns.reads[CACHE_HIT] + ns.reads[CACHE_HOLE];

@@ -306,7 +306,7 @@ static enum op_status mnt_answer(struct req *r, struct export_rt *ex,
 	}
 	if (!*sub) {
 		if (kept)	/* an outage: the root an earlier run kept */
-			stale_count_mount();
+			stale_count_mount(r->d);
 		return mnt_reply_fh(r, ex, root, root_len);
 	}
 	if (root_len > NFS3_FHSIZE || !(w = calloc(1, sizeof(*w))))

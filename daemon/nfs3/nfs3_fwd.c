@@ -110,7 +110,7 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 			cfile_put(c, &f);
 			return false;
 		}
-		stale_count(r->call.proc);
+		stale_count(r->d, r->call.proc);
 		fwd_free(r->d, w);
 		stale_getattr(r, f);	/* r is gone after the reply */
 		cfile_put(c, &f);
@@ -123,7 +123,7 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 			   st, &len);
 	if (!res)
 		return false;
-	stale_count(r->call.proc);
+	stale_count(r->d, r->call.proc);
 	w->stale = true;
 	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, NULL, 0,
 		       forward_done, r);
@@ -171,11 +171,10 @@ static void fwd_held_done(struct daemon *d, nfsstat3 st, void *arg)
 {
 	struct fwd_held *h = arg;
 
-	(void)d;
 	if (st == NFS3_OK)
 		req_reply(h->r, (xdrproc_t)fwd_xdr_held, h);
 	else
-		nfs3_reply_status(h->r, st);
+		nfs3_reply_status_in(d, h->r, st);
 	free(h->buf);
 	free(h);
 }
@@ -300,11 +299,10 @@ static void fwd_fenced(struct daemon *d, nfsstat3 st, void *arg)
 	struct req *r = arg;
 	struct nfs3_fwd *w = r->op;
 
-	(void)d;
 	if (st != NFS3_OK) {
 		nfs3_learn_failed(r, w);
-		fwd_free(r->d, w);
-		nfs3_reply_status(r, st);
+		fwd_free(d, w);
+		nfs3_reply_status_in(d, r, st);
 		return;
 	}
 	fwd_send_now(r);
@@ -339,11 +337,10 @@ static void fwd_idle(struct daemon *d, nfsstat3 st, void *arg)
 	struct req *r = arg;
 	struct nfs3_fwd *w = r->op;
 
-	(void)d;
 	if (st != NFS3_OK) {
 		nfs3_learn_failed(r, w);
-		fwd_free(r->d, w);
-		nfs3_reply_status(r, st);
+		fwd_free(d, w);
+		nfs3_reply_status_in(d, r, st);
 		return;
 	}
 	fwd_send(r);
@@ -363,11 +360,10 @@ static void fwd_written(struct daemon *d, nfsstat3 st, void *arg)
 	struct nfs3_fwd *w = r->op;
 	struct cfile *f = r->call.proc == NFSPROC3_CREATE ? w->victim : w->f;
 
-	(void)d;
 	if (st == NFS3ERR_JUKEBOX) {
 		nfs3_learn_failed(r, w);
-		fwd_free(r->d, w);
-		nfs3_reply_status(r, st);
+		fwd_free(d, w);
+		nfs3_reply_status_in(d, r, st);
 		return;
 	}
 	if (st != NFS3_OK)

@@ -50,7 +50,7 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 		if (fh_unwrap(d->fh_key, (const uint8_t *)fh->data.data_val,
 			      fh->data.data_len, &id, &up, &up_len) != FH_OK ||
 		    (up_len > FH_UP_FULLAUTH && !fh_long_ok(d, id))) {
-			nfs3_count_badhandle();
+			nfs3_count_badhandle(d);
 			return NFS3ERR_BADHANDLE;
 		}
 		if (i == 0)
@@ -62,7 +62,7 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 	}
 	*ex = daemon_export(d, first_id);
 	if (!*ex) {
-		nfs3_count_stale();
+		nfs3_count_stale(d);
 		return NFS3ERR_STALE;
 	}
 	return NFS3_OK;
@@ -140,10 +140,8 @@ nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args)
 		const char *name = *(char *const *)((const char *)args +
 						     m->name[i]);
 
-		if (!name || strchr(name, '/')) {
-			nfs3_count_bad_name();
+		if (!name || strchr(name, '/'))
 			return NFS3ERR_ACCES;
-		}
 		if (strlen(name) > NFS3_NAME_MAX)
 			return NFS3ERR_NAMETOOLONG;
 	}
@@ -313,8 +311,11 @@ nfsstat3 nfs3_prepare(struct req *r, struct export_rt **ex,
 		((ACCESS3args *)r->args)->access &=
 			~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND |
 				    ACCESS3_DELETE);
-	if ((st = nfs3_guard_names(m, r->args)) != NFS3_OK)
+	if ((st = nfs3_guard_names(m, r->args)) != NFS3_OK) {
+		if (st == NFS3ERR_ACCES)
+			nfs3_count_bad_name(r->d);
 		return st;
+	}
 	nfs3_guard_clamp_args(m, r->args, upcall_rtmax(&(*ex)->upc));
 	nfs3_guard_cred(&r->call, &acc, uc);
 	return NFS3_OK;

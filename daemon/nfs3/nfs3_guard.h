@@ -111,7 +111,8 @@ void nfs3_guard_refused(struct req *r, const struct conf_export *e,
  * over NFS3_NAME_MAX bytes, or a SYMLINK target over NFS3_PATH_MAX, is
  * NFS3ERR_NAMETOOLONG, as the upstream would answer. Other odd names
  * (empty, ".", "..") stay the upstream's to judge: they cannot leave the
- * directory. args is m's procedure's arguments struct.
+ * directory. args is m's procedure's arguments struct. Counts nothing:
+ * nfs3_prepare counts an NFS3ERR_ACCES (nfs3_count_bad_name). Any thread.
  */
 nfsstat3 nfs3_guard_names(const struct nfs3_proc *m, const void *args);
 

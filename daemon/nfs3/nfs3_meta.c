@@ -36,9 +36,10 @@
  * clients are shown (cfile_attr, which includes the proxy's absorbed
  * writes).
  *
- * The metadata cache is one per process, created at the first metadata
- * call with the budget meta_cache_size; a reload's new budget applies at
- * the next call.
+ * The metadata cache is one per daemon (d->nfs3_meta, with the counters:
+ * made by nfs3_meta_start, freed by nfs3_meta_shutdown), created at the
+ * first metadata call with the budget meta_cache_size; a reload's new
+ * budget applies at the next call. Event loop only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +62,11 @@
 #define XDR_ENTRY_FIXED		(4 + 8 + 4 + 8)
 #define XDR_PAD(n)		(((n) + 3u) & ~3u)
 
-static struct meta *mc;
-static struct nfs3_meta_stats stats;
+/* The metadata handlers' state in the daemon. */
+struct nfs3_meta {
+	struct meta *mc;		/* owned; NULL before the first call */
+	struct nfs3_meta_stats stats;	/* .cache unused: mc's own */
+};
 
 static const char *const proc_names[] = {
 #define X(e, s) s,
@@ -75,21 +79,44 @@ const char *nfs3_meta_proc_name(enum nfs3_meta_proc p)
 	return p < NFS3_META_NPROCS ? proc_names[p] : "?";
 }
 
-void nfs3_meta_stats_get(struct nfs3_meta_stats *st)
+int nfs3_meta_start(struct daemon *d)
 {
-	*st = stats;
-	if (mc)
-		meta_stats_get(mc, &st->cache);
+	d->nfs3_meta = calloc(1, sizeof(*d->nfs3_meta));
+	return d->nfs3_meta ? 0 : -1;
 }
 
-void nfs3_meta_shutdown(void)
+void nfs3_meta_stats_get(const struct daemon *d, struct nfs3_meta_stats *st)
 {
-	meta_free(&mc);
+	const struct nfs3_meta *nm = d->nfs3_meta;
+
+	memset(st, 0, sizeof(*st));
+	if (!nm)
+		return;
+	*st = nm->stats;
+	if (nm->mc)
+		meta_stats_get(nm->mc, &st->cache);
 }
 
-const char *nfs3_meta_check_why(void)
+void nfs3_meta_shutdown(struct daemon *d)
 {
+	if (!d->nfs3_meta)
+		return;
+	meta_free(&d->nfs3_meta->mc);
+	free(d->nfs3_meta);
+	d->nfs3_meta = NULL;
+}
+
+const char *nfs3_meta_check_why(const struct daemon *d)
+{
+	const struct meta *mc = d->nfs3_meta ? d->nfs3_meta->mc : NULL;
+
 	return mc ? meta_check_why(mc) : NULL;
+}
+
+/* d's metadata counters. */
+static struct nfs3_meta_stats *mstats(struct daemon *d)
+{
+	return &d->nfs3_meta->stats;
 }
 
 static struct meta *meta_cache(struct daemon *d);
@@ -103,12 +130,13 @@ void nfs3_meta_forget_dir(struct daemon *d, const uint8_t *dir, size_t len)
 static struct meta *meta_cache(struct daemon *d)
 {
 	uint64_t budget = (uint64_t)d->conf->meta_cache_size << 20;
+	struct meta **mc = &d->nfs3_meta->mc;
 
-	if (!mc)
-		mc = meta_new(budget);
-	else if (meta_budget(mc) != budget)
-		meta_set_budget(mc, budget);
-	return mc;
+	if (!*mc)
+		*mc = meta_new(budget);
+	else if (meta_budget(*mc) != budget)
+		meta_set_budget(*mc, budget);
+	return *mc;
 }
 
 /* The upstream handle bytes of an (unwrapped) nfs_fh3. */
@@ -198,7 +226,7 @@ static enum op_status miss(struct req *r, struct export_rt *ex,
 			   const struct nfs_cred *uc,
 			   enum nfs3_meta_proc p)
 {
-	stats.misses[p]++;
+	mstats(r->d)->misses[p]++;
 	return nfs3_forward_prepared(r, ex, uc);
 }
 
@@ -226,7 +254,7 @@ enum op_status nfs3_op_getattr(struct req *r)
 	res.status = NFS3_OK;
 	attr_to_fattr3(cfile_attr(f), &res.GETATTR3res_u.resok.obj_attributes);
 	cfile_put(r->d->cache, &f);
-	stats.hits[NFS3_META_GETATTR]++;
+	mstats(r->d)->hits[NFS3_META_GETATTR]++;
 	return req_reply(r, (xdrproc_t)xdr_GETATTR3res, &res);
 }
 
@@ -258,13 +286,13 @@ enum op_status nfs3_op_access(struct req *r)
 		return miss(r, ex, &uc, NFS3_META_ACCESS);
 	}
 	if (!now)
-		stale_count(NFSPROC3_ACCESS);
+		stale_count(r->d, NFSPROC3_ACCESS);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	post_op_of(f, &res.ACCESS3res_u.resok.obj_attributes);
 	res.ACCESS3res_u.resok.access = granted;
 	cfile_put(r->d->cache, &f);
-	stats.hits[NFS3_META_ACCESS]++;
+	mstats(r->d)->hits[NFS3_META_ACCESS]++;
 	return req_reply(r, (xdrproc_t)xdr_ACCESS3res, &res);
 }
 
@@ -284,7 +312,7 @@ static enum op_status lookup_reply(struct req *r, struct export_rt *ex,
 	if (!up) {
 		res.status = NFS3ERR_NOENT;
 		post_op_of(dir, &res.LOOKUP3res_u.resfail.dir_attributes);
-		stats.negative_hits++;
+		mstats(r->d)->negative_hits++;
 	} else {
 		if (!wrap(r->d, ex, up, len, out, &n))
 			return OP_PENDING;
@@ -294,7 +322,7 @@ static enum op_status lookup_reply(struct req *r, struct export_rt *ex,
 		post_op_of(child, &res.LOOKUP3res_u.resok.obj_attributes);
 		post_op_of(dir, &res.LOOKUP3res_u.resok.dir_attributes);
 	}
-	stats.hits[NFS3_META_LOOKUP]++;
+	mstats(r->d)->hits[NFS3_META_LOOKUP]++;
 	return req_reply(r, (xdrproc_t)xdr_LOOKUP3res, &res);
 }
 
@@ -334,7 +362,7 @@ static enum op_status lookup_local(struct req *r, struct export_rt *ex,
 	else if (!fresh(ex, child))
 		child = (cfile_put(d->cache, &child), NULL);
 	if (child && stale)
-		stale_count(NFSPROC3_LOOKUP);
+		stale_count(d, NFSPROC3_LOOKUP);
 	if (child)
 		os = lookup_reply(r, ex, dir, child, fh, fhlen);
 	cfile_put(d->cache, &child);	/* r may be gone: it replied */
@@ -556,7 +584,7 @@ static enum op_status page_reply(struct dir_op *op, struct page *pg,
 	READDIRPLUS3res rp;
 	READDIR3res rd;
 
-	stats.hits[dir_proc(op)]++;
+	mstats(op->d)->hits[dir_proc(op)]++;
 	if (op->plus) {
 		memset(&rp, 0, sizeof(rp));
 		rp.status = NFS3_OK;
@@ -650,7 +678,7 @@ static enum op_status dir_revalidate(struct dir_op *op)
 
 	ga.object = *dir_args_of(op).dir;
 	op->gen = cfile_gen(op->dir);
-	stats.revalidations++;
+	mstats(op->d)->revalidations++;
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args,
 		      &ga, &op->uc, dir_revalidated, op) != 0)
 		return dir_forward(op);
@@ -758,9 +786,10 @@ void nfs3_names_lookup(struct req *r, struct export_rt *ex,
 	const LOOKUP3res *x = res;
 	const nfs_fh3 *obj = &x->LOOKUP3res_u.resok.object;
 	struct meta_stamp st;
+	struct meta *mc;
 	size_t nlen;
 
-	if (!meta_cache(r->d) ||
+	if (!(mc = meta_cache(r->d)) ||
 	    (x->status != NFS3_OK && x->status != NFS3ERR_NOENT))
 		return;
 	/* The upstream searched the directory for this caller. */
@@ -858,10 +887,11 @@ void nfs3_names_readdir(struct req *r, struct export_rt *ex,
 	struct meta_dirent *v;
 	struct meta_stamp st;
 	cookie3 cookie;
+	struct meta *mc;
 	bool eof;
 	size_t n;
 
-	if (!meta_cache(r->d) || *(nfsstat3 *)res != NFS3_OK)
+	if (!(mc = meta_cache(r->d)) || *(nfsstat3 *)res != NFS3_OK)
 		return;
 	cfile_access_record(dir, cc, ACCESS3_READ, ACCESS3_READ);
 	if (plus) {
@@ -920,7 +950,7 @@ static bool dir_changed(struct daemon *d, const nfs_fh3 *dfh,
 
 	wcc_of(w, &pre_tmp, &post_tmp, &pre, &post);
 	have = post_stamp(f, post, st);
-	k = meta_dir_mutated(mc, fh_bytes(dfh), dfh->data.data_len, pre,
+	k = meta_dir_mutated(d->nfs3_meta->mc, fh_bytes(dfh), dfh->data.data_len, pre,
 			     have ? st : NULL);
 	if (kept)
 		*kept = k;
@@ -928,8 +958,9 @@ static bool dir_changed(struct daemon *d, const nfs_fh3 *dfh,
 	return have;
 }
 
-/* Record name in dfh as handle fh (NULL: no such name) under stamp st. */
-static void set_name(struct export_rt *ex, const nfs_fh3 *dfh,
+/* Record in mc name in dfh as handle fh (NULL: no such name) under stamp
+ * st. */
+static void set_name(struct meta *mc, struct export_rt *ex, const nfs_fh3 *dfh,
 		     const char *name, const struct meta_stamp *st,
 		     const uint8_t *fh, size_t fhlen)
 {
@@ -946,8 +977,8 @@ static void set_name(struct export_rt *ex, const nfs_fh3 *dfh,
 				 (const uint8_t *)name, nlen);
 }
 
-/* Forget name in dfh. */
-static void forget_name(const nfs_fh3 *dfh, const char *name)
+/* Forget name in dfh from mc. */
+static void forget_name(struct meta *mc, const nfs_fh3 *dfh, const char *name)
 {
 	size_t nlen;
 
@@ -977,20 +1008,21 @@ void nfs3_names_create(struct req *r, struct export_rt *ex,
 	CREATE3res *x = res;
 	const post_op_fh3 *obj = &x->CREATE3res_u.resok.obj;
 	struct meta_stamp st;
+	struct meta *mc;
 
 	(void)cc;
 	(void)dir;
-	if (!meta_cache(r->d) || !dir_changed(r->d, &where->dir, x->status == NFS3_OK
+	if (!(mc = meta_cache(r->d)) || !dir_changed(r->d, &where->dir, x->status == NFS3_OK
 			 ? &x->CREATE3res_u.resok.dir_wcc
 			 : &x->CREATE3res_u.resfail.dir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
 		return;
 	if (obj->handle_follows)
-		set_name(ex, &where->dir, where->name, &st,
+		set_name(mc, ex, &where->dir, where->name, &st,
 			 fh_bytes(&obj->post_op_fh3_u.handle),
 			 obj->post_op_fh3_u.handle.data.data_len);
 	else
-		forget_name(&where->dir, where->name);
+		forget_name(mc, &where->dir, where->name);
 }
 
 /* REMOVE or RMDIR: the name is gone (same layouts). */
@@ -1003,8 +1035,9 @@ void nfs3_names_remove(struct req *r, struct export_rt *ex,
 	struct meta_stamp st;
 	size_t fhlen = 0, nlen;
 	bool cur;
+	struct meta *mc = meta_cache(r->d);
 	/* Even a hint names the file whose link count the call changes. */
-	bool had = meta_cache(r->d) && name_cacheable(obj->name, &nlen) &&
+	bool had = mc && name_cacheable(obj->name, &nlen) &&
 		   meta_name_peek(mc, fh_bytes(&obj->dir), obj->dir.data.data_len,
 				  (const uint8_t *)obj->name, nlen, fh, &fhlen,
 				  &cur);
@@ -1016,7 +1049,7 @@ void nfs3_names_remove(struct req *r, struct export_rt *ex,
 			 : &x->REMOVE3res_u.resfail.dir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
 		return;
-	set_name(ex, &obj->dir, obj->name, &st, NULL, 0);
+	set_name(mc, ex, &obj->dir, obj->name, &st, NULL, 0);
 	if (had)
 		expire_child(r->d, fh, fhlen);
 }
@@ -1058,10 +1091,11 @@ void nfs3_names_rename(struct req *r, struct export_rt *ex,
 	size_t fhlen = 0, oldlen = 0, nlen;
 	struct meta_stamp fst, tst;
 	bool moved, replaced, fhave, thave, fkept, known = false, cur;
+	struct meta *mc;
 
 	(void)cc;
 	(void)dir;
-	if (!meta_cache(r->d))
+	if (!(mc = meta_cache(r->d)))
 		return;
 	moved = name_cacheable(a->from.name, &nlen) &&
 		meta_name_peek(mc, fh_bytes(&a->from.dir), a->from.dir.data.data_len,
@@ -1080,8 +1114,8 @@ void nfs3_names_rename(struct req *r, struct export_rt *ex,
 	if (moved && replaced && fhlen == oldlen && !memcmp(fh, old, fhlen)) {
 		/* Two links of one file (rename(2): "does nothing"). */
 		if (!(known && cur && fkept)) {
-			forget_name(&a->from.dir, a->from.name);
-			forget_name(&a->to.dir, a->to.name);
+			forget_name(mc, &a->from.dir, a->from.name);
+			forget_name(mc, &a->to.dir, a->to.name);
 		}
 		return;
 	}
@@ -1089,15 +1123,15 @@ void nfs3_names_rename(struct req *r, struct export_rt *ex,
 	 * directory: an unknown new name may have been a link of the same
 	 * file, and such a RENAME changes nothing. */
 	if (fhave && !dir_untouched(fw))
-		set_name(ex, &a->from.dir, a->from.name, &fst, NULL, 0);
+		set_name(mc, ex, &a->from.dir, a->from.name, &fst, NULL, 0);
 	else
-		forget_name(&a->from.dir, a->from.name);
+		forget_name(mc, &a->from.dir, a->from.name);
 	/* The new name is the moved file only if the old name's entry was
 	 * current and the source directory was as the proxy knew it. */
 	if (thave && moved && known && fkept)
-		set_name(ex, &a->to.dir, a->to.name, &tst, fh, fhlen);
+		set_name(mc, ex, &a->to.dir, a->to.name, &tst, fh, fhlen);
 	else
-		forget_name(&a->to.dir, a->to.name);
+		forget_name(mc, &a->to.dir, a->to.name);
 	if (moved)
 		expire_child(r->d, fh, fhlen);
 	if (replaced)
@@ -1111,15 +1145,16 @@ void nfs3_names_link(struct req *r, struct export_rt *ex,
 	const LINK3args *a = r->args;
 	LINK3res *x = res;
 	struct meta_stamp st;
+	struct meta *mc;
 
 	(void)cc;
 	(void)dir;
-	if (!meta_cache(r->d) || !dir_changed(r->d, &a->link.dir, x->status == NFS3_OK
+	if (!(mc = meta_cache(r->d)) || !dir_changed(r->d, &a->link.dir, x->status == NFS3_OK
 			 ? &x->LINK3res_u.resok.linkdir_wcc
 			 : &x->LINK3res_u.resfail.linkdir_wcc, &st, NULL) ||
 	    x->status != NFS3_OK)
 		return;
-	set_name(ex, &a->link.dir, a->link.name, &st, fh_bytes(&a->file),
+	set_name(mc, ex, &a->link.dir, a->link.name, &st, fh_bytes(&a->file),
 		 a->file.data.data_len);
 }
 

@@ -59,8 +59,17 @@ struct nfs3_meta_stats {
 /* Lower-case label of a procedure ("getattr", ...). */
 const char *nfs3_meta_proc_name(enum nfs3_meta_proc p);
 
-/* Copy the counters into *st (zeros before the first metadata call). */
-void nfs3_meta_stats_get(struct nfs3_meta_stats *st);
+/*
+ * Make d->nfs3_meta (the counters above, and the slot of the metadata
+ * cache, made at the first metadata call), all zero: at start, before
+ * the first NFSv3 call and stale_restore. 0, or -1 (ENOMEM;
+ * d->nfs3_meta stays NULL). Event loop, before serving.
+ */
+int nfs3_meta_start(struct daemon *d);
+
+/* Copy d's counters into *st (zeros without nfs3_meta_start; the cache's
+ * zeros before the first metadata call). Event loop (metrics, tests). */
+void nfs3_meta_stats_get(const struct daemon *d, struct nfs3_meta_stats *st);
 
 /* The handlers (dispatch.c rows). RFC 1813 sections 3.3.1, 3.3.3,
  * 3.3.4, 3.3.16 and 3.3.17. */
@@ -108,10 +117,12 @@ void nfs3_meta_restore_name(struct daemon *d, const uint8_t *dir, size_t dlen,
  * handle, len bytes): `nfscached cache forget`. Nothing if none. */
 void nfs3_meta_forget_dir(struct daemon *d, const uint8_t *dir, size_t len);
 
-/* Free the metadata cache (shutdown). */
-void nfs3_meta_shutdown(void);
+/* Free d's metadata cache and d->nfs3_meta, and clear it (shutdown,
+ * after the last forwarded reply). No-op when NULL. Event loop. */
+void nfs3_meta_shutdown(struct daemon *d);
 
-/* meta_check_why on the metadata cache (NULL also before it exists). */
-const char *nfs3_meta_check_why(void);
+/* meta_check_why on d's metadata cache (NULL also before it exists).
+ * Event loop (the invariant sweep). */
+const char *nfs3_meta_check_why(const struct daemon *d);
 
 #endif

@@ -21,6 +21,7 @@
 #include "upcall.h"
 #include "upstream.h"
 
+struct daemon;
 struct req;
 struct export_rt;
 
@@ -55,8 +56,20 @@ struct nfs3_ops_stats {
 				 * (not exported) */
 };
 
-/* Copy the counters into *st. */
-void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
+/*
+ * Make d->nfs3_ops, the counters below, all zero: at start, before the
+ * first NFSv3 call. 0, or -1 (ENOMEM; d->nfs3_ops stays NULL). Event
+ * loop, before serving.
+ */
+int nfs3_ops_start(struct daemon *d);
+
+/* Free d->nfs3_ops and clear it (shutdown, after the last NFSv3 reply).
+ * No-op when it is NULL. Event loop. */
+void nfs3_ops_stop(struct daemon *d);
+
+/* Copy d's counters into *st (zeros without nfs3_ops_start). Event loop
+ * (metrics, admin, tests). */
+void nfs3_ops_stats_get(const struct daemon *d, struct nfs3_ops_stats *st);
 
 /*
  * The nfsstat3 for a client call whose upstream call came back with st
@@ -69,15 +82,21 @@ void nfs3_ops_stats_get(struct nfs3_ops_stats *st);
  */
 nfsstat3 nfs3_upstream_failure(enum upstream_status st);
 
-/* Reply r with status only (a resfail without attributes); releases r. */
+/* Reply r with status only (a resfail without attributes); releases r.
+ * Counted in r->d's counters as nfs3_note_status does. Event loop. */
 enum op_status nfs3_reply_status(struct req *r, nfsstat3 status);
+
+/* nfs3_reply_status for a callback handed its daemon d (r's, r->d):
+ * counted in d's counters. */
+enum op_status nfs3_reply_status_in(struct daemon *d, struct req *r,
+				    nfsstat3 status);
 
 /*
  * Count a reply the proxy itself composes with status (for replies that do
  * not go through nfs3_reply_status, such as WRITE's and COMMIT's wcc_data
  * replies): NFS3ERR_JUKEBOX adds to nfscached_nfs3_jukebox_replies_total.
  */
-void nfs3_note_status(nfsstat3 status);
+void nfs3_note_status(struct daemon *d, nfsstat3 status);
 
 /*
  * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
@@ -89,18 +108,19 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg);
 
-/* Count a handle that failed to unwrap, one naming no configured export,
- * and a file name refused (nfs3_guard.c). */
-void nfs3_count_badhandle(void);
-void nfs3_count_stale(void);
-void nfs3_count_bad_name(void);
+/* Count, in d's counters, a handle that failed to unwrap, one naming no
+ * configured export, and a file name refused (nfs3_guard.c). Each needs
+ * nfs3_ops_start(d) done; event loop, as the counters below. */
+void nfs3_count_badhandle(struct daemon *d);
+void nfs3_count_stale(struct daemon *d);
+void nfs3_count_bad_name(struct daemon *d);
 
 /* Count an ACCESS sent on behalf of a READ hit's permission check. */
-void nfs3_count_access_check(void);
+void nfs3_count_access_check(struct daemon *d);
 
 /* Count one upstream reply that contradicted itself or RFC 1813 and was
  * corrected (nfs3_read.c: a READ's count, eof or status against its own
  * post-op size). */
-void nfs3_count_protocol_error(void);
+void nfs3_count_protocol_error(struct daemon *d);
 
 #endif

@@ -43,8 +43,13 @@
  * Invariants: a struct fetch carries FETCH_MAGIC and a file reference
  * while its cfetch is recorded; each waiting read_op is counted once in
  * its `waiting` per fetch it waits on, and replies when that reaches 0;
- * a read_op's `need` lies inside [off, end); read_inflight[s] is the
- * number of live read_ops whose step is s.
+ * a read_op's `need` lies inside [off, end); inflight[s] of the
+ * daemon's struct nfs3_read is the number of live read_ops whose step
+ * is s.
+ *
+ * The counters and the steps in flight are the daemon's (d->nfs3_read,
+ * made by nfs3_read_start, freed by nfs3_read_stop), touched from the
+ * event loop only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +67,13 @@
 #include "server.h"
 #include "stale.h"
 
-/* READ's counters, by export id (1..NFS3_EXPORT_IDS - 1). */
-static struct nfs3_read_stats read_stats[NFS3_EXPORT_IDS];
-/* READs in flight by step (the event loop's only). */
-static uint64_t read_inflight[NFS3_READ_NSTEPS];
+/* READ's state in the daemon: its counters and the READs in flight. */
+struct nfs3_read {
+	/* READ's counters, by export id (1..NFS3_EXPORT_IDS - 1). */
+	struct nfs3_read_stats stats[NFS3_EXPORT_IDS];
+	/* READs in flight by step. */
+	uint64_t inflight[NFS3_READ_NSTEPS];
+};
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
@@ -126,22 +134,41 @@ const char *nfs3_read_step_name(enum nfs3_read_step s)
 	return (unsigned)s < NFS3_READ_NSTEPS ? read_step_names[s] : "?";
 }
 
-void nfs3_read_steps_inflight(uint64_t n[NFS3_READ_NSTEPS])
+int nfs3_read_start(struct daemon *d)
 {
-	memcpy(n, read_inflight, sizeof(read_inflight));
+	d->nfs3_read = calloc(1, sizeof(*d->nfs3_read));
+	return d->nfs3_read ? 0 : -1;
+}
+
+void nfs3_read_stop(struct daemon *d)
+{
+	free(d->nfs3_read);
+	d->nfs3_read = NULL;
+}
+
+void nfs3_read_steps_inflight(const struct daemon *d,
+			      uint64_t n[NFS3_READ_NSTEPS])
+{
+	if (d->nfs3_read)
+		memcpy(n, d->nfs3_read->inflight,
+		       sizeof(d->nfs3_read->inflight));
+	else
+		memset(n, 0, NFS3_READ_NSTEPS * sizeof(n[0]));
 }
 
 /* Move op into step s: count it there, log the transition at debug. */
 static void read_step(struct read_op *op, enum nfs3_read_step s)
 {
+	uint64_t *inflight = op->d->nfs3_read->inflight;
+
 	if (op->step < NFS3_READ_NSTEPS)
-		read_inflight[op->step]--;
+		inflight[op->step]--;
 	log_debug("READ xid %08x: %s -> %s", op->r->call.xid,
 		  op->step < NFS3_READ_NSTEPS ? read_step_names[op->step]
 					      : "start", read_step_names[s]);
 	op->step = s;
 	op->passed |= 1u << s;
-	read_inflight[s]++;
+	inflight[s]++;
 }
 
 /* True if op entered step s before. */
@@ -160,7 +187,7 @@ static READ3args *op_args(const struct read_op *op)
 static void op_free(struct read_op *op)
 {
 	if (op->step < NFS3_READ_NSTEPS)
-		read_inflight[op->step]--;
+		op->d->nfs3_read->inflight[op->step]--;
 	if (op->f)
 		cfile_put(op->d->cache, &op->f);
 	rangeset_clear(&op->need);
@@ -258,12 +285,12 @@ static bool read_res_correct(READ3res *res, uint64_t off, uint32_t asked,
 }
 
 /* Correct an upstream READ reply (NULL: none) for a READ of asked bytes
- * at off. */
-static READ3res *read_res_check(READ3res *res, uint64_t off, uint32_t asked,
-				bool past_end)
+ * at off; a correction counts in d's counters. */
+static READ3res *read_res_check(struct daemon *d, READ3res *res, uint64_t off,
+				uint32_t asked, bool past_end)
 {
 	if (res && read_res_correct(res, off, asked, past_end))
-		nfs3_count_protocol_error();
+		nfs3_count_protocol_error(d);
 	return res;
 }
 
@@ -313,7 +340,7 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	res.READ3res_u.resok.data.data_len = 0;
 	res.READ3res_u.resok.data.data_val = NULL;
 	read_step(op, NFS3_READ_REPLY);
-	nfs3_count_read(op->ex->conf->id, op->outcome, op->cache_bytes,
+	nfs3_count_read(op->d, op->ex->conf->id, op->outcome, op->cache_bytes,
 			upstream_bytes, hole_bytes);
 	op_free(op);
 	req_reply_tail(r, (xdrproc_t)xdr_READ3res, &res, data, (size_t)count,
@@ -332,7 +359,7 @@ static void read_from_cache(struct read_op *op)
 		cache_touch(op->d->cache, op->f, op->off, n);
 		op->cache_bytes = 0;
 		if (op->stale)
-			stale_count(NFSPROC3_READ);
+			stale_count(op->d, NFSPROC3_READ);
 		read_reply(op, read_zeros, n, 0, n);
 		return;
 	}
@@ -351,7 +378,7 @@ static void read_from_cache(struct read_op *op)
 	}
 	op->cache_bytes -= holes;
 	if (op->stale)
-		stale_count(NFSPROC3_READ);
+		stale_count(op->d, NFSPROC3_READ);
 	read_reply(op, data, n, 0, holes);
 }
 
@@ -488,7 +515,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	CHECK_OBJ(fe, FETCH_MAGIC);
 	/* A fetch always asks for at least one byte. */
 	if (status == UPSTREAM_OK &&
-	    (res = read_res_check(decoded, fe->start, 1, true)))
+	    (res = read_res_check(fe->d, decoded, fe->start, 1, true)))
 		err = res->status;
 	else
 		err = status == UPSTREAM_OK ? NFS3ERR_JUKEBOX
@@ -498,7 +525,7 @@ static void fetch_done(enum upstream_status status, void *decoded,
 	if (err == NFS3_OK) {
 		READ3resok *ok = &res->READ3res_u.resok;
 
-		nfs3_count_fetch(fe->ex->conf->id, ok->count);
+		nfs3_count_fetch(fe->d, fe->ex->conf->id, ok->count);
 		current = fetch_learn(fe, ok);
 	}
 	/* No one joins this fetch any more. */
@@ -763,7 +790,8 @@ static struct range read_fetch_window(struct read_op *op)
 	mask = read_random_unit(op) - 1;
 	w.start = op->off & ~mask;
 	w.end = op->end > UINT64_MAX - mask ? UINT64_MAX : (op->end + mask) & ~mask;
-	read_stats[op->ex->conf->id].random_fetches++;
+	d->nfs3_read->stats[op->ex->conf->id % NFS3_EXPORT_IDS]
+		.random_fetches++;
 	return w;
 }
 
@@ -923,7 +951,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 	READ3res *res;
 
 	if (status != UPSTREAM_OK ||
-	    !(res = read_res_check(decoded, op_args(op)->offset,
+	    !(res = read_res_check(op->d, decoded, op_args(op)->offset,
 				   op_args(op)->count, false))) {
 		read_fail(op, nfs3_upstream_failure(status));
 		return;
@@ -940,7 +968,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 		read_plan(op);
 		return;
 	}
-	nfs3_count_read(op->ex->conf->id, CACHE_BYPASS, 0,
+	nfs3_count_read(op->d, op->ex->conf->id, CACHE_BYPASS, 0,
 			res->status == NFS3_OK ? res->READ3res_u.resok.count
 					       : 0, 0);
 	if (res->status == NFS3_OK && op->f) {
@@ -993,7 +1021,7 @@ static void read_continue(struct read_op *op)
 	read_step(op, NFS3_READ_ACCESS);
 	aa.object = op_args(op)->file;
 	aa.access = ACCESS3_READ;
-	nfs3_count_access_check();
+	nfs3_count_access_check(op->d);
 	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
 		      &op->uc, read_access_done, op) != 0)
 		read_fail(op, NFS3ERR_JUKEBOX);
@@ -1050,10 +1078,11 @@ enum op_status nfs3_op_read(struct req *r)
 	return OP_PENDING;
 }
 
-void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
-		     uint64_t upstream_bytes, uint64_t hole_bytes)
+void nfs3_count_read(struct daemon *d, unsigned id, enum cache_outcome o,
+		     uint64_t cache_bytes, uint64_t upstream_bytes,
+		     uint64_t hole_bytes)
 {
-	struct nfs3_read_stats *s = &read_stats[id % NFS3_EXPORT_IDS];
+	struct nfs3_read_stats *s = &d->nfs3_read->stats[id % NFS3_EXPORT_IDS];
 
 	s->reads[o]++;
 	s->read_bytes_cache += cache_bytes;
@@ -1065,25 +1094,29 @@ void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
 		s->upstream_read_bytes += upstream_bytes;
 }
 
-void nfs3_count_fetch(unsigned id, uint64_t bytes)
+void nfs3_count_fetch(struct daemon *d, unsigned id, uint64_t bytes)
 {
-	struct nfs3_read_stats *s = &read_stats[id % NFS3_EXPORT_IDS];
+	struct nfs3_read_stats *s = &d->nfs3_read->stats[id % NFS3_EXPORT_IDS];
 
 	s->fetches++;
 	s->fetch_bytes += bytes;
 	s->upstream_read_bytes += bytes;
 }
 
-void nfs3_read_stats_export(unsigned id, struct nfs3_read_stats *st)
+void nfs3_read_stats_export(const struct daemon *d, unsigned id,
+			    struct nfs3_read_stats *st)
 {
-	*st = read_stats[id % NFS3_EXPORT_IDS];
+	if (d->nfs3_read)
+		*st = d->nfs3_read->stats[id % NFS3_EXPORT_IDS];
+	else
+		memset(st, 0, sizeof(*st));
 }
 
-void nfs3_read_stats_get(struct nfs3_read_stats *st)
+void nfs3_read_stats_get(const struct daemon *d, struct nfs3_read_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	for (unsigned id = 0; id < NFS3_EXPORT_IDS; id++) {
-		const struct nfs3_read_stats *s = &read_stats[id];
+	for (unsigned id = 0; d->nfs3_read && id < NFS3_EXPORT_IDS; id++) {
+		const struct nfs3_read_stats *s = &d->nfs3_read->stats[id];
 
 #define X(t, f, k, n, h) st->f += s->f;
 #define A(f, len, k, n, l, ls, h) \

@@ -11,6 +11,7 @@
 #include "cache.h"
 #include "proc_table.h"
 
+struct daemon;
 struct req;
 
 /* Counters of READ (nfs3_read.c), declared once for struct nfs3_read_stats
@@ -44,20 +45,36 @@ struct nfs3_read_stats {
 #undef A
 };
 
-/* Copy the READ counters, summed over every export, into *st. */
-void nfs3_read_stats_get(struct nfs3_read_stats *st);
+/*
+ * Make d->nfs3_read (READ's counters and the READs in flight by step),
+ * all zero: at start, before the first READ. 0, or -1 (ENOMEM;
+ * d->nfs3_read stays NULL). Event loop, before serving.
+ */
+int nfs3_read_start(struct daemon *d);
 
-/* Copy the READ counters of export id into *st. */
-void nfs3_read_stats_export(unsigned id, struct nfs3_read_stats *st);
+/* Free d->nfs3_read and clear it: at shutdown, once no READ is in flight
+ * (after the server and the upstreams are gone). No-op when NULL. */
+void nfs3_read_stop(struct daemon *d);
 
-/* Count one client READ of export id by outcome and where its bytes came
- * from (bytes). */
-void nfs3_count_read(unsigned id, enum cache_outcome o, uint64_t cache_bytes,
-		     uint64_t upstream_bytes, uint64_t hole_bytes);
+/* Copy d's READ counters, summed over every export, into *st (zeros
+ * without nfs3_read_start). Event loop (metrics, service, tests). */
+void nfs3_read_stats_get(const struct daemon *d, struct nfs3_read_stats *st);
 
-/* Count one upstream READ of export id sent to fill pages, returning
- * bytes. */
-void nfs3_count_fetch(unsigned id, uint64_t bytes);
+/* Copy d's READ counters of export id into *st (zeros without
+ * nfs3_read_start). Event loop. */
+void nfs3_read_stats_export(const struct daemon *d, unsigned id,
+			    struct nfs3_read_stats *st);
+
+/* Count, in d's counters, one client READ of export id by outcome and
+ * where its bytes came from (bytes). Needs nfs3_read_start(d). Event
+ * loop. */
+void nfs3_count_read(struct daemon *d, unsigned id, enum cache_outcome o,
+		     uint64_t cache_bytes, uint64_t upstream_bytes,
+		     uint64_t hole_bytes);
+
+/* Count, in d's counters, one upstream READ of export id sent to fill
+ * pages, returning bytes. Needs nfs3_read_start(d). Event loop. */
+void nfs3_count_fetch(struct daemon *d, unsigned id, uint64_t bytes);
 
 /*
  * The named steps of a READ, in the order one goes through them (a READ
@@ -87,9 +104,11 @@ enum nfs3_read_step {
 /* The lower-case name of step s ("fetch"), or "?" if out of range. */
 const char *nfs3_read_step_name(enum nfs3_read_step s);
 
-/* How many READs are in each step now, into n[0..NFS3_READ_NSTEPS).
- * From the event loop (for `nfscached cache status`). */
-void nfs3_read_steps_inflight(uint64_t n[NFS3_READ_NSTEPS]);
+/* How many of d's READs are in each step now, into
+ * n[0..NFS3_READ_NSTEPS) (zeros without nfs3_read_start). From the event
+ * loop (for `nfscached cache status`). */
+void nfs3_read_steps_inflight(const struct daemon *d,
+			      uint64_t n[NFS3_READ_NSTEPS]);
 
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);

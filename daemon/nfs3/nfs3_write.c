@@ -46,6 +46,9 @@
  * (commit_steps[s]) is the number of live WRITE (COMMIT) write_ops whose
  * step is s; a write_op has at most one of step and cstep below its
  * NSTEPS.
+ *
+ * The counters are the daemon's (d->nfs3_write, made by nfs3_write_start,
+ * freed by nfs3_write_stop), touched from the event loop only.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -92,7 +95,28 @@ struct write_op {
 	struct write_op *access_next;	/* on an asker's access_waiters */
 };
 
-static struct nfs3_write_stats stats;
+/* WRITE and COMMIT's state in the daemon: their counters. */
+struct nfs3_write {
+	struct nfs3_write_stats stats;
+};
+
+int nfs3_write_start(struct daemon *d)
+{
+	d->nfs3_write = calloc(1, sizeof(*d->nfs3_write));
+	return d->nfs3_write ? 0 : -1;
+}
+
+void nfs3_write_stop(struct daemon *d)
+{
+	free(d->nfs3_write);
+	d->nfs3_write = NULL;
+}
+
+/* d's WRITE/COMMIT counters. */
+static struct nfs3_write_stats *wstats(struct daemon *d)
+{
+	return &d->nfs3_write->stats;
+}
 
 static const char *const write_step_names[] = {
 #define X(st, name) name,
@@ -116,14 +140,26 @@ const char *nfs3_commit_step_name(enum nfs3_commit_step s)
 	return (unsigned)s < NFS3_COMMIT_NSTEPS ? commit_step_names[s] : "?";
 }
 
-void nfs3_write_steps_inflight(uint64_t n[NFS3_WRITE_NSTEPS])
+void nfs3_write_steps_inflight(const struct daemon *d,
+			       uint64_t n[NFS3_WRITE_NSTEPS])
 {
-	memcpy(n, stats.write_steps, sizeof(stats.write_steps));
+	if (!d->nfs3_write) {
+		memset(n, 0, sizeof(uint64_t) * NFS3_WRITE_NSTEPS);
+		return;
+	}
+	memcpy(n, d->nfs3_write->stats.write_steps,
+	       sizeof(d->nfs3_write->stats.write_steps));
 }
 
-void nfs3_commit_steps_inflight(uint64_t n[NFS3_COMMIT_NSTEPS])
+void nfs3_commit_steps_inflight(const struct daemon *d,
+				uint64_t n[NFS3_COMMIT_NSTEPS])
 {
-	memcpy(n, stats.commit_steps, sizeof(stats.commit_steps));
+	if (!d->nfs3_write) {
+		memset(n, 0, sizeof(uint64_t) * NFS3_COMMIT_NSTEPS);
+		return;
+	}
+	memcpy(n, d->nfs3_write->stats.commit_steps,
+	       sizeof(d->nfs3_write->stats.commit_steps));
 }
 
 /* Move WRITE op into step s: count it there, log the transition at
@@ -131,13 +167,13 @@ void nfs3_commit_steps_inflight(uint64_t n[NFS3_COMMIT_NSTEPS])
 static void write_step(struct write_op *op, enum nfs3_write_step s)
 {
 	if (op->step < NFS3_WRITE_NSTEPS)
-		stats.write_steps[op->step]--;
+		wstats(op->r->d)->write_steps[op->step]--;
 	log_debug("WRITE xid %08x: %s -> %s", op->r->call.xid,
 		  op->step < NFS3_WRITE_NSTEPS ? write_step_names[op->step]
 					       : "start", write_step_names[s]);
 	op->step = s;
 	op->passed |= 1u << s;
-	stats.write_steps[s]++;
+	wstats(op->r->d)->write_steps[s]++;
 }
 
 /* True if WRITE op entered step s before. */
@@ -151,13 +187,13 @@ static bool write_passed(const struct write_op *op, enum nfs3_write_step s)
 static void commit_step(struct write_op *op, enum nfs3_commit_step s)
 {
 	if (op->cstep < NFS3_COMMIT_NSTEPS)
-		stats.commit_steps[op->cstep]--;
+		wstats(op->r->d)->commit_steps[op->cstep]--;
 	log_debug("COMMIT xid %08x: %s -> %s", op->r->call.xid,
 		  op->cstep < NFS3_COMMIT_NSTEPS ? commit_step_names[op->cstep]
 						 : "start",
 		  commit_step_names[s]);
 	op->cstep = s;
-	stats.commit_steps[s]++;
+	wstats(op->r->d)->commit_steps[s]++;
 }
 
 /* Reverse the list of write_ops starting at w, linked through the
@@ -181,9 +217,9 @@ static struct write_op *write_ops_reverse(struct write_op *w, size_t link)
 static void op_free(struct write_op *op)
 {
 	if (op->step < NFS3_WRITE_NSTEPS)
-		stats.write_steps[op->step]--;
+		wstats(op->r->d)->write_steps[op->step]--;
 	if (op->cstep < NFS3_COMMIT_NSTEPS)
-		stats.commit_steps[op->cstep]--;
+		wstats(op->r->d)->commit_steps[op->cstep]--;
 	if (op->f)
 		cfile_put(op->r->d->cache, &op->f);
 	free(op);
@@ -207,8 +243,9 @@ static void wcc_fill(const struct write_op *op, wcc_data *w)
 	}
 }
 
-/* Reply a WRITE and release op. */
-static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
+/* Reply a WRITE of d and release op. */
+static void write_reply(struct daemon *d, struct write_op *op, nfsstat3 st,
+			stable_how how)
 {
 	struct req *r = op->r;
 	WRITE3res res;
@@ -220,11 +257,11 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 	if (st == NFS3_OK) {
 		res.WRITE3res_u.resok.count = op->count;
 		res.WRITE3res_u.resok.committed = how;
-		memcpy(res.WRITE3res_u.resok.verf, writeback_verf(r->d),
+		memcpy(res.WRITE3res_u.resok.verf, writeback_verf(d),
 		       NFS3_WRITEVERFSIZE);
 	} else {
-		stats.errors_reported++;
-		nfs3_note_status(st);
+		wstats(d)->errors_reported++;
+		nfs3_note_status(d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_WRITE3res, &res);
@@ -233,15 +270,13 @@ static void write_reply(struct write_op *op, nfsstat3 st, stable_how how)
 /* A FILE_SYNC or DATA_SYNC WRITE's bytes reached stable storage. */
 static void write_synced(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	write_reply(arg, st, FILE_SYNC);
+	write_reply(d, arg, st, FILE_SYNC);
 }
 
 /* A written-through WRITE may be answered (lcommit_ack_wait). */
 static void write_through_fenced(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	write_reply(arg, st, FILE_SYNC);
+	write_reply(d, arg, st, FILE_SYNC);
 }
 
 /* The pass-through WRITE came back. */
@@ -288,20 +323,20 @@ static void write_through_done(enum upstream_status status, void *decoded,
 	/* Stable: answered once no journal record can bring older bytes
 	 * back: its rewrite durable, no fence due (lcommit_ack_wait). */
 	if (st != NFS3_OK) {
-		write_reply(op, st, FILE_SYNC);
+		write_reply(d, op, st, FILE_SYNC);
 		return;
 	}
 	write_step(op, NFS3_WRITE_FENCE);
 	if (lcommit_ack_wait(d, rw0, write_through_fenced, op) != 0)
-		write_reply(op, st, FILE_SYNC);
+		write_reply(d, op, st, FILE_SYNC);
 }
 
-/* No room in the cache: write through to the upstream's stable storage. */
-static void write_through(struct write_op *op)
+/* No room in d's cache: write through to the upstream's stable storage. */
+static void write_through(struct daemon *d, struct write_op *op)
 {
 	WRITE3args a = *(WRITE3args *)op->r->args;
 
-	stats.write_through++;
+	wstats(d)->write_through++;
 	write_step(op, NFS3_WRITE_THROUGH);
 	a.stable = FILE_SYNC;
 	a.count = op->count;
@@ -310,9 +345,9 @@ static void write_through(struct write_op *op)
 	if (nfs3_send(op->ex, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a,
 		      &op->uc, write_through_done, op) != 0) {
 		if (op->f)
-			cfile_mutation_end(op->r->d->cache, op->f, NULL, NULL,
+			cfile_mutation_end(d->cache, op->f, NULL, NULL,
 					   daemon_now(), daemon_ac(op->ex, NF3REG));
-		write_reply(op, NFS3ERR_JUKEBOX, FILE_SYNC);
+		write_reply(d, op, NFS3ERR_JUKEBOX, FILE_SYNC);
 	}
 }
 
@@ -340,7 +375,7 @@ static void write_sync_upstream(struct write_op *op)
 	write_step(op, NFS3_WRITE_WRITEBACK);
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_RANGE,
 				  a->offset, op->count, write_synced, op) != 0)
-		write_reply(op, NFS3ERR_SERVERFAULT, FILE_SYNC);
+		write_reply(op->r->d, op, NFS3ERR_SERVERFAULT, FILE_SYNC);
 }
 
 /* A FILE_SYNC WRITE's local sync (commit = "local") ended. */
@@ -348,13 +383,12 @@ static void write_local_done(struct daemon *d, bool durable, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (!durable) {
 		write_sync_upstream(op);
 		return;
 	}
 	lcommit_count(false);
-	write_reply(op, NFS3_OK, FILE_SYNC);
+	write_reply(d, op, NFS3_OK, FILE_SYNC);
 }
 static void write_no_room(struct write_op *op);
 
@@ -364,7 +398,8 @@ static void write_access_resume(struct write_op *op,
 				enum upstream_status status)
 {
 	if (status != UPSTREAM_OK) {
-		write_reply(op, nfs3_upstream_failure(status), UNSTABLE);
+		write_reply(op->r->d, op, nfs3_upstream_failure(status),
+			    UNSTABLE);
 		return;
 	}
 	write_continue(op);
@@ -440,7 +475,7 @@ static bool write_allowed(struct write_op *op, bool *asked)
 		}
 	aa.object = a->file;
 	aa.access = ACCESS3_MODIFY | ACCESS3_EXTEND;
-	nfs3_count_access_check();
+	nfs3_count_access_check(op->r->d);
 	if (nfs3_send(op->ex, NFSPROC3_ACCESS, (xdrproc_t)xdr_ACCESS3args, &aa,
 		      &op->uc, write_access_done, op) != 0) {
 		if (fs)
@@ -461,11 +496,10 @@ static void write_room_cb(struct daemon *d, bool room, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (room)
 		write_continue(op);
 	else
-		write_through(op);
+		write_through(d, op);
 }
 
 /*
@@ -486,11 +520,11 @@ static void write_no_room(struct write_op *op)
 	    writeback_room_wait(d, op->room_deadline, write_room_cb, op) == 0) {
 		/* write_room_cb comes after this returns, never before. */
 		if (!write_passed(op, NFS3_WRITE_ROOM))
-			stats.waited_for_room++;
+			wstats(d)->waited_for_room++;
 		write_step(op, NFS3_WRITE_ROOM);
 		return;
 	}
-	write_through(op);
+	write_through(d, op);
 }
 
 /* Attributes known: absorb the write. */
@@ -503,7 +537,7 @@ static void write_continue(struct write_op *op)
 	int err;
 
 	if (cfile_attr(op->f)->type != NF3REG) {
-		write_through(op);
+		write_through(d, op);
 		return;
 	}
 	/* A write past the end leaves a gap the cache will call a hole:
@@ -516,7 +550,7 @@ static void write_continue(struct write_op *op)
 	}
 	if (!write_allowed(op, &asked)) {
 		if (!asked)
-			write_through(op);
+			write_through(d, op);
 		return;
 	}
 	err = cfile_wb_error_take(op->f);
@@ -524,7 +558,7 @@ static void write_continue(struct write_op *op)
 	op->pre = *cfile_attr(op->f);
 	op->has_pre = true;
 	if (err) {
-		write_reply(op, (nfsstat3)err, UNSTABLE);
+		write_reply(d, op, (nfsstat3)err, UNSTABLE);
 		return;
 	}
 	write_step(op, NFS3_WRITE_ABSORB);
@@ -534,16 +568,16 @@ static void write_continue(struct write_op *op)
 		write_no_room(op);
 		return;
 	}
-	stats.absorbed++;
-	stats.absorbed_bytes += op->count;
+	wstats(d)->absorbed++;
+	wstats(d)->absorbed_bytes += op->count;
 	if (!(fs = fstate_get(d, op->f, op->ex))) {
-		write_reply(op, NFS3ERR_SERVERFAULT, UNSTABLE);
+		write_reply(d, op, NFS3ERR_SERVERFAULT, UNSTABLE);
 		return;
 	}
 	fs->last_absorb = daemon_now();
 	lcommit_note_write(d, op->f, a->offset, op->count);
 	if (a->stable == UNSTABLE) {
-		write_reply(op, NFS3_OK, UNSTABLE);
+		write_reply(d, op, NFS3_OK, UNSTABLE);
 		return;
 	}
 	/* write_local_done comes after lcommit_sync returns, never before. */
@@ -563,7 +597,7 @@ static void write_resume(struct write_op *op, bool ok)
 	if (ok)
 		write_continue(op);
 	else
-		write_through(op);
+		write_through(op->r->d, op);
 }
 
 /* The revalidating GETATTR of write_revalidate came back: answers op and
@@ -622,23 +656,23 @@ enum op_status nfs3_op_write(struct req *r)
 		return nfs3_reply_status(r, st);
 	}
 	op->count = a->count < a->data.data_len ? a->count : a->data.data_len;
-	stats.client_writes++;
-	stats.client_write_bytes += op->count;
+	wstats(r->d)->client_writes++;
+	wstats(r->d)->client_write_bytes += op->count;
 	/* Bytes past 2^64 exist nowhere (Ganesha answers NFS3ERR_INVAL too);
 	 * bytes past the largest off_t go through, for the upstream to
 	 * refuse (NFS3ERR_FBIG) or take. */
 	if (a->offset > UINT64_MAX - op->count) {
-		write_reply(op, NFS3ERR_INVAL, UNSTABLE);
+		write_reply(r->d, op, NFS3ERR_INVAL, UNSTABLE);
 		return OP_PENDING;
 	}
 	if (a->offset + op->count > CACHE_MAX_OFFSET) {
-		write_through(op);
+		write_through(r->d, op);
 		return OP_PENDING;
 	}
 	op->f = cache_get(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			  a->file.data.data_len);
 	if (!op->f) {
-		write_through(op);
+		write_through(r->d, op);
 		return OP_PENDING;
 	}
 	/* Fresh attributes first: another writer's change must be seen. */
@@ -664,23 +698,23 @@ static void write_revalidate(struct write_op *op)
 	if (fs && fs->reval_inflight) {
 		op->reval_next = fs->reval_waiters;
 		fs->reval_waiters = op;
-		stats.revalidations_shared++;
+		wstats(op->r->d)->revalidations_shared++;
 		return;
 	}
-	stats.revalidations++;
+	wstats(op->r->d)->revalidations++;
 	ga.object = ((WRITE3args *)op->r->args)->file;
 	op->gen = cfile_gen(op->f);
 	if (nfs3_send(op->ex, NFSPROC3_GETATTR, (xdrproc_t)xdr_GETATTR3args, &ga,
 		      &op->uc, write_getattr_done, op) != 0) {
-		write_reply(op, NFS3ERR_JUKEBOX, UNSTABLE);
+		write_reply(op->r->d, op, NFS3ERR_JUKEBOX, UNSTABLE);
 		return;
 	}
 	if (fs)
 		fs->reval_inflight = true;
 }
 
-/* Reply a COMMIT and release op. */
-static void commit_reply(struct write_op *op, nfsstat3 st)
+/* Reply a COMMIT of d and release op. */
+static void commit_reply(struct daemon *d, struct write_op *op, nfsstat3 st)
 {
 	struct req *r = op->r;
 	COMMIT3res res;
@@ -694,11 +728,11 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 	}
 	wcc_fill(op, &res.COMMIT3res_u.resok.file_wcc);
 	if (st == NFS3_OK)
-		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(r->d),
+		memcpy(res.COMMIT3res_u.resok.verf, writeback_verf(d),
 		       NFS3_WRITEVERFSIZE);
 	else {
-		stats.errors_reported++;
-		nfs3_note_status(st);
+		wstats(d)->errors_reported++;
+		nfs3_note_status(d, st);
 	}
 	op_free(op);
 	req_reply(r, (xdrproc_t)xdr_COMMIT3res, &res);
@@ -707,8 +741,7 @@ static void commit_reply(struct write_op *op, nfsstat3 st)
 /* Everything the file held is committed upstream (or failed). */
 static void commit_done(struct daemon *d, nfsstat3 st, void *arg)
 {
-	(void)d;
-	commit_reply(arg, st);
+	commit_reply(d, arg, st);
 }
 
 /* Answer a COMMIT once what it covers is committed upstream. */
@@ -717,7 +750,7 @@ static void commit_upstream(struct write_op *op)
 	commit_step(op, NFS3_COMMIT_WRITEBACK);
 	if (lcommit_upstream_wait(op->r->d, op->f, op->ex, WB_WAIT_ALL, 0, 0,
 				  commit_done, op) != 0)
-		commit_reply(op, NFS3ERR_SERVERFAULT);
+		commit_reply(op->r->d, op, NFS3ERR_SERVERFAULT);
 }
 
 /* A COMMIT's local sync (commit = "local") ended. */
@@ -725,13 +758,12 @@ static void commit_local_done(struct daemon *d, bool durable, void *arg)
 {
 	struct write_op *op = arg;
 
-	(void)d;
 	if (!durable) {
 		commit_upstream(op);
 		return;
 	}
 	lcommit_count(true);
-	commit_reply(op, NFS3_OK);
+	commit_reply(d, op, NFS3_OK);
 }
 
 /*
@@ -771,12 +803,12 @@ enum op_status nfs3_op_commit(struct req *r)
 		free(op);
 		return nfs3_reply_status(r, st);
 	}
-	stats.client_commits++;
+	wstats(r->d)->client_commits++;
 	op->f = cache_find(r->d->cache, (const uint8_t *)a->file.data.data_val,
 			   a->file.data.data_len);
 	if (commit_local_ok(op->f, &op->uc)) {
-		stats.commits_local++;
-		commit_reply(op, NFS3_OK);
+		wstats(r->d)->commits_local++;
+		commit_reply(r->d, op, NFS3_OK);
 		return OP_PENDING;
 	}
 	if (!op->f || (!cfile_wb_error_peek(op->f) && !cfile_has_wb(op->f))) {
@@ -791,7 +823,7 @@ enum op_status nfs3_op_commit(struct req *r)
 		return nfs3_forward_prepared(r, ex, &uc);
 	}
 	if ((err = cfile_wb_error_take(op->f)) != 0) {
-		commit_reply(op, (nfsstat3)err);
+		commit_reply(r->d, op, (nfsstat3)err);
 		return OP_PENDING;
 	}
 	/* commit_local_done comes after lcommit_sync returns, never before. */
@@ -805,7 +837,10 @@ enum op_status nfs3_op_commit(struct req *r)
 	return OP_PENDING;
 }
 
-void nfs3_write_stats_get(struct nfs3_write_stats *st)
+void nfs3_write_stats_get(const struct daemon *d, struct nfs3_write_stats *st)
 {
-	*st = stats;
+	if (d->nfs3_write)
+		*st = d->nfs3_write->stats;
+	else
+		memset(st, 0, sizeof(*st));
 }

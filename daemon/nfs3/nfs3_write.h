@@ -10,6 +10,7 @@
 
 #include "proc_table.h"
 
+struct daemon;
 struct req;
 
 /* Counters of WRITE and COMMIT (nfs3_write.c), declared once for struct
@@ -104,8 +105,20 @@ struct nfs3_write_stats {
 	uint64_t commit_steps[NFS3_COMMIT_NSTEPS];
 };
 
-/* Copy the WRITE/COMMIT counters into *st. */
-void nfs3_write_stats_get(struct nfs3_write_stats *st);
+/*
+ * Make d->nfs3_write (the counters above), all zero: at start, before
+ * the first WRITE. 0, or -1 (ENOMEM; d->nfs3_write stays NULL). Event
+ * loop, before serving.
+ */
+int nfs3_write_start(struct daemon *d);
+
+/* Free d->nfs3_write and clear it: at shutdown, after write-back stopped
+ * (its last waits answer WRITEs). No-op when NULL. Event loop. */
+void nfs3_write_stop(struct daemon *d);
+
+/* Copy d's WRITE/COMMIT counters into *st (zeros without
+ * nfs3_write_start). Event loop (metrics, tests). */
+void nfs3_write_stats_get(const struct daemon *d, struct nfs3_write_stats *st);
 
 /* The lower-case name of WRITE step s ("room"), or "?" if out of
  * range. */
@@ -115,13 +128,17 @@ const char *nfs3_write_step_name(enum nfs3_write_step s);
  * range. */
 const char *nfs3_commit_step_name(enum nfs3_commit_step s);
 
-/* How many WRITEs are in each step now, into n[0..NFS3_WRITE_NSTEPS).
+/* How many of d's WRITEs are in each step now, into
+ * n[0..NFS3_WRITE_NSTEPS) (zeros without nfs3_write_start).
  * From the event loop (for `nfscached cache status`). */
-void nfs3_write_steps_inflight(uint64_t n[NFS3_WRITE_NSTEPS]);
+void nfs3_write_steps_inflight(const struct daemon *d,
+			       uint64_t n[NFS3_WRITE_NSTEPS]);
 
-/* How many COMMITs are in each step now, into n[0..NFS3_COMMIT_NSTEPS).
+/* How many of d's COMMITs are in each step now, into
+ * n[0..NFS3_COMMIT_NSTEPS) (zeros without nfs3_write_start).
  * From the event loop (for `nfscached cache status`). */
-void nfs3_commit_steps_inflight(uint64_t n[NFS3_COMMIT_NSTEPS]);
+void nfs3_commit_steps_inflight(const struct daemon *d,
+				uint64_t n[NFS3_COMMIT_NSTEPS]);
 
 /* WRITE r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_write(struct req *r);

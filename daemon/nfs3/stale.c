@@ -13,9 +13,11 @@
  * record is put only when its value changed since this process last put
  * it (kept: a set of (key hash, value hash), emptied when it reaches
  * DISK_OUTAGE_MAX entries). The kept roots are a small table
- * (STALE_ROOTS) filled at restore. Like the slots, this state is one per
- * process and touched from the loop thread only (file scope, as the
- * slots are).
+ * (STALE_ROOTS) filled at restore.
+ *
+ * All of it (slots, kept set, roots, counters) is the daemon's struct
+ * stale (d->stale, made by stale_start, freed by stale_forget_all),
+ * touched from the loop thread only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +50,36 @@ static void keep_proc(const struct daemon *d, const struct export_rt *ex,
 		      uint32_t proc, const uint8_t *fh, size_t fhlen,
 		      const uint8_t *res, size_t len);
 
-static struct stale_slot slots[STALE_SLOTS];
-static uint64_t clock_;
-static struct stale_stats stats;
+/* A (key hash, value hash) put by this process. */
+struct kept {
+	uint64_t kh, vh;
+	UT_hash_handle hh;
+};
+
+/* A root handle kept by an earlier run, by export path. */
+struct kept_root {
+	char path[256];
+	uint8_t fh[NFS3_FHSIZE];
+	size_t len;
+};
+
+#define STALE_ROOTS	64
+
+/* What stale_on_error keeps for one daemon. */
+struct stale {
+	struct stale_slot slots[STALE_SLOTS];
+	uint64_t clock;			/* stamp of the newest slot */
+	struct kept *kept;		/* what this process put (uthash) */
+	unsigned nkept;
+	struct kept_root roots[STALE_ROOTS];
+	struct stale_stats stats;
+};
+
+int stale_start(struct daemon *d)
+{
+	d->stale = calloc(1, sizeof(*d->stale));
+	return d->stale ? 0 : -1;
+}
 
 enum upstream_status stale_refused(const struct export_rt *ex)
 {
@@ -72,15 +101,15 @@ bool stale_attrs_usable(const struct daemon *d, const struct cfile *f,
 	       cfile_attr_fresh(f, daemon_now() - d->conf->stale_on_error);
 }
 
-void stale_count(uint32_t proc)
+void stale_count(struct daemon *d, uint32_t proc)
 {
 	if (proc < UPSTREAM_NPROCS)
-		stats.answers[proc]++;
+		d->stale->stats.answers[proc]++;
 }
 
-void stale_count_mount(void)
+void stale_count_mount(struct daemon *d)
 {
-	stats.mounts++;
+	d->stale->stats.mounts++;
 }
 
 /* Whether proc's answers are remembered. */
@@ -90,12 +119,13 @@ static bool remembered_proc(uint32_t proc)
 	       proc == NFSPROC3_PATHCONF;
 }
 
-/* The slot of (ex, proc, fh), or NULL. */
-static struct stale_slot *slot_find(const struct export_rt *ex, uint32_t proc,
+/* The slot of (ex, proc, fh) in sl, or NULL. */
+static struct stale_slot *slot_find(struct stale *sl,
+				    const struct export_rt *ex, uint32_t proc,
 				    const uint8_t *fh, size_t fhlen)
 {
 	for (unsigned i = 0; i < STALE_SLOTS; i++) {
-		struct stale_slot *s = &slots[i];
+		struct stale_slot *s = &sl->slots[i];
 
 		if (s->res && s->ex_id == ex->conf->id && s->proc == proc &&
 		    s->fhlen == fhlen && memcmp(s->fh, fh, fhlen) == 0)
@@ -104,18 +134,20 @@ static struct stale_slot *slot_find(const struct export_rt *ex, uint32_t proc,
 	return NULL;
 }
 
-/* The slot to fill for (ex, proc, fh): its own, a free one, or the
+/* The slot of sl to fill for (ex, proc, fh): its own, a free one, or the
  * oldest. */
-static struct stale_slot *slot_take(const struct export_rt *ex, uint32_t proc,
+static struct stale_slot *slot_take(struct stale *sl,
+				    const struct export_rt *ex, uint32_t proc,
 				    const uint8_t *fh, size_t fhlen)
 {
-	struct stale_slot *s = slot_find(ex, proc, fh, fhlen), *old = &slots[0];
+	struct stale_slot *s = slot_find(sl, ex, proc, fh, fhlen);
+	struct stale_slot *old = &sl->slots[0];
 
 	for (unsigned i = 0; !s && i < STALE_SLOTS; i++) {
-		if (!slots[i].res)
-			s = &slots[i];
-		else if (slots[i].stamp < old->stamp)
-			old = &slots[i];
+		if (!sl->slots[i].res)
+			s = &sl->slots[i];
+		else if (sl->slots[i].stamp < old->stamp)
+			old = &sl->slots[i];
 	}
 	return s ? s : old;
 }
@@ -146,7 +178,7 @@ void stale_remember(const struct daemon *d, const struct export_rt *ex,
 	} else {
 		memcpy(copy + 8, res + 8, len - 8);
 	}
-	s = slot_take(ex, proc, fh, fhlen);
+	s = slot_take(d->stale, ex, proc, fh, fhlen);
 	free(s->res);
 	s->ex_id = ex->conf->id;
 	s->proc = proc;
@@ -154,7 +186,7 @@ void stale_remember(const struct daemon *d, const struct export_rt *ex,
 	s->fhlen = fhlen;
 	s->res = copy;
 	s->len = len;
-	s->stamp = ++clock_;
+	s->stamp = ++d->stale->clock;
 	keep_proc(d, ex, proc, fh, fhlen, copy, len);
 }
 
@@ -165,7 +197,7 @@ const uint8_t *stale_recall(const struct daemon *d, const struct export_rt *ex,
 	const struct stale_slot *s;
 
 	if (!unreachable(d, st) || !remembered_proc(proc) ||
-	    !(s = slot_find(ex, proc, fh, fhlen)))
+	    !(s = slot_find(d->stale, ex, proc, fh, fhlen)))
 		return NULL;
 	*len = s->len;
 	return s->res;
@@ -180,25 +212,7 @@ const uint8_t *stale_recall(const struct daemon *d, const struct export_rt *ex,
 #define OK_PROC		'P'	/* export id (4), proc (1), fh -> result */
 #define OK_ROOT		'R'	/* export path -> root fh */
 
-#define STALE_ROOTS	64
 #define NS		1000000000.0
-
-/* A (key hash, value hash) put by this process. */
-struct kept {
-	uint64_t kh, vh;
-	UT_hash_handle hh;
-};
-
-/* A root handle kept by an earlier run, by export path. */
-struct kept_root {
-	char path[256];
-	uint8_t fh[NFS3_FHSIZE];
-	size_t len;
-};
-
-static struct kept *kept;
-static unsigned nkept;
-static struct kept_root roots[STALE_ROOTS];
 
 /* The disk tier, when outage records are kept. */
 static struct disk *keeper(const struct daemon *d)
@@ -215,16 +229,16 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Forget what was put (the dedupe set). */
-static void kept_clear(void)
+/* Forget what sl's process put (the dedupe set). */
+static void kept_clear(struct stale *sl)
 {
 	struct kept *k, *tmp;
 
-	HASH_ITER(hh, kept, k, tmp) {
-		HASH_DEL(kept, k);
+	HASH_ITER(hh, sl->kept, k, tmp) {
+		HASH_DEL(sl->kept, k);
 		free(k);
 	}
-	nkept = 0;
+	sl->nkept = 0;
 }
 
 /* Put key -> val unless this process already put that value. */
@@ -232,6 +246,7 @@ static void keep(const struct daemon *d, const uint8_t *key, size_t klen,
 		 const void *val, size_t vlen)
 {
 	struct disk *dk = keeper(d);
+	struct stale *sl = d->stale;
 	uint64_t kh, vh;
 	struct kept *k;
 
@@ -239,19 +254,19 @@ static void keep(const struct daemon *d, const uint8_t *key, size_t klen,
 		return;
 	kh = XXH3_64bits(key, klen);
 	vh = XXH3_64bits(val, vlen);
-	HASH_FIND(hh, kept, &kh, sizeof(kh), k);
+	HASH_FIND(hh, sl->kept, &kh, sizeof(kh), k);
 	if (k && k->vh == vh)
 		return;
 	if (disk_outage_put(dk, key, klen, val, vlen, wall_ns()) != 0)
 		return;
 	if (!k) {
-		if (nkept >= DISK_OUTAGE_MAX)
-			kept_clear();
+		if (sl->nkept >= DISK_OUTAGE_MAX)
+			kept_clear(sl);
 		if (!(k = calloc(1, sizeof(*k))))
 			return;
 		k->kh = kh;
-		HASH_ADD(hh, kept, kh, sizeof(k->kh), k);
-		nkept++;
+		HASH_ADD(hh, sl->kept, kh, sizeof(k->kh), k);
+		sl->nkept++;
 	}
 	k->vh = vh;
 }
@@ -326,10 +341,10 @@ void stale_keep_name(const struct daemon *d, const uint8_t *dir, size_t dlen,
 void stale_keep_root(const struct daemon *d, const struct export_rt *ex,
 		     const uint8_t *root, size_t len)
 {
-	uint8_t key[1 + sizeof(roots[0].path)];
+	uint8_t key[1 + sizeof(((struct kept_root *)0)->path)];
 	size_t plen = strlen(ex->conf->path);
 
-	if (!keeper(d) || plen >= sizeof(roots[0].path) || len == 0 ||
+	if (!keeper(d) || plen >= sizeof(key) - 1 || len == 0 ||
 	    len > NFS3_FHSIZE)
 		return;
 	key[0] = OK_ROOT;
@@ -363,6 +378,8 @@ bool stale_now(const struct daemon *d, const struct export_rt *ex)
 const uint8_t *stale_root(const struct daemon *d, const struct export_rt *ex,
 			  size_t *len)
 {
+	const struct kept_root *roots = d->stale->roots;
+
 	if (!stale_now(d, ex))
 		return NULL;
 	for (unsigned i = 0; i < STALE_ROOTS; i++)
@@ -447,9 +464,11 @@ static bool restore_access(struct restore *rs, const uint8_t *k, size_t klen,
 }
 
 /* Install a kept root handle of the export path k[0..klen). */
-static bool restore_root(const uint8_t *k, size_t klen, const void *val,
-			 size_t vlen)
+static bool restore_root(struct restore *rs, const uint8_t *k, size_t klen,
+			 const void *val, size_t vlen)
 {
+	struct kept_root *roots = rs->d->stale->roots;
+
 	for (unsigned i = 0; i < STALE_ROOTS; i++) {
 		if (roots[i].len)
 			continue;
@@ -507,7 +526,7 @@ static int restore_one(void *arg, const uint8_t *k, size_t klen,
 		ok = restore_proc(rs, k, klen, val, vlen);
 		break;
 	case OK_ROOT:
-		ok = restore_root(k + 1, klen - 1, val, vlen);
+		ok = restore_root(rs, k + 1, klen - 1, val, vlen);
 		break;
 	}
 	rs->installed += ok;
@@ -541,21 +560,27 @@ void stale_drop_kept(const struct daemon *d)
 	if (disk_on(dk) && disk_outage_drop_all(dk) != 0)
 		log_warn("outage records of %s: their removal could not be "
 			 "queued", d->conf->cache_dir);
-	kept_clear();
-	memset(roots, 0, sizeof(roots));
+	kept_clear(d->stale);
+	memset(d->stale->roots, 0, sizeof(d->stale->roots));
 }
 
-void stale_forget_all(void)
+void stale_forget_all(struct daemon *d)
 {
-	kept_clear();
-	memset(roots, 0, sizeof(roots));
-	for (unsigned i = 0; i < STALE_SLOTS; i++) {
-		free(slots[i].res);
-		slots[i].res = NULL;
-	}
+	struct stale *sl = d->stale;
+
+	if (!sl)
+		return;
+	kept_clear(sl);
+	for (unsigned i = 0; i < STALE_SLOTS; i++)
+		free(sl->slots[i].res);
+	free(sl);
+	d->stale = NULL;
 }
 
-void stale_stats_get(struct stale_stats *st)
+void stale_stats_get(const struct daemon *d, struct stale_stats *st)
 {
-	*st = stats;
+	if (d->stale)
+		*st = d->stale->stats;
+	else
+		memset(st, 0, sizeof(*st));
 }

@@ -47,6 +47,15 @@ struct stale_stats {
 #undef X
 };
 
+/*
+ * Make d->stale (the remembered results, the outage records' state and
+ * the counters above), empty and zero: at start, before the disk tier
+ * and stale_restore. 0, or -1 (ENOMEM; d->stale stays NULL). Event
+ * loop, before serving. Every other stale_* function but stale_refused
+ * needs it done, and stale_forget_all not yet.
+ */
+int stale_start(struct daemon *d);
+
 /* The status to judge a call nfs3_send refused by: UPSTREAM_EDOWN when
  * ex's upstream is not UP (unreachable), else UPSTREAM_EPROTO. */
 enum upstream_status stale_refused(const struct export_rt *ex);
@@ -60,11 +69,13 @@ enum upstream_status stale_refused(const struct export_rt *ex);
 bool stale_attrs_usable(const struct daemon *d, const struct cfile *f,
 			enum upstream_status st);
 
-/* Count one answer of NFSv3 procedure proc given from stale state. */
-void stale_count(uint32_t proc);
+/* Count, in d's counters, one answer of NFSv3 procedure proc given from
+ * stale state. Event loop. */
+void stale_count(struct daemon *d, uint32_t proc);
 
-/* Count one MNT answered with a root handle stale_root gave. */
-void stale_count_mount(void);
+/* Count, in d's counters, one MNT answered with a root handle stale_root
+ * gave. Event loop. */
+void stale_count_mount(struct daemon *d);
 
 /*
  * Remember the upstream's result XDR res[0..len) of proc (FSINFO, FSSTAT
@@ -152,10 +163,13 @@ long stale_restore(struct daemon *d, stale_name_fn *name_fn);
  */
 void stale_drop_kept(const struct daemon *d);
 
-/* Free what stale_remember kept (shutdown). */
-void stale_forget_all(void);
+/* Free d->stale, what stale_remember kept with it, and clear it
+ * (shutdown, after the disk tier stopped: its last callbacks keep
+ * attributes). No-op when NULL. Event loop. */
+void stale_forget_all(struct daemon *d);
 
-/* Copy the counters into *st. */
-void stale_stats_get(struct stale_stats *st);
+/* Copy d's counters into *st (zeros without stale_start). Event loop
+ * (metrics, tests). */
+void stale_stats_get(const struct daemon *d, struct stale_stats *st);
 
 #endif

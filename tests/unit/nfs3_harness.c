@@ -24,6 +24,9 @@
 #include "peername.h"
 #include "nfs3_harness.h"
 #include "nfs3_meta.h"
+#include "nfs3_ops.h"
+#include "nfs3_read.h"
+#include "nfs3_write.h"
 #include "stale.h"
 #include "rpcmsg.h"
 #include "server.h"
@@ -142,6 +145,10 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
+	if (nfs3_ops_start(&h->d) != 0 || nfs3_meta_start(&h->d) != 0 ||
+	    nfs3_read_start(&h->d) != 0 || nfs3_write_start(&h->d) != 0 ||
+	    stale_start(&h->d) != 0)
+		abort();
 	/* The disk tier when the test set cache_dir, as main() opens it. */
 	h->d.tier_off = lcommit_tier_off;
 	h->d.tier_kept = stale_keep_attr;
@@ -175,8 +182,11 @@ void h_fini(struct nfs3_h *h)
 	disk_tier_stop();	/* its last callbacks put cached files */
 	server_free(&h->d.server);
 	writeback_stop(&h->d);
-	nfs3_meta_shutdown();
-	stale_forget_all();
+	nfs3_meta_shutdown(&h->d);
+	stale_forget_all(&h->d);
+	nfs3_read_stop(&h->d);
+	nfs3_write_stop(&h->d);
+	nfs3_ops_stop(&h->d);
 	fake_up_destroy(&h->fu);
 	cache_owner_clear(h->d.cache, fstate_free);
 	cache_free(&h->d.cache);

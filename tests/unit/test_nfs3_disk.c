@@ -182,10 +182,10 @@ static void test_holes_stored_and_restored_after_restart(void)
 
 	h_init(&h, with_disk);	/* RAM cold, the disk as it was */
 	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++)
 		read_check(&h, id, (uint64_t)p * PS, PS);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
 	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole,
 			PS + PS / 2);
@@ -260,12 +260,12 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	for (unsigned i = PS; i < 2 * PS + PS / 2; i++)
 		n->data[i] = (uint8_t)(i * 13 + 1);
 	n->mtime = ++h.toy.clock;
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++) {
 		read_check(&h, id, (uint64_t)p * PS, PS);
 		disk_tier_drain();	/* the drop is done before the next */
 	}
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
 	CU_ASSERT_EQUAL(after.read_bytes_hole - before.read_bytes_hole, 0);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
@@ -420,12 +420,13 @@ static nfsstat3 attr_call(struct nfs3_h *h, uint64_t id, bool access)
 	return st;
 }
 
-/* The stale answers counted for proc since *before. */
-static uint64_t stale_since(const struct stale_stats *before, uint32_t proc)
+/* The stale answers d counted for proc since *before. */
+static uint64_t stale_since(const struct daemon *d,
+			    const struct stale_stats *before, uint32_t proc)
 {
 	struct stale_stats now;
 
-	stale_stats_get(&now);
+	stale_stats_get(d, &now);
 	return now.answers[proc] - before->answers[proc];
 }
 
@@ -456,7 +457,7 @@ static void test_outage_restart_serves_lookup_attrs_access_read(void)
 	h_init(&h, with_disk_stale);	/* RAM cold, the upstream down */
 	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 2 * PS), id);
 	h.fu.state = UPSTREAM_DOWN;
-	stale_stats_get(&before);
+	stale_stats_get(&h.d, &before);
 	got = 0;
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
 	CU_ASSERT_EQUAL(got, id);
@@ -464,10 +465,10 @@ static void test_outage_restart_serves_lookup_attrs_access_read(void)
 	CU_ASSERT_EQUAL(attr_call(&h, id, true), NFS3_OK);
 	read_check(&h, id, 0, PS);
 	read_check(&h, id, PS, PS);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_LOOKUP), 1);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_GETATTR), 1);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_ACCESS), 1);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_READ), 2);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_LOOKUP), 1);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_GETATTR), 1);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_ACCESS), 1);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_READ), 2);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_LOOKUP], 0);
 	h_fini(&h);
@@ -488,11 +489,11 @@ static void test_outage_lookup_of_cached_name_answered(void)
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
 	h.fu.state = UPSTREAM_DOWN;
 	h_advance(&h, 120);		/* past acregmax and acdirmax */
-	stale_stats_get(&before);
+	stale_stats_get(&h.d, &before);
 	got = 0;
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
 	CU_ASSERT_EQUAL(got, id);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_LOOKUP), 1);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_LOOKUP), 1);
 	CU_ASSERT_EQUAL(h_lookup(&h, nope, NULL), NFS3ERR_JUKEBOX);
 	h_fini(&h);
 }
@@ -536,7 +537,7 @@ static void test_outage_access_answers_known_denials(void)
 	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
 	h.fu.state = UPSTREAM_DOWN;
 	h_advance(&h, 120);		/* past acregmax */
-	stale_stats_get(&before);
+	stale_stats_get(&h.d, &before);
 	granted = 0;
 	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_LOOKUP,
 				    &granted), NFS3_OK);
@@ -545,7 +546,7 @@ static void test_outage_access_answers_known_denials(void)
 	CU_ASSERT_EQUAL(granted, ACCESS3_READ);
 	CU_ASSERT_EQUAL(access_bits(&h, id, ACCESS3_READ | ACCESS3_MODIFY,
 				    &granted), NFS3ERR_JUKEBOX);
-	CU_ASSERT_EQUAL(stale_since(&before, NFSPROC3_ACCESS), 2);
+	CU_ASSERT_EQUAL(stale_since(&h.d, &before, NFSPROC3_ACCESS), 2);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_ACCESS], 1);
 	h_fini(&h);
 }

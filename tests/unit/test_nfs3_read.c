@@ -122,12 +122,13 @@ static void test_concurrent_misses_share_one_read(void)
 	h_fini(&h);
 }
 
-/* Assert that exactly `want` READs are in flight, all in step `s`. */
-static void expect_steps(enum nfs3_read_step s, uint64_t want)
+/* Assert that exactly `want` of d's READs are in flight, all in step `s`. */
+static void expect_steps(const struct daemon *d, enum nfs3_read_step s,
+			 uint64_t want)
 {
 	uint64_t n[NFS3_READ_NSTEPS];
 
-	nfs3_read_steps_inflight(n);
+	nfs3_read_steps_inflight(d, n);
 	for (int i = 0; i < NFS3_READ_NSTEPS; i++) {
 		if (n[i] != (i == (int)s ? want : 0))
 			fprintf(stderr, "\n  step %s: %llu READs\n",
@@ -153,17 +154,17 @@ static void test_read_steps_are_counted(void)
 	h.fu.hold[NFSPROC3_READ] = true;
 	xid = h_send_read(&h, id, 4096, 8192);
 	h_turns(&h, 50);
-	expect_steps(NFS3_READ_GETATTR, 1);
+	expect_steps(&h.d, NFS3_READ_GETATTR, 1);
 	fake_up_release(&h.fu, NFSPROC3_GETATTR);
 	h_turns(&h, 50);
-	expect_steps(NFS3_READ_ACCESS, 1);
+	expect_steps(&h.d, NFS3_READ_ACCESS, 1);
 	fake_up_release(&h.fu, NFSPROC3_ACCESS);
 	h_turns(&h, 50);
-	expect_steps(NFS3_READ_FETCH, 1);
+	expect_steps(&h.d, NFS3_READ_FETCH, 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_READ);
 	check_read(&h, xid, id, 4096, 8192);
-	expect_steps(NFS3_READ_REPLY, 0);
+	expect_steps(&h.d, NFS3_READ_REPLY, 0);
 	CU_ASSERT_STRING_EQUAL(nfs3_read_step_name(NFS3_READ_DISK), "disk");
 	CU_ASSERT_STRING_EQUAL(nfs3_read_step_name(NFS3_READ_NSTEPS), "?");
 	h_fini(&h);
@@ -176,10 +177,10 @@ static uint64_t read_fetched(struct nfs3_h *h, uint64_t id, uint64_t off,
 {
 	struct nfs3_read_stats before, after;
 
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h->d, &before);
 	check_read(h, h_send_read(h, id, off, count), id, off, count);
 	h_turns(h, 50);		/* readahead's own fetches come back */
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h->d, &after);
 	return after.fetch_bytes - before.fetch_bytes;
 }
 
@@ -194,13 +195,13 @@ static void test_random_miss_fetches_its_bytes(void)
 
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 1u << 20);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	/* [300000, 304096) widens to [299008, 307200). */
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 8192);
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 299008, 8192), 0);
 	/* Elsewhere, another random one: one 4 KiB block. */
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 700416, 4096), 4096);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 2);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			12288);
@@ -209,9 +210,9 @@ static void test_random_miss_fetches_its_bytes(void)
 	 * READ is no longer random. */
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 704512, 4096),
 			4096 + RA_DEFAULT_MIN_WINDOW);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	CU_ASSERT_TRUE(read_fetched(&h, id, 708608, 4096) > 0);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 0);
 	h_fini(&h);
 
@@ -228,7 +229,7 @@ static void test_random_miss_fetches_its_bytes(void)
 	 * about 2.1 ms; 0.1 ms keeps 4 KiB. */
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 1u << 20);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	h.fu.latency_floor = 0.0001;
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 100000, 100), 4096);
 	h.fu.latency_floor = 0.001;	/* [688128, 704512) */
@@ -236,7 +237,7 @@ static void test_random_miss_fetches_its_bytes(void)
 	h.fu.latency_floor = 0.004;	/* the page [262144, 327680) */
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 65536);
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 262144, 65536), 0);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 3);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			4096 + 16384 + 65536);
@@ -245,9 +246,9 @@ static void test_random_miss_fetches_its_bytes(void)
 	/* Readahead off: the pattern is not tracked, whole pages as before. */
 	h_init(&h, no_readahead);
 	id = toy_add_file(&h.toy, "f", 1u << 20);
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	CU_ASSERT_EQUAL(read_fetched(&h, id, 300000, 4096), 65536);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.random_fetches - before.random_fetches, 0);
 	h_fini(&h);
 }
@@ -300,7 +301,7 @@ static void test_fetch_survives_writeback_of_other_bytes(void)
 		xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
 	}
 	h.fu.hold[NFSPROC3_READ] = false;
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	/* The first fetch filled: a hit. */
 	check_read(&h, h_send_read(&h, id, 299008, 8192), id, 299008, 8192);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 2);
@@ -308,7 +309,7 @@ static void test_fetch_survives_writeback_of_other_bytes(void)
 	 * written ones, [598016, 600064), are fetched again. */
 	check_read(&h, h_send_read(&h, id, 598016, 2048), id, 598016, 2048);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			2048);
 	h_fini(&h);
@@ -343,10 +344,10 @@ static void test_fragmented_miss_fetched_in_one_read(void)
 	reads = h.fu.calls[NFSPROC3_READ];
 	CU_ASSERT_EQUAL(reads, 4);
 	/* The whole page: four missing pieces, 4 KiB islands between. */
-	nfs3_read_stats_get(&before);
+	nfs3_read_stats_get(&h.d, &before);
 	check_read(&h, h_send_read(&h, id, 262144, 65536), id, 262144, 65536);
 	h_turns(&h, 50);
-	nfs3_read_stats_get(&after);
+	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ] - reads, 1);
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			65536);

@@ -52,13 +52,14 @@ static void check_commit(struct nfs3_h *h, uint32_t xid)
 
 /* Assert that exactly wn WRITEs are in flight, all in step ws, and
  * exactly cn COMMITs, all in step cs. */
-static void expect_steps(enum nfs3_write_step ws, uint64_t wn,
+static void expect_steps(const struct nfs3_h *h, enum nfs3_write_step ws,
+			 uint64_t wn,
 			 enum nfs3_commit_step cs, uint64_t cn)
 {
 	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
 
-	nfs3_write_steps_inflight(w);
-	nfs3_commit_steps_inflight(c);
+	nfs3_write_steps_inflight(&h->d, w);
+	nfs3_commit_steps_inflight(&h->d, c);
 	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++) {
 		if (w[i] != (i == ws ? wn : 0))
 			fprintf(stderr, "\n  WRITE step %s: %llu\n",
@@ -76,9 +77,9 @@ static void expect_steps(enum nfs3_write_step ws, uint64_t wn,
 }
 
 /* Nothing in flight: no WRITE, no COMMIT in any step. */
-static void expect_no_steps(void)
+static void expect_no_steps(const struct nfs3_h *h)
 {
-	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 }
 
 /* True when toy file id holds value v in [off, off+len). */
@@ -321,7 +322,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	bool blocked = false;
 
 	h_init(&h, small_cache);
-	nfs3_write_stats_get(&before);
+	nfs3_write_stats_get(&h.d, &before);
 	id = toy_add_file(&h.toy, "f", 0);
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	/* Fill the cache with unwritten bytes until a WRITE must wait. */
@@ -333,9 +334,9 @@ static void test_room_freed_wakes_blocked_write(void)
 			check_write_absorbed(&h, xid, 65536);
 	}
 	CU_ASSERT_TRUE_FATAL(blocked);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.waited_for_room - before.waited_for_room, 1);
-	expect_steps(NFS3_WRITE_ROOM, 1, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(&h, NFS3_WRITE_ROOM, 1, NFS3_COMMIT_NSTEPS, 0);
 	/* The wait started write-back; nothing completes while it is held. */
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
 	h_turns(&h, 50);
@@ -346,10 +347,10 @@ static void test_room_freed_wakes_blocked_write(void)
 	h_turns(&h, 50);
 	CU_ASSERT_TRUE(h_replied(&h, xid));
 	check_write_absorbed(&h, xid, 65536);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.write_through, before.write_through);
 	CU_ASSERT_TRUE(h.fu.calls[NFSPROC3_COMMIT] >= 1);
-	expect_no_steps();
+	expect_no_steps(&h);
 	h_fini(&h);
 }
 
@@ -509,7 +510,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	uint64_t id;
 
 	h_init(&h, NULL);
-	nfs3_write_stats_get(&before);
+	nfs3_write_stats_get(&h.d, &before);
 	id = toy_add_file(&h.toy, "f", 0);
 	check_write_absorbed(&h, h_send_write(&h, id, 0, 4096, 'a', UNSTABLE),
 			     4096);
@@ -523,7 +524,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	check_commit(&h, h_send_commit(&h, id));
 	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 1);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
 	/* A credential the proxy never saw write the file: the upstream decides. */
 	h.uid = 2000;
@@ -542,7 +543,7 @@ static void test_commit_with_nothing_held_answered_here(void)
 	h_advance(&h, h.ex.ac_reg.max + 1);
 	check_commit(&h, h_send_commit(&h, id));
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 4);
-	nfs3_write_stats_get(&after);
+	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.commits_local - before.commits_local, 2);
 	h_fini(&h);
 }
@@ -563,19 +564,19 @@ static void test_write_and_commit_steps_are_counted(void)
 
 	h_init(&h, NULL);
 	id = toy_add_file(&h.toy, "f", 0);
-	expect_no_steps();
+	expect_no_steps(&h);
 	h.fu.hold[NFSPROC3_GETATTR] = true;
 	h.fu.hold[NFSPROC3_ACCESS] = true;
 	xid = h_send_write(&h, id, 0, 4096, 'a', FILE_SYNC);
 	h_turns(&h, 50);
-	expect_steps(NFS3_WRITE_GETATTR, 1, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(&h, NFS3_WRITE_GETATTR, 1, NFS3_COMMIT_NSTEPS, 0);
 	fake_up_release(&h.fu, NFSPROC3_GETATTR);
 	h_turns(&h, 50);
-	expect_steps(NFS3_WRITE_ACCESS, 1, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(&h, NFS3_WRITE_ACCESS, 1, NFS3_COMMIT_NSTEPS, 0);
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	fake_up_release(&h.fu, NFSPROC3_ACCESS);
 	h_turns(&h, 50);
-	expect_steps(NFS3_WRITE_WRITEBACK, 1, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(&h, NFS3_WRITE_WRITEBACK, 1, NFS3_COMMIT_NSTEPS, 0);
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
@@ -585,34 +586,34 @@ static void test_write_and_commit_steps_are_counted(void)
 	CU_ASSERT_EQUAL(res.status, NFS3_OK);
 	CU_ASSERT_EQUAL(res.WRITE3res_u.resok.committed, FILE_SYNC);
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
-	expect_no_steps();
+	expect_no_steps(&h);
 
 	/* A COMMIT of absorbed bytes waits for their write-back. */
 	check_write_absorbed(&h, h_send_write(&h, id, 4096, 4096, 'b',
 					      UNSTABLE), 4096);
-	expect_no_steps();
+	expect_no_steps(&h);
 	h.fu.hold[NFSPROC3_COMMIT] = true;
 	xid = h_send_commit(&h, id);
 	h_turns(&h, 50);
-	expect_steps(NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_WRITEBACK, 1);
+	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_WRITEBACK, 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_COMMIT);
 	check_commit(&h, xid);
-	expect_no_steps();
+	expect_no_steps(&h);
 
 	/* Past the cache's largest offset: through to the upstream. */
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	xid = h_send_write(&h, id, CACHE_MAX_OFFSET - 100, 4096, 'c',
 			   UNSTABLE);
 	h_turns(&h, 50);
-	expect_steps(NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
+	expect_steps(&h, NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
 	memset(&res, 0, sizeof(res));
 	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
 				     &res), 0);
 	CU_ASSERT_EQUAL(res.status, NFS3ERR_FBIG);	/* the toy's answer */
 	xdr_free((xdrproc_t)xdr_WRITE3res, (char *)&res);
-	expect_no_steps();
+	expect_no_steps(&h);
 	CU_ASSERT_STRING_EQUAL(nfs3_write_step_name(NFS3_WRITE_ROOM), "room");
 	CU_ASSERT_STRING_EQUAL(nfs3_write_step_name(NFS3_WRITE_NSTEPS), "?");
 	CU_ASSERT_STRING_EQUAL(nfs3_commit_step_name(NFS3_COMMIT_WRITEBACK),
