@@ -446,7 +446,7 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	d->stopping = true;
 	log_info("signal %d: stopping", (int)sig);
-	service_stopping();
+	service_stopping(d);
 	server_stop_accepting(d->server);
 	server_drain(d->server);
 	if (d->conf->register_rpcbind)
@@ -468,13 +468,13 @@ static void reload(struct daemon *d, const struct opts *o)
 		log_warn("reload: ignored: there is no --config file to re-read");
 		return;
 	}
-	service_reload_begin();
+	service_reload_begin(d);
 	if (conf_load_file(o->config, &next, err, sizeof(err)) != 0) {
 		char summary[CONF_ERR_MAX];
 
 		log_conf_errors("reload refused: ", err, summary,
 				sizeof(summary));
-		service_reload_done(false, summary);
+		service_reload_done(d, false, summary);
 		return;
 	}
 	conf_clients_resolve(next, warn_conf_line);
@@ -482,13 +482,13 @@ static void reload(struct daemon *d, const struct opts *o)
 	    reload_check(d->conf, next, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
 		conf_free(&next);
-		service_reload_done(false, err);
+		service_reload_done(d, false, err);
 		return;
 	}
 	if (reload_apply(d, &next, &kept, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
 		conf_free(&next);
-		service_reload_done(false, err);
+		service_reload_done(d, false, err);
 		return;
 	}
 	if (peername_netgroups(d->names, d->conf) != 0)
@@ -498,7 +498,7 @@ static void reload(struct daemon *d, const struct opts *o)
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
 		 d->nexports == 1 ? "" : "s",
 		 kept ? "; some settings wait for a restart" : "");
-	service_reload_done(true, NULL);
+	service_reload_done(d, true, NULL);
 }
 
 static struct opts the_opts;
@@ -537,7 +537,7 @@ static void daemon_free(struct daemon *d)
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	reload_exports_free(d);
-	mount_list_clear();
+	mount_list_clear(d);
 	writeback_stop(d);
 	nfs3_meta_shutdown();
 	cache_owner_clear(d->cache, fstate_free);
@@ -549,7 +549,7 @@ static void daemon_free(struct daemon *d)
 		event_free(stop_timer);
 	if (trim_timer)
 		event_free(trim_timer);
-	service_shutdown();
+	service_shutdown(d);
 	conf_free(&d->conf);
 }
 
@@ -649,9 +649,10 @@ int main(int argc, char **argv)
 	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	start_disk_tier(&d);
-	if (invariant_init() != 0)
+	if (invariant_init(&d) != 0)
 		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");
-	service_init(&d);
+	if (service_init(&d) != 0)
+		fatal("out of memory");
 	start_upstreams(&d);
 	if (lcommit_start(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
@@ -665,7 +666,7 @@ int main(int argc, char **argv)
 	if (d.conf->register_rpcbind && registrar_register(&d.rpcb, d.conf) < 0)
 		fatal("rpcbind: a live server holds a mapping nfscached needs "
 		      "(rpcbind_conflict = \"refuse\")");
-	service_started();
+	service_started(&d);
 	invariant_loop(&d);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);

@@ -26,6 +26,8 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct mount_rec;
+struct service;
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -36,6 +38,8 @@ struct metrics;
  * then its connections are closed; the struct itself lives until exit.
  */
 struct export_rt {
+	struct daemon *d;		/* its daemon, borrowed (the upstream's
+					 * state callback gets only the export) */
 	const struct conf_export *conf;	/* borrowed from daemon.conf, or for
 					 * a retired export from its hold */
 	struct upcall_lanes lanes;	/* its upstream connections, owned
@@ -90,11 +94,20 @@ struct daemon {
 	struct refusal_counts refused_other; /* MNTs of paths under no
 					      * export */
 	struct registrar rpcb;		/* rpcbind mappings made at start */
+	struct mount_rec *mounts;	/* the mount list MOUNT's DUMP reports
+					 * (mount_ops.c); owned */
 	struct evdns_base *dns;		/* upstream host name lookups on
 					 * base (evdns); owned */
+	struct service *svc;		/* readiness and reload notices
+					 * (service.c); owned, NULL before
+					 * service_init */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	bool stopping;
+	unsigned check_every;		/* invariant.c: check every Nth loop
+					 * turn (NFSCACHED_CHECK); 0: off */
+	uint64_t check_turns;		/* loop turns counted since */
+	uint64_t checks;		/* invariant checks run since */
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its

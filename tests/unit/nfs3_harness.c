@@ -86,6 +86,7 @@ static void start_export(struct nfs3_h *h)
 	fake_up_init(&h->fu, h->d.base, 65536, toy_respond, &h->toy);
 	memcpy(h->fu.root, "\0\0\0\0\0\0\0\1", 8);
 	h->fu.root_len = 8;
+	h->ex.d = &h->d;
 	h->ex.conf = e;
 	h->ex.ac_reg.min = e->acregmin;
 	h->ex.ac_reg.max = e->acregmax;
@@ -144,7 +145,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		fprintf(stderr, "nfs3_harness: %s\n", err);
 		abort();
 	}
-	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
+	if (invariant_init(&h->d) != 0)	/* NFSCACHED_CHECK, as the daemon */
 		abort();
 	start_export(h);
 	/* Outage records of an earlier run (stale_on_error), as main(). */
