@@ -26,6 +26,7 @@ struct peername;
 struct upstream;
 struct server;
 struct metrics;
+struct admin;
 struct mount_rec;
 struct service;
 
@@ -88,6 +89,8 @@ struct daemon {
 	struct cache *cache;		/* owned; shared by all exports */
 	struct ra_params ra_params;	/* readahead window and streams */
 	struct metrics *metrics;
+	struct admin *admin;		/* the admin socket; owned, NULL when
+					 * off */
 	struct peername *names;		/* clients' host names, for wildcard
 					 * clients entries; owned, may be
 					 * NULL (no names: "") */
@@ -104,6 +107,7 @@ struct daemon {
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	bool stopping;
+	unsigned start_flags;		/* daemon_start's (lifecycle.h) */
 	unsigned check_every;		/* invariant.c: check every Nth loop
 					 * turn (NFSCACHED_CHECK); 0: off */
 	uint64_t check_turns;		/* loop turns counted since */
@@ -123,12 +127,11 @@ const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
 double daemon_now(void);
 
 /*
- * Create d's RAM cache, readahead parameters and write verifier from
- * d->conf (page_size, cache_size in MiB, hole_granularity, max_files,
- * readahead_max, readahead_streams), as main() and the unit-test harness
- * both need. Returns 0, or -1 with the reason in err[0..len): the cache
- * could not be made, readahead_max is not a multiple of page_size, or
- * RAND_bytes failed.
+ * Create d's RAM cache and readahead parameters from d->conf (page_size,
+ * cache_size in MiB, hole_granularity, max_files, readahead_max,
+ * readahead_streams): the first step of daemon_start (lifecycle.h).
+ * Returns 0, or -1 with the reason in err[0..len): the cache could not be
+ * made, or readahead_max is not a multiple of page_size.
  */
 int daemon_cache_start(struct daemon *d, char *err, size_t len);
 
