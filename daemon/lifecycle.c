@@ -152,11 +152,18 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 
 int daemon_announce(struct daemon *d, char *err, size_t len)
 {
-	if ((d->start_flags & DAEMON_LISTENERS) && d->conf->register_rpcbind &&
-	    registrar_register(&d->rpcb, d->conf) < 0) {
-		snprintf(err, len, "rpcbind: a live server holds a mapping "
-			 "nfscached needs (rpcbind_conflict = \"refuse\")");
-		return -1;
+	if ((d->start_flags & DAEMON_LISTENERS) && d->conf->register_rpcbind) {
+		d->rpcb = calloc(1, sizeof(*d->rpcb));
+		if (!d->rpcb) {
+			snprintf(err, len, "out of memory");
+			return -1;
+		}
+		if (registrar_register(d->rpcb, d->conf) < 0) {
+			snprintf(err, len, "rpcbind: a live server holds a "
+				 "mapping nfscached needs (rpcbind_conflict "
+				 "= \"refuse\")");
+			return -1;
+		}
 	}
 	service_started(d);
 	return 0;
@@ -179,6 +186,8 @@ void daemon_stop(struct daemon *d)
 	peername_free(&d->names);
 	looplag_free(&d->lag);
 	service_shutdown(d);
+	free(d->rpcb);		/* unregistered by the orderly stop */
+	d->rpcb = NULL;
 	conf_free(&d->conf);
 	if (d->dns)
 		evdns_base_free(d->dns, 1);	/* after the upstreams' cancels */

@@ -395,8 +395,8 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	service_stopping(d);
 	server_stop_accepting(d->server);
 	server_drain(d->server);
-	if (d->conf->register_rpcbind)
-		registrar_unregister(&d->rpcb);
+	if (d->conf->register_rpcbind && d->rpcb)
+		registrar_unregister(d->rpcb);
 	flush_deadline = daemon_now() + d->conf->shutdown_flush_timeout;
 	stop_deadline = flush_deadline + d->conf->upstream_timeout;
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);

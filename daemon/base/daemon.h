@@ -16,13 +16,13 @@
 #include "fh.h"
 #include "mclock.h"
 #include "refusal.h"
-#include "registrar.h"
 #include "upcall.h"
 
 struct event_base;
 struct evdns_base;
 struct looplag;
 struct peername;
+struct registrar;
 struct upstream;
 struct server;
 struct metrics;
@@ -96,7 +96,9 @@ struct daemon {
 					 * NULL (no names: "") */
 	struct refusal_counts refused_other; /* MNTs of paths under no
 					      * export */
-	struct registrar rpcb;		/* rpcbind mappings made at start */
+	struct registrar *rpcb;		/* rpcbind mappings made at start
+					 * (daemon_announce); owned, NULL when
+					 * not registering */
 	struct mount_rec *mounts;	/* the mount list MOUNT's DUMP reports
 					 * (mount_ops.c); owned */
 	struct evdns_base *dns;		/* upstream host name lookups on
