@@ -6,7 +6,8 @@
  * refused with FILE:LINE: reason), load or create the handle key in the
  * state directory, start one upstream client per export (it connects and
  * keeps reconnecting in the background), listen for NFS and MOUNT, serve
- * metrics, register with rpcbind if asked. The listeners open whether or
+ * metrics, register with rpcbind if asked (the order is lifecycle.c's,
+ * shared with the unit-test harness). The listeners open whether or
  * not the upstream is reachable yet: until it is, NFS calls get
  * NFS3ERR_JUKEBOX (clients retry) and MNT waits up to upstream_timeout.
  *
@@ -35,25 +36,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <event2/dns.h>
 #include <event2/event.h>
 
 #include "daemon.h"
-#include "disk_tier.h"
 #include "fh.h"
 #include "lcommit.h"
 #include "log.h"
-#include "looplag.h"
-#include "fstate.h"
 #include "invariant.h"
-#include "metrics.h"
-#include "mount3_prot.h"
-#include "nfs3_meta.h"
-#include "nfs3_ops.h"
+#include "lifecycle.h"
 #include "nfs3_prot.h"
-#include "nfs3_read.h"
-#include "nfs3_write.h"
-#include "mount_ops.h"
 #include "peername.h"
 #include "registrar.h"
 #include "reload.h"
@@ -63,7 +54,6 @@
 #include "admin.h"
 #include "checkconf.h"
 #include "upstream.h"
-#include "stale.h"
 #include "writeback.h"
 
 #define NFSCACHED_MMAP_THRESHOLD (4 * 1024 * 1024)	/* bytes, see main() */
@@ -73,7 +63,6 @@
 
 static struct event *stop_timer;
 static struct event *trim_timer;	/* trim_cb's */
-static struct admin *admin;	/* the admin socket, NULL when off */
 static double flush_deadline;	/* no new write-back after this */
 static double stop_deadline;	/* nor waiting for calls in flight */
 
@@ -348,52 +337,6 @@ static void load_key(struct daemon *d)
 		fatal("%s", err);
 }
 
-/* Start the upstream clients of every export. */
-static void start_upstreams(struct daemon *d)
-{
-	const struct conf *c = d->conf;
-
-	d->nexports = c->nexports;
-	d->exports = calloc(c->nexports + 1, sizeof(*d->exports));
-	if (!d->exports)
-		fatal("out of memory");
-	for (size_t i = 0; i < c->nexports; i++) {
-		d->exports[i] = reload_export_start(d, &c->exports[i]);
-		if (!d->exports[i])
-			fatal("export %s: cannot start the upstream client",
-			      c->exports[i].path);
-	}
-}
-
-/* Open the NFS and MOUNT listeners and the metrics endpoint. */
-static void start_listeners(struct daemon *d)
-{
-	const struct conf *c = d->conf;
-	char err[512];
-
-	d->server = server_new(d);
-	if (!d->server)
-		fatal("out of memory");
-	if (server_listen(d->server, c->listen, c->nfs_port, 0, err,
-			  sizeof(err)))
-		fatal("%s", err);
-	if (c->mount_port && c->mount_port != c->nfs_port &&
-	    server_listen(d->server, c->listen, c->mount_port,
-			  MOUNT_PROGRAM, err, sizeof(err)))
-		fatal("%s", err);
-	if (c->metrics_listen[0] &&
-	    !(d->metrics = metrics_start(d, c->metrics_listen, err, sizeof(err))))
-		fatal("%s", err);
-	/* Cache control is a convenience: without it the daemon still serves. */
-	if (c->admin_socket[0] &&
-	    !(admin = admin_start(d, c->admin_socket, err, sizeof(err))))
-		log_warn("admin socket %s: %s; `nfscached cache` is off", c->admin_socket, err);
-	log_info("nfscached %s serving NFS v3 on %s:%d, MOUNT v3 on port %d, "
-		 "metrics on %s", NFSCACHED_VERSION,
-		 c->listen, c->nfs_port, c->mount_port ? c->mount_port : c->nfs_port,
-		 c->metrics_listen[0] ? c->metrics_listen : "(off)");
-}
-
 /* True while a call sent to some export's upstream awaits its answer. */
 static bool upstream_calls_out(const struct daemon *d)
 {
@@ -449,11 +392,11 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	d->stopping = true;
 	log_info("signal %d: stopping", (int)sig);
-	service_stopping();
+	service_stopping(d);
 	server_stop_accepting(d->server);
 	server_drain(d->server);
-	if (d->conf->register_rpcbind)
-		registrar_unregister(&d->rpcb);
+	if (d->conf->register_rpcbind && d->rpcb)
+		registrar_unregister(d->rpcb);
 	flush_deadline = daemon_now() + d->conf->shutdown_flush_timeout;
 	stop_deadline = flush_deadline + d->conf->upstream_timeout;
 	stop_timer = evtimer_new(d->base, stop_poll_cb, d);
@@ -471,13 +414,13 @@ static void reload(struct daemon *d, const struct opts *o)
 		log_warn("reload: ignored: there is no --config file to re-read");
 		return;
 	}
-	service_reload_begin();
+	service_reload_begin(d);
 	if (conf_load_file(o->config, &next, err, sizeof(err)) != 0) {
 		char summary[CONF_ERR_MAX];
 
 		log_conf_errors("reload refused: ", err, summary,
 				sizeof(summary));
-		service_reload_done(false, summary);
+		service_reload_done(d, false, summary);
 		return;
 	}
 	conf_clients_resolve(next, warn_conf_line);
@@ -485,13 +428,13 @@ static void reload(struct daemon *d, const struct opts *o)
 	    reload_check(d->conf, next, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
 		conf_free(&next);
-		service_reload_done(false, err);
+		service_reload_done(d, false, err);
 		return;
 	}
 	if (reload_apply(d, &next, &kept, err, sizeof(err)) != 0) {
 		log_error("reload refused: %s", err);
 		conf_free(&next);
-		service_reload_done(false, err);
+		service_reload_done(d, false, err);
 		return;
 	}
 	if (peername_netgroups(d->names, d->conf) != 0)
@@ -501,7 +444,7 @@ static void reload(struct daemon *d, const struct opts *o)
 	log_info("reloaded %s (%zu export%s%s)", o->config, d->nexports,
 		 d->nexports == 1 ? "" : "s",
 		 kept ? "; some settings wait for a restart" : "");
-	service_reload_done(true, NULL);
+	service_reload_done(d, true, NULL);
 }
 
 static struct opts the_opts;
@@ -517,47 +460,6 @@ static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	log_info("signal %d: reloading the configuration", (int)sig);
 	reload(d, &the_opts);
-}
-
-/* Release everything the daemon holds. */
-/* Open the disk tier (cache_dir) or refuse to start, saying why as
- * "FILE:LINE: reason" at the cache_dir line, as --check-config does. */
-static void start_disk_tier(struct daemon *d)
-{
-	char err[1024], msg[CONF_ERR_MAX];
-
-	if (disk_tier_start(d, err, sizeof(err)) != 0) {
-		conf_error(msg, sizeof(msg), d->conf->source,
-			   d->conf->cache_dir_line, "%s", err);
-		fatal("%s", msg);
-	}
-}
-
-static void daemon_free(struct daemon *d)
-{
-	admin_stop(&admin);
-	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
-	disk_tier_stop();	/* its last callbacks may still fetch */
-	metrics_free(&d->metrics);
-	server_free(&d->server);
-	reload_exports_free(d);
-	mount_list_clear();
-	writeback_stop(d);
-	nfs3_meta_shutdown(d);
-	cache_owner_clear(d->cache, fstate_free);
-	cache_free(&d->cache);
-	stale_forget_all(d);
-	nfs3_read_stop(d);
-	nfs3_write_stop(d);
-	nfs3_ops_stop(d);
-	peername_free(&d->names);
-	looplag_free(&d->lag);
-	if (stop_timer)
-		event_free(stop_timer);
-	if (trim_timer)
-		event_free(trim_timer);
-	service_shutdown();
-	conf_free(&d->conf);
 }
 
 /*
@@ -644,48 +546,24 @@ int main(int argc, char **argv)
 	d.base = event_base_new();
 	if (!d.base)
 		fatal("cannot create the event loop");
-	d.names = peername_new(d.base);
-	/* Upstream host names: /etc/resolv.conf and /etc/hosts, read now. */
-	d.dns = evdns_base_new(d.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-	if (!d.dns)
-		fatal("cannot create the resolver (/etc/resolv.conf)");
-	d.lag = looplag_new(d.base, 0);
-	if (!d.names || !d.lag || peername_netgroups(d.names, d.conf) != 0)
-		fatal("out of memory");
 	trim_start(d.base);
-	d.wb_hooks = &lcommit_wb_hooks;
-	d.fstate_hooks = &lcommit_fstate_hooks;
-	if (daemon_cache_start(&d, err, sizeof(err)) != 0)
+	if (daemon_start(&d, DAEMON_ALL, err, sizeof(err)) != 0)
 		fatal("%s", err);
-	d.tier_off = lcommit_tier_off;
-	d.tier_kept = stale_keep_attr;
-	if (nfs3_ops_start(&d) != 0 || nfs3_meta_start(&d) != 0 ||
-	    nfs3_read_start(&d) != 0 || nfs3_write_start(&d) != 0 ||
-	    stale_start(&d) != 0)
-		fatal("out of memory");
-	start_disk_tier(&d);
-	if (invariant_init() != 0)
-		fatal("NFSCACHED_CHECK must be 0 (off) or N (every Nth turn)");
-	service_init(&d);
-	start_upstreams(&d);
-	if (lcommit_start(&d, err, sizeof(err)) != 0)
-		fatal("%s", err);
-	stale_restore(&d, nfs3_meta_restore_name);	/* outage records */
-	start_listeners(&d);
 	sigs[0] = evsignal_new(d.base, SIGTERM, signal_stop_cb, &d);
 	sigs[1] = evsignal_new(d.base, SIGINT, signal_stop_cb, &d);
 	sigs[2] = evsignal_new(d.base, SIGHUP, signal_reload_cb, &d);
 	for (int i = 0; i < 3; i++)
 		evsignal_add(sigs[i], NULL);
-	if (d.conf->register_rpcbind && registrar_register(&d.rpcb, d.conf) < 0)
-		fatal("rpcbind: a live server holds a mapping nfscached needs "
-		      "(rpcbind_conflict = \"refuse\")");
-	service_started();
+	if (daemon_announce(&d, err, sizeof(err)) != 0)
+		fatal("%s", err);
 	invariant_loop(&d);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
-	daemon_free(&d);
-	evdns_base_free(d.dns, 1);	/* after the upstreams' cancels */
+	daemon_stop(&d);
+	if (stop_timer)
+		event_free(stop_timer);
+	if (trim_timer)
+		event_free(trim_timer);
 	event_base_free(d.base);
 	log_info("stopped");
 	return 0;

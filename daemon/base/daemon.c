@@ -7,7 +7,6 @@
 
 #include "daemon.h"
 #include "nfs3_prot.h"
-#include "writeback.h"
 
 double daemon_now(void)
 {
@@ -50,10 +49,6 @@ int daemon_cache_start(struct daemon *d, char *err, size_t len)
 	if (!ra_params_valid(&d->ra_params)) {
 		snprintf(err, len, "readahead_max %u must be 0 or a multiple of page_size %u",
 			 d->conf->readahead_max, d->conf->page_size);
-		return -1;
-	}
-	if (writeback_start(d) != 0) {
-		snprintf(err, len, "cannot create the write verifier (RAND_bytes)");
 		return -1;
 	}
 	return 0;

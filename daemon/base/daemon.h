@@ -16,13 +16,13 @@
 #include "fh.h"
 #include "mclock.h"
 #include "refusal.h"
-#include "registrar.h"
 #include "upcall.h"
 
 struct event_base;
 struct evdns_base;
 struct looplag;
 struct peername;
+struct registrar;
 struct upstream;
 struct server;
 struct metrics;
@@ -37,6 +37,9 @@ struct nfs3_meta;
 struct nfs3_read;
 struct nfs3_write;
 struct stale;
+struct admin;
+struct mount_rec;
+struct service;
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -47,6 +50,8 @@ struct stale;
  * then its connections are closed; the struct itself lives until exit.
  */
 struct export_rt {
+	struct daemon *d;		/* its daemon, borrowed (the upstream's
+					 * state callback gets only the export) */
 	const struct conf_export *conf;	/* borrowed from daemon.conf, or for
 					 * a retired export from its hold */
 	struct upcall_lanes lanes;	/* its upstream connections, owned
@@ -95,14 +100,23 @@ struct daemon {
 	struct cache *cache;		/* owned; shared by all exports */
 	struct ra_params ra_params;	/* readahead window and streams */
 	struct metrics *metrics;
+	struct admin *admin;		/* the admin socket; owned, NULL when
+					 * off */
 	struct peername *names;		/* clients' host names, for wildcard
 					 * clients entries; owned, may be
 					 * NULL (no names: "") */
 	struct refusal_counts refused_other; /* MNTs of paths under no
 					      * export */
-	struct registrar rpcb;		/* rpcbind mappings made at start */
+	struct registrar *rpcb;		/* rpcbind mappings made at start
+					 * (daemon_announce); owned, NULL when
+					 * not registering */
+	struct mount_rec *mounts;	/* the mount list MOUNT's DUMP reports
+					 * (mount_ops.c); owned */
 	struct evdns_base *dns;		/* upstream host name lookups on
 					 * base (evdns); owned */
+	struct service *svc;		/* readiness and reload notices
+					 * (service.c); owned, NULL before
+					 * service_init */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared
@@ -130,6 +144,11 @@ struct daemon {
 	/* The owners' hooks each new struct fstate gets (fstate.h),
 	 * borrowed; NULL: nothing. Set before daemon_cache_start. */
 	const struct fstate_hooks *fstate_hooks;
+	unsigned start_flags;		/* daemon_start's (lifecycle.h) */
+	unsigned check_every;		/* invariant.c: check every Nth loop
+					 * turn (NFSCACHED_CHECK); 0: off */
+	uint64_t check_turns;		/* loop turns counted since */
+	uint64_t checks;		/* invariant checks run since */
 };
 
 /* The live export with id, or NULL (none, or removed by a reload: its
@@ -145,12 +164,11 @@ const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
 double daemon_now(void);
 
 /*
- * Create d's RAM cache, readahead parameters and write verifier from
- * d->conf (page_size, cache_size in MiB, hole_granularity, max_files,
- * readahead_max, readahead_streams), as main() and the unit-test harness
- * both need. Returns 0, or -1 with the reason in err[0..len): the cache
- * could not be made, readahead_max is not a multiple of page_size, or
- * RAND_bytes failed.
+ * Create d's RAM cache and readahead parameters from d->conf (page_size,
+ * cache_size in MiB, hole_granularity, max_files, readahead_max,
+ * readahead_streams): the first step of daemon_start (lifecycle.h).
+ * Returns 0, or -1 with the reason in err[0..len): the cache could not be
+ * made, or readahead_max is not a multiple of page_size.
  */
 int daemon_cache_start(struct daemon *d, char *err, size_t len);
 

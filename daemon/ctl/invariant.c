@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * invariant: sampled invariant checks at the end of event-loop turns
- * (see invariant.h). State: the sampling period, read once, and the
- * turn and check counters; no other module reads them.
+ * (see invariant.h). State, in the daemon it checks (struct daemon's
+ * check_*): the sampling period, read at start, and the turn and check
+ * counters; no other module reads them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,43 +16,41 @@
 #include "nfs3_meta.h"
 #include "server.h"
 
-static unsigned every;		/* 0: off */
-static uint64_t turns, checks;
-
-int invariant_init(void)
+int invariant_init(struct daemon *d)
 {
 	const char *v = getenv("NFSCACHED_CHECK");
 	char *end;
 	unsigned long n;
 
-	every = 0;
+	d->check_every = 0;
+	d->check_turns = d->checks = 0;
 	if (!v || !*v)
 		return 0;
 	errno = 0;
 	n = strtoul(v, &end, 10);
 	if (errno || *end || n > 1000000000ul)
 		return -1;
-	every = (unsigned)n;
+	d->check_every = (unsigned)n;
 	return 0;
 }
 
-unsigned invariant_every(void)
+unsigned invariant_every(const struct daemon *d)
 {
-	return every;
+	return d->check_every;
 }
 
-uint64_t invariant_checks(void)
+uint64_t invariant_checks(const struct daemon *d)
 {
-	return checks;
+	return d->checks;
 }
 
 void invariant_turn(struct daemon *d)
 {
 	const char *why = NULL, *what = "cache";
 
-	if (!every || ++turns % every)
+	if (!d->check_every || ++d->check_turns % d->check_every)
 		return;
-	checks++;
+	d->checks++;
 	if (d->cache)
 		why = cache_check_why(d->cache);
 	if (!why) {
@@ -69,7 +68,7 @@ void invariant_turn(struct daemon *d)
 	if (!why)
 		return;
 	log_error("invariant broken after event-loop turn %llu: %s: %s",
-		  (unsigned long long)turns, what, why);
+		  (unsigned long long)d->check_turns, what, why);
 	abort();
 }
 
@@ -77,7 +76,7 @@ int invariant_loop(struct daemon *d)
 {
 	int rc;
 
-	if (!every)
+	if (!d->check_every)
 		return event_base_dispatch(d->base);
 	do {
 		rc = event_base_loop(d->base, EVLOOP_ONCE);

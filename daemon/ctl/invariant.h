@@ -19,15 +19,16 @@
 
 struct daemon;
 
-/* Read NFSCACHED_CHECK (see above). Returns 0, or -1 when it is not a
- * decimal number (checks then stay off). Call before invariant_turn. */
-int invariant_init(void);
+/* Read NFSCACHED_CHECK (see above) into d and zero d's turn and check
+ * counters. Returns 0, or -1 when it is not a decimal number (checks then
+ * stay off). Call before invariant_turn, outside the loop. */
+int invariant_init(struct daemon *d);
 
-/* Checks run every this many turns; 0: off. */
-unsigned invariant_every(void);
+/* d's checks run every this many turns; 0: off. */
+unsigned invariant_every(const struct daemon *d);
 
-/* Checks run so far (for tests). */
-uint64_t invariant_checks(void);
+/* Checks run so far on d since invariant_init (for tests). */
+uint64_t invariant_checks(const struct daemon *d);
 
 /* One event-loop turn ended: on every Nth, check d's cache and the
  * metadata cache; abort with the broken invariant's name. */

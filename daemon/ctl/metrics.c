@@ -720,7 +720,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 			    NFSCACHED_VERSION, event_get_version());
 	procstat_get(&ps);
 	RENDER(o, procstat_rows, &ps);
-	service_stats_get(&sv);
+	service_stats_get(d, &sv);
 	RENDER(o, service_rows, &sv);
 	render_config(o, d->conf);
 	render_export_changes(o, d);

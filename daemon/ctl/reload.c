@@ -209,11 +209,14 @@ static void log_global_changes(const struct conf *o, const struct conf *n)
 		log_info("reload: new %s", what);
 }
 
-/* Pass upstream state changes on to the service (which logs them). */
+/* Pass upstream state changes on to the service (which logs them); arg is
+ * the export. */
 static void upstream_state_changed(struct upstream *u, enum upstream_state st,
 				   void *arg)
 {
-	service_upstream_state(arg, st, upstream_last_error(u));
+	struct export_rt *ex = arg;
+
+	service_upstream_state(ex->d, ex, st, upstream_last_error(u));
 }
 
 struct export_rt *reload_export_start(struct daemon *d,
@@ -232,6 +235,7 @@ struct export_rt *reload_export_start(struct daemon *d,
 
 	if (!ex)
 		return NULL;
+	ex->d = d;
 	ex->conf = e;
 	ex->ac_reg.min = e->acregmin;
 	ex->ac_reg.max = e->acregmax;
@@ -541,7 +545,7 @@ static void repoint_confs(struct daemon *d, const struct conf *next,
 		if (daemon_export(d, e->id) == ex)
 			log_export_changes(ex->conf, e);
 		else
-			service_export_added(ex);
+			service_export_added(d, ex);
 		ex->conf = e;
 		ex->ac_reg.min = e->acregmin;
 		ex->ac_reg.max = e->acregmax;

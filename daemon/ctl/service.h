@@ -53,54 +53,60 @@ struct service_stats {
 };
 
 /*
- * Remember d (borrowed; it outlives the service) and the start time, and
- * open the notification socket ($NOTIFY_SOCKET; a bad value is logged and
- * notifications stay off). Call once, before the upstreams start.
+ * Create d's service state (d->svc, owned by d until service_shutdown)
+ * remembering d (borrowed; it outlives the service) and the start time,
+ * and open the notification socket ($NOTIFY_SOCKET; a bad value is logged
+ * and notifications stay off). Call once, before the upstreams start.
+ * Returns 0, or -1 on ENOMEM (nothing made).
  */
-void service_init(struct daemon *d);
+int service_init(struct daemon *d);
 
 /*
  * The listeners are open: arm the status and watchdog timers on d's loop
- * and send READY=1 if the upstreams already allow it.
+ * and send READY=1 if the upstreams already allow it. After service_init.
  */
-void service_started(void);
+void service_started(struct daemon *d);
 
 /* A reload added (or re-pointed) ex, already in d->exports: its upstream
- * is reported up the first time it connects, as at start. Event loop. */
-void service_export_added(const struct export_rt *ex);
+ * is reported up the first time it connects, as at start. Event loop;
+ * nothing before service_started. */
+void service_export_added(struct daemon *d, const struct export_rt *ex);
 
 /*
- * An export's upstream changed state; why is the upstream's last error
- * (borrowed, may be ""). Logs it, once per change between up and down
- * (a failed reconnect attempt after another is logged at debug level), and
- * may send READY=1.
+ * Export ex of d changed its upstream's state; why is the upstream's last
+ * error (borrowed, may be ""). Logs it, once per change between up and
+ * down (a failed reconnect attempt after another is logged at debug
+ * level), and may send READY=1. Event loop; ignored before
+ * service_started and for an export no longer in d->exports.
  */
-void service_upstream_state(const struct export_rt *ex,
+void service_upstream_state(struct daemon *d, const struct export_rt *ex,
 			    enum upstream_state st, const char *why);
 
-/* A reload begins: RELOADING=1 (when READY). */
-void service_reload_begin(void);
+/* A reload of d begins: RELOADING=1 (when READY). Event loop. */
+void service_reload_begin(struct daemon *d);
 
 /*
- * A reload ended: ok, or refused with why (one line, logged by the caller).
- * Counts it and sends READY=1 with a STATUS= line (when READY).
+ * A reload of d ended: ok, or refused with why (one line, logged by the
+ * caller; borrowed). Counts it and sends READY=1 with a STATUS= line (when
+ * READY). Event loop.
  */
-void service_reload_done(bool ok, const char *why);
+void service_reload_done(struct daemon *d, bool ok, const char *why);
 
-/* The daemon is stopping: STOPPING=1 with a STATUS= line. */
-void service_stopping(void);
+/* Daemon d is stopping: STOPPING=1 with a STATUS= line. Event loop. */
+void service_stopping(struct daemon *d);
 
-/* Cancel the timers and close the notification socket. */
-void service_shutdown(void);
+/* Cancel the timers, close the notification socket and free d->svc
+ * (none: nothing). After the loop stopped. */
+void service_shutdown(struct daemon *d);
 
-/* Copy the counters into *st. */
-void service_stats_get(struct service_stats *st);
+/* Copy d's counters into *st (zeros before service_init). */
+void service_stats_get(const struct daemon *d, struct service_stats *st);
 
 /*
- * Write the one-line status into buf[0..len): upstream state, reads and
+ * Write d's one-line status into buf[0..len): upstream state, reads and
  * the hit ratio by requests and by bytes, e.g. "upstream up; 1200 reads,
  * 91.7% hits, 92.3% of bytes without upstream".
  */
-void service_status(char *buf, size_t len);
+void service_status(const struct daemon *d, char *buf, size_t len);
 
 #endif

@@ -47,8 +47,6 @@ struct mount_rec {
 	struct mount_rec *next;
 };
 
-static struct mount_rec *mounts;
-
 /* A MNT waiting for its upstream's first mount, or for the caller's host
  * name (a wildcard clients entry needs it): it is checked again from the
  * start each time the timer fires. */
@@ -70,12 +68,13 @@ struct mnt_walk {
 	size_t fh_len;
 };
 
-/* Remember that host mounted path (once). */
-static void mount_list_add(const char *host, const char *path)
+/* Remember that host mounted path (once), in d's list. */
+static void mount_list_add(struct daemon *d, const char *host,
+			   const char *path)
 {
 	struct mount_rec *m;
 
-	LL_FOREACH(mounts, m)
+	LL_FOREACH(d->mounts, m)
 		if (!strcmp(m->host, host) && !strcmp(m->path, path))
 			return;
 	m = calloc(1, sizeof(*m));
@@ -85,30 +84,31 @@ static void mount_list_add(const char *host, const char *path)
 		free(m);
 		return;
 	}
-	LL_APPEND(mounts, m);
+	LL_APPEND(d->mounts, m);
 }
 
 /* Forget host's mounts of path, or all of host's when path is NULL. */
-static void mount_list_del(const char *host, const char *path)
+static void mount_list_del(struct daemon *d, const char *host,
+			   const char *path)
 {
 	struct mount_rec *m, *tmp;
 
-	LL_FOREACH_SAFE(mounts, m, tmp) {
+	LL_FOREACH_SAFE(d->mounts, m, tmp) {
 		if (strcmp(m->host, host) || (path && strcmp(m->path, path)))
 			continue;
-		LL_DELETE(mounts, m);
+		LL_DELETE(d->mounts, m);
 		free(m->host);
 		free(m->path);
 		free(m);
 	}
 }
 
-void mount_list_clear(void)
+void mount_list_clear(struct daemon *d)
 {
 	struct mount_rec *m, *tmp;
 
-	LL_FOREACH_SAFE(mounts, m, tmp) {
-		LL_DELETE(mounts, m);
+	LL_FOREACH_SAFE(d->mounts, m, tmp) {
+		LL_DELETE(d->mounts, m);
 		free(m->host);
 		free(m->path);
 		free(m);
@@ -148,7 +148,7 @@ static enum op_status mnt_reply_fh(struct req *r, struct export_rt *ex,
 	}
 	if (root_len > FH_UP_FULLAUTH)
 		ex->long_handles = true;
-	mount_list_add(req_peer_host(r), path);
+	mount_list_add(r->d, req_peer_host(r), path);
 	memset(&res, 0, sizeof(res));
 	res.fhs_status = MNT3_OK;
 	res.mountres3_u.mountinfo.fhandle.fhandle3_len = (u_int)n;
@@ -454,7 +454,7 @@ enum op_status mount_op_dump(struct req *r)
 	mountlist head = NULL, *tail = &head;
 	enum op_status st;
 
-	LL_FOREACH(mounts, m) {
+	LL_FOREACH(r->d->mounts, m) {
 		struct mountbody *b = calloc(1, sizeof(*b));
 		if (!b)
 			break;
@@ -474,13 +474,13 @@ enum op_status mount_op_dump(struct req *r)
 
 enum op_status mount_op_umnt(struct req *r)
 {
-	mount_list_del(req_peer_host(r), *(char **)r->args);
+	mount_list_del(r->d, req_peer_host(r), *(char **)r->args);
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
 enum op_status mount_op_umntall(struct req *r)
 {
-	mount_list_del(req_peer_host(r), NULL);
+	mount_list_del(r->d, req_peer_host(r), NULL);
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 

@@ -11,6 +11,7 @@
 
 #include "proc_table.h"
 
+struct daemon;
 struct req;
 
 enum op_status mount_op_null(struct req *r);
@@ -20,7 +21,8 @@ enum op_status mount_op_umnt(struct req *r);
 enum op_status mount_op_umntall(struct req *r);
 enum op_status mount_op_export(struct req *r);
 
-/* Forget every recorded mount (shutdown). */
-void mount_list_clear(void);
+/* Forget every mount recorded in d->mounts and free the list (shutdown;
+ * event loop, or after it stopped). */
+void mount_list_clear(struct daemon *d);
 
 #endif

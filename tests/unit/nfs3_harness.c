@@ -15,22 +15,14 @@
 #include <CUnit/CUnit.h>
 
 #include "fh.h"
-#include "disk_tier.h"
-#include "fstate.h"
 #include "invariant.h"
-#include "lcommit.h"
+#include "lifecycle.h"
 #include "nfs3_meta.h"
 #include "log.h"
-#include "peername.h"
 #include "nfs3_harness.h"
 #include "nfs3_meta.h"
-#include "nfs3_ops.h"
-#include "nfs3_read.h"
-#include "nfs3_write.h"
-#include "stale.h"
 #include "rpcmsg.h"
 #include "server.h"
-#include "writeback.h"
 
 #define H_GUARD_S 30	/* real seconds h_wait waits before failing */
 
@@ -90,6 +82,7 @@ static void start_export(struct nfs3_h *h)
 	fake_up_init(&h->fu, h->d.base, 65536, toy_respond, &h->toy);
 	memcpy(h->fu.root, "\0\0\0\0\0\0\0\1", 8);
 	h->fu.root_len = 8;
+	h->ex.d = &h->d;
 	h->ex.conf = e;
 	h->ex.ac_reg.min = e->acregmin;
 	h->ex.ac_reg.max = e->acregmax;
@@ -114,9 +107,7 @@ static void connect_client(struct nfs3_h *h)
 		abort();
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	h->cfd = sv[1];
-	h->d.server = server_new(&h->d);
-	if (!h->d.server ||
-	    server_adopt(h->d.server, sv[0], (struct sockaddr *)&peer,
+	if (server_adopt(h->d.server, sv[0], (struct sockaddr *)&peer,
 			 sizeof(peer), 0) != 0)
 		abort();
 	h->rd = event_new(h->d.base, h->cfd, EV_READ | EV_PERSIST, read_cb, h);
@@ -138,29 +129,15 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		tune(h->d.conf);
 	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
 	h->d.base = event_base_new();
-	h->d.names = peername_new(h->d.base);
-	h->d.wb_hooks = &lcommit_wb_hooks;
-	h->d.fstate_hooks = &lcommit_fstate_hooks;
-	if (daemon_cache_start(&h->d, err, sizeof(err)) != 0) {
-		fprintf(stderr, "nfs3_harness: %s\n", err);
-		abort();
-	}
-	if (nfs3_ops_start(&h->d) != 0 || nfs3_meta_start(&h->d) != 0 ||
-	    nfs3_read_start(&h->d) != 0 || nfs3_write_start(&h->d) != 0 ||
-	    stale_start(&h->d) != 0)
-		abort();
-	/* The disk tier when the test set cache_dir, as main() opens it. */
-	h->d.tier_off = lcommit_tier_off;
-	h->d.tier_kept = stale_keep_attr;
-	if (disk_tier_start(&h->d, err, sizeof(err)) != 0) {
-		fprintf(stderr, "nfs3_harness: %s\n", err);
-		abort();
-	}
-	if (invariant_init() != 0)	/* NFSCACHED_CHECK, as the daemon */
-		abort();
 	start_export(h);
-	/* Outage records of an earlier run (stale_on_error), as main(). */
-	stale_restore(&h->d, nfs3_meta_restore_name);
+	/* As main() starts the daemon (the disk tier when the test set
+	 * cache_dir, NFSCACHED_CHECK, outage records of an earlier run),
+	 * without upstream clients, the journal (a test starts it),
+	 * listeners or the lag timer. */
+	if (daemon_start(&h->d, 0, err, sizeof(err)) != 0) {
+		fprintf(stderr, "nfs3_harness: %s\n", err);
+		abort();
+	}
 	connect_client(h);
 	h->next_xid = 0x1000;
 	h->uid = h->gid = 1000;
@@ -178,21 +155,9 @@ void h_fini(struct nfs3_h *h)
 	event_free(h->rd);
 	close(h->cfd);
 	h_turns(h, 4);
-	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
-	disk_tier_stop();	/* its last callbacks put cached files */
-	server_free(&h->d.server);
-	writeback_stop(&h->d);
-	nfs3_meta_shutdown(&h->d);
-	stale_forget_all(&h->d);
-	nfs3_read_stop(&h->d);
-	nfs3_write_stop(&h->d);
-	nfs3_ops_stop(&h->d);
-	fake_up_destroy(&h->fu);
-	cache_owner_clear(h->d.cache, fstate_free);
-	cache_free(&h->d.cache);
+	daemon_stop(&h->d);	/* as main() after its loop */
+	fake_up_destroy(&h->fu);	/* frees its calls without answers */
 	toy_fini(&h->toy);
-	peername_free(&h->d.names);
-	conf_free(&h->d.conf);
 	event_base_free(h->d.base);
 	free(h->in);
 }

@@ -609,23 +609,25 @@ static void test_checks_run_every_turn(void)
 	const char *was = getenv("NFSCACHED_CHECK");
 	char *saved = was ? strdup(was) : NULL;
 	struct nfs3_h h;
+	struct daemon bare;	/* only the checks' state */
 	uint64_t id, before;
 
 	setenv("NFSCACHED_CHECK", "1", 1);
 	h_init(&h, no_readahead);
-	CU_ASSERT_EQUAL(invariant_every(), 1);
-	before = invariant_checks();
+	CU_ASSERT_EQUAL(invariant_every(&h.d), 1);
+	before = invariant_checks(&h.d);
 	id = toy_add_file(&h.toy, "f", 40000);
 	check_read(&h, h_send_read(&h, id, 0, 20000), id, 0, 20000);
 	h_turns(&h, 10);
-	CU_ASSERT_TRUE(invariant_checks() >= before + 10);
+	CU_ASSERT_TRUE(invariant_checks(&h.d) >= before + 10);
 	h_fini(&h);
+	memset(&bare, 0, sizeof(bare));
 	setenv("NFSCACHED_CHECK", "0", 1);
-	CU_ASSERT_EQUAL(invariant_init(), 0);
-	CU_ASSERT_EQUAL(invariant_every(), 0);
+	CU_ASSERT_EQUAL(invariant_init(&bare), 0);
+	CU_ASSERT_EQUAL(invariant_every(&bare), 0);
 	setenv("NFSCACHED_CHECK", "x", 1);
-	CU_ASSERT_EQUAL(invariant_init(), -1);
-	CU_ASSERT_EQUAL(invariant_every(), 0);
+	CU_ASSERT_EQUAL(invariant_init(&bare), -1);
+	CU_ASSERT_EQUAL(invariant_every(&bare), 0);
 	if (saved)	/* as ctest set it, for the next tests */
 		setenv("NFSCACHED_CHECK", saved, 1);
 	else
