@@ -15,6 +15,7 @@
 #include "log.h"
 #include "nfs3_meta.h"
 #include "server.h"
+#include "upstream.h"
 
 int invariant_init(struct daemon *d)
 {
@@ -44,6 +45,21 @@ uint64_t invariant_checks(const struct daemon *d)
 	return d->checks;
 }
 
+/* The call lists of every live export's upstream connections. */
+static const char *upstreams_check_why(const struct daemon *d)
+{
+	const char *why;
+
+	for (size_t i = 0; i < d->nexports; i++) {
+		const struct upcall_lanes *l = &d->exports[i]->lanes;
+
+		for (unsigned k = 0; k < l->n; k++)
+			if ((why = upstream_check_why(l->lane[k])))
+				return why;
+	}
+	return NULL;
+}
+
 void invariant_turn(struct daemon *d)
 {
 	const char *why = NULL, *what = "cache";
@@ -64,6 +80,10 @@ void invariant_turn(struct daemon *d)
 	if (!why && d->server) {
 		what = "server";
 		why = server_check_why(d->server);
+	}
+	if (!why) {
+		what = "upstream calls";
+		why = upstreams_check_why(d);
 	}
 	if (!why)
 		return;

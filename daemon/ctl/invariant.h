@@ -6,7 +6,9 @@
  * checks nothing (the loop is plain event_base_dispatch); N > 0 runs
  * cache_check_why (every file's and fetch's magic number, pages, queues,
  * write-back extents and counters), meta_check_why, lcommit_check_why
- * and server_check_why (connections' flush and read states) at the end of
+ * server_check_why (connections' flush and read states, the DRC's
+ * drc_check_why) and upstream_check_why (each upstream connection's
+ * call lists) at the end of
  * every Nth event-loop turn, when no handler is half-way through a
  * change. A broken invariant is logged, naming it and the turn, and the
  * daemon aborts (a core, or the sanitizer's report, shows where).

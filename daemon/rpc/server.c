@@ -1443,7 +1443,7 @@ const char *server_check_why(const struct server *s)
 	if (held != s->held)
 		return "the connections' held bytes do not sum to the "
 		       "server's total";
-	return NULL;
+	return s->drc ? drc_check_why(s->drc) : NULL;
 }
 
 unsigned server_inflight(const struct server *s)

@@ -231,8 +231,9 @@ void server_drain(struct server *s);
  * disabled; their requests in flight are at most the server's count,
  * which also counts closed connections' requests; each connection's
  * counts of held bytes match its buffers, and their sum plus the records
- * of closed connections' calls is the server's total), else the name of
- * the first that does not. For invariant_turn (NFSCACHED_CHECK), at the end
+ * of closed connections' calls is the server's total; the duplicate
+ * request cache's, drc_check_why), else the name of the first that does
+ * not. For invariant_turn (NFSCACHED_CHECK), at the end
  * of a loop turn: in the middle of one the flush may still be due.
  */
 const char *server_check_why(const struct server *s);
