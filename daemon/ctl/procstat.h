@@ -13,7 +13,7 @@
 
 /*
  * Declared once for struct procstat and for /metrics (rows as in
- * server.h's SERVER_METRICS; daemon/metrics.c renders them). These are
+ * server.h's SERVER_METRICS; daemon/ctl/metrics.c renders them). These are
  * the only families without the nfscached_ prefix, by convention.
  */
 #define PROCSTAT_METRICS(X, A) \

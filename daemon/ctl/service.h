@@ -28,7 +28,7 @@ struct export_rt;
  * for struct service_stats and for /metrics: X(C type, field, Prometheus
  * type, metric name, help); a NULL help continues the previous row's
  * family with other labels. Doubles are seconds: gauges are rendered to
- * the millisecond (daemon/metrics.c; HACKING.md "Adding a counter").
+ * the millisecond (daemon/ctl/metrics.c; HACKING.md "Adding a counter").
  */
 #define SERVICE_METRICS(X, A) \
 	X(double, start_time, gauge, "nfscached_start_time_seconds", \

@@ -39,7 +39,7 @@ enum nfs3_meta_proc {
  * nfs3_meta_stats and for /metrics (rows as in server.h's
  * SERVER_METRICS), and the cache's own (META_METRICS). hits and misses
  * are rendered by hand as one family with two labels,
- * nfscached_meta_requests_total{procedure,result} (daemon/metrics.c).
+ * nfscached_meta_requests_total{procedure,result} (daemon/ctl/metrics.c).
  */
 #define NFS3_META_METRICS(X, A) \
 	X(uint64_t, negative_hits, counter, "nfscached_meta_negative_hits_total", \

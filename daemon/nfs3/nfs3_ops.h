@@ -31,7 +31,7 @@ struct export_rt;
  * type, metric name, help) one value, a name with fixed labels and a NULL
  * help continuing the previous row's family; A(field, length, Prometheus
  * type, metric name, label, label set, help) one series per index
- * (daemon/metrics.c; HACKING.md "Adding a counter").
+ * (daemon/ctl/metrics.c; HACKING.md "Adding a counter").
  */
 #define NFS3_OPS_METRICS(X, A) \
 	X(uint64_t, access_checks, counter, "nfscached_access_checks_total", \

@@ -29,7 +29,7 @@ struct export_rt;
  * Counters this module owns, declared once for struct stale_stats and for
  * /metrics (rows as in server.h's SERVER_METRICS): answers given from
  * stale state, by NFSv3 procedure number; the label set stale_proc names
- * only the procedures stale_on_error answers (daemon/metrics.c); MNTs
+ * only the procedures stale_on_error answers (daemon/ctl/metrics.c); MNTs
  * answered from a kept root handle.
  */
 #define STALE_METRICS(X, A) \

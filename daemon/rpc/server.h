@@ -91,7 +91,7 @@ enum rpc_reject_reason {
  * Counters this module owns (server_stats_get), declared once for struct
  * server_stats and for /metrics: X(C type, field, Prometheus type, metric
  * name, help) one value, A(field, length, Prometheus type, metric name,
- * label, label set, help) one series per index (daemon/metrics.c;
+ * label, label set, help) one series per index (daemon/ctl/metrics.c;
  * HACKING.md "Adding a counter").
  */
 #define SERVER_METRICS(X, A) \
@@ -139,7 +139,7 @@ struct server_stats {
 	SERVER_METRICS(X, A)
 #undef X
 #undef A
-	/* By dispatch row, rendered by daemon/metrics.c as
+	/* By dispatch row, rendered by daemon/ctl/metrics.c as
 	 * nfscached_client_rpcs_total and
 	 * nfscached_client_rpc_duration_seconds: */
 	uint64_t *calls;

@@ -50,7 +50,7 @@ typedef void (*wb_room_fn)(struct daemon *d, bool room, void *arg);
  * Counters this module owns, declared once for struct writeback_stats and
  * for /metrics: X(C type, field, Prometheus type, metric name, help);
  * double counters are seconds, rendered to the microsecond
- * (daemon/metrics.c; HACKING.md "Adding a counter").
+ * (daemon/ctl/metrics.c; HACKING.md "Adding a counter").
  */
 #define WRITEBACK_METRICS(X, A) \
 	WRITEBACK_ROOM_METRICS(X, A) \
