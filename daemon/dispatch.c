@@ -206,12 +206,16 @@ const size_t dispatch_count = sizeof(table) / sizeof(table[0]);
 const struct dispatch_entry *const dispatch_rows = table;
 
 /* The programs served, their version and their rows. */
-static const struct {
-	uint32_t prog, vers;
-	size_t first, nprocs;
-} programs[] = {
+static const struct proc_program programs[] = {
 	{ NFS_PROGRAM, NFS_V3, 0, 22 },
 	{ MOUNT_PROGRAM, MOUNT_V3, 22, 6 },
+};
+
+const struct proc_table dispatch_table = {
+	.rows = table,
+	.count = sizeof(table) / sizeof(table[0]),
+	.programs = programs,
+	.nprograms = sizeof(programs) / sizeof(programs[0]),
 };
 
 const struct dispatch_entry *dispatch_find(uint32_t prog, uint32_t vers,
@@ -219,20 +223,6 @@ const struct dispatch_entry *dispatch_find(uint32_t prog, uint32_t vers,
 					   enum dispatch_miss *miss,
 					   uint32_t *low, uint32_t *high)
 {
-	for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++) {
-		if (programs[i].prog != prog)
-			continue;
-		if (programs[i].vers != vers) {
-			*miss = DISPATCH_PROG_MISMATCH;
-			*low = *high = programs[i].vers;
-			return NULL;
-		}
-		if (proc >= programs[i].nprocs) {
-			*miss = DISPATCH_PROC_UNAVAIL;
-			return NULL;
-		}
-		return &table[programs[i].first + proc];
-	}
-	*miss = DISPATCH_PROG_UNAVAIL;
-	return NULL;
+	return proc_table_find(&dispatch_table, prog, vers, proc, miss, low,
+			       high);
 }

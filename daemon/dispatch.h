@@ -31,6 +31,9 @@
  */
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a);
 
+/* The table the daemon serves (d->procs): its rows and programs. */
+extern const struct proc_table dispatch_table;
+
 /* The rows, dispatch_count of them. */
 extern const struct dispatch_entry *const dispatch_rows;
 extern const size_t dispatch_count;

@@ -12,6 +12,7 @@
 #include "admin.h"
 #include "daemon.h"
 #include "disk_tier.h"
+#include "dispatch.h"
 #include "fstate.h"
 #include "invariant.h"
 #include "lcommit.h"
@@ -155,6 +156,7 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 	if ((flags & DAEMON_JOURNAL) && lcommit_start(d, err, len) != 0)
 		return -1;
 	stale_restore(d, nfs3_meta_restore_name);	/* outage records */
+	d->procs = &dispatch_table;
 	d->server = server_new(d);
 	if (!d->server) {
 		snprintf(err, len, "out of memory");

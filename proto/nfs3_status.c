@@ -34,3 +34,15 @@ const char *nfs3_status_name(uint32_t v)
 	return i == NFS3_STATUS_OTHER ? "an unknown nfsstat3"
 				      : nfs3_status_label(i);
 }
+
+const char *nfs3_proc_label(uint32_t proc)
+{
+	static const char *const names[] = {
+		"null", "getattr", "setattr", "lookup", "access", "readlink",
+		"read", "write", "create", "mkdir", "symlink", "mknod",
+		"remove", "rmdir", "rename", "link", "readdir", "readdirplus",
+		"fsstat", "fsinfo", "pathconf", "commit",
+	};
+
+	return proc < sizeof(names) / sizeof(names[0]) ? names[proc] : NULL;
+}

@@ -51,4 +51,12 @@ const char *nfs3_status_label(unsigned i);
  */
 const char *nfs3_status_name(uint32_t v);
 
+/*
+ * The lower-case name of NFSv3 procedure proc (RFC 1813 section 3:
+ * "getattr", "readdirplus"), the procedure label of the upstream metric
+ * families; NULL past COMMIT (21). Static storage. The procedure table's
+ * NFSv3 rows carry the same names (unit.metrics_table checks it).
+ */
+const char *nfs3_proc_label(uint32_t proc);
+
 #endif

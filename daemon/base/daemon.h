@@ -26,6 +26,7 @@ struct registrar;
 struct upstream;
 struct server;
 struct metrics;
+struct proc_table;
 struct writeback_hooks;
 struct fstate_hooks;
 
@@ -130,6 +131,9 @@ struct daemon {
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */
+	const struct proc_table *procs;	/* the procedure table served
+					 * (dispatch.c's, set by the
+					 * lifecycle); static storage */
 	bool stopping;
 	/* What the disk tier (wb/disk_tier.c) calls in the layers above
 	 * it, set by main() and the unit harness; NULL: nothing. Loop

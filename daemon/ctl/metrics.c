@@ -28,7 +28,6 @@
 #include "cache.h"
 #include "daemon.h"
 #include "disk_tier.h"
-#include "dispatch.h"
 #include "lcommit.h"
 #include "log.h"
 #include "looplag.h"
@@ -74,7 +73,7 @@ static void scalar(struct evbuffer *o, const char *name, const char *type,
  */
 static const char *label_nfs3_proc(unsigned p)
 {
-	return p < UPSTREAM_NPROCS ? dispatch_rows[p].name : NULL;
+	return p < UPSTREAM_NPROCS ? nfs3_proc_label(p) : NULL;
 }
 
 /* The procedures stale_on_error answers (stale.h). */
@@ -365,23 +364,25 @@ static void histogram_lines(struct evbuffer *o, const char *name,
 
 /* Write per-procedure client call counters and latency histograms (by
  * dispatch row, a length known at run time: rendered by hand). */
-static void render_client(struct evbuffer *o, const struct server_stats *st)
+static void render_client(struct evbuffer *o, const struct proc_table *t,
+			  const struct server_stats *st)
 {
+	const struct dispatch_entry *rows = t->rows;
 	char labels[96];
 
 	head(o, "nfscached_client_rpcs_total", "counter",
 	     "Client RPC calls received, by program and procedure.");
-	for (size_t i = 0; i < dispatch_count; i++)
+	for (size_t i = 0; i < t->count; i++)
 		evbuffer_add_printf(o,
 			"nfscached_client_rpcs_total{program=\"%s\",procedure=\"%s\"} %llu\n",
-			dispatch_rows[i].program, dispatch_rows[i].name,
+			rows[i].program, rows[i].name,
 			(unsigned long long)st->calls[i]);
 	head(o, "nfscached_client_rpc_duration_seconds", "histogram",
 	     "Time from a client call's arrival to its reply, by procedure "
 	     "(replies from the duplicate request cache are not timed).");
-	for (size_t i = 0; i < dispatch_count; i++) {
+	for (size_t i = 0; i < t->count; i++) {
 		snprintf(labels, sizeof(labels), "program=\"%s\",procedure=\"%s\"",
-			 dispatch_rows[i].program, dispatch_rows[i].name);
+			 rows[i].program, rows[i].name);
 		histogram_lines(o, "nfscached_client_rpc_duration_seconds",
 				labels, &st->latency[i]);
 	}
@@ -401,7 +402,7 @@ static void render_upstream_latency(struct evbuffer *o, struct daemon *d,
 			snprintf(labels, sizeof(labels),
 				 "export=\"%s\",procedure=\"%s\"",
 				 d->exports[i]->conf->path,
-				 dispatch_rows[p].name);
+				 nfs3_proc_label((uint32_t)p));
 			histogram_lines(o, "nfscached_upstream_rpc_duration_seconds",
 					labels, &st[i].latency[p]);
 		}
@@ -726,7 +727,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_export_changes(o, d);
 	render_refusals(o, d);
 	server_stats_get(d->server, &st);
-	render_client(o, &st);
+	render_client(o, d->procs, &st);
 	RENDER(o, server_rows, &st);
 	render_loop_lag(o, d);
 	render_upstream(o, d);

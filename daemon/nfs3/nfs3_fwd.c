@@ -125,8 +125,9 @@ static bool fwd_stale(struct req *r, struct nfs3_fwd *w, enum upstream_status st
 		return false;
 	stale_count(r->d, r->call.proc);
 	w->stale = true;
-	upcall_deliver(r->call.proc, UPSTREAM_OK, res, len, NULL, 0,
-		       forward_done, r);
+	upcall_deliver(r->call.proc,
+		       (struct upcall_res){ r->ent->xdr_res, r->ent->res_size },
+		       UPSTREAM_OK, res, len, NULL, 0, forward_done, r);
 	return true;
 }
 

@@ -75,7 +75,14 @@ int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,
 	      const void *args, const struct nfs_cred *uc,
 	      upcall_cb cb, void *arg)
 {
-	return upcall_send(&ex->upc, proc, xargs, args, uc, cb, arg);
+	const struct dispatch_entry *e =
+		proc_table_row(ex->d->procs, NFS_PROGRAM, NFS_V3, proc);
+
+	if (!e)
+		return -1;
+	return upcall_send(&ex->upc, proc, xargs, args,
+			   (struct upcall_res){ e->xdr_res, e->res_size },
+			   uc, cb, arg);
 }
 
 void nfs3_count_access_check(struct daemon *d)

@@ -100,8 +100,9 @@ void nfs3_note_status(struct daemon *d, nfsstat3 status);
 
 /*
  * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
- * upstream through ex as uc (ex->upc, upcall.h). The async contract of
- * upstream_call holds: -1 (nothing sent, no callback) or 0 and exactly
+ * upstream through ex as uc (ex->upc, upcall.h), its result decoded with
+ * the routine of proc's row in ex->d->procs. The async contract of
+ * upstream_call holds (a proc with no row: -1): -1 (nothing sent, no callback) or 0 and exactly
  * one callback, given the decoded result (freed after it).
  */
 int nfs3_send(struct export_rt *ex, uint32_t proc, xdrproc_t xargs,

@@ -59,7 +59,6 @@
 #include "checkobj.h"
 #include "daemon.h"
 #include "disk_tier.h"
-#include "dispatch.h"
 #include "log.h"
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
@@ -947,7 +946,7 @@ static void read_bypass_done(enum upstream_status status, void *decoded,
 			     void *arg)
 {
 	struct read_op *op = arg;
-	const struct dispatch_entry *ent = &dispatch_rows[NFSPROC3_READ];
+	const struct dispatch_entry *ent = op->r->ent;	/* the READ row */
 	READ3res *res;
 
 	if (status != UPSTREAM_OK ||

@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 
-#include "dispatch.h"
 #include "nfs3_prot.h"
 #include "rpcmsg.h"
 #include "upcall.h"
@@ -14,24 +13,22 @@
 /* One call in flight on the libnfs adapter: whom to tell. */
 struct libnfs_call {
 	uint32_t proc;
+	struct upcall_res res;
 	upcall_cb cb;
 	void *arg;
 };
 
-void upcall_deliver(uint32_t proc, enum upstream_status status,
+void upcall_deliver(uint32_t proc, struct upcall_res rs,
+		    enum upstream_status status,
 		    const uint8_t *xdr, size_t len, const uint8_t *tail,
 		    size_t tail_len, upcall_cb cb, void *arg)
 {
-	enum dispatch_miss miss;
-	uint32_t lo, hi;
-	const struct dispatch_entry *e =
-		dispatch_find(NFS_PROGRAM, NFS_V3, proc, &miss, &lo, &hi);
 	void *res = NULL;
 	READ3resok *ok = NULL;
 
-	if (status == UPSTREAM_OK && e && (res = calloc(1, e->res_size)) &&
-	    rpcmsg_decode_args(xdr, len, 0, e->xdr_res, res) != 0) {
-		xdr_free(e->xdr_res, res);
+	if (status == UPSTREAM_OK && rs.xdr && (res = calloc(1, rs.size)) &&
+	    rpcmsg_decode_args(xdr, len, 0, rs.xdr, res) != 0) {
+		xdr_free(rs.xdr, res);
 		free(res);
 		res = NULL;
 	}
@@ -43,7 +40,7 @@ void upcall_deliver(uint32_t proc, enum upstream_status status,
 		if (proc != NFSPROC3_READ || rd->status != NFS3_OK ||
 		    rd->READ3res_u.resok.data.data_len != 0 ||
 		    tail_len > UINT32_MAX) {
-			xdr_free(e->xdr_res, res);
+			xdr_free(rs.xdr, res);
 			free(res);
 			res = NULL;
 		} else {
@@ -59,7 +56,7 @@ void upcall_deliver(uint32_t proc, enum upstream_status status,
 			ok->data.data_val = NULL;
 			ok->data.data_len = 0;
 		}
-		xdr_free(e->xdr_res, res);
+		xdr_free(rs.xdr, res);
 		free(res);
 	}
 }
@@ -72,12 +69,14 @@ static void libnfs_done(enum upstream_status status, const uint8_t *xdr,
 	struct libnfs_call c = *(struct libnfs_call *)arg;
 
 	free(arg);
-	upcall_deliver(c.proc, status, xdr, len, tail, tail_len, c.cb, c.arg);
+	upcall_deliver(c.proc, c.res, status, xdr, len, tail, tail_len, c.cb,
+		       c.arg);
 }
 
 /* Encode args with xargs and send them on the libnfs upstream impl. */
 static int libnfs_call(void *impl, uint32_t proc, xdrproc_t xargs,
-		       const void *args, const struct nfs_cred *cred,
+		       const void *args, struct upcall_res res,
+		       const struct nfs_cred *cred,
 		       upcall_cb cb, void *arg)
 {
 	size_t len;
@@ -86,7 +85,8 @@ static int libnfs_call(void *impl, uint32_t proc, xdrproc_t xargs,
 	int rc = -1;
 
 	if (bytes && c) {
-		*c = (struct libnfs_call){ .proc = proc, .cb = cb, .arg = arg };
+		*c = (struct libnfs_call){ .proc = proc, .res = res, .cb = cb,
+					   .arg = arg };
 		rc = upstream_call(upcall_lanes_pick(impl), proc, bytes, len,
 				   cred, libnfs_done, c);
 	}
@@ -189,10 +189,10 @@ void upcall_lanes_close(struct upcall_lanes *l)
 
 /* A closed export's call: refused now, never called back. */
 static int closed_call(void *impl, uint32_t proc, xdrproc_t xargs,
-		       const void *args, const struct nfs_cred *cred,
-		       upcall_cb cb, void *arg)
+		       const void *args, struct upcall_res res,
+		       const struct nfs_cred *cred, upcall_cb cb, void *arg)
 {
-	(void)impl, (void)proc, (void)xargs, (void)args, (void)cred;
+	(void)impl, (void)proc, (void)xargs, (void)args, (void)res, (void)cred;
 	(void)cb, (void)arg;
 	return -1;
 }

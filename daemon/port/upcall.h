@@ -44,10 +44,18 @@ typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
  * upstream_rtmax, upstream_wtmax, upstream_root_fh and
  * upstream_latency_floor.
  */
+/* What a call's result decodes into: the XDR routine of the result
+ * (xdr_READ3res) and the size of its rpcgen struct, given by the caller
+ * as it gives the arguments' routine (the procedure table's row). */
+struct upcall_res {
+	xdrproc_t xdr;
+	size_t size;
+};
+
 struct upcall_ops {
 	int (*call)(void *impl, uint32_t proc, xdrproc_t xargs,
-		    const void *args, const struct nfs_cred *cred,
-		    upcall_cb cb, void *arg);
+		    const void *args, struct upcall_res res,
+		    const struct nfs_cred *cred, upcall_cb cb, void *arg);
 	enum upstream_state (*state)(const void *impl);
 	uint32_t (*rtmax)(const void *impl);
 	uint32_t (*wtmax)(const void *impl);
@@ -63,14 +71,15 @@ struct upcall {
 
 /*
  * For adapters: decode the XDR result xdr[0..len) of NFSv3 procedure proc
- * (when status is UPSTREAM_OK; borrowed), call cb(status, res, arg) and
+ * with rs (when status is UPSTREAM_OK; borrowed), call cb(status, res, arg) and
  * free res after it. tail[0..tail_len) (borrowed, NULL/0 for none) is a
  * READ's data passed by reference, as upstream_cb gives it: res's data
  * then points into it, copied by no one (a result that does not hold the
  * empty opaque it stands for is a decoding failure: res NULL). Returns
  * nothing; cb is called exactly once.
  */
-void upcall_deliver(uint32_t proc, enum upstream_status status,
+void upcall_deliver(uint32_t proc, struct upcall_res rs,
+		    enum upstream_status status,
 		    const uint8_t *xdr, size_t len, const uint8_t *tail,
 		    size_t tail_len, upcall_cb cb, void *arg);
 
@@ -148,17 +157,18 @@ static inline uint32_t upcall_wtmax(const struct upcall *u)
 
 /*
  * Send NFSv3 procedure proc with args (an rpcgen struct encoded by xargs)
- * upstream through u as uc (required). The async contract of
+ * upstream through u as uc (required); its result is decoded with res. The async contract of
  * upstream_call holds: -1 (nothing sent, no callback) or 0 and exactly
  * one callback cb(status, res, arg), given the decoded result (freed
  * after it). Event loop only.
  */
 static inline int upcall_send(const struct upcall *u, uint32_t proc,
 			      xdrproc_t xargs, const void *args,
+			      struct upcall_res res,
 			      const struct nfs_cred *uc, upcall_cb cb,
 			      void *arg)
 {
-	return u->ops->call(u->impl, proc, xargs, args, uc, cb, arg);
+	return u->ops->call(u->impl, proc, xargs, args, res, uc, cb, arg);
 }
 
 static inline const uint8_t *upcall_root_fh(const struct upcall *u,

@@ -51,4 +51,54 @@ enum dispatch_miss {
 	DISPATCH_PROC_UNAVAIL,
 };
 
+/* One program version a table serves: its rows are
+ * rows[first .. first + nprocs), procedure number i at first + i. */
+struct proc_program {
+	uint32_t prog, vers;
+	size_t first, nprocs;
+};
+
+/*
+ * A procedure table: count rows and the programs they belong to. The one
+ * table is daemon/dispatch.c's dispatch_table, handed down through
+ * struct daemon (d->procs) by the lifecycle; static storage, read only,
+ * any thread.
+ */
+struct proc_table {
+	const struct dispatch_entry *rows;
+	size_t count;
+	const struct proc_program *programs;
+	size_t nprograms;
+};
+
+/*
+ * The row of t for prog/vers/proc. Returns it, or NULL with *miss set
+ * (and *low and *high for PROG_MISMATCH) as RFC 5531 section 9 asks.
+ * Any thread.
+ */
+const struct dispatch_entry *proc_table_find(const struct proc_table *t,
+					     uint32_t prog, uint32_t vers,
+					     uint32_t proc,
+					     enum dispatch_miss *miss,
+					     uint32_t *low, uint32_t *high);
+
+/* The row of t for prog/vers/proc, or NULL when t has none. */
+static inline const struct dispatch_entry *
+proc_table_row(const struct proc_table *t, uint32_t prog, uint32_t vers,
+	       uint32_t proc)
+{
+	enum dispatch_miss miss;
+	uint32_t lo, hi;
+
+	return proc_table_find(t, prog, vers, proc, &miss, &lo, &hi);
+}
+
+/* e's position in t->rows (e must be one of them): the index of per-row
+ * counters. */
+static inline size_t proc_table_index(const struct proc_table *t,
+				      const struct dispatch_entry *e)
+{
+	return (size_t)(e - t->rows);
+}
+
 #endif

@@ -78,7 +78,6 @@
 #include <utlist.h>
 
 #include "daemon.h"
-#include "dispatch.h"
 #include "drc.h"
 #include "log.h"
 #include "mclock.h"
@@ -150,6 +149,7 @@ struct listener {
 
 struct server {
 	struct daemon *d;
+	const struct proc_table *procs;	/* d->procs: the rows it serves */
 	struct listener *listeners;
 	struct conn *conns;
 	struct conn *lingering;		/* closed, still flushing replies */
@@ -397,8 +397,8 @@ static void count_reply(struct server *s, const struct req *r, const void *res)
 		memcpy(&status, res, sizeof(status));
 		s->st.nfs3_replies[nfs3_status_index(status)]++;
 	}
-	s->st.replies[dispatch_index(r->ent)]++;
-	histogram_observe(&s->st.latency[dispatch_index(r->ent)],
+	s->st.replies[proc_table_index(s->procs, r->ent)]++;
+	histogram_observe(&s->st.latency[proc_table_index(s->procs, r->ent)],
 			  daemon_now() - r->start);
 }
 
@@ -566,8 +566,8 @@ static const struct dispatch_entry *conn_route(struct conn *c,
 	const struct dispatch_entry *ent = NULL;
 
 	if (!c->only_prog || call->prog == c->only_prog)
-		ent = dispatch_find(call->prog, call->vers, call->proc, &miss,
-				    &low, &high);
+		ent = proc_table_find(c->srv->procs, call->prog, call->vers,
+				      call->proc, &miss, &low, &high);
 	if (!ent)
 		conn_reject(c, call, by_miss[miss], low, high);
 	return ent;
@@ -624,7 +624,7 @@ static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
 	c->inflight++;
 	s->inflight++;
 	s->st.requests_inflight = s->inflight;
-	s->st.calls[dispatch_index(ent)]++;
+	s->st.calls[proc_table_index(s->procs, ent)]++;
 	return r;
 }
 
@@ -1293,9 +1293,10 @@ struct server *server_new(struct daemon *d)
 	if (!s)
 		return NULL;
 	s->d = d;
-	s->st.calls = calloc(dispatch_count, sizeof(uint64_t));
-	s->st.replies = calloc(dispatch_count, sizeof(uint64_t));
-	s->st.latency = calloc(dispatch_count, sizeof(struct histogram));
+	s->procs = d->procs;
+	s->st.calls = calloc(s->procs->count, sizeof(uint64_t));
+	s->st.replies = calloc(s->procs->count, sizeof(uint64_t));
+	s->st.latency = calloc(s->procs->count, sizeof(struct histogram));
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
 			 drc_deliver, drc_release);
 	s->sweep = evtimer_new(d->base, sweep_cb, s);

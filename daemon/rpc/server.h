@@ -163,7 +163,9 @@ struct req {
 };
 
 /*
- * Create the server for d (borrowed). Raises the soft RLIMIT_NOFILE to the
+ * Create the server for d (borrowed), serving the procedures of d->procs
+ * (required: the table the root hands down; the server never names the
+ * table's owner). Raises the soft RLIMIT_NOFILE to the
  * hard limit (setrlimit(2)) and caps client connections at that limit less
  * a reserve (SERVER_FD_RESERVE + 8 per export) for the upstreams, the
  * metrics listener, the log and rpcbind; d->conf's max_connections applies

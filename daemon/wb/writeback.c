@@ -463,8 +463,11 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	call->off = run->off;
 	call->len = run->len;
 	cfile_mutation_begin(f);
-	if (upcall_send(&fs->ex->upc, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a, &uc,
-		      wb_write_done, call) != 0) {
+	if (upcall_send(&fs->ex->upc, NFSPROC3_WRITE,
+			(xdrproc_t)xdr_WRITE3args, &a,
+			(struct upcall_res){ (xdrproc_t)xdr_WRITE3res,
+					     sizeof(WRITE3res) },
+			&uc, wb_write_done, call) != 0) {
 		cfile_mutation_end(d->cache, f, NULL, NULL, daemon_now(),
 				   daemon_ac(fs->ex, NF3REG));
 		cache_wb_done(d->cache, f, run->seq, CACHE_WB_RETRY, 0, 0);
@@ -510,8 +513,11 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	uc = fs->commit_cred;
 	uc.machine = "nfscached";
 	call->seq = tag;
-	if (upcall_send(&fs->ex->upc, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
-		      &uc, wb_commit_done, call) != 0) {
+	if (upcall_send(&fs->ex->upc, NFSPROC3_COMMIT,
+			(xdrproc_t)xdr_COMMIT3args, &a,
+			(struct upcall_res){ (xdrproc_t)xdr_COMMIT3res,
+					     sizeof(COMMIT3res) },
+			&uc, wb_commit_done, call) != 0) {
 		cache_commit_done(d->cache, f, tag, false, 0);
 		cfile_put(d->cache, &call->f);
 		free(call);

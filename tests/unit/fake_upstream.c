@@ -68,7 +68,7 @@ static void answer(struct fake_call *c, enum upstream_status forced)
 	    !(bytes = rpcmsg_encode(e->xdr_res, res, &len)))
 		st = UPSTREAM_EPROTO;
 	free(res);
-	upcall_deliver(c->proc, st, bytes, len, tail, tail_len, c->cb,
+	upcall_deliver(c->proc, c->res, st, bytes, len, tail, tail_len, c->cb,
 		       c->cb_arg);
 	free(bytes);
 	call_free(c);
@@ -91,8 +91,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* upcall_ops.call: copy and count the call, queue it. */
 static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
-		     const void *args, const struct nfs_cred *cred,
-		     upcall_cb cb, void *arg)
+		     const void *args, struct upcall_res res,
+		     const struct nfs_cred *cred, upcall_cb cb, void *arg)
 {
 	struct fake_up *fu = impl;
 	const struct dispatch_entry *e;
@@ -110,6 +110,7 @@ static int fake_call(void *impl, uint32_t proc, xdrproc_t xargs,
 	c->enc = bytes;
 	c->fu = fu;
 	c->proc = proc;
+	c->res = res;
 	c->cred = *cred;
 	c->cred.machine = NULL;
 	c->cb = cb;

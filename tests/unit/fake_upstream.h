@@ -27,6 +27,7 @@ struct fake_up;
 struct fake_call {
 	struct fake_up *fu;
 	uint32_t proc;
+	struct upcall_res res;		/* the daemon's result routine */
 	void *args;
 	uint8_t *enc;
 	struct nfs_cred cred;

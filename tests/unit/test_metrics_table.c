@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
+#include "dispatch.h"
 #include "metrics.h"
 #include "procstat.h"
 #include "server.h"
@@ -72,6 +73,25 @@ static void check_row(const struct metrics_table *t, size_t i)
 }
 
 /* Every row of every table: conventions, and each family declared once. */
+/* The upstream families' procedure labels (proto's nfs3_proc_label) are
+ * the names of the procedure table's NFSv3 rows, procedure by procedure. */
+static void test_nfs3_proc_labels_match_the_table(void)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < dispatch_table.count; i++) {
+		const struct dispatch_entry *e = &dispatch_table.rows[i];
+
+		if (e->prog != NFS_PROGRAM)
+			continue;
+		CU_ASSERT_PTR_NOT_NULL_FATAL(nfs3_proc_label(e->proc));
+		CU_ASSERT_STRING_EQUAL(nfs3_proc_label(e->proc), e->name);
+		n++;
+	}
+	CU_ASSERT_EQUAL(n, 22);
+	CU_ASSERT_PTR_NULL(nfs3_proc_label(22));
+}
+
 static void test_declarations(void)
 {
 	size_t rows = 0;
@@ -261,6 +281,8 @@ int test_register(void)
 
 	if (!s ||
 	    !CU_add_test(s, "declarations", test_declarations) ||
+	    !CU_add_test(s, "nfs3_proc_labels_match_the_table",
+			 test_nfs3_proc_labels_match_the_table) ||
 	    !CU_add_test(s, "render_service", test_render_service) ||
 	    !CU_add_test(s, "render_double_counter", test_render_double_counter) ||
 	    !CU_add_test(s, "render_arrays", test_render_arrays) ||
