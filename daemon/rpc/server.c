@@ -78,6 +78,8 @@
 #include <utlist.h>
 
 #include "daemon.h"
+#include "checkobj.h"
+#include "checkobj.h"
 #include "drc.h"
 #include "log.h"
 #include "mclock.h"
@@ -197,6 +199,7 @@ static void conn_in_cb(struct evbuffer *in, const struct evbuffer_cb_info *info,
 {
 	struct conn *c = arg;
 
+	CHECK_OBJ(c, CONN_MAGIC);
 	(void)in;
 	held_change(c, &c->in_bytes, info->n_added, info->n_deleted);
 }
@@ -255,6 +258,7 @@ static void conn_linger_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	CHECK_OBJ(c, CONN_MAGIC);
 	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		conn_release_socket(c);
 }
@@ -262,9 +266,12 @@ static void conn_linger_write_cb(struct bufferevent *bev, void *arg)
 /* A lingering connection's error, EOF or write timeout. */
 static void conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
 {
+	struct conn *c = arg;
+
+	CHECK_OBJ(c, CONN_MAGIC);
 	(void)bev;
 	(void)what;
-	conn_release_socket(arg);
+	conn_release_socket(c);
 }
 
 /*
@@ -356,9 +363,12 @@ static void conn_maybe_resume(struct conn *c)
 /* Release a request: its record, arguments and connection reference. */
 static void req_release(struct req *r)
 {
-	struct conn *c = r->conn;
-	struct server *s = c->srv;
+	struct conn *c;
+	struct server *s;
 
+	CHECK_OBJ(r, REQ_MAGIC);
+	c = r->conn;
+	s = c->srv;
 	if (r->drc)
 		drc_abandon(s->drc, r->drc);
 	if (r->args) {
@@ -422,6 +432,7 @@ static void req_deliver(struct req *r, struct evbuffer *reply)
  * output, or a scratch buffer when the DRC needs a copy. NULL if unwanted. */
 static struct evbuffer *reply_target(struct req *r, bool *scratch)
 {
+	CHECK_OBJ(r, REQ_MAGIC);
 	*scratch = r->drc != NULL;
 	if (*scratch)
 		return evbuffer_new();
@@ -791,10 +802,12 @@ static void conn_drain(struct conn *c)
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
-	uint64_t records = c->records;
+	uint64_t records;
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t got = evbuffer_get_length(input);
 
+	CHECK_OBJ(c, CONN_MAGIC);
+	records = c->records;
 	conn_get(c);
 	/* The input's end is frozen inside this callback; its front is not. */
 	if (evbuffer_add_buffer(c->in, input) != 0) {
@@ -816,6 +829,7 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	CHECK_OBJ(c, CONN_MAGIC);
 	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		bufferevent_disable(bev, EV_WRITE);
 	conn_get(c);
@@ -827,9 +841,9 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
-
 	int err = EVUTIL_SOCKET_ERROR();
 
+	CHECK_OBJ(c, CONN_MAGIC);
 	(void)bev;
 	if ((what & BEV_EVENT_EOF) && c->inflight > 0 && !c->closed) {
 		/* Half-closed (shutdown(SHUT_WR), RFC 9293 3.6): the client
@@ -1031,8 +1045,10 @@ static void conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *
 			   void *arg)
 {
 	struct conn *c = arg;
-	struct server *s = c->srv;
+	struct server *s;
 
+	CHECK_OBJ(c, CONN_MAGIC);
+	s = c->srv;
 	(void)out;
 	held_change(c, &c->out_bytes, info->n_added, info->n_deleted);
 	if (info->n_added == 0 || c->flush_queued || c->closed)
