@@ -388,3 +388,26 @@ void h_rmtree(const char *dir)
 {
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+void h_expect_steps(const struct nfs3_h *h, enum nfs3_write_step ws,
+		    uint64_t wn, enum nfs3_commit_step cs, uint64_t cn)
+{
+	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
+
+	nfs3_write_steps_inflight(&h->d, w);
+	nfs3_commit_steps_inflight(&h->d, c);
+	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++) {
+		if (w[i] != (i == ws ? wn : 0))
+			fprintf(stderr, "\n  WRITE step %s: %llu\n",
+				nfs3_write_step_name(i),
+				(unsigned long long)w[i]);
+		CU_ASSERT_EQUAL(w[i], i == ws ? wn : 0);
+	}
+	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++) {
+		if (c[i] != (i == cs ? cn : 0))
+			fprintf(stderr, "\n  COMMIT step %s: %llu\n",
+				nfs3_commit_step_name(i),
+				(unsigned long long)c[i]);
+		CU_ASSERT_EQUAL(c[i], i == cs ? cn : 0);
+	}
+}

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "fake_upstream.h"
 #include "nfs3_prot.h"
+#include "nfs3_write.h"
 
 #define TOY_MAX_NODES	32
 #define TOY_MAX_DATA	(4u << 20)	/* bytes per toy file */
@@ -80,6 +81,12 @@ void h_init(struct nfs3_h *h, h_conf_fn tune);
 
 /* Stop everything and free it. */
 void h_fini(struct nfs3_h *h);
+
+/* Assert (CUnit) that exactly wn WRITEs of h's daemon are in flight, all
+ * in step ws, and exactly cn COMMITs, all in step cs (NSTEPS with a count
+ * of 0: none); a step off its count is named on stderr. */
+void h_expect_steps(const struct nfs3_h *h, enum nfs3_write_step ws,
+		    uint64_t wn, enum nfs3_commit_step cs, uint64_t cn);
 
 /* Add a toy file named name under the root with size bytes of pattern
  * (byte i is (uint8_t)(i * 7 + fileid)). Returns its fileid. */

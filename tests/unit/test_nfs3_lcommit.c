@@ -836,22 +836,6 @@ static void test_truncate_answered_once_rewrite_durable(void)
 	stop(&h);
 }
 
-/* Assert that wn WRITEs are in flight, all in step ws, and cn COMMITs,
- * all in step cs. */
-static void expect_steps(const struct nfs3_h *h, enum nfs3_write_step ws,
-			 uint64_t wn,
-			 enum nfs3_commit_step cs, uint64_t cn)
-{
-	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
-
-	nfs3_write_steps_inflight(&h->d, w);
-	nfs3_commit_steps_inflight(&h->d, c);
-	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++)
-		CU_ASSERT_EQUAL(w[i], i == ws ? wn : 0);
-	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++)
-		CU_ASSERT_EQUAL(c[i], i == cs ? cn : 0);
-}
-
 /* Run the loop until WRITE xid is answered; its status, and its
  * stable_how in *how. */
 static nfsstat3 write_status(struct nfs3_h *h, uint32_t xid, stable_how *how)
@@ -888,13 +872,13 @@ static void test_journal_and_fence_steps_counted(void)
 
 	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', LEN), LEN);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 	disk_gate_close(disk_tier_disk());
 	h_fh(&h, id, &c.file, fh);
 	xid = h_call(&h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_JOURNAL, 1);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_JOURNAL, 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	disk_gate_open(disk_tier_disk());
 	turns_until_replied(&h, xid);
@@ -904,17 +888,17 @@ static void test_journal_and_fence_steps_counted(void)
 	CU_ASSERT_EQUAL(cr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&cr);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 
 	disk_gate_close(disk_tier_disk());
 	xid = h_send_write(&h, id, 0, LEN, 'B', FILE_SYNC);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
-	expect_steps(&h, NFS3_WRITE_JOURNAL, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_JOURNAL, 1, NFS3_COMMIT_NSTEPS, 0);
 	disk_gate_open(disk_tier_disk());
 	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
 	CU_ASSERT_EQUAL(how, FILE_SYNC);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 
 	/* A credential ACCESS grants nothing: through, then the fence. */
 	CU_ASSERT_TRUE_FATAL(records() >= 1);	/* the page's, to rewrite */
@@ -924,13 +908,13 @@ static void test_journal_and_fence_steps_counted(void)
 	xid = h_send_write(&h, id, 0, LEN, 'C', UNSTABLE);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
-	expect_steps(&h, NFS3_WRITE_FENCE, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_FENCE, 1, NFS3_COMMIT_NSTEPS, 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	disk_gate_open(disk_tier_disk());
 	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
 	CU_ASSERT_EQUAL(how, FILE_SYNC);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 	stop(&h);
 }
 

@@ -50,36 +50,10 @@ static void check_commit(struct nfs3_h *h, uint32_t xid)
 	xdr_free((xdrproc_t)xdr_COMMIT3res, (char *)&res);
 }
 
-/* Assert that exactly wn WRITEs are in flight, all in step ws, and
- * exactly cn COMMITs, all in step cs. */
-static void expect_steps(const struct nfs3_h *h, enum nfs3_write_step ws,
-			 uint64_t wn,
-			 enum nfs3_commit_step cs, uint64_t cn)
-{
-	uint64_t w[NFS3_WRITE_NSTEPS], c[NFS3_COMMIT_NSTEPS];
-
-	nfs3_write_steps_inflight(&h->d, w);
-	nfs3_commit_steps_inflight(&h->d, c);
-	for (enum nfs3_write_step i = 0; i < NFS3_WRITE_NSTEPS; i++) {
-		if (w[i] != (i == ws ? wn : 0))
-			fprintf(stderr, "\n  WRITE step %s: %llu\n",
-				nfs3_write_step_name(i),
-				(unsigned long long)w[i]);
-		CU_ASSERT_EQUAL(w[i], i == ws ? wn : 0);
-	}
-	for (enum nfs3_commit_step i = 0; i < NFS3_COMMIT_NSTEPS; i++) {
-		if (c[i] != (i == cs ? cn : 0))
-			fprintf(stderr, "\n  COMMIT step %s: %llu\n",
-				nfs3_commit_step_name(i),
-				(unsigned long long)c[i]);
-		CU_ASSERT_EQUAL(c[i], i == cs ? cn : 0);
-	}
-}
-
 /* Nothing in flight: no WRITE, no COMMIT in any step. */
 static void expect_no_steps(const struct nfs3_h *h)
 {
-	expect_steps(h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 }
 
 /* True when toy file id holds value v in [off, off+len). */
@@ -336,7 +310,7 @@ static void test_room_freed_wakes_blocked_write(void)
 	CU_ASSERT_TRUE_FATAL(blocked);
 	nfs3_write_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(after.waited_for_room - before.waited_for_room, 1);
-	expect_steps(&h, NFS3_WRITE_ROOM, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_ROOM, 1, NFS3_COMMIT_NSTEPS, 0);
 	/* The wait started write-back; nothing completes while it is held. */
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
 	h_turns(&h, 50);
@@ -569,14 +543,14 @@ static void test_write_and_commit_steps_are_counted(void)
 	h.fu.hold[NFSPROC3_ACCESS] = true;
 	xid = h_send_write(&h, id, 0, 4096, 'a', FILE_SYNC);
 	h_turns(&h, 50);
-	expect_steps(&h, NFS3_WRITE_GETATTR, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_GETATTR, 1, NFS3_COMMIT_NSTEPS, 0);
 	fake_up_release(&h.fu, NFSPROC3_GETATTR);
 	h_turns(&h, 50);
-	expect_steps(&h, NFS3_WRITE_ACCESS, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_ACCESS, 1, NFS3_COMMIT_NSTEPS, 0);
 	h.fu.hold[NFSPROC3_WRITE] = true;
 	fake_up_release(&h.fu, NFSPROC3_ACCESS);
 	h_turns(&h, 50);
-	expect_steps(&h, NFS3_WRITE_WRITEBACK, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_WRITEBACK, 1, NFS3_COMMIT_NSTEPS, 0);
 	CU_ASSERT_TRUE(fake_up_held(&h.fu, NFSPROC3_WRITE) > 0);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
@@ -595,7 +569,7 @@ static void test_write_and_commit_steps_are_counted(void)
 	h.fu.hold[NFSPROC3_COMMIT] = true;
 	xid = h_send_commit(&h, id);
 	h_turns(&h, 50);
-	expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_WRITEBACK, 1);
+	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_WRITEBACK, 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
 	fake_up_release(&h.fu, NFSPROC3_COMMIT);
 	check_commit(&h, xid);
@@ -606,7 +580,7 @@ static void test_write_and_commit_steps_are_counted(void)
 	xid = h_send_write(&h, id, CACHE_MAX_OFFSET - 100, 4096, 'c',
 			   UNSTABLE);
 	h_turns(&h, 50);
-	expect_steps(&h, NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
+	h_expect_steps(&h, NFS3_WRITE_THROUGH, 1, NFS3_COMMIT_NSTEPS, 0);
 	fake_up_release(&h.fu, NFSPROC3_WRITE);
 	memset(&res, 0, sizeof(res));
 	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_WRITE3res,
