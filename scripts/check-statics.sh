@@ -34,7 +34,9 @@ found=$(for o in $objs; do
 		$3 == "O" && $4 ~ /^\.(data|bss|tbss|tdata)(\.|$)/ &&
 		$4 !~ /rel\.ro/ {
 			name = $NF; sub(/\.[0-9]+$/, "", name)
-			print o, name
+			# globals AddressSanitizer adds (the ASan tree)
+			if (name !~ /^(__odr_asan|___asan|__asan|__sancov)/)
+				print o, name
 		}'
 done | sort -u)
 bad=0
