@@ -5,6 +5,7 @@
 # nfscached in front of it, all on loopback, then tear both down.
 #
 #   harness.sh [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]
+#              [--proxy-export-conf FILE]
 #              [--ganesha-extra FILE] -- CMD ARGS...
 #
 #   --no-proxy             start Ganesha only (NFSC_PROXY_* stay unset)
@@ -12,6 +13,7 @@
 #                          end the test when it exits, and check its exit
 #                          status only if it is still running at the end
 #   --proxy-conf-extra F   append F to the generated nfscached config
+#   --proxy-export-conf F  add F's lines inside the generated export block
 #                          (libconfuse keeps the last value of an option)
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
 #                          bodies of its NFS_CORE_PARAM, NFSv4 and EXPORT
@@ -45,6 +47,7 @@ NFSC_LIB=$(cd "$here/../../scripts" && pwd)/lib.sh
 
 usage() {
 	echo "usage: $0 [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]" \
+		"[--proxy-export-conf FILE]" \
 		"[--ganesha-extra FILE] -- CMD ARGS..." >&2
 	exit 2
 }
@@ -60,12 +63,14 @@ show_tail() {
 with_proxy=1
 proxy_may_exit=0
 proxy_extra=
+proxy_export=
 ganesha_extra=
 while (($#)); do
 	case $1 in
 	--no-proxy) with_proxy=0 ;;
 	--proxy-may-exit) proxy_may_exit=1 ;;
 	--proxy-conf-extra) proxy_extra=$(realpath "${2:?}"); shift ;;
+	--proxy-export-conf) proxy_export=$(realpath "${2:?}"); shift ;;
 	--ganesha-extra) ganesha_extra=$(realpath "${2:?}"); shift ;;
 	--) shift; break ;;
 	*) usage ;;
@@ -149,7 +154,7 @@ if ((with_proxy)); then
 	NFSC_PROXY_LOG=$NFSC_TMP/nfscached.log
 	nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
 		"$NFSC_METRICS_ADDR" "$NFSC_TMP/proxy-state" "$NFSC_DIRECT_URL" \
-		"$proxy_extra" >"$NFSC_PROXY_CONF"
+		"$proxy_extra" "$proxy_export" >"$NFSC_PROXY_CONF"
 	nfsc_proxy_start "$NFSC_PROXY_LOG" "$NFSC_PROXY_NFS_PORT" \
 		"$NFSC_PROXY_MOUNT_PORT" "$NFSCACHED_BIN" --config "$NFSC_PROXY_CONF"
 	export NFSC_PROXY_URL NFSC_PROXY_NFS_PORT NFSC_PROXY_MOUNT_PORT \
