@@ -79,7 +79,6 @@
 
 #include "daemon.h"
 #include "checkobj.h"
-#include "checkobj.h"
 #include "drc.h"
 #include "log.h"
 #include "mclock.h"
