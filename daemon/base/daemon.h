@@ -28,6 +28,7 @@ struct server;
 struct metrics;
 struct proc_table;
 struct writeback_hooks;
+struct writeback;
 struct fstate_hooks;
 
 /* Export ids are 1..63 (conf_export.id, the handle's export byte):
@@ -128,6 +129,10 @@ struct daemon {
 					 * flight (nfs3_read.c); owned */
 	struct nfs3_write *nfs3_write;	/* WRITE/COMMIT's counters
 					 * (nfs3_write.c); owned */
+	struct writeback *wb;		/* write-back's counters, room
+					 * waiters, verifier and tick
+					 * (writeback.c); owned, made by
+					 * writeback_start */
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */

@@ -674,14 +674,15 @@ static void render_refusals(struct evbuffer *o, struct daemon *d)
  * for an export id. */
 static void render_by_id(struct evbuffer *o, struct daemon *d,
 			 const struct metrics_row *rows, size_t n, size_t sz,
-			 void (*get)(unsigned id, void *st))
+			 void (*get)(const struct daemon *d, unsigned id,
+				     void *st))
 {
 	char *st = calloc(d->nexports + 1, sz);
 
 	if (!st)
 		return;
 	for (size_t i = 0; i < d->nexports; i++)
-		get(d->exports[i]->conf->id, st + i * sz);
+		get(d, d->exports[i]->conf->id, st + i * sz);
 	render_exports(o, d, rows, n, st, sz);
 	free(st);
 }
@@ -701,9 +702,9 @@ static void render_read(struct evbuffer *o, struct daemon *d)
 }
 
 /* writeback_stats_export for render_by_id. */
-static void get_writeback(unsigned id, void *st)
+static void get_writeback(const struct daemon *d, unsigned id, void *st)
 {
-	writeback_stats_export(id, st);
+	writeback_stats_export(d, id, st);
 }
 
 void metrics_render(struct daemon *d, struct evbuffer *o)
@@ -739,7 +740,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	lcommit_render(o);
 	nfs3_write_stats_get(d, &ws);
 	RENDER(o, nfs3_write_rows, &ws);
-	writeback_stats_get(&wb);
+	writeback_stats_get(d, &wb);
 	RENDER(o, wb_room_rows, &wb);
 	render_by_id(o, d, wb_export_rows, NROWS(wb_export_rows),
 		     sizeof(struct writeback_stats), get_writeback);

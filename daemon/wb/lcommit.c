@@ -1189,23 +1189,23 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
  * made; then store it as not clean (a crash from here on must change
  * it). A record left uninstalled holds bytes a client may still COMMIT
  * under the old verifier and find answered with nothing behind it. */
-static void verf_start(struct disk *dk, bool reusable)
+static void verf_start(struct daemon *d, struct disk *dk, bool reusable)
 {
 	struct lc_verf v;
 	long n = disk_meta_get(dk, LC_VERF_KEY, &v, sizeof(v));
 
 	if (reusable && n == (long)sizeof(v) && v.clean == 1) {
-		writeback_set_verf(v.verf);
+		writeback_set_verf(d, v.verf);
 		stats.verf_reused = true;
 	}
-	memcpy(v.verf, writeback_verf(NULL), sizeof(v.verf));
+	memcpy(v.verf, writeback_verf(d), sizeof(v.verf));
 	v.clean = 0;
 	if (disk_meta_put(dk, LC_VERF_KEY, &v, sizeof(v)) == 0)
 		return;
 	/* Could not record "not clean": a reused verifier could then be
 	 * reused again after a crash. Take a new one that is never kept. */
 	if (stats.verf_reused && RAND_bytes(v.verf, sizeof(v.verf)) == 1)
-		writeback_set_verf(v.verf);
+		writeback_set_verf(d, v.verf);
 	stats.verf_reused = false;
 	log_warn("cannot record the write verifier in cache_dir: a new one "
 		 "is used at every start");
@@ -1348,7 +1348,7 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	/* Clients are not served yet: the verifier is chosen after the
 	 * records are installed, knowing whether all of them were. */
 	n = disk_journal_scan(dk, recover_one, d);
-	verf_start(dk, n >= 0 && stats.kept_records == 0);
+	verf_start(d, dk, n >= 0 && stats.kept_records == 0);
 	if (n < 0)
 		log_error("cannot read the journal in %s: %s", d->conf->cache_dir,
 			  strerror(errno));
@@ -1398,7 +1398,7 @@ void lcommit_stop(struct daemon *d)
 	disk_drain(dk);
 	if (!all || done != 1)
 		return;
-	memcpy(v.verf, writeback_verf(NULL), sizeof(v.verf));
+	memcpy(v.verf, writeback_verf(d), sizeof(v.verf));
 	v.clean = 1;
 	if (disk_meta_put(dk, LC_VERF_KEY, &v, sizeof(v)) == 0)
 		log_info("write verifier kept for the next start: every "

@@ -82,30 +82,41 @@ struct wb_call {
 	uint32_t len;
 };
 
-static struct writeback_stats stats;	/* the room counters */
-static struct writeback_stats wb_export[NFS3_EXPORT_IDS]; /* by export id */
+/*
+ * Write-back's state, owned by struct daemon (d->wb): made by
+ * writeback_start, freed by writeback_stop. Loop thread.
+ */
+struct writeback {
+	struct writeback_stats stats;	/* the room counters */
+	struct writeback_stats by_export[NFS3_EXPORT_IDS]; /* by export id */
+	/* The pacing of failure lines: by export id, then WRITE (0) or
+	 * COMMIT (1), then status index (nfs3_status_index; WB_LOG_RPC). */
+	struct ratelog fail_log[NFS3_EXPORT_IDS][2][NFS3_NSTATUSES + 1];
+	struct wb_room *rooms;		/* oldest first */
+	unsigned nrooms;		/* the length of rooms */
+	bool waking;			/* room_wake or a first flush runs */
+	struct event *tick;		/* the background tick, owned */
+	uint8_t verf[NFS3_WRITEVERFSIZE]; /* the verifier clients see */
+};
 
 /* The per-export counters of f's export (id 0 when it has none). */
-static struct writeback_stats *ex_stats(struct cfile *f)
+static struct writeback_stats *ex_stats(struct daemon *d, struct cfile *f)
 {
 	struct fstate *fs = fstate_find(f);
 
-	return &wb_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
+	return &d->wb->by_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
 }
-/* The pacing of failure lines: by export id, then WRITE (0) or COMMIT
- * (1), then status index (nfs3_status_index; WB_LOG_RPC). */
-static struct ratelog fail_log[NFS3_EXPORT_IDS][2][NFS3_NSTATUSES + 1];
 
 /* Log write-back's failure of f (a WRITE of len bytes, or a COMMIT when
  * len is 0) with nfsstat3 status (0: refused at the RPC level), paced by
  * WB_LOG_INTERVAL per export, call and status. */
-static void wb_log_failure(struct cfile *f, uint32_t len, uint32_t status)
+static void wb_log_failure(struct daemon *d, struct cfile *f, uint32_t len, uint32_t status)
 {
 	struct fstate *fs = fstate_find(f);
 	const char *path = fs && fs->ex ? fs->ex->conf->path : "?";
 	unsigned id = fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0;
 	unsigned si = status ? nfs3_status_index(status) : WB_LOG_RPC;
-	struct ratelog *rl = &fail_log[id][len == 0][si];
+	struct ratelog *rl = &d->wb->fail_log[id][len == 0][si];
 	double now = daemon_now();
 
 	if (len && !status)
@@ -128,23 +139,17 @@ static void wb_log_failure(struct cfile *f, uint32_t len, uint32_t status)
 			    (unsigned long long)cfile_wb_bytes(f, WB_UNSTABLE));
 }
 
-static struct wb_room *rooms;		/* oldest first */
-static unsigned nrooms;
-static bool waking;			/* room_wake or a first flush runs */
-static struct event *tick;
-static uint8_t verf[NFS3_WRITEVERFSIZE];
 
 static void wb_pump(struct daemon *d, struct cfile *f);
 
 const uint8_t *writeback_verf(const struct daemon *d)
 {
-	(void)d;
-	return verf;
+	return d->wb->verf;
 }
 
-void writeback_set_verf(const uint8_t v[NFS3_WRITEVERFSIZE])
+void writeback_set_verf(struct daemon *d, const uint8_t v[NFS3_WRITEVERFSIZE])
 {
-	memcpy(verf, v, sizeof(verf));
+	memcpy(d->wb->verf, v, sizeof(d->wb->verf));
 }
 
 /* The verifier bytes as the cache's 64-bit number. */
@@ -213,7 +218,7 @@ static void waits_check(struct daemon *d, struct cfile *f, bool force,
 			st = NFS3_OK;
 		}
 		if (!done && now >= w->deadline) {
-			stats.waits_timed_out++;
+			d->wb->stats.waits_timed_out++;
 			st = NFS3ERR_JUKEBOX;
 			done = true;
 		}
@@ -232,9 +237,9 @@ static void waits_check(struct daemon *d, struct cfile *f, bool force,
 /* End room wait w (already off the list) with room, counting it. */
 static void room_end(struct daemon *d, struct wb_room *w, bool room)
 {
-	stats.room_waits++;
-	stats.room_timeouts += !room;
-	stats.room_wait_seconds += daemon_now() - w->since;
+	d->wb->stats.room_waits++;
+	d->wb->stats.room_timeouts += !room;
+	d->wb->stats.room_wait_seconds += daemon_now() - w->since;
 	w->fn(d, room, w->arg);
 	free(w);
 }
@@ -244,19 +249,19 @@ static void room_end(struct daemon *d, struct wb_room *w, bool room)
  * re-entered from a waiter's callback. */
 static void room_wake(struct daemon *d)
 {
-	unsigned n = nrooms;
+	unsigned n = d->wb->nrooms;
 
-	if (waking)
+	if (d->wb->waking)
 		return;
-	waking = true;
-	while (n-- && rooms && cache_has_room(d->cache)) {
-		struct wb_room *w = rooms;
+	d->wb->waking = true;
+	while (n-- && d->wb->rooms && cache_has_room(d->cache)) {
+		struct wb_room *w = d->wb->rooms;
 
-		DL_DELETE(rooms, w);
-		nrooms--;
+		DL_DELETE(d->wb->rooms, w);
+		d->wb->nrooms--;
 		room_end(d, w, true);
 	}
-	waking = false;
+	d->wb->waking = false;
 }
 
 /* End the room waits past their deadline. */
@@ -264,11 +269,11 @@ static void room_expire(struct daemon *d, double now)
 {
 	struct wb_room *w, *tmp, *gone = NULL;
 
-	DL_FOREACH_SAFE(rooms, w, tmp) {
+	DL_FOREACH_SAFE(d->wb->rooms, w, tmp) {
 		if (now < w->deadline)
 			continue;
-		DL_DELETE(rooms, w);
-		nrooms--;
+		DL_DELETE(d->wb->rooms, w);
+		d->wb->nrooms--;
 		DL_APPEND(gone, w);
 	}
 	DL_FOREACH_SAFE(gone, w, tmp) {
@@ -288,7 +293,7 @@ static void wb_settle(struct daemon *d, struct cfile *f)
 	if (d->wb_hooks && d->wb_hooks->settle)
 		d->wb_hooks->settle(d, f);
 	fstate_release(d, f);
-	if (rooms)
+	if (d->wb->rooms)
 		room_wake(d);
 }
 
@@ -331,7 +336,7 @@ static bool wb_failed_local(struct daemon *d, struct cfile *f,
 	if (!err || !d->wb_hooks || !d->wb_hooks->failed ||
 	    !d->wb_hooks->failed(d, f, err, &keep))
 		return false;
-	ex_stats(f)->errors++;
+	ex_stats(d, f)->errors++;
 	cache_wb_done(d->cache, f, call->seq,
 		      keep ? CACHE_WB_RETRY : CACHE_WB_FAILED, 0, err);
 	return true;
@@ -358,19 +363,19 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 	} else if (status == UPSTREAM_EPROTO) {
 		/* The upstream will not take the writer's credential: a
 		 * retry would meet the same refusal. Kept, and reported. */
-		ex_stats(f)->errors++;
-		wb_log_failure(f, call->len, 0);
+		ex_stats(d, f)->errors++;
+		wb_log_failure(d, f, call->len, 0);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      NFS3ERR_ACCES);
 	} else if (!res || res->status == NFS3ERR_JUKEBOX) {
 		/* "Try again later" (RFC 1813 s2.6): not at once. */
 		if (res)
 			fs->write_retry_at = daemon_now() + WB_RETRY_PAUSE;
-		ex_stats(f)->retries++;
+		ex_stats(d, f)->retries++;
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_RETRY, 0, 0);
 	} else if (res->status != NFS3_OK) {
-		ex_stats(f)->errors++;
-		wb_log_failure(f, call->len, (uint32_t)res->status);
+		ex_stats(d, f)->errors++;
+		wb_log_failure(d, f, call->len, (uint32_t)res->status);
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_FAILED, 0,
 			      (int)res->status);
 	} else if (res->WRITE3res_u.resok.count < call->len) {
@@ -411,7 +416,7 @@ static void wb_commit_done(enum upstream_status status, void *decoded,
 		/* A refusal is worth a line; JUKEBOX or no answer is
 		 * an outage of the upstream, not of this file. */
 		if (res && res->status != NFS3ERR_JUKEBOX)
-			wb_log_failure(f, 0, (uint32_t)res->status);
+			wb_log_failure(d, f, 0, (uint32_t)res->status);
 		fs->commit_retry_at = daemon_now() + WB_RETRY_PAUSE;
 		cache_commit_done(d->cache, f, call->seq, false, 0);
 	}
@@ -479,8 +484,8 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 	fs->wb_inflight_bytes += run->len;
 	fs->commit_cred = uc;
 	fs->has_commit_cred = true;
-	ex_stats(f)->writes++;
-	ex_stats(f)->write_bytes += run->len;
+	ex_stats(d, f)->writes++;
+	ex_stats(d, f)->write_bytes += run->len;
 	return true;
 }
 
@@ -524,7 +529,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 		return;
 	}
 	fs->commit_tag = tag;
-	ex_stats(f)->commits++;
+	ex_stats(d, f)->commits++;
 }
 
 /* UNSTABLE bytes of one file past which it is COMMITted even while more
@@ -586,7 +591,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 	/* In the background, the growing tail of a file being appended to
 	 * waits for more, so upstream WRITEs stay wsize-sized; a waiting
 	 * client, the stop, or a quiet file take everything. */
-	keep_tail = !fs->waits && !d->stopping && !rooms &&
+	keep_tail = !fs->waits && !d->stopping && !d->wb->rooms &&
 		    daemon_now() - fs->last_absorb < d->conf->writeback_delay;
 	while (daemon_now() >= fs->write_retry_at &&
 	       fs->wb_inflight < WB_INFLIGHT &&
@@ -613,7 +618,7 @@ static void wb_pump(struct daemon *d, struct cfile *f)
 		wb_send_commit(d, f, fs);
 	/* Writers wait for room: only COMMITs unpin pages, so one is
 	 * always in flight while there is something to commit. */
-	if (rooms && !fs->commit_tag && cfile_wb_bytes(f, WB_UNSTABLE))
+	if (d->wb->rooms && !fs->commit_tag && cfile_wb_bytes(f, WB_UNSTABLE))
 		wb_send_commit(d, f, fs);
 	if (!cfile_has_wb(f))
 		fs->want_commit = false;
@@ -635,7 +640,7 @@ int writeback_room_wait(struct daemon *d, double deadline, wb_room_fn fn,
 			void *arg)
 {
 	struct wb_room *w = calloc(1, sizeof(*w));
-	bool first = !rooms;
+	bool first = !d->wb->rooms;
 
 	if (!w)
 		return -1;
@@ -643,12 +648,12 @@ int writeback_room_wait(struct daemon *d, double deadline, wb_room_fn fn,
 	w->deadline = deadline;
 	w->fn = fn;
 	w->arg = arg;
-	DL_APPEND(rooms, w);
-	nrooms++;
-	if (first && !waking) {
-		waking = true;	/* fn must not run before we return */
+	DL_APPEND(d->wb->rooms, w);
+	d->wb->nrooms++;
+	if (first && !d->wb->waking) {
+		d->wb->waking = true;	/* fn must not run before we return */
 		writeback_flush_all(d);
-		waking = false;
+		d->wb->waking = false;
 	}
 	return 0;
 }
@@ -735,29 +740,32 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		next = cache_wb_file_next(d->cache, f);
 		if (!fs)
 			continue;
-		if (wb_due(d, f, now, over) || d->stopping || rooms)
+		if (wb_due(d, f, now, over) || d->stopping || d->wb->rooms)
 			fs->want_commit = true;
 		else if (!fs->waits)
 			continue;
 		wb_settle(d, f);
 	}
-	if (rooms)
+	if (d->wb->rooms)
 		room_expire(d, now);
 	if (d->wb_hooks && d->wb_hooks->tick)
 		d->wb_hooks->tick(d);
-	mclock_timer_add(tick, &tv);
+	mclock_timer_add(d->wb->tick, &tv);
 }
 
 int writeback_start(struct daemon *d)
 {
 	struct timeval tv = { 0, WB_TICK_US };
 
-	if (RAND_bytes(verf, sizeof(verf)) != 1)
+	d->wb = calloc(1, sizeof(*d->wb));
+	if (!d->wb)
 		return -1;
-	tick = evtimer_new(d->base, tick_cb, d);
-	if (!tick)
+	if (RAND_bytes(d->wb->verf, sizeof(d->wb->verf)) != 1)
 		return -1;
-	mclock_timer_add(tick, &tv);
+	d->wb->tick = evtimer_new(d->base, tick_cb, d);
+	if (!d->wb->tick)
+		return -1;
+	mclock_timer_add(d->wb->tick, &tv);
 	return 0;
 }
 
@@ -765,15 +773,16 @@ void writeback_stop(struct daemon *d)
 {
 	struct wb_room *w, *tmp;
 
-	(void)d;
-	DL_FOREACH_SAFE(rooms, w, tmp) {
-		DL_DELETE(rooms, w);
+	if (!d->wb)
+		return;
+	DL_FOREACH_SAFE(d->wb->rooms, w, tmp) {
+		DL_DELETE(d->wb->rooms, w);
 		free(w);
 	}
-	nrooms = 0;
-	if (tick)
-		event_free(tick);
-	tick = NULL;
+	if (d->wb->tick)
+		event_free(d->wb->tick);
+	free(d->wb);
+	d->wb = NULL;
 }
 
 void writeback_flush_all(struct daemon *d)
@@ -806,20 +815,26 @@ struct wb_wait *writeback_wait_unlink(struct wb_wait *w)
 	return next;
 }
 
-void writeback_stats_get(struct writeback_stats *st)
+void writeback_stats_get(const struct daemon *d, struct writeback_stats *st)
 {
-	*st = stats;
+	memset(st, 0, sizeof(*st));
+	if (!d->wb)
+		return;
+	*st = d->wb->stats;
 	for (unsigned id = 0; id < NFS3_EXPORT_IDS; id++) {
-#define X(t, f, k, n, h) st->f += wb_export[id].f;
+#define X(t, f, k, n, h) st->f += d->wb->by_export[id].f;
 		WRITEBACK_EXPORT_METRICS(X, )
 #undef X
 	}
 }
 
-void writeback_stats_export(unsigned id, struct writeback_stats *st)
+void writeback_stats_export(const struct daemon *d, unsigned id,
+			    struct writeback_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-#define X(t, f, k, n, h) st->f = wb_export[id % NFS3_EXPORT_IDS].f;
+	if (!d->wb)
+		return;
+#define X(t, f, k, n, h) st->f = d->wb->by_export[id % NFS3_EXPORT_IDS].f;
 	WRITEBACK_EXPORT_METRICS(X, )
 #undef X
 }

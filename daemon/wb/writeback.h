@@ -92,17 +92,29 @@ struct writeback_stats {
  * at every start) and the background timer. Returns 0, or -1 if RAND_bytes
  * failed (the caller must not serve: a reused verifier could lose data).
  */
+/*
+ * Make write-back's state (d->wb, owned by d: counters, room waiters,
+ * the verifier, the background tick on d->base) with a fresh random
+ * write verifier and start the tick. Loop thread, once, after the cache
+ * exists (daemon_start). Returns 0, or -1 when memory, the timer or
+ * RAND_bytes failed (d->wb may then be set: writeback_stop frees it).
+ */
 int writeback_start(struct daemon *d);
 
-/* Stop the background timer (before the event base goes). */
+/* Stop the background timer, drop room waiters uncalled and free d->wb
+ * (NULL after; a no-op when NULL). Loop thread, before the event base
+ * goes; no write-back call may complete after (upstreams stopped). */
 void writeback_stop(struct daemon *d);
 
-/* The proxy's write verifier (8 bytes, borrowed). */
+/* The write verifier clients see (RFC 1813 s3.3.7 writeverf3: 8 bytes,
+ * borrowed from d->wb until writeback_stop). Any thread holding d's
+ * loop; d->wb must exist (after writeback_start). */
 const uint8_t *writeback_verf(const struct daemon *d);
 
-/* Replace the proxy's write verifier with v (lcommit_start, before
- * serving: the previous run's, after a clean stop). */
-void writeback_set_verf(const uint8_t v[NFS3_WRITEVERFSIZE]);
+/* Replace d's write verifier with v (8 bytes, copied): lcommit_start,
+ * before serving, installs the previous run's after a clean stop. Loop
+ * thread; after writeback_start. */
+void writeback_set_verf(struct daemon *d, const uint8_t v[NFS3_WRITEVERFSIZE]);
 
 /*
  * Make f (of export ex) write back what it can now. want_commit also
@@ -144,12 +156,16 @@ bool writeback_clean(const struct daemon *d);
 /* Free one waiter without calling it; returns the next one (shutdown). */
 struct wb_wait *writeback_wait_unlink(struct wb_wait *w);
 
-/* Copy the counters into *st. */
-void writeback_stats_get(struct writeback_stats *st);
+/* Copy d's counters (every export's summed, and the room counters) into
+ * *st (caller's); all zero before writeback_start or after
+ * writeback_stop. Loop thread. */
+void writeback_stats_get(const struct daemon *d, struct writeback_stats *st);
 
-/* Copy the WRITEBACK_EXPORT_METRICS counters of export id (1..63) into
- * *st (the other fields zero). */
-void writeback_stats_export(unsigned id, struct writeback_stats *st);
+/* Copy the WRITEBACK_EXPORT_METRICS counters of d's export id (1..63,
+ * taken modulo NFS3_EXPORT_IDS) into *st (caller's; the other fields
+ * zero, all zero without d->wb). Loop thread. */
+void writeback_stats_export(const struct daemon *d, unsigned id,
+			    struct writeback_stats *st);
 
 /*
  * Seconds (now - then, monotonic, as daemon_now()) since the oldest bytes

@@ -209,7 +209,7 @@ static void test_jukebox_write_retried_after_a_pause(void)
 		(unsigned long long)h.fu.calls[NFSPROC3_WRITE]);
 	CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] >= 5);
 	CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] <= 11);
-	writeback_stats_get(&st);
+	writeback_stats_get(&h.d, &st);
 	CU_ASSERT_EQUAL(st.retries, h.fu.calls[NFSPROC3_WRITE]);
 	CU_ASSERT_FALSE(writeback_clean(&h.d));
 	fail_write = NFS3_OK;
