@@ -16,6 +16,7 @@
 #include "nfs3_meta.h"
 #include "server.h"
 #include "upstream.h"
+#include "writeback.h"
 
 int invariant_init(struct daemon *d)
 {
@@ -72,6 +73,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "metadata cache";
 		why = nfs3_meta_check_why(d);
+	}
+	if (!why) {
+		what = "write-back";
+		why = writeback_check_why(d);
 	}
 	if (!why) {
 		what = "local commit";

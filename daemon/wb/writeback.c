@@ -17,9 +17,14 @@
  * file (cfile_mutation_begin/end), so its wcc data never looks like
  * another writer.
  *
- * Invariants: fstate.wb_inflight is the number of this file's wb_calls
- * for WRITEs in flight and wb_inflight_bytes their data; commit_tag is
- * non-zero exactly while a COMMIT wb_call is in flight; each wb_call holds
+ * State: struct writeback (d->wb), made by writeback_start.
+ *
+ * Invariants (writeback_check_why, run by the invariant sweep): every
+ * wb_call is on d->wb->calls from call_new to call_free and carries
+ * WB_CALL_MAGIC meanwhile; fstate.wb_inflight is the number of this
+ * file's wb_calls for WRITEs in flight and wb_inflight_bytes their data;
+ * commit_tag is the tag of the file's one COMMIT wb_call in flight, 0
+ * when there is none; each wb_call holds
  * a file reference, so the fstate it counts in stays (fstate_idle is
  * false meanwhile); nrooms is the length of `rooms`; every waiter (wb_wait
  * and wb_room) is called exactly once, then freed, except at shutdown
@@ -33,6 +38,7 @@
 #include <utlist.h>
 
 #include "attr.h"
+#include "checkobj.h"
 #include "daemon.h"
 #include "fstate.h"
 #include "log.h"
@@ -73,13 +79,19 @@ struct wb_room {
 	struct wb_room *prev, *next;
 };
 
-/* One upstream WRITE or COMMIT in flight. */
+#define WB_CALL_MAGIC 0x57424341u	/* "WBCA" */
+
+/* One upstream WRITE or COMMIT in flight, on the daemon's call list from
+ * call_new to call_free. */
 struct wb_call {
+	uint32_t magic;			/* WB_CALL_MAGIC while live */
+	bool commit;			/* a COMMIT (seq is its tag) */
 	struct daemon *d;
 	struct cfile *f;		/* reference */
 	uint32_t seq;			/* run seq, or COMMIT tag */
 	uint64_t off;			/* a WRITE's bytes: [off, off + len) */
 	uint32_t len;
+	struct wb_call *prev, *next;	/* the daemon's calls (wb->calls) */
 };
 
 /*
@@ -96,6 +108,7 @@ struct writeback {
 	unsigned nrooms;		/* the length of rooms */
 	bool waking;			/* room_wake or a first flush runs */
 	struct event *tick;		/* the background tick, owned */
+	struct wb_call *calls;		/* every WRITE and COMMIT in flight */
 	uint8_t verf[NFS3_WRITEVERFSIZE]; /* the verifier clients see */
 };
 
@@ -106,6 +119,18 @@ static struct writeback_stats *ex_stats(struct daemon *d, struct cfile *f)
 
 	return &d->wb->by_export[fs && fs->ex ? fs->ex->conf->id % NFS3_EXPORT_IDS : 0];
 }
+
+/* The live call a completion's arg names (aborts on anything else:
+ * checkobj.h). */
+static struct wb_call *call_of(void *arg)
+{
+	struct wb_call *call = arg;
+
+	CHECK_OBJ(call, WB_CALL_MAGIC);
+	return call;
+}
+
+static void call_free(struct daemon *d, struct wb_call *call);
 
 /* Log write-back's failure of f (a WRITE of len bytes, or a COMMIT when
  * len is 0) with nfsstat3 status (0: refused at the RPC level), paced by
@@ -346,7 +371,7 @@ static bool wb_failed_local(struct daemon *d, struct cfile *f,
 static void wb_write_done(enum upstream_status status, void *decoded,
 			  void *arg)
 {
-	struct wb_call *call = arg;
+	struct wb_call *call = call_of(arg);
 	struct daemon *d = call->d;
 	struct cfile *f = call->f;
 	struct fstate *fs = fstate_find(f);
@@ -388,15 +413,14 @@ static void wb_write_done(enum upstream_status status, void *decoded,
 		cache_wb_done(d->cache, f, call->seq, CACHE_WB_STABLE, 0, 0);
 	}
 	wb_settle(d, f);
-	cfile_put(d->cache, &call->f);
-	free(call);
+	call_free(d, call);
 }
 
 /* An upstream COMMIT came back. */
 static void wb_commit_done(enum upstream_status status, void *decoded,
 			   void *arg)
 {
-	struct wb_call *call = arg;
+	struct wb_call *call = call_of(arg);
 	struct daemon *d = call->d;
 	struct cfile *f = call->f;
 	struct fstate *fs = fstate_find(f);
@@ -421,8 +445,7 @@ static void wb_commit_done(enum upstream_status status, void *decoded,
 		cache_commit_done(d->cache, f, call->seq, false, 0);
 	}
 	wb_settle(d, f);
-	cfile_put(d->cache, &call->f);
-	free(call);
+	call_free(d, call);
 }
 
 /* A new call record holding a reference to f. */
@@ -434,9 +457,20 @@ static struct wb_call *call_new(struct daemon *d, struct cfile *f)
 
 	if (!call)
 		return NULL;
+	call->magic = WB_CALL_MAGIC;
 	call->d = d;
 	call->f = cache_find(d->cache, fh, n);
+	DL_APPEND(d->wb->calls, call);
 	return call;
+}
+
+/* Drop call's file reference, take it off the call list and free it. */
+static void call_free(struct daemon *d, struct wb_call *call)
+{
+	cfile_put(d->cache, &call->f);
+	DL_DELETE(d->wb->calls, call);
+	call->magic = 0;
+	free(call);
 }
 
 /* Send one run as an upstream WRITE. false if it could not be sent. */
@@ -476,8 +510,7 @@ static bool wb_send_run(struct daemon *d, struct cfile *f, struct fstate *fs,
 		cfile_mutation_end(d->cache, f, NULL, NULL, daemon_now(),
 				   daemon_ac(fs->ex, NF3REG));
 		cache_wb_done(d->cache, f, run->seq, CACHE_WB_RETRY, 0, 0);
-		cfile_put(d->cache, &call->f);
-		free(call);
+		call_free(d, call);
 		return false;
 	}
 	fs->wb_inflight++;
@@ -506,8 +539,7 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 		return;
 	tag = cache_commit_begin(d->cache, f);
 	if (!tag) {
-		cfile_put(d->cache, &call->f);
-		free(call);
+		call_free(d, call);
 		return;
 	}
 	memset(&a, 0, sizeof(a));
@@ -518,14 +550,14 @@ static void wb_send_commit(struct daemon *d, struct cfile *f,
 	uc = fs->commit_cred;
 	uc.machine = "nfscached";
 	call->seq = tag;
+	call->commit = true;
 	if (upcall_send(&fs->ex->upc, NFSPROC3_COMMIT,
 			(xdrproc_t)xdr_COMMIT3args, &a,
 			(struct upcall_res){ (xdrproc_t)xdr_COMMIT3res,
 					     sizeof(COMMIT3res) },
 			&uc, wb_commit_done, call) != 0) {
 		cache_commit_done(d->cache, f, tag, false, 0);
-		cfile_put(d->cache, &call->f);
-		free(call);
+		call_free(d, call);
 		return;
 	}
 	fs->commit_tag = tag;
@@ -853,4 +885,87 @@ double writeback_oldest_dirty_age(struct daemon *d, double now)
 			oldest = since;
 	}
 	return now - oldest;
+}
+
+/* Of the calls on d's list for file f: WRITEs, their bytes, COMMITs and
+ * the last COMMIT's tag. */
+struct wb_calls_of {
+	uint32_t writes, commits, tag;
+	uint64_t bytes;
+};
+
+static struct wb_calls_of calls_of(const struct writeback *wb,
+				   const struct cfile *f)
+{
+	struct wb_calls_of n = { 0, 0, 0, 0 };
+	const struct wb_call *c;
+
+	DL_FOREACH(wb->calls, c) {
+		if (c->f != f)
+			continue;
+		if (c->commit) {
+			n.commits++;
+			n.tag = c->seq;
+		} else {
+			n.writes++;
+			n.bytes += c->len;
+		}
+	}
+	return n;
+}
+
+/* What the file's state says against the calls in flight for it; NULL
+ * when they agree. */
+static const char *file_check_why(const struct fstate *fs,
+				  struct wb_calls_of n)
+{
+	if (n.writes != fs->wb_inflight)
+		return "write-back: a file's wb_inflight is not the number of "
+		       "its upstream WRITEs in flight";
+	if (n.bytes != fs->wb_inflight_bytes)
+		return "write-back: a file's wb_inflight_bytes is not the sum "
+		       "of its upstream WRITEs in flight";
+	if (n.commits > 1)
+		return "write-back: a file has two upstream COMMITs in flight";
+	if (n.commits ? fs->commit_tag != n.tag : fs->commit_tag != 0)
+		return "write-back: a file's commit_tag is not the tag of its "
+		       "upstream COMMIT in flight (0 without one)";
+	return NULL;
+}
+
+const char *writeback_check_why(struct daemon *d)
+{
+	const struct writeback *wb = d->wb;
+	const struct wb_room *r;
+	const struct wb_call *c;
+	const char *why;
+	unsigned n = 0;
+
+	if (!wb)
+		return NULL;
+	DL_FOREACH(wb->rooms, r)
+		n++;
+	if (n != wb->nrooms)
+		return "write-back: nrooms is not the length of the room list";
+	DL_FOREACH(wb->calls, c) {
+		const struct fstate *fs;
+
+		if (c->magic != WB_CALL_MAGIC)
+			return "write-back: a call on the list is not live "
+			       "(magic)";
+		if (!(fs = fstate_find(c->f)))
+			return "write-back: a file with an upstream WRITE or "
+			       "COMMIT in flight has no state";
+		if ((why = file_check_why(fs, calls_of(wb, c->f))))
+			return why;
+	}
+	/* The other way: a file counting calls that are not in flight. */
+	for (struct cfile *f = cache_wb_file_first(d->cache); f;
+	     f = cache_wb_file_next(d->cache, f)) {
+		const struct fstate *fs = fstate_find(f);
+
+		if (fs && (why = file_check_why(fs, calls_of(wb, f))))
+			return why;
+	}
+	return NULL;
 }

@@ -156,6 +156,18 @@ bool writeback_clean(const struct daemon *d);
 /* Free one waiter without calling it; returns the next one (shutdown). */
 struct wb_wait *writeback_wait_unlink(struct wb_wait *w);
 
+/*
+ * Check write-back's invariants (the top of writeback.c) on d: every
+ * call on its list is live (WB_CALL_MAGIC) and its file has a state;
+ * each such file's wb_inflight and wb_inflight_bytes are its WRITEs in
+ * flight and their bytes, its commit_tag the tag of its one COMMIT in
+ * flight (0 with none), and so for every file with write-back bytes;
+ * nrooms is the room list's length. Returns NULL, or a static sentence
+ * naming the broken one. Loop thread, between turns (invariant.c);
+ * O(calls^2 + files), for the sampled sweep only.
+ */
+const char *writeback_check_why(struct daemon *d);
+
 /* Copy d's counters (every export's summed, and the room counters) into
  * *st (caller's); all zero before writeback_start or after
  * writeback_stop. Loop thread. */
