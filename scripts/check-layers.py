@@ -5,7 +5,8 @@
 usage: check-layers.py SRCDIR BUILDDIR
 
 Fails (exit 1, one line per finding) when, among the modules of daemon/
-(a module is NAME.c with NAME.h):
+(a module is NAME.c with NAME.h, and NAME_impl.h if it has one: a
+module's private object definitions, which its unit test may include):
   - the include graph has a cycle (a.h or a.c includes b.h, ... back to a);
   - the call graph has a cycle: a module's object file uses a symbol that
     another module's object defines (nm over BUILDDIR/daemon's objects);
@@ -36,6 +37,8 @@ def modules(src):
         for n in names:
             if n.endswith((".c", ".h")):
                 m = n[:-2]
+                if m.endswith("_impl"):
+                    m = m[:-5]
                 folder[m] = rel
                 files.setdefault(m, []).append(os.path.join(dirpath, n))
     return folder, files
@@ -50,6 +53,8 @@ def includes(folder, files):
                     r = re.match(r'\s*#\s*include\s+"([^"]+)\.h"', line)
                     if r:
                         t = os.path.basename(r.group(1))
+                        if t.endswith("_impl"):
+                            t = t[:-5]
                         if t in folder and t != m:
                             graph[m].add(t)
     return graph
