@@ -63,16 +63,9 @@
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
+#include "nfs3_read_impl.h"
 #include "server.h"
 #include "stale.h"
-
-/* READ's state in the daemon: its counters and the READs in flight. */
-struct nfs3_read {
-	/* READ's counters, by export id (1..NFS3_EXPORT_IDS - 1). */
-	struct nfs3_read_stats stats[NFS3_EXPORT_IDS];
-	/* READs in flight by step. */
-	uint64_t inflight[NFS3_READ_NSTEPS];
-};
 
 #define READ_MAX_FETCH 64	/* fetch ranges planned per READ */
 #define READ_RANDOM_ALIGN 4096	/* a random miss fetches its bytes widened
@@ -82,43 +75,6 @@ struct nfs3_read {
 #define READ_MERGE_GAP (64 * 1024)	/* cached bytes between two missing
 					 * pieces fetched again, to send
 					 * them in one READ (fetch_pieces) */
-#define FETCH_MAGIC 0x46455443u
-
-struct read_op;
-
-struct fetch {
-	uint32_t magic;
-	struct daemon *d;
-	struct export_rt *ex;
-	struct cfile *f;		/* reference */
-	struct cfetch *cf;		/* the cache's record, until the reply */
-	uint64_t start;			/* first byte asked for */
-	struct read_op **waiters;
-	size_t nwaiters, cap;
-};
-
-struct read_op {
-	struct daemon *d;
-	struct req *r;
-	struct export_rt *ex;
-	struct cfile *f;		/* reference */
-	struct nfs_cred uc;
-	uint64_t off, end;		/* the window, end clamped at size */
-	uint8_t *buf;			/* end - off bytes */
-	struct rangeset need;		/* absolute bytes still missing */
-	unsigned waiting;		/* fetches this READ waits on */
-	enum cache_outcome outcome;
-	nfsstat3 err;
-	uint64_t cache_bytes;		/* bytes of the reply from pages */
-	uint64_t gen;			/* file generation when checked */
-	enum nfs3_read_step step;	/* NFS3_READ_NSTEPS before the first */
-	unsigned passed;		/* bit s: step s was entered */
-	bool bypassed_local;		/* planned again after a BYPASS found
-					 * local writes */
-	bool stale;			/* on expired attributes: the upstream
-					 * is unreachable (stale_on_error) */
-};
-
 static void read_continue(struct read_op *op);
 static void read_bypass(struct read_op *op);
 
