@@ -14,6 +14,7 @@
 #include "lcommit.h"
 #include "log.h"
 #include "nfs3_meta.h"
+#include "nfs3_read.h"
 #include "server.h"
 #include "upstream.h"
 #include "writeback.h"
@@ -73,6 +74,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "metadata cache";
 		why = nfs3_meta_check_why(d);
+	}
+	if (!why) {
+		what = "READs in flight";
+		why = nfs3_read_check_why(d);
 	}
 	if (!why) {
 		what = "write-back";

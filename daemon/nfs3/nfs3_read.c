@@ -45,7 +45,10 @@
  * its `waiting` per fetch it waits on, and replies when that reaches 0;
  * a read_op's `need` lies inside [off, end); inflight[s] of the
  * daemon's struct nfs3_read is the number of live read_ops whose step
- * is s.
+ * is s. nfs3_read_check_why (the invariant sweep) checks, over the
+ * daemon's lists of live fetches and READs, that each READ's `waiting`
+ * is the number of fetches listing it, that only a READ in its FETCH
+ * step waits, and that every waiter a fetch lists is a live READ.
  *
  * The counters and the steps in flight are the daemon's (d->nfs3_read,
  * made by nfs3_read_start, freed by nfs3_read_stop), touched from the
@@ -145,6 +148,7 @@ static void op_free(struct read_op *op)
 		op->d->nfs3_read->inflight[op->step]--;
 	if (op->f)
 		cfile_put(op->d->cache, &op->f);
+	DL_DELETE(op->d->nfs3_read->ops, op);
 	rangeset_clear(&op->need);
 	free(op->buf);
 	free(op);
@@ -453,6 +457,7 @@ static void fetch_free(struct fetch *fe)
 {
 	cache_fetch_end(fe->d->cache, &fe->cf);
 	cfile_put(fe->d->cache, &fe->f);
+	DL_DELETE(fe->d->nfs3_read->fetches, fe);
 	free(fe->waiters);
 	fe->magic = 0;
 	free(fe);
@@ -527,6 +532,7 @@ static int fetch_start(struct read_op *op, uint64_t s, uint64_t e, bool ra)
 		return -1;
 	fe->magic = FETCH_MAGIC;
 	fe->d = d;
+	DL_APPEND(d->nfs3_read->fetches, fe);
 	fe->ex = op->ex;
 	fe->start = s;
 	fe->f = cache_find(d->cache, (const uint8_t *)op_args(op)->file.data.data_val,
@@ -1002,6 +1008,7 @@ enum op_status nfs3_op_read(struct req *r)
 		return nfs3_reply_status(r, st);
 	}
 	r->op = op;
+	DL_APPEND(r->d->nfs3_read->ops, op);
 	/* Offsets no upstream file reaches are the upstream's to answer. */
 	if (a->offset >= CACHE_MAX_OFFSET ||
 	    a->count > CACHE_MAX_OFFSET - a->offset) {
@@ -1081,4 +1088,54 @@ void nfs3_read_stats_get(const struct daemon *d, struct nfs3_read_stats *st)
 #undef X
 #undef A
 	}
+}
+
+/* Times op is listed among the waiters of d's fetches. */
+static unsigned op_listed(const struct nfs3_read *rd, const struct read_op *op)
+{
+	const struct fetch *fe;
+	unsigned n = 0;
+
+	DL_FOREACH(rd->fetches, fe)
+		for (size_t i = 0; i < fe->nwaiters; i++)
+			n += fe->waiters[i] == op;
+	return n;
+}
+
+/* True if op is a READ in flight (on rd's list). */
+static bool op_live(const struct nfs3_read *rd, const struct read_op *op)
+{
+	const struct read_op *o;
+
+	DL_FOREACH(rd->ops, o)
+		if (o == op)
+			return true;
+	return false;
+}
+
+const char *nfs3_read_check_why(const struct daemon *d)
+{
+	const struct nfs3_read *rd = d->nfs3_read;
+	const struct read_op *op;
+	const struct fetch *fe;
+
+	if (!rd)
+		return NULL;
+	DL_FOREACH(rd->fetches, fe) {
+		if (fe->magic != FETCH_MAGIC)
+			return "READ: a fetch on the list is not live (magic)";
+		for (size_t i = 0; i < fe->nwaiters; i++)
+			if (!op_live(rd, fe->waiters[i]))
+				return "READ: a fetch lists a waiter that is "
+				       "not a READ in flight";
+	}
+	DL_FOREACH(rd->ops, op) {
+		if (op_listed(rd, op) != op->waiting)
+			return "READ: a READ's waiting count is not the "
+			       "number of fetches that list it";
+		if (op->waiting && op->step != NFS3_READ_FETCH)
+			return "READ: a READ waits on fetches outside its "
+			       "FETCH step";
+	}
+	return NULL;
 }

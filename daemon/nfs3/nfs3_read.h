@@ -110,6 +110,16 @@ const char *nfs3_read_step_name(enum nfs3_read_step s);
 void nfs3_read_steps_inflight(const struct daemon *d,
 			      uint64_t n[NFS3_READ_NSTEPS]);
 
+/*
+ * Check READ's invariants on d (the top of nfs3_read.c): each READ in
+ * flight waits on exactly the fetches that list it, only in its FETCH
+ * step, and every fetch is live and lists only READs in flight. Returns
+ * NULL, or a static sentence naming the broken one. Loop thread, between
+ * turns (invariant.c); O(fetches x waiters x READs), for the sampled
+ * sweep only.
+ */
+const char *nfs3_read_check_why(const struct daemon *d);
+
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);
 

@@ -24,6 +24,10 @@ struct nfs3_read {
 	struct nfs3_read_stats stats[NFS3_EXPORT_IDS];
 	/* READs in flight by step. */
 	uint64_t inflight[NFS3_READ_NSTEPS];
+	struct fetch *fetches;		/* every fetch, fetch_start to
+					 * fetch_free */
+	struct read_op *ops;		/* every READ from nfs3_op_read to
+					 * op_free */
 };
 
 #define FETCH_MAGIC 0x46455443u
@@ -39,6 +43,7 @@ struct fetch {
 	uint64_t start;			/* first byte asked for */
 	struct read_op **waiters;
 	size_t nwaiters, cap;
+	struct fetch *prev, *next;	/* nfs3_read.fetches */
 };
 
 struct read_op {
@@ -61,6 +66,7 @@ struct read_op {
 					 * local writes */
 	bool stale;			/* on expired attributes: the upstream
 					 * is unreachable (stale_on_error) */
+	struct read_op *prev, *next;	/* nfs3_read.ops */
 };
 
 #endif

@@ -16,6 +16,8 @@
 #include "daemon.h"
 #include "fstate.h"
 #include "nfs3_harness.h"
+#include "nfs3_read.h"
+#include "nfs3_read_impl.h"
 #include "writeback.h"
 
 /* Nothing written back or read ahead unless a client asks; a client's
@@ -107,11 +109,80 @@ static void test_writeback_sweep(void)
 	h_fini(&h);
 }
 
+/* READ one toy file's [off, off + count) and check the reply: NFS3_OK,
+ * count bytes (the toy's files read as zeros where never written). */
+static void read_ok(struct nfs3_h *h, uint32_t xid, uint32_t count)
+{
+	READ3res res;
+
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(h, xid, (xdrproc_t)xdr_READ3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL(res.READ3res_u.resok.count, count);
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+}
+
+static void test_read_waiters_sweep(void)
+{
+	struct nfs3_h h;
+	struct nfs3_read *rd;
+	struct read_op *op, *kept;
+	struct fetch *fe;
+	uint64_t id;
+	uint32_t xid[2];
+	unsigned nops = 0;
+
+	h_init(&h, tune);
+	rd = h.d.nfs3_read;
+	id = toy_add_file(&h.toy, "r", 40000);
+	h.fu.hold[NFSPROC3_READ] = true;
+	xid[0] = h_send_read(&h, id, 4096, 8192);
+	xid[1] = h_send_read(&h, id, 8192, 8192);	/* joins the fetch */
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL_FATAL(fake_up_held(&h.fu, NFSPROC3_READ), 1);
+	fe = rd->fetches;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fe);
+	CU_ASSERT_PTR_NULL(fe->next);
+	CU_ASSERT_EQUAL_FATAL(fe->nwaiters, 2);
+	for (op = rd->ops; op; op = op->next) {
+		CU_ASSERT_EQUAL(op->waiting, 1);
+		CU_ASSERT_EQUAL(op->step, NFS3_READ_FETCH);
+		nops++;
+	}
+	CU_ASSERT_EQUAL_FATAL(nops, 2);
+	CU_ASSERT_PTR_NULL(nfs3_read_check_why(&h.d));
+
+	op = rd->ops;
+	op->waiting++;			/* a wake-up that never comes */
+	CU_ASSERT(names(nfs3_read_check_why(&h.d), "waiting count"));
+	op->waiting--;
+	op->step = NFS3_READ_PLAN;
+	CU_ASSERT(names(nfs3_read_check_why(&h.d), "outside its FETCH"));
+	op->step = NFS3_READ_FETCH;
+	kept = fe->waiters[1];
+	fe->waiters[1] = (struct read_op *)&h;	/* no READ in flight */
+	CU_ASSERT(names(nfs3_read_check_why(&h.d), "not a READ in flight"));
+	fe->waiters[1] = kept;
+	fe->magic = 0;
+	CU_ASSERT(names(nfs3_read_check_why(&h.d), "not live"));
+	fe->magic = FETCH_MAGIC;
+	CU_ASSERT_PTR_NULL(nfs3_read_check_why(&h.d));
+
+	fake_up_release(&h.fu, NFSPROC3_READ);
+	read_ok(&h, xid[0], 8192);
+	read_ok(&h, xid[1], 8192);
+	CU_ASSERT_PTR_NULL(rd->fetches);
+	CU_ASSERT_PTR_NULL(rd->ops);
+	CU_ASSERT_PTR_NULL(nfs3_read_check_why(&h.d));
+	h_fini(&h);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nfs3_sweep", NULL, NULL);
 
-	if (!s || !CU_add_test(s, "writeback_sweep", test_writeback_sweep))
+	if (!s || !CU_add_test(s, "writeback_sweep", test_writeback_sweep) ||
+	    !CU_add_test(s, "read_waiters_sweep", test_read_waiters_sweep))
 		return -1;
 	return 0;
 }
