@@ -161,8 +161,8 @@ static uint64_t cold_read(struct nfs3_h *h)
 	for (unsigned p = 0; p < 3; p++)
 		read_check(h, id, (uint64_t)p * PS, PS);
 	CU_ASSERT_EQUAL(h->fu.calls[NFSPROC3_READ], 3);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h->d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h->d, &ds));
 	CU_ASSERT_EQUAL(ds.stores, 3);
 	/* Page 0 whole and page 2's second half: the holes hold no bytes. */
 	CU_ASSERT_EQUAL(ds.store_bytes, PS + PS / 2);
@@ -197,8 +197,8 @@ static void test_holes_stored_and_restored_after_restart(void)
 			before.upstream_read_bytes);
 	expect_cached(&h, id, PS + PS / 2, PS + PS / 2);
 	expect_described(&h, id);	/* as before the restart */
-	disk_tier_drain();
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.hits, 3);
 	CU_ASSERT_EQUAL(ds.hit_bytes, PS + PS / 2);
 	CU_ASSERT_EQUAL(ds.drops, 0);
@@ -229,7 +229,7 @@ static void test_page_with_more_holes_than_a_record_reads_back(void)
 	for (unsigned i = 0; i < 16; i++)
 		read_check(&h, id, (uint64_t)i * PS, PS);
 	expect_cached(&h, id, 512 * 1024, 512 * 1024);
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk);
@@ -263,7 +263,7 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++) {
 		read_check(&h, id, (uint64_t)p * PS, PS);
-		disk_tier_drain();	/* the drop is done before the next */
+		disk_tier_drain(&h.d);	/* the drop is done before the next */
 	}
 	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
@@ -271,7 +271,7 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			3 * PS);
 	expect_cached(&h, id, 3 * PS, 0);
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.drops, 3);
 	CU_ASSERT_EQUAL(ds.stores, 3);	/* the new version's pages */
 	/* The old version's page that was loaded, found changed and
@@ -364,8 +364,8 @@ static void test_flipped_hole_offset_is_refused_not_zeros(void)
 	read_check(&h, id, 0, PS);	/* the intact pages still served */
 	read_check(&h, id, PS, PS);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
-	disk_tier_drain();
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.checksum_failures, 1);
 	CU_ASSERT_TRUE(ds.on);
 	fflush(stderr);
@@ -448,8 +448,8 @@ static void test_outage_restart_serves_lookup_attrs_access_read(void)
 	CU_ASSERT_EQUAL(attr_call(&h, id, true), NFS3_OK);
 	read_check(&h, id, 0, PS);
 	read_check(&h, id, PS, PS);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	/* dir and file attributes, the name, two ACCESS answers */
 	CU_ASSERT(ds.outage_records >= 5);
 	h_fini(&h);
@@ -563,19 +563,19 @@ static void test_outage_records_dropped_by_cache_drop(void)
 	h_init(&h, with_disk_stale);
 	id = toy_add_file(&h.toy, "f", PS);
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT(ds.outage_records >= 3);
 	stale_drop_kept(&h.d);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.outage_records, 0);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);
 	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", PS), id);
 	h.fu.state = UPSTREAM_DOWN;
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.outage_records, 0);
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, NULL), NFS3ERR_JUKEBOX);
 	h_fini(&h);
@@ -625,7 +625,7 @@ static void test_outage_never_serves_an_older_version(void)
 	read_check(&h, id, 0, PS);
 	read_check(&h, id, PS, PS);
 	memcpy(old, toy_node(&h.toy, id)->data, sizeof(old));
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);	/* the file changed meanwhile */
@@ -639,7 +639,7 @@ static void test_outage_never_serves_an_older_version(void)
 	CU_ASSERT_EQUAL(read_status(&h, id, 0, PS, old, &stale_bytes),
 			NFS3ERR_JUKEBOX);
 	CU_ASSERT_FALSE(stale_bytes);
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);	/* restarted during the outage */
