@@ -13,7 +13,9 @@
  * read with no upstream READ, the hole bytes served as holes); a page with
  * more holes than a record keeps still reads back right with no upstream
  * READ; a file changed upstream after the restart is served new, its old
- * pages and holes dropped.
+ * pages and holes dropped. The tier's state is its daemon's
+ * (d->disk_tier): a new daemon's counts from 0 with its gate open, and a
+ * daemon without cache_dir has none.
  */
 #include <fcntl.h>
 #include <lmdb.h>
@@ -278,6 +280,90 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	 * dropped was not served: no hit, no hit bytes. */
 	CU_ASSERT_EQUAL(ds.hits, 0);
 	CU_ASSERT_EQUAL(ds.hit_bytes, 0);
+	h_fini(&h);
+}
+
+/* Fill the holey file's holes and move its mtime, as another writer
+ * would while the proxy was down: the same steps give the same version. */
+static void change_holey(struct nfs3_h *h, uint64_t id)
+{
+	struct toy_node *n = toy_node(&h->toy, id);
+
+	for (unsigned i = PS; i < 2 * PS + PS / 2; i++)
+		n->data[i] = (uint8_t)(i * 13 + 1);
+	n->mtime = ++h->toy.clock;
+}
+
+/* The tier's state is its daemon's (d->disk_tier): a daemon that stops
+ * with unused hits counted and its test gate closed leaves nothing to
+ * the next one, whose hits are exactly the pages it serves from disk. */
+static void test_new_daemon_tier_starts_fresh(void)
+{
+	struct disk_stats ds, raw;
+	struct nfs3_h h;
+	uint64_t id = cold_read(&h);
+	unsigned held = 9;
+	bool closed = false;
+
+	h_fini(&h);
+	h_init(&h, with_disk);	/* v1 on disk, v2 upstream: unused hits */
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	change_holey(&h, id);
+	for (unsigned p = 0; p < 3; p++) {
+		read_check(&h, id, (uint64_t)p * PS, PS);
+		disk_tier_drain(&h.d);
+	}
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.stores, 3);	/* v2's pages */
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	disk_stats_get(disk_tier_disk(&h.d), &raw);
+	CU_ASSERT_TRUE(raw.hits > 0);	/* loaded, counted unused */
+	CU_ASSERT_PTR_NOT_NULL(h.d.disk_tier);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_CLOSE, &closed,
+				       &held), 0);
+	CU_ASSERT_TRUE(closed);
+	CU_ASSERT_EQUAL(held, 0);
+	h_fini(&h);
+	CU_ASSERT_PTR_NULL(h.d.disk_tier);
+
+	h_init(&h, with_disk);	/* v2 on disk and upstream */
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	change_holey(&h, id);
+	held = 9;
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_STATUS, &closed,
+				       &held), 0);
+	CU_ASSERT_FALSE(closed);
+	CU_ASSERT_EQUAL(held, 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	for (unsigned p = 0; p < 3; p++)
+		read_check(&h, id, (uint64_t)p * PS, PS);
+	disk_tier_drain(&h.d);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 3);
+	CU_ASSERT_EQUAL(ds.hit_bytes, 3 * PS);
+	h_fini(&h);
+}
+
+/* A daemon without cache_dir has no tier: every call is a no-op. */
+static void test_no_cache_dir_no_tier(void)
+{
+	struct disk_stats ds;
+	struct nfs3_h h;
+	unsigned held = 9;
+	bool closed = true;
+
+	h_init(&h, NULL);
+	CU_ASSERT_PTR_NULL(h.d.disk_tier);
+	CU_ASSERT_PTR_NULL(disk_tier_disk(&h.d));
+	CU_ASSERT_FALSE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_CLOSE, &closed,
+				       &held), -1);
+	CU_ASSERT_TRUE(closed);		/* untouched */
+	CU_ASSERT_EQUAL(held, 9);
+	disk_tier_drain(&h.d);		/* nothing, and returns */
 	h_fini(&h);
 }
 
@@ -679,6 +765,8 @@ int test_register(void)
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);
+	T(test_new_daemon_tier_starts_fresh);
+	T(test_no_cache_dir_no_tier);
 #undef T
 	return 0;
 }
