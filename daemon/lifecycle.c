@@ -190,7 +190,7 @@ void daemon_stop(struct daemon *d)
 {
 	admin_stop(&d->admin);
 	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
-	disk_tier_stop();	/* its last callbacks may still fetch */
+	disk_tier_stop(d);	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	if (d->start_flags & DAEMON_UPSTREAMS)

@@ -39,6 +39,7 @@ struct nfs3_meta;
 struct nfs3_read;
 struct nfs3_write;
 struct stale;
+struct disk_tier;
 struct admin;
 struct mount_rec;
 struct service;
@@ -136,6 +137,11 @@ struct daemon {
 	struct stale *stale;		/* stale_on_error's remembered
 					 * results, outage records and
 					 * counters (stale.c); owned */
+	struct disk_tier *disk_tier;	/* the disk tier's store, event and
+					 * counters (wb/disk_tier.c); owned,
+					 * made by disk_tier_start, freed by
+					 * disk_tier_stop; NULL without
+					 * cache_dir */
 	const struct proc_table *procs;	/* the procedure table served
 					 * (dispatch.c's, set by the
 					 * lifecycle); static storage */

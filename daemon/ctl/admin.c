@@ -506,7 +506,7 @@ static void forget_file(struct aconn *c)
 	struct cfile *f = cache_find(d->cache, w->fh, w->fhlen);
 	uint64_t valid, kept;
 
-	disk_tier_forget(w->fh, w->fhlen);
+	disk_tier_forget(d, w->fh, w->fhlen);
 	if (w->type == NF3DIR)
 		nfs3_meta_forget_dir(d, w->fh, w->fhlen);
 	if (!f) {
@@ -962,7 +962,7 @@ static void cmd_drop(struct aconn *c)
 	struct daemon *d = c->a->d;
 	uint64_t n = cache_drop_clean(d->cache);
 
-	disk_tier_drop_all();
+	disk_tier_drop_all(d);
 	stale_drop_kept(d);
 	conn_line(c, "dropped %llu bytes; %llu bytes kept until written back",
 		  (unsigned long long)n,
@@ -1037,7 +1037,7 @@ static void cmd_status(struct aconn *c)
 	evbuffer_add_printf(o, "],");
 	status_read_steps(d, o);
 	status_write_steps(d, o);
-	lcommit_status_json(o);
+	lcommit_status_json(d, o);
 	evbuffer_add_printf(o, "}\n");
 	conn_finish(c, 0, NULL);
 }

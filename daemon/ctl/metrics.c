@@ -736,7 +736,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_read(o, d);
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
-	disk_tier_render(o);
+	disk_tier_render(d, o);
 	lcommit_render(o);
 	nfs3_write_stats_get(d, &ws);
 	RENDER(o, nfs3_write_rows, &ws);
@@ -1013,11 +1013,11 @@ static void disk_gate_cb(struct evhttp_request *req, void *arg)
 	enum disk_tier_gate_action a = DISK_TIER_GATE_STATUS;
 	bool post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
 	struct evbuffer *out;
+	struct metrics *m = arg;
 	bool has = false, closed;
 	unsigned held;
 	char v[16];
 
-	(void)arg;
 	if (!debug_allowed(req, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST))
 		return;
 	has = query_arg(req, "action", v, sizeof(v));
@@ -1029,7 +1029,7 @@ static void disk_gate_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, post ? HTTP_BADREQUEST : 405, NULL);
 		return;
 	}
-	if (disk_tier_gate(a, &closed, &held) != 0) {
+	if (disk_tier_gate(m->d, a, &closed, &held) != 0) {
 		evhttp_send_error(req, HTTP_NOTFOUND, "no disk tier");
 		return;
 	}

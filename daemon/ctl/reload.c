@@ -365,7 +365,7 @@ static void retire_drop_one(struct cache *c, struct cfile *f,
 	if (fs->ex != rd->ex)
 		return;
 	fh = cfile_fh(f, &len);
-	disk_tier_forget(fh, len);
+	disk_tier_forget(rd->ex->d, fh, len);
 	cfile_invalidate(c, f);
 	cfile_attr_expire(f);
 	rd->n++;

@@ -217,7 +217,7 @@ const uint8_t *stale_recall(const struct daemon *d, const struct export_rt *ex,
 /* The disk tier, when outage records are kept. */
 static struct disk *keeper(const struct daemon *d)
 {
-	return d->conf->stale_on_error > 0 ? disk_tier_disk() : NULL;
+	return d->conf->stale_on_error > 0 ? disk_tier_disk(d) : NULL;
 }
 
 /* Wall-clock now, ns. */

@@ -19,6 +19,25 @@
  * A batch (struct dt_batch) is the loads of one call: it holds a file
  * reference and the generation it was sent under, and frees itself when
  * its last load is back.
+ *
+ * The tier's state is the daemon's (struct disk_tier, d->disk_tier): made
+ * by disk_tier_start when cache_dir is set, freed by disk_tier_stop, so a
+ * new daemon's tier counts from 0 with its gate open. Every field is
+ * touched from the event loop only (the store's threads never see it).
+ * Invariants, while d->disk_tier is set:
+ * - magic is DISK_TIER_MAGIC; disk is the open store and ev watches its
+ *   eventfd, except inside disk_tier_stop, where ev is freed first and
+ *   disk is NULL while disk_close runs the last completions (every call
+ *   then sees no tier, as without one);
+ * - csum_seen <= the store's checksum_failures, and unused_hits and
+ *   unused_hit_bytes <= its hits and hit_bytes (a load is counted as a hit
+ *   before it comes back; disk_tier_stats clamps all the same);
+ * - gate_closed is true exactly when the last disk_tier_gate action was a
+ *   close;
+ * - buf holds cache_page_size bytes: disk_tier_filled's page, rewritten by
+ *   each call (disk_store copies what it needs before it returns).
+ * A batch borrows its daemon, not the tier: the tier outlives every batch
+ * (disk_close completes each load before disk_tier_stop frees it).
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -26,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkobj.h"
 #include "daemon.h"
 #include "disk.h"
 #include "disk_tier.h"
@@ -34,11 +54,31 @@
 
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
 #define DISK_TIER_LOG_INTERVAL	10.0	/* seconds between checksum lines */
+#define DISK_TIER_MAGIC	0x44544952u	/* "DTIR" */
 
-static struct disk *tier;
-static struct event *tier_ev;
-static bool tier_gate_closed;	/* the test gate (disk_tier_gate) */
-static char cache_dir_name[256];	/* for log lines */
+/* The daemon's disk tier (d->disk_tier): see the invariants above. */
+struct disk_tier {
+	uint32_t magic;			/* DISK_TIER_MAGIC; 0 once freed */
+	struct disk *disk;		/* the store, owned */
+	struct event *ev;		/* on disk_fd(disk), owned */
+	bool gate_closed;		/* the test gate (disk_tier_gate) */
+	char cache_dir[256];		/* for log lines */
+	/* Checksum failures already logged or counted in a line's "more",
+	 * and the rate of those lines. */
+	uint64_t csum_seen;
+	struct ratelog csum_log;
+	/* Pages the disk layer loaded (and counted as hits) that were not
+	 * used: stored for an older version of their file, or the file
+	 * changed while the load was in flight. disk_tier_stats takes them
+	 * out of the hits, so nfscached_disk_hits_total counts pages served
+	 * at the file's current version. */
+	uint64_t unused_hits, unused_hit_bytes;
+	/* disk_tier_filled's page (cache_page_size bytes), owned. The
+	 * tier's, not a worker's: filled and handed to disk_store on the
+	 * loop, which copies it before returning, so one is enough and a
+	 * fill allocates nothing. */
+	uint8_t *buf;
+};
 
 struct dt_batch {
 	struct daemon *d;
@@ -61,72 +101,87 @@ static void tier_log(void *arg, const char *reason)
 		d->tier_off(d);	/* the journal's records: a fence now */
 }
 
-/* Checksum failures already logged or counted in a line's "more". */
-static uint64_t csum_seen;
-static struct ratelog csum_log;
-
 /* Log the checksum failures counted since the last look, at most one
  * line per DISK_TIER_LOG_INTERVAL (the next says how many it skipped). */
-static void tier_log_checksums(double now)
+static void tier_log_checksums(struct disk_tier *t, double now)
 {
 	struct disk_stats st;
 	uint64_t skipped, n;
 
-	disk_stats_get(tier, &st);
-	n = st.checksum_failures - csum_seen;
+	disk_stats_get(t->disk, &st);
+	n = st.checksum_failures - t->csum_seen;
 	if (n == 0)
 		return;
-	csum_seen = st.checksum_failures;
-	if (!ratelog_note(&csum_log, now, DISK_TIER_LOG_INTERVAL, n, &skipped))
+	t->csum_seen = st.checksum_failures;
+	if (!ratelog_note(&t->csum_log, now, DISK_TIER_LOG_INTERVAL, n,
+			  &skipped))
 		return;
 	if (skipped)
 		log_warn("disk tier: %" PRIu64 " page(s) in %s failed a checksum "
 			 "(a damaged record or damaged bytes): dropped, fetched "
 			 "again from the upstream, never served (and %" PRIu64
 			 " more in the last %.0f s, not logged)", n,
-			 cache_dir_name, skipped, DISK_TIER_LOG_INTERVAL);
+			 t->cache_dir, skipped, DISK_TIER_LOG_INTERVAL);
 	else
 		log_warn("disk tier: %" PRIu64 " page(s) in %s failed a checksum "
 			 "(a damaged record or damaged bytes): dropped, fetched "
 			 "again from the upstream, never served", n,
-			 cache_dir_name);
+			 t->cache_dir);
 }
 
-/* The eventfd became readable: run the completions. */
+/* The eventfd became readable (arg: the tier): run the completions. */
 static void tier_ready(evutil_socket_t fd, short what, void *arg)
 {
-	(void)fd, (void)what, (void)arg;
-	disk_poll(tier);
-	tier_log_checksums(daemon_now());
+	struct disk_tier *t = arg;
+
+	(void)fd, (void)what;
+	CHECK_OBJ(t, DISK_TIER_MAGIC);
+	disk_poll(t->disk);
+	tier_log_checksums(t, daemon_now());
 }
 
 /* What the store's opening found, in a line each: a format reset, and
  * records dropped by the scan (those go through tier_log_checksums). */
-static void tier_log_open(const struct conf *c)
+static void tier_log_open(struct disk_tier *t, const struct conf *c)
 {
 	struct disk_stats st;
 
-	disk_stats_get(tier, &st);
+	disk_stats_get(t->disk, &st);
 	if (st.format_resets)
 		log_warn("disk tier: %s was written in another format or with "
 			 "another page_size: its pages were dropped (the "
 			 "journal of locally committed data is kept)",
 			 c->cache_dir);
-	tier_log_checksums(daemon_now());
+	tier_log_checksums(t, daemon_now());
 }
 
-/*
- * Pages the disk layer loaded (and counted as hits) that were not used:
- * stored for an older version of their file, or the file changed while
- * the load was in flight. disk_tier_stats takes them out of the hits, so
- * nfscached_disk_hits_total counts pages served at the file's current
- * version. Loop thread only.
- */
-static uint64_t unused_hits, unused_hit_bytes;
+/* Free t, whose store is closed (or was never opened) and event freed. */
+static void tier_free(struct disk_tier *t)
+{
+	t->magic = 0;
+	free(t->buf);
+	free(t);
+}
+
+/* A new tier with its page buffer for cache c, not yet open; NULL on
+ * ENOMEM. */
+static struct disk_tier *tier_new(const struct cache *c)
+{
+	struct disk_tier *t = calloc(1, sizeof(*t));
+
+	if (t && !(t->buf = malloc(cache_page_size(c)))) {
+		free(t);
+		return NULL;
+	}
+	if (t)
+		t->magic = DISK_TIER_MAGIC;
+	return t;
+}
 
 int disk_tier_start(struct daemon *d, char *err, size_t len)
 {
 	const struct conf *c = d->conf;
+	struct disk_tier *t;
 	struct disk_params p = {
 		.dir = c->cache_dir,
 		.page_size = c->page_size,
@@ -139,34 +194,54 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 
 	if (!c->cache_dir || !*c->cache_dir)
 		return 0;
-	tier = disk_open(&p, err, len);
-	if (!tier)
-		return -1;
-	unused_hits = unused_hit_bytes = 0;	/* a new tier counts from 0 */
-	csum_seen = 0;
-	csum_log = (struct ratelog){ 0 };
-	snprintf(cache_dir_name, sizeof(cache_dir_name), "%s", c->cache_dir);
-	tier_ev = event_new(d->base, disk_fd(tier), EV_READ | EV_PERSIST,
-			    tier_ready, NULL);
-	if (!tier_ev || event_add(tier_ev, NULL) != 0) {
-		snprintf(err, len, "cache_dir %s: cannot watch the disk tier",
-			 c->cache_dir);
-		disk_close(&tier);
+	if (!(t = tier_new(d->cache))) {
+		snprintf(err, len, "cache_dir %s: out of memory", c->cache_dir);
 		return -1;
 	}
+	t->disk = disk_open(&p, err, len);
+	if (!t->disk) {
+		tier_free(t);
+		return -1;
+	}
+	snprintf(t->cache_dir, sizeof(t->cache_dir), "%s", c->cache_dir);
+	t->ev = event_new(d->base, disk_fd(t->disk), EV_READ | EV_PERSIST,
+			  tier_ready, t);
+	if (!t->ev || event_add(t->ev, NULL) != 0) {
+		snprintf(err, len, "cache_dir %s: cannot watch the disk tier",
+			 c->cache_dir);
+		if (t->ev)
+			event_free(t->ev);
+		disk_close(&t->disk);
+		tier_free(t);
+		return -1;
+	}
+	d->disk_tier = t;
 	log_info("disk tier: %s, %" PRIu32 " MiB", c->cache_dir,
 		 c->disk_cache_size);
-	tier_log_open(c);
+	tier_log_open(t, c);
 	return 0;
 }
 
-void disk_tier_stop(void)
+void disk_tier_stop(struct daemon *d)
 {
-	if (tier_ev)
-		event_free(tier_ev);
-	tier_ev = NULL;
-	disk_close(&tier);
-	tier_gate_closed = false;
+	struct disk_tier *t = d->disk_tier;
+
+	if (!t)
+		return;
+	CHECK_OBJ(t, DISK_TIER_MAGIC);
+	event_free(t->ev);
+	t->ev = NULL;
+	/* Sets t->disk to NULL first, then runs the last completions, whose
+	 * batches still reach t through d (unused_hit). */
+	disk_close(&t->disk);
+	d->disk_tier = NULL;
+	tier_free(t);
+}
+
+/* d's open store, or NULL: no tier, or disk_tier_stop is closing it. */
+static struct disk *tier_disk(const struct daemon *d)
+{
+	return d->disk_tier ? d->disk_tier->disk : NULL;
 }
 
 bool disk_tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k)
@@ -262,19 +337,19 @@ bool disk_tier_describe(const struct cache *c, const struct cfile *f,
 void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct cattr *a)
 {
-	static uint8_t buf[DISK_PAGE_MAX];
+	struct disk *dk = tier_disk(d);
 	uint32_t ps = cache_page_size(d->cache);
 	struct disk_page pg;
 	struct disk_key k;
 
-	if (!tier || !a || !disk_on(tier) || len == 0)
+	if (!dk || !a || !disk_on(dk) || len == 0)
 		return;
 	for (uint64_t p = off / ps; p * ps < off + len; p++) {
 		if (!disk_tier_key(f, p, &k))
 			return;
-		if (disk_tier_describe(d->cache, f, p, off, data, len, a, buf,
-				       &pg))
-			disk_store(tier, &k, &pg);
+		if (disk_tier_describe(d->cache, f, p, off, data, len, a,
+				       d->disk_tier->buf, &pg))
+			disk_store(dk, &k, &pg);
 	}
 	if (d->tier_kept)
 		d->tier_kept(d, f);	/* the version these pages belong to */
@@ -312,11 +387,12 @@ static void tier_fill(struct dt_batch *b, uint64_t pgi, const struct disk_page *
 			      b->readahead);
 }
 
-static void unused_hit(const struct disk_page *pg)
+/* Count a loaded page that was not used (struct disk_tier). */
+static void unused_hit(struct disk_tier *t, const struct disk_page *pg)
 {
-	unused_hits++;
+	t->unused_hits++;
 	for (uint32_t i = 0; i < pg->nvalid; i++)
-		unused_hit_bytes += pg->valid[i].len;
+		t->unused_hit_bytes += pg->valid[i].len;
 }
 
 /* One page of a batch came back: fill it, or drop a changed file. */
@@ -327,8 +403,9 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 	bool same_gen = r == DISK_HIT && cfile_gen(b->f) == b->gen;
 	bool same_version = same_gen && tier_same_version(b->f, &pg->attr);
 
+	CHECK_OBJ(b->d->disk_tier, DISK_TIER_MAGIC);	/* outlives b */
 	if (r == DISK_HIT && !same_version)
-		unused_hit(pg);
+		unused_hit(b->d->disk_tier, pg);
 	if (same_gen) {
 		if (same_version) {
 			tier_fill(b, l->page, pg);
@@ -339,7 +416,7 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 			b->dropped = true;
 			log_debug("disk tier: a file changed since its pages "
 				  "were stored; dropping them");
-			disk_drop_file(tier, fh, (uint8_t)len);
+			disk_drop_file(tier_disk(b->d), fh, (uint8_t)len);
 			/* The outage record follows the version now known. */
 			if (b->d->tier_kept)
 				b->d->tier_kept(b->d, b->f);
@@ -378,16 +455,17 @@ static struct dt_batch *batch_new(struct daemon *d, struct cfile *f, bool ra)
 /* Send the load of page pgi for b if the tier holds it. */
 static bool batch_load(struct dt_batch *b, uint64_t pgi)
 {
+	struct disk *dk = tier_disk(b->d);
 	struct disk_key k;
 	struct dt_load *l;
 
-	if (!disk_tier_key(b->f, pgi, &k) || !disk_has(tier, &k) ||
+	if (!disk_tier_key(b->f, pgi, &k) || !disk_has(dk, &k) ||
 	    !(l = malloc(sizeof(*l))))
 		return false;
 	l->b = b;
 	l->page = pgi;
 	b->pending++;
-	disk_load(tier, &k, tier_loaded, l);
+	disk_load(dk, &k, tier_loaded, l);
 	return true;
 }
 
@@ -428,10 +506,11 @@ static bool batch_release(struct dt_batch *b, unsigned sent)
 bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
 		    size_t n, bool readahead, disk_tier_done_fn *done, void *arg)
 {
+	struct disk *dk = tier_disk(d);
 	struct dt_batch *b;
 	unsigned sent = 0;
 
-	if (!tier || !disk_on(tier) || !(b = batch_new(d, f, readahead)))
+	if (!dk || !disk_on(dk) || !(b = batch_new(d, f, readahead)))
 		return false;
 	b->done = done;
 	b->arg = arg;
@@ -443,13 +522,14 @@ bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
 
 void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest)
 {
+	struct disk *dk = tier_disk(d);
 	struct rangeset taken = RANGESET_INIT;
 	const struct range *r;
 	struct dt_batch *b;
 	unsigned sent = 0;
 	size_t n;
 
-	if (!tier || !disk_on(tier) || !(b = batch_new(d, f, true)))
+	if (!dk || !disk_on(dk) || !(b = batch_new(d, f, true)))
 		return;
 	r = rangeset_ranges(rest, &n);
 	for (size_t i = 0; i < n; i++)
@@ -489,25 +569,27 @@ static void render_latency(struct evbuffer *o, const struct disk_stats *st)
 			    st->lat_count);
 }
 
-bool disk_tier_stats(struct disk_stats *st)
+bool disk_tier_stats(const struct daemon *d, struct disk_stats *st)
 {
+	const struct disk_tier *t = d->disk_tier;
+
 	memset(st, 0, sizeof(*st));
-	if (!tier)
+	if (!t || !t->disk)
 		return false;
-	disk_stats_get(tier, st);
+	disk_stats_get(t->disk, st);
 	/* Loads not used are not hits (unused_hit); the disk layer's counts
 	 * include them, and only ever grow. */
-	st->hits -= unused_hits <= st->hits ? unused_hits : st->hits;
-	st->hit_bytes -= unused_hit_bytes <= st->hit_bytes ? unused_hit_bytes
-							   : st->hit_bytes;
+	st->hits -= t->unused_hits <= st->hits ? t->unused_hits : st->hits;
+	st->hit_bytes -= t->unused_hit_bytes <= st->hit_bytes ?
+			 t->unused_hit_bytes : st->hit_bytes;
 	return true;
 }
 
-void disk_tier_render(struct evbuffer *o)
+void disk_tier_render(const struct daemon *d, struct evbuffer *o)
 {
 	struct disk_stats st;
 
-	if (!disk_tier_stats(&st)) {
+	if (!disk_tier_stats(d, &st)) {
 		render_one(o, "disk_on", "gauge", "1 while the disk tier is in "
 			   "use, 0 when off or not configured.", 0);
 		return;
@@ -542,41 +624,50 @@ void disk_tier_render(struct evbuffer *o)
 	render_latency(o, &st);
 }
 
-struct disk *disk_tier_disk(void)
+struct disk *disk_tier_disk(const struct daemon *d)
 {
-	return tier;
+	return tier_disk(d);
 }
 
-void disk_tier_drain(void)
+void disk_tier_drain(struct daemon *d)
 {
-	if (tier)
-		disk_drain(tier);
+	struct disk *dk = tier_disk(d);
+
+	if (dk)
+		disk_drain(dk);
 }
 
-void disk_tier_forget(const uint8_t *fh, size_t len)
+void disk_tier_forget(struct daemon *d, const uint8_t *fh, size_t len)
 {
-	if (tier && disk_on(tier) && len <= UINT8_MAX)
-		disk_drop_file(tier, fh, (uint8_t)len);
+	struct disk *dk = tier_disk(d);
+
+	if (dk && disk_on(dk) && len <= UINT8_MAX)
+		disk_drop_file(dk, fh, (uint8_t)len);
 }
 
-void disk_tier_drop_all(void)
+void disk_tier_drop_all(struct daemon *d)
 {
-	if (tier && disk_on(tier))
-		disk_drop_all(tier);
+	struct disk *dk = tier_disk(d);
+
+	if (dk && disk_on(dk))
+		disk_drop_all(dk);
 }
 
-int disk_tier_gate(enum disk_tier_gate_action a, bool *closed, unsigned *held)
+int disk_tier_gate(struct daemon *d, enum disk_tier_gate_action a,
+		   bool *closed, unsigned *held)
 {
-	if (!tier)
+	struct disk_tier *t = d->disk_tier;
+
+	if (!t || !t->disk)
 		return -1;
 	if (a == DISK_TIER_GATE_CLOSE) {
-		disk_gate_close(tier);
-		tier_gate_closed = true;
+		disk_gate_close(t->disk);
+		t->gate_closed = true;
 	} else if (a == DISK_TIER_GATE_OPEN) {
-		disk_gate_open(tier);
-		tier_gate_closed = false;
+		disk_gate_open(t->disk);
+		t->gate_closed = false;
 	}
-	*closed = tier_gate_closed;
-	*held = disk_gate_waiting(tier);
+	*closed = t->gate_closed;
+	*held = disk_gate_waiting(t->disk);
 	return 0;
 }

@@ -4,8 +4,10 @@
  * docs/disk-tier.md): opening it from cache_dir, watching its completion
  * eventfd on the event loop, the hooks of the READ path (a fill from the
  * upstream is stored; a RAM miss or a readahead window looks on disk
- * first), and its metrics. One tier per process; every call is a no-op
- * while no tier is open.
+ * first), and its metrics. One tier per daemon, its state owned by
+ * struct daemon (d->disk_tier: made by disk_tier_start, freed by
+ * disk_tier_stop); every call is a no-op while no tier is open. Every
+ * function here is called from the daemon's event loop only.
  */
 #ifndef NFSCACHED_DAEMON_DISK_TIER_H
 #define NFSCACHED_DAEMON_DISK_TIER_H
@@ -21,16 +23,24 @@ struct evbuffer;
 
 /*
  * Open the tier in d->conf->cache_dir (nothing when it is ""), with
- * disk_cache_size and page_size, and watch it on d->base. 0, or -1 with a
- * reason in err (the caller refuses to start). d->tier_off and
- * d->tier_kept (daemon.h) are called when set: set them before.
+ * disk_cache_size and page_size, and watch it on d->base: d->disk_tier,
+ * owned by d until disk_tier_stop, counting from 0 with its test gate
+ * open. d->cache must exist (its page size sizes the tier's page buffer).
+ * 0 (d->disk_tier set, or left NULL without cache_dir), or -1 with a
+ * reason in err[0..len) and d->disk_tier left NULL (the caller refuses to
+ * start): the store did not open (disk_open's reason), its eventfd could
+ * not be watched, or out of memory. d->tier_off and d->tier_kept
+ * (daemon.h) are called when set: set them before. Loop thread, before
+ * serving (lifecycle.c's daemon_start).
  */
 int disk_tier_start(struct daemon *d, char *err, size_t len);
 
-/* Close the tier (pending loads complete first as misses). The fence
- * waiters of local commit are answered first by the caller
- * (lcommit_fence_stop). */
-void disk_tier_stop(void);
+/* Close d's tier and free d->disk_tier (NULL after; nothing when none):
+ * loads still queued complete first as misses, with every disk_tier_*
+ * call from their callbacks seeing no tier. The fence waiters of local
+ * commit are answered first by the caller (lcommit_fence_stop). Loop
+ * thread, once the loop no longer serves (daemon_stop). */
+void disk_tier_stop(struct daemon *d);
 
 /*
  * The upstream returned data[0..len) of f at off with post-operation
@@ -67,14 +77,17 @@ bool disk_tier_describe(const struct cache *c, const struct cfile *f,
 			struct disk_page *pg);
 
 /*
- * Wait (blocking) until every disk operation submitted so far is done
- * and its callback ran (disk_drain); nothing when no tier is open. For
- * tests only, never from a serving loop.
+ * Wait (blocking) until every disk operation submitted so far to d's tier
+ * is done and its callback ran (disk_drain); nothing when no tier is
+ * open. For tests only, on the thread of d's loop, never from a serving
+ * loop.
  */
-void disk_tier_drain(void);
+void disk_tier_drain(struct daemon *d);
 
-/* The store, or NULL without a disk tier (lcommit.c uses its journal). */
-struct disk *disk_tier_disk(void);
+/* d's store, borrowed until disk_tier_stop, or NULL without a disk tier
+ * (and while disk_tier_stop closes it). lcommit.c uses its journal and
+ * stale.c its outage records. */
+struct disk *disk_tier_disk(const struct daemon *d);
 
 /* The disk key of page pg of f; false if f's handle does not fit
  * (DISK_FH_MAX). */
@@ -82,16 +95,17 @@ struct disk_key;
 bool disk_tier_key(const struct cfile *f, uint64_t pg, struct disk_key *k);
 
 /*
- * Drop every page the disk tier holds of the file with upstream handle
- * fh[0..len) (`nfscached cache forget`); asynchronous, nothing when the
- * tier is off. The pages are clean copies: nothing is lost.
+ * Drop every page d's disk tier holds of the file with upstream handle
+ * fh[0..len) (borrowed for the call; `nfscached cache forget`, a reload's
+ * retired export); asynchronous, nothing when there is no tier, it is
+ * off, or len is over 255. The pages are clean copies: nothing is lost.
  */
-void disk_tier_forget(const uint8_t *fh, size_t len);
+void disk_tier_forget(struct daemon *d, const uint8_t *fh, size_t len);
 
-/* Drop every page the disk tier holds (`nfscached cache drop`);
- * asynchronous, nothing when the tier is off. Locally committed data
- * (commit = "local", its journal) is kept. */
-void disk_tier_drop_all(void);
+/* Drop every page d's disk tier holds (`nfscached cache drop`);
+ * asynchronous, nothing when there is no tier or it is off. Locally
+ * committed data (commit = "local", its journal) is kept. */
+void disk_tier_drop_all(struct daemon *d);
 
 /* Called once when the disk loads of a disk_tier_load are all back. */
 typedef void disk_tier_done_fn(void *arg);
@@ -117,9 +131,10 @@ bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
  */
 void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest);
 
-/* Fill *st with the tier's counters and gauges (disk_stats_get); false,
- * with *st zeroed, when no tier is open. */
-bool disk_tier_stats(struct disk_stats *st);
+/* Fill *st with d's tier's counters and gauges (disk_stats_get, hits
+ * counting only the pages used); false, with *st zeroed, when no tier is
+ * open. */
+bool disk_tier_stats(const struct daemon *d, struct disk_stats *st);
 
 /* What disk_tier_gate does to the test gate. */
 enum disk_tier_gate_action {
@@ -135,14 +150,16 @@ enum disk_tier_gate_action {
  * touches the disk; opening releases them), then store in *closed whether
  * the gate is closed and in *held how many workers hold work at it now
  * (0..2: the reader's one load, the writer's one batch). Closing a closed
- * gate or opening an open one changes nothing. The gate's state lasts
- * until the tier is stopped, which releases what it holds (a tier that
- * turned OFF keeps its gate). 0, or -1 (nothing done, *closed and *held
- * untouched) when no tier is open.
+ * gate or opening an open one changes nothing. The gate's state is d's
+ * tier's and lasts until it is stopped, which releases what it holds (a
+ * tier that turned OFF keeps its gate; a new tier's is open). 0, or -1
+ * (nothing done, *closed and *held untouched) when d has no tier open.
  */
-int disk_tier_gate(enum disk_tier_gate_action a, bool *closed, unsigned *held);
+int disk_tier_gate(struct daemon *d, enum disk_tier_gate_action a,
+		   bool *closed, unsigned *held);
 
-/* Write the tier's metrics (docs/metrics.md, "Disk tier"). */
-void disk_tier_render(struct evbuffer *o);
+/* Append d's tier's metrics to o (docs/metrics.md, "Disk tier"; only
+ * nfscached_disk_on 0 without a tier). */
+void disk_tier_render(const struct daemon *d, struct evbuffer *o);
 
 #endif

@@ -155,16 +155,16 @@ static struct {
 } fence;
 
 /* The journal when it can take records now. */
-static struct disk *journal(void)
+static struct disk *journal(const struct daemon *d)
 {
-	struct disk *dk = disk_tier_disk();
+	struct disk *dk = disk_tier_disk(d);
 
 	return dk && disk_on(dk) ? dk : NULL;
 }
 
 bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	struct disk_stats st;
 	uint64_t ps = d->conf->page_size;
 
@@ -350,7 +350,7 @@ struct lc_buf {
 static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 			uint64_t idx, struct lc_buf *b, bool force)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	uint32_t ps = cache_page_size(d->cache);
 	bool tracked = rangeset_contains(&fs->lc_pages, idx, idx + 1);
 	const uint8_t *page;
@@ -463,7 +463,7 @@ void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
 	struct lc_buf *b;
 	struct range r[64];
 
-	if (!fs || !fs->lc_pages.n || !journal())
+	if (!fs || !fs->lc_pages.n || !journal(d))
 		return;
 	if (!(b = buf_new(ps))) {
 		log_error("local commit: out of memory rewriting the journal "
@@ -513,7 +513,7 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 {
 	uint64_t ps = d->conf->page_size;
 	struct fstate *fs = fstate_get(d, f, ex);
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	struct lc_sync *s;
 	size_t n;
 	const uint8_t *fh;
@@ -593,7 +593,7 @@ static void ack_synced(void *arg, bool durable)
 int lcommit_ack_wait(struct daemon *d, uint64_t since, wb_wait_fn fn,
 		     void *arg)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	struct lc_ack *a;
 
 	if (rewrites_queued == since || !dk)
@@ -620,7 +620,7 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 	size_t n;
 
 	tier_check(d);
-	dk = journal();
+	dk = journal(d);
 	if (!fs || (!fs->lc_pages.n && !fs->lc_stale.n && !fs->lc_lost))
 		return;
 	if (!cfile_has_wb(f)) {
@@ -876,7 +876,7 @@ static void kick_tracked(struct daemon *d)
 
 void lcommit_tier_off(struct daemon *d)
 {
-	struct disk *dk = disk_tier_disk();
+	struct disk *dk = disk_tier_disk(d);
 	struct disk_stats st;
 
 	if (fence.st != LCF_NONE || !dk)
@@ -901,7 +901,7 @@ void lcommit_tier_off(struct daemon *d)
 /* The tier turned off and this module has not heard it yet. */
 static void tier_check(struct daemon *d)
 {
-	struct disk *dk = disk_tier_disk();
+	struct disk *dk = disk_tier_disk(d);
 
 	if (fence.st == LCF_NONE && dk && !disk_on(dk))
 		lcommit_tier_off(d);
@@ -1102,9 +1102,9 @@ static const struct lc_hdr *rec_check(const void *rec, size_t len)
 static struct lcommit_fence start_fence;
 
 /* A record the start's fence covers: skipped and deleted. */
-static int superseded(const struct disk_key *k)
+static int superseded(const struct daemon *d, const struct disk_key *k)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 
 	stats.superseded_records++;
 	if (dk)
@@ -1130,7 +1130,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 	if (start_fence.hi && lcommit_fence_covers(&start_fence, seq, k->fh,
 						   k->fh_len)) {
 		cfile_put(d->cache, &f);
-		return superseded(k);
+		return superseded(d, k);
 	}
 	if (!f) {
 		fence_keep_fh(k->fh, k->fh_len);
@@ -1292,7 +1292,7 @@ static void fence_start(struct daemon *d, struct disk *dk)
  */
 static int unread_journal_check(struct daemon *d, char *err, size_t errlen)
 {
-	struct disk *dk = disk_tier_disk();
+	struct disk *dk = disk_tier_disk(d);
 	long n = dk ? disk_journal_unread(dk) : 0;
 	bool local = false;
 
@@ -1320,7 +1320,7 @@ static int unread_journal_check(struct daemon *d, char *err, size_t errlen)
 
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	struct lc_size sz = { cache_page_size(d->cache), 0, 0 };
 	long n;
 
@@ -1370,7 +1370,7 @@ static void stop_synced(void *arg, bool durable)
 
 void lcommit_stop(struct daemon *d)
 {
-	struct disk *dk = journal();
+	struct disk *dk = journal(d);
 	bool all = true;
 	int done = 0;
 	struct lc_verf v;
@@ -1439,9 +1439,9 @@ static const char *const cause[] = {
 #undef X
 };
 
-void lcommit_status_json(struct evbuffer *o)
+void lcommit_status_json(const struct daemon *d, struct evbuffer *o)
 {
-	struct disk *dk = disk_tier_disk();
+	struct disk *dk = disk_tier_disk(d);
 	struct disk_stats st = { 0 };
 
 	if (dk)

@@ -252,7 +252,8 @@ void lcommit_render(struct evbuffer *o);
 
 /* Append the module's part of `nfscached cache status` to o: the member
  * "local_commit":{"journal_records":N,"journal_bytes":N,
- * "writeback_failures":{CAUSE:N,...}} (no leading comma). */
-void lcommit_status_json(struct evbuffer *o);
+ * "writeback_failures":{CAUSE:N,...}} (no leading comma), the journal's
+ * counts from d's disk tier (0 without one). Loop thread. */
+void lcommit_status_json(const struct daemon *d, struct evbuffer *o);
 
 #endif

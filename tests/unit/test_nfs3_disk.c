@@ -13,7 +13,9 @@
  * read with no upstream READ, the hole bytes served as holes); a page with
  * more holes than a record keeps still reads back right with no upstream
  * READ; a file changed upstream after the restart is served new, its old
- * pages and holes dropped.
+ * pages and holes dropped. The tier's state is its daemon's
+ * (d->disk_tier): a new daemon's counts from 0 with its gate open, and a
+ * daemon without cache_dir has none.
  */
 #include <fcntl.h>
 #include <lmdb.h>
@@ -161,8 +163,8 @@ static uint64_t cold_read(struct nfs3_h *h)
 	for (unsigned p = 0; p < 3; p++)
 		read_check(h, id, (uint64_t)p * PS, PS);
 	CU_ASSERT_EQUAL(h->fu.calls[NFSPROC3_READ], 3);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h->d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h->d, &ds));
 	CU_ASSERT_EQUAL(ds.stores, 3);
 	/* Page 0 whole and page 2's second half: the holes hold no bytes. */
 	CU_ASSERT_EQUAL(ds.store_bytes, PS + PS / 2);
@@ -197,8 +199,8 @@ static void test_holes_stored_and_restored_after_restart(void)
 			before.upstream_read_bytes);
 	expect_cached(&h, id, PS + PS / 2, PS + PS / 2);
 	expect_described(&h, id);	/* as before the restart */
-	disk_tier_drain();
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.hits, 3);
 	CU_ASSERT_EQUAL(ds.hit_bytes, PS + PS / 2);
 	CU_ASSERT_EQUAL(ds.drops, 0);
@@ -229,7 +231,7 @@ static void test_page_with_more_holes_than_a_record_reads_back(void)
 	for (unsigned i = 0; i < 16; i++)
 		read_check(&h, id, (uint64_t)i * PS, PS);
 	expect_cached(&h, id, 512 * 1024, 512 * 1024);
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk);
@@ -263,7 +265,7 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	nfs3_read_stats_get(&h.d, &before);
 	for (unsigned p = 0; p < 3; p++) {
 		read_check(&h, id, (uint64_t)p * PS, PS);
-		disk_tier_drain();	/* the drop is done before the next */
+		disk_tier_drain(&h.d);	/* the drop is done before the next */
 	}
 	nfs3_read_stats_get(&h.d, &after);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 3);
@@ -271,13 +273,97 @@ static void test_changed_file_is_served_new_not_its_holes(void)
 	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
 			3 * PS);
 	expect_cached(&h, id, 3 * PS, 0);
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.drops, 3);
 	CU_ASSERT_EQUAL(ds.stores, 3);	/* the new version's pages */
 	/* The old version's page that was loaded, found changed and
 	 * dropped was not served: no hit, no hit bytes. */
 	CU_ASSERT_EQUAL(ds.hits, 0);
 	CU_ASSERT_EQUAL(ds.hit_bytes, 0);
+	h_fini(&h);
+}
+
+/* Fill the holey file's holes and move its mtime, as another writer
+ * would while the proxy was down: the same steps give the same version. */
+static void change_holey(struct nfs3_h *h, uint64_t id)
+{
+	struct toy_node *n = toy_node(&h->toy, id);
+
+	for (unsigned i = PS; i < 2 * PS + PS / 2; i++)
+		n->data[i] = (uint8_t)(i * 13 + 1);
+	n->mtime = ++h->toy.clock;
+}
+
+/* The tier's state is its daemon's (d->disk_tier): a daemon that stops
+ * with unused hits counted and its test gate closed leaves nothing to
+ * the next one, whose hits are exactly the pages it serves from disk. */
+static void test_new_daemon_tier_starts_fresh(void)
+{
+	struct disk_stats ds, raw;
+	struct nfs3_h h;
+	uint64_t id = cold_read(&h);
+	unsigned held = 9;
+	bool closed = false;
+
+	h_fini(&h);
+	h_init(&h, with_disk);	/* v1 on disk, v2 upstream: unused hits */
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	change_holey(&h, id);
+	for (unsigned p = 0; p < 3; p++) {
+		read_check(&h, id, (uint64_t)p * PS, PS);
+		disk_tier_drain(&h.d);
+	}
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.stores, 3);	/* v2's pages */
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	disk_stats_get(disk_tier_disk(&h.d), &raw);
+	CU_ASSERT_TRUE(raw.hits > 0);	/* loaded, counted unused */
+	CU_ASSERT_PTR_NOT_NULL(h.d.disk_tier);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_CLOSE, &closed,
+				       &held), 0);
+	CU_ASSERT_TRUE(closed);
+	CU_ASSERT_EQUAL(held, 0);
+	h_fini(&h);
+	CU_ASSERT_PTR_NULL(h.d.disk_tier);
+
+	h_init(&h, with_disk);	/* v2 on disk and upstream */
+	CU_ASSERT_EQUAL_FATAL(add_holey(&h), id);
+	change_holey(&h, id);
+	held = 9;
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_STATUS, &closed,
+				       &held), 0);
+	CU_ASSERT_FALSE(closed);
+	CU_ASSERT_EQUAL(held, 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	for (unsigned p = 0; p < 3; p++)
+		read_check(&h, id, (uint64_t)p * PS, PS);
+	disk_tier_drain(&h.d);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 3);
+	CU_ASSERT_EQUAL(ds.hit_bytes, 3 * PS);
+	h_fini(&h);
+}
+
+/* A daemon without cache_dir has no tier: every call is a no-op. */
+static void test_no_cache_dir_no_tier(void)
+{
+	struct disk_stats ds;
+	struct nfs3_h h;
+	unsigned held = 9;
+	bool closed = true;
+
+	h_init(&h, NULL);
+	CU_ASSERT_PTR_NULL(h.d.disk_tier);
+	CU_ASSERT_PTR_NULL(disk_tier_disk(&h.d));
+	CU_ASSERT_FALSE(disk_tier_stats(&h.d, &ds));
+	CU_ASSERT_EQUAL(ds.hits, 0);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_CLOSE, &closed,
+				       &held), -1);
+	CU_ASSERT_TRUE(closed);		/* untouched */
+	CU_ASSERT_EQUAL(held, 9);
+	disk_tier_drain(&h.d);		/* nothing, and returns */
 	h_fini(&h);
 }
 
@@ -364,8 +450,8 @@ static void test_flipped_hole_offset_is_refused_not_zeros(void)
 	read_check(&h, id, 0, PS);	/* the intact pages still served */
 	read_check(&h, id, PS, PS);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 1);
-	disk_tier_drain();
-	CU_ASSERT_TRUE(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.checksum_failures, 1);
 	CU_ASSERT_TRUE(ds.on);
 	fflush(stderr);
@@ -448,8 +534,8 @@ static void test_outage_restart_serves_lookup_attrs_access_read(void)
 	CU_ASSERT_EQUAL(attr_call(&h, id, true), NFS3_OK);
 	read_check(&h, id, 0, PS);
 	read_check(&h, id, PS, PS);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	/* dir and file attributes, the name, two ACCESS answers */
 	CU_ASSERT(ds.outage_records >= 5);
 	h_fini(&h);
@@ -563,19 +649,19 @@ static void test_outage_records_dropped_by_cache_drop(void)
 	h_init(&h, with_disk_stale);
 	id = toy_add_file(&h.toy, "f", PS);
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, &got), NFS3_OK);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT(ds.outage_records >= 3);
 	stale_drop_kept(&h.d);
-	disk_tier_drain();
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	disk_tier_drain(&h.d);
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.outage_records, 0);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);
 	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", PS), id);
 	h.fu.state = UPSTREAM_DOWN;
-	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&ds));
+	CU_ASSERT_TRUE_FATAL(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.outage_records, 0);
 	CU_ASSERT_EQUAL(h_lookup(&h, fname, NULL), NFS3ERR_JUKEBOX);
 	h_fini(&h);
@@ -625,7 +711,7 @@ static void test_outage_never_serves_an_older_version(void)
 	read_check(&h, id, 0, PS);
 	read_check(&h, id, PS, PS);
 	memcpy(old, toy_node(&h.toy, id)->data, sizeof(old));
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);	/* the file changed meanwhile */
@@ -639,7 +725,7 @@ static void test_outage_never_serves_an_older_version(void)
 	CU_ASSERT_EQUAL(read_status(&h, id, 0, PS, old, &stale_bytes),
 			NFS3ERR_JUKEBOX);
 	CU_ASSERT_FALSE(stale_bytes);
-	disk_tier_drain();
+	disk_tier_drain(&h.d);
 	h_fini(&h);
 
 	h_init(&h, with_disk_stale);	/* restarted during the outage */
@@ -679,6 +765,8 @@ int test_register(void)
 	T(test_page_with_more_holes_than_a_record_reads_back);
 	T(test_changed_file_is_served_new_not_its_holes);
 	T(test_flipped_hole_offset_is_refused_not_zeros);
+	T(test_new_daemon_tier_starts_fresh);
+	T(test_no_cache_dir_no_tier);
 #undef T
 	return 0;
 }

@@ -72,13 +72,13 @@ static enum upstream_status respond(const struct fake_call *c, void *res,
 	return toy_respond(c, res, arg);
 }
 
-/* Journal records held now (after the disk's queued work). */
-static uint64_t records(void)
+/* Journal records held now in h's daemon (after the disk's queued work). */
+static uint64_t records(struct nfs3_h *h)
 {
 	struct disk_stats st;
 
-	disk_tier_drain();
-	disk_stats_get(disk_tier_disk(), &st);
+	disk_tier_drain(&h->d);
+	disk_stats_get(disk_tier_disk(&h->d), &st);
 	return st.journal_records;
 }
 
@@ -189,7 +189,7 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 
 	/* Write-back runs into the failure: counted, kept. */
 	fail_write = st;
@@ -200,7 +200,7 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	for (int c = 0; c < LC_NCAUSES; c++)
 		if (c != (int)cause)
 			CU_ASSERT_EQUAL(s1.failures[c], s0.failures[c]);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	n = toy_node(&h.toy, id);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(n);
 	CU_ASSERT_EQUAL(n->size, 0);
@@ -213,19 +213,19 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	if (cause == LC_STALE) {
 		/* Gone upstream: no retry, the record stays in cache_dir. */
 		CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], w0);
-		CU_ASSERT_EQUAL(records(), 1);
+		CU_ASSERT_EQUAL(records(&h), 1);
 		CU_ASSERT_EQUAL(n->size, 0);
 	} else {
 		CU_ASSERT(h.fu.calls[NFSPROC3_WRITE] > w0);
 		/* The record goes once the bytes are COMMITted upstream, after
 		 * writeback_commit_delay. */
-		CU_ASSERT_EQUAL(records(), 1);
+		CU_ASSERT_EQUAL(records(&h), 1);
 		h_advance(&h, 3601);
 		h_turns(&h, 50);
 		CU_ASSERT(h.fu.calls[NFSPROC3_COMMIT] >= 1);
 		CU_ASSERT_EQUAL(n->size, LEN);
 		CU_ASSERT_EQUAL(memcmp(n->data, data, LEN), 0);
-		CU_ASSERT_EQUAL(records(), 0);
+		CU_ASSERT_EQUAL(records(&h), 0);
 	}
 	stop(&h);
 }
@@ -380,7 +380,7 @@ static void test_rewritten_stable_bytes_not_replayed(void)
 	write_at(&h, id, 0, fill(b, 'A', 100), 100);
 	write_at(&h, id, 1000, fill(b, 'X', 100), 100);
 	commit(&h, id);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	write_at(&h, id, 0, fill(b, 'C', 100), 100);
 	/* Write-back sends C and X; their upstream COMMIT is held. */
 	h.fu.hold[NFSPROC3_COMMIT] = true;
@@ -395,7 +395,7 @@ static void test_rewritten_stable_bytes_not_replayed(void)
 	fake_up_release(&h.fu, NFSPROC3_COMMIT);
 	h_turns(&h, 50);
 	commit(&h, id);
-	CU_ASSERT(records() >= 1);	/* Y is not upstream yet */
+	CU_ASSERT(records(&h) >= 1);	/* Y is not upstream yet */
 
 	id = crash_restart(&h, id);
 	read_at(&h, id, 0, 100, got);
@@ -421,7 +421,7 @@ static void test_truncate_not_undone_by_replay(void)
 	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
 	write_at(&h, id, 65536, fill(b, 'B', 4000), 4000);
 	commit(&h, id);
-	CU_ASSERT_EQUAL(records(), 2);
+	CU_ASSERT_EQUAL(records(&h), 2);
 	memset(&sa, 0, sizeof(sa));
 	h_fh(&h, id, &sa.object, fh);
 	sa.new_attributes.size.set_it = TRUE;
@@ -431,7 +431,7 @@ static void test_truncate_not_undone_by_replay(void)
 		(xdrproc_t)xdr_SETATTR3args, &sa), (xdrproc_t)xdr_SETATTR3res, &sr), 0);
 	CU_ASSERT_EQUAL(sr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_SETATTR3res, (char *)&sr);
-	CU_ASSERT_EQUAL(records(), 1);	/* page 1 is gone, page 0 rewritten */
+	CU_ASSERT_EQUAL(records(&h), 1);	/* page 1 is gone, page 0 rewritten */
 
 	id = crash_restart(&h, id);
 	size = read_at(&h, id, 0, 4000, got);
@@ -480,13 +480,13 @@ static void test_unreadable_journal_refuses_start(void)
 	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', 100), 100);
 	commit(&h, id);
-	CU_ASSERT_EQUAL_FATAL(records(), 1);
+	CU_ASSERT_EQUAL_FATAL(records(&h), 1);
 	h_fini(&h);		/* a crash: the record stays */
 	index_add_foreign_db();
 	h_init(&h, tune);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(disk_tier_disk());
-	CU_ASSERT_FALSE(disk_on(disk_tier_disk()));
-	CU_ASSERT_EQUAL(disk_journal_unread(disk_tier_disk()), 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(disk_tier_disk(&h.d));
+	CU_ASSERT_FALSE(disk_on(disk_tier_disk(&h.d)));
+	CU_ASSERT_EQUAL(disk_journal_unread(disk_tier_disk(&h.d)), 1);
 	CU_ASSERT_EQUAL(lcommit_start(&h.d, err, sizeof(err)), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "its journal holds locally "
 				      "committed writes not yet written back"));
@@ -506,7 +506,7 @@ static void test_remove_drops_records(void)
 	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
 	commit(&h, id);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	memset(&ra, 0, sizeof(ra));
 	h_fh(&h, TOY_ROOT, &ra.object.dir, fh);
 	ra.object.name = name;
@@ -515,7 +515,7 @@ static void test_remove_drops_records(void)
 		(xdrproc_t)xdr_REMOVE3args, &ra), (xdrproc_t)xdr_REMOVE3res, &rr), 0);
 	CU_ASSERT_EQUAL(rr.status, NFS3_OK);
 	xdr_free((xdrproc_t)xdr_REMOVE3res, (char *)&rr);
-	CU_ASSERT_EQUAL(records(), 0);
+	CU_ASSERT_EQUAL(records(&h), 0);
 	stop(&h);
 }
 
@@ -550,7 +550,7 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
 	CU_ASSERT_EQUAL(s1.fallbacks, s0.fallbacks);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
-	CU_ASSERT_EQUAL(records(), 20);
+	CU_ASSERT_EQUAL(records(&h), 20);
 	/* Over the bound: the next COMMIT waits for the upstream (its
 	 * write-back runs on the test clock). */
 	write_at(&h, id, 20 * sizeof(data), data, 4096);
@@ -561,7 +561,7 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	CU_ASSERT(h.fu.calls[NFSPROC3_COMMIT] >= 1);
 	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 20 * sizeof(data) + 4096);
 	h_turns(&h, 50);
-	CU_ASSERT_EQUAL(records(), 0);
+	CU_ASSERT_EQUAL(records(&h), 0);
 	/* Room again: answered locally. */
 	write_at(&h, id, 0, data, 4096);
 	commit(&h, id);
@@ -677,14 +677,14 @@ static void check_no_rollback(bool clean)
 	lcommit_stats_get(&s0);
 	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
 	commit(&h, id);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
 
-	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, ENOSPC);
 	write_at(&h, id, BIG, fill(b, 'M', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
-	CU_ASSERT_FALSE(disk_on(disk_tier_disk()));
-	CU_ASSERT_EQUAL(records(), 1);		/* A's record stays on disk */
+	CU_ASSERT_FALSE(disk_on(disk_tier_disk(&h.d)));
+	CU_ASSERT_EQUAL(records(&h), 1);		/* A's record stays on disk */
 	lcommit_stats_get(&s1);
 	CU_ASSERT_EQUAL(s1.fence_writes, 1);
 
@@ -701,7 +701,7 @@ static void check_no_rollback(bool clean)
 	lcommit_stats_get(&s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 1);
 	CU_ASSERT_EQUAL(s1.recovered_records, 0);
-	CU_ASSERT_EQUAL(records(), 0);		/* deleted, the disk working */
+	CU_ASSERT_EQUAL(records(&h), 0);		/* deleted, the disk working */
 	/* Nothing to write back: whatever write-back runs, B stays. */
 	h_advance(&h, 3601);
 	h_turns(&h, 50);
@@ -714,7 +714,7 @@ static void check_no_rollback(bool clean)
 	/* New records after the fence are replayed, not superseded. */
 	write_at(&h, id, 0, fill(b, 'C', BIG), BIG);
 	commit(&h, id);
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	id = fence_restart(&h, id, false);
 	lcommit_stats_get(&s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 0);
@@ -756,7 +756,7 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	commit(&h, id);
 	CU_ASSERT_EQUAL_FATAL(unlink(cpath), 0);
 	CU_ASSERT_EQUAL_FATAL(unlink(spath), 0);
-	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, EIO);
+	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, EIO);
 	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
 	lcommit_stats_get(&s1);
@@ -823,14 +823,14 @@ static void test_truncate_answered_once_rewrite_durable(void)
 	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', 4000), 4000);
 	commit(&h, id);
-	CU_ASSERT_EQUAL_FATAL(records(), 1);
-	disk_gate_close(disk_tier_disk());
+	CU_ASSERT_EQUAL_FATAL(records(&h), 1);
+	disk_gate_close(disk_tier_disk(&h.d));
 	xid = setattr_size(&h, id, 10);
 	for (int i = 0; i < 50; i++)
 		h_turns(&h, 10);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_SETATTR], 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
-	disk_gate_open(disk_tier_disk());
+	disk_gate_open(disk_tier_disk(&h.d));
 	CU_ASSERT_EQUAL(setattr_status(&h, xid), NFS3_OK);
 	CU_ASSERT_EQUAL(toy_node(&h.toy, id)->size, 10);
 	stop(&h);
@@ -873,14 +873,14 @@ static void test_journal_and_fence_steps_counted(void)
 	id = start(&h, tune);
 	write_at(&h, id, 0, fill(b, 'A', LEN), LEN);
 	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
-	disk_gate_close(disk_tier_disk());
+	disk_gate_close(disk_tier_disk(&h.d));
 	h_fh(&h, id, &c.file, fh);
 	xid = h_call(&h, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &c);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
 	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_JOURNAL, 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
-	disk_gate_open(disk_tier_disk());
+	disk_gate_open(disk_tier_disk(&h.d));
 	turns_until_replied(&h, xid);
 	memset(&cr, 0, sizeof(cr));
 	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_COMMIT3res,
@@ -890,28 +890,28 @@ static void test_journal_and_fence_steps_counted(void)
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
 	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 
-	disk_gate_close(disk_tier_disk());
+	disk_gate_close(disk_tier_disk(&h.d));
 	xid = h_send_write(&h, id, 0, LEN, 'B', FILE_SYNC);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
 	h_expect_steps(&h, NFS3_WRITE_JOURNAL, 1, NFS3_COMMIT_NSTEPS, 0);
-	disk_gate_open(disk_tier_disk());
+	disk_gate_open(disk_tier_disk(&h.d));
 	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
 	CU_ASSERT_EQUAL(how, FILE_SYNC);
 	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
 
 	/* A credential ACCESS grants nothing: through, then the fence. */
-	CU_ASSERT_TRUE_FATAL(records() >= 1);	/* the page's, to rewrite */
+	CU_ASSERT_TRUE_FATAL(records(&h) >= 1);	/* the page's, to rewrite */
 	h.toy.access_deny = ACCESS3_MODIFY | ACCESS3_EXTEND;
 	h.uid = h.gid = 1001;
-	disk_gate_close(disk_tier_disk());
+	disk_gate_close(disk_tier_disk(&h.d));
 	xid = h_send_write(&h, id, 0, LEN, 'C', UNSTABLE);
 	for (int i = 0; i < 20; i++)
 		h_turns(&h, 10);
 	h_expect_steps(&h, NFS3_WRITE_FENCE, 1, NFS3_COMMIT_NSTEPS, 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 1);
 	CU_ASSERT_FALSE(h_replied(&h, xid));
-	disk_gate_open(disk_tier_disk());
+	disk_gate_open(disk_tier_disk(&h.d));
 	CU_ASSERT_EQUAL(write_status(&h, xid, &how), NFS3_OK);
 	CU_ASSERT_EQUAL(how, FILE_SYNC);
 	h_expect_steps(&h, NFS3_WRITE_NSTEPS, 0, NFS3_COMMIT_NSTEPS, 0);
@@ -940,7 +940,7 @@ static void test_truncate_waits_for_the_fence(void)
 	commit(&h, id);
 	CU_ASSERT_EQUAL_FATAL(unlink(cpath), 0);
 	CU_ASSERT_EQUAL_FATAL(unlink(spath), 0);
-	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, EIO);
+	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, EIO);
 	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
 	CU_ASSERT_TRUE_FATAL(lcommit_fence_due());
@@ -998,8 +998,8 @@ static void test_fence_leaves_stale_files_out(void)
 	CU_ASSERT_EQUAL(s1.failures[LC_STALE], 1);
 	write_at(&h, f, 0, fill(b, 'A', BIG), BIG);
 	commit(&h, f);
-	CU_ASSERT_EQUAL(records(), 2);
-	disk_fault_inject(disk_tier_disk(), DISK_FAULT_JOURNAL, ENOSPC);
+	CU_ASSERT_EQUAL(records(&h), 2);
+	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, ENOSPC);
 	write_at(&h, f, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, f), NFS3_OK);
 	lcommit_stats_get(&s1);
@@ -1009,7 +1009,7 @@ static void test_fence_leaves_stale_files_out(void)
 	lcommit_stats_get(&s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 1);	/* f's */
 	CU_ASSERT_EQUAL(s1.recovered_records + s1.kept_records, 1); /* g's */
-	CU_ASSERT_EQUAL(records(), 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
 	stop(&h);
 	h_rmtree(sdir);
 }
@@ -1199,7 +1199,7 @@ static void many_writers_run(bool clean, uint64_t seed)
 	for (unsigned r = 0; r < MW_ROUNDS; r++)
 		for (unsigned w = 0; w < MW_FILES; w++) {
 			if (r * MW_FILES + w == fault_at)
-				disk_fault_inject(disk_tier_disk(),
+				disk_fault_inject(disk_tier_disk(&h.d),
 						  faults[fk].op, faults[fk].err);
 			mw_turn(&h, s, w, r + 1);
 			if (mw_rand(s) % 3 == 0) {
