@@ -409,7 +409,9 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 	if (same_gen) {
 		if (same_version) {
 			tier_fill(b, l->page, pg);
-		} else if (!b->dropped) {
+		} else if (!b->dropped && tier_disk(b->d)) {
+			/* (No store while disk_close runs the last loads:
+			 * what they found is dropped at the next start.) */
 			size_t len;
 			const uint8_t *fh = cfile_fh(b->f, &len);
 
