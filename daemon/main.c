@@ -51,7 +51,7 @@
 #include "server.h"
 #include "service.h"
 #include "stats_cmd.h"
-#include "admin.h"
+#include "cache_cmd.h"
 #include "checkconf.h"
 #include "upstream.h"
 #include "writeback.h"
@@ -523,7 +523,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "stats") == 0)
 		return stats_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "cache") == 0)
-		return admin_main(argc - 1, argv + 1);
+		return cache_cmd_main(argc - 1, argv + 1);
 	malloc_tune();
 	memset(&d, 0, sizeof(d));
 	parse_flags(argc, argv, o);
