@@ -24,6 +24,9 @@
  *                 past-end reply padded with 4 bytes and eof FALSE) after
  *                 the file shrank behind the proxy, a READ inside the old
  *                 size is answered empty with eof.
+ *   read_pad4k    (--rewrite-read pad, as read_pad, with 4 KiB pages) the
+ *                 same at 5,000, where the upstream READ starts at the
+ *                 page, before the client's offset.
  * Readahead is off (noreadahead.conf) so every upstream READ is the
  * test's own.
  */
@@ -154,34 +157,53 @@ static void test_garbage_past_size(void)
 
 /*
  * The file shrank behind the proxy (200,000 -> 1,000 bytes) while it
- * trusted the old size; a READ at 131,072, inside the size it knew, is
- * answered by an upstream that pads the past-end reply with 4 bytes and
- * eof FALSE. Cut to the reply's own size, the reply is empty, and an
- * empty reply at or past the size must say eof, or a client that trusts
- * it reads again forever.
+ * trusted the old size; a READ of 4096 bytes at off, inside the size it
+ * knew, is answered by an upstream that pads the past-end reply with 4
+ * bytes and eof FALSE. Cut to the reply's own size, the reply is empty,
+ * and an empty reply at or past the size must say eof (RFC 1813 section
+ * 3.3.6), or a client that trusts it reads again forever. name: the
+ * file's, one per test.
  */
-static void test_padded_past_new_end(void)
+static void padded_past_new_end(const char *name, uint64_t off)
 {
 	const uint32_t size = 200000;
 	uint8_t *want = malloc(size);
 	struct ct_metrics m0, m1;
 	char path[4096];
 	nfs_fh3 fh = { 0 };
+	fattr3 a;
 
-	CU_ASSERT_FATAL(want && make_file("pad-past-end", size, 13, want, &fh) == 0);
+	CU_ASSERT_FATAL(want && make_file(name, size, 13, want, &fh) == 0);
 	read_expect(px, &fh, 0, 4096, 4096, 0, want);
-	CU_ASSERT_FATAL(ct_disk_path("pad-past-end", path, sizeof(path)) == 0);
+	CU_ASSERT_FATAL(ct_disk_path(name, path, sizeof(path)) == 0);
 	CU_ASSERT_FATAL(truncate(path, 1000) == 0);
 	CU_ASSERT_FATAL(ct_metrics_read(&m0) == 0);
-	read_expect(px, &fh, 131072, 4096, 0, 1, NULL);
+	read_expect(px, &fh, off, 4096, 0, 1, NULL);
 	CU_ASSERT_FATAL(ct_metrics_read(&m1) == 0);
 	CHECK_EQ(ct_delta(&m0, &m1, CT_UP_READ), 1);
 	CHECK_EQ(ct_delta(&m0, &m1, PROTO_ERRORS), 1);
+	/* The reply's own size is now the proxy's. */
+	CHECK_STAT(nfsc_getattr(px, &fh, &a), NFS3_OK);
+	CHECK_EQ(a.size, 1000);
 	read_expect(px, &fh, 0, 4096, 1000, 1, want);
 	ct_metrics_free(&m0);
 	ct_metrics_free(&m1);
 	nfsc_fh_free(&fh);
 	free(want);
+}
+
+/* Page-aligned: the upstream READ starts at the client's offset. */
+static void test_padded_past_new_end(void)
+{
+	padded_past_new_end("pad-past-end", 131072);
+}
+
+/* With 4 KiB pages (read_pad4k's page_size), a READ at 5,000: the
+ * upstream READ starts at 4,096, before the client's offset, and both
+ * are past the new end. */
+static void test_padded_past_new_end_4k(void)
+{
+	padded_past_new_end("pad-past-end-4k", 5000);
 }
 
 /* Mount the proxy and Ganesha as root. */
@@ -210,6 +232,8 @@ int test_register(void)
 		{ "read_inval", "inval_past_new_end", test_inval_past_new_end },
 		{ "read_garbage", "garbage_past_size", test_garbage_past_size },
 		{ "read_pad", "padded_past_new_end", test_padded_past_new_end },
+		{ "read_pad4k", "padded_past_new_end_4k",
+		  test_padded_past_new_end_4k },
 	};
 
 	tcheck_report_at_exit("test_read_upstream");
