@@ -456,13 +456,14 @@ void file_free_unused(struct cache *c, struct cfile *f)
 		file_free(c, f);
 }
 
-void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner))
+void cache_owner_clear(struct cache *c,
+		       void (*fn)(struct fstate *owner, void *arg), void *arg)
 {
 	struct cfile *f, *tmp;
 
 	HASH_ITER(hh, c->files, f, tmp) {
 		if (f->owner)
-			fn(f->owner);
+			fn(f->owner, arg);
 		f->owner = NULL;
 	}
 }

@@ -285,9 +285,11 @@ bool cfile_gen_holds(const struct cfile *f, uint64_t gen);
  */
 struct fstate **cfile_owner_slot(struct cfile *f);
 
-/* Call fn on every file's non-NULL owner slot, then clear it (before
- * cache_free, so the owner can free what it hung there). */
-void cache_owner_clear(struct cache *c, void (*fn)(struct fstate *owner));
+/* Call fn(owner, arg) on every file's non-NULL owner slot, then clear it
+ * (before cache_free, so the owner can free what it hung there; arg is
+ * the caller's, passed through). */
+void cache_owner_clear(struct cache *c,
+		       void (*fn)(struct fstate *owner, void *arg), void *arg);
 
 /* Call fn(c, f, owner, arg) on every file f with a non-NULL owner slot, in
  * no order. fn may invalidate f's data (cfile_invalidate) but must not

@@ -34,6 +34,12 @@
 #include "stale.h"
 #include "writeback.h"
 
+/* cache_owner_clear's callback: free one file's state (arg: its daemon). */
+static void free_fstate(struct fstate *fs, void *arg)
+{
+	fstate_free(arg, fs);
+}
+
 /* Client host names, and with the flags the resolver and the lag timer. */
 static int start_loop_helpers(struct daemon *d, unsigned flags, char *err,
 			      size_t len)
@@ -198,7 +204,7 @@ void daemon_stop(struct daemon *d)
 	mount_list_clear(d);
 	writeback_stop(d);
 	nfs3_meta_shutdown(d);
-	cache_owner_clear(d->cache, fstate_free);
+	cache_owner_clear(d->cache, free_fstate, d);
 	cache_free(&d->cache);
 	stale_forget_all(d);
 	nfs3_read_stop(d);

@@ -48,14 +48,14 @@ bool fstate_idle(const struct fstate *fs, const struct cfile *f)
 			 fs->hooks->idle(fs))));
 }
 
-void fstate_free(struct fstate *fs)
+void fstate_free(struct daemon *d, struct fstate *fs)
 {
 	const struct fstate_hooks *h = fs ? fs->hooks : NULL;
 
 	while (h && h->wait_unlink && fs->waits)
 		fs->waits = h->wait_unlink(fs->waits);
 	if (h && h->clear)
-		h->clear(fs);
+		h->clear(d, fs);
 	free(fs);
 }
 
@@ -63,9 +63,10 @@ void fstate_release(struct daemon *d, struct cfile *f)
 {
 	struct fstate *fs = fstate_find(f);
 
-	(void)d;
 	if (!fs || !fstate_idle(fs, f))
 		return;
-	free(fs);
+	/* Idle: the hooks find nothing to free, but a state has one
+	 * teardown path. */
+	fstate_free(d, fs);
 	*cfile_owner_slot(f) = NULL;
 }

@@ -47,13 +47,13 @@ struct lc_page;
  * What the owners above fstate do with their parts of a state, so that
  * fstate calls none of them (copied from d->fstate_hooks by fstate_get;
  * NULL, or a NULL member: nothing). idle: the owner holds nothing in fs
- * (lcommit_fstate_idle). clear: free what the owner holds in fs
- * (lcommit_fstate_clear). wait_unlink: free waiter w, its successor
- * returned (writeback_wait_unlink). Loop thread.
+ * (lcommit_fstate_idle). clear: free what the owner holds in fs, in d's
+ * owner state (lcommit_fstate_clear). wait_unlink: free waiter w, its
+ * successor returned (writeback_wait_unlink). Loop thread.
  */
 struct fstate_hooks {
 	bool (*idle)(const struct fstate *fs);
-	void (*clear)(struct fstate *fs);
+	void (*clear)(struct daemon *d, struct fstate *fs);
 	struct wb_wait *(*wait_unlink)(struct wb_wait *w);
 };
 
@@ -118,11 +118,15 @@ bool fstate_busy(struct cfile *f);
  * waiting or held, and f has no write-back bytes: it may be freed. */
 bool fstate_idle(const struct fstate *fs, const struct cfile *f);
 
-/* Free a state unconditionally (shutdown: cache_owner_clear's callback;
- * its waiters are dropped unanswered). */
-void fstate_free(struct fstate *fs);
+/* Free state fs (NULL: nothing) of a file of d's cache unconditionally,
+ * the owners' parts through its hooks (clear gets d); its waiters are
+ * dropped unanswered. The one way a state is freed: fstate_release, and
+ * daemon_stop for every file (cache_owner_clear, which clears the slot).
+ * Loop thread, or daemon_stop. */
+void fstate_free(struct daemon *d, struct fstate *fs);
 
-/* Free f's state if fstate_idle. */
+/* Free f's state if fstate_idle (fstate_free) and clear f's owner slot.
+ * Loop thread. */
 void fstate_release(struct daemon *d, struct cfile *f);
 
 #endif

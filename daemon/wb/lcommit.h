@@ -152,8 +152,9 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status,
  * data (retried every LCOMMIT_RETRY seconds of daemon_now()). */
 bool lcommit_backoff(struct cfile *f, double now);
 
-/* Free what f's state holds for this module (fstate_free). */
-void lcommit_fstate_clear(struct fstate *fs);
+/* Free what f's state fs holds for this module (the fstate_hooks clear
+ * hook, fstate_free; d: fs's daemon). Loop thread, or daemon_stop. */
+void lcommit_fstate_clear(struct daemon *d, struct fstate *fs);
 
 /* True when fs holds nothing of this module (fstate_idle). */
 bool lcommit_fstate_idle(const struct fstate *fs);
