@@ -138,7 +138,7 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 		return -1;
 	if (nfs3_ops_start(d) != 0 || nfs3_meta_start(d) != 0 ||
 	    nfs3_read_start(d) != 0 || nfs3_write_start(d) != 0 ||
-	    stale_start(d) != 0) {
+	    stale_start(d) != 0 || lcommit_new(d) != 0) {
 		snprintf(err, len, "out of memory");
 		return -1;
 	}
@@ -195,7 +195,7 @@ int daemon_announce(struct daemon *d, char *err, size_t len)
 void daemon_stop(struct daemon *d)
 {
 	admin_stop(&d->admin);
-	lcommit_fence_stop();	/* fence waiters answered JUKEBOX */
+	lcommit_fence_stop(d);	/* fence waiters answered JUKEBOX */
 	disk_tier_stop(d);	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
@@ -206,6 +206,7 @@ void daemon_stop(struct daemon *d)
 	nfs3_meta_shutdown(d);
 	cache_owner_clear(d->cache, free_fstate, d);
 	cache_free(&d->cache);
+	lcommit_free(d);	/* after the files' states: they count in it */
 	stale_forget_all(d);
 	nfs3_read_stop(d);
 	nfs3_write_stop(d);

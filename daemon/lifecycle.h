@@ -8,17 +8,21 @@
  * beyond the core; main() also calls daemon_announce once its signal
  * handlers are in place, and daemon_stop after the loop ended. The core
  * is: client host names (peername), the RAM cache and readahead
- * parameters, write-back (the write verifier), the disk tier (cache_dir),
- * the invariant sweep's period (NFSCACHED_CHECK), the service state, the
- * outage records of an earlier run (stale_restore) and the RPC server
- * object d->server (without listeners: a test adopts its own socket).
+ * parameters, local commit's state (lcommit_new: counters, sequence
+ * numbers, the fence; its journal is DAEMON_JOURNAL's), write-back (the
+ * write verifier), the disk tier (cache_dir), the invariant sweep's
+ * period (NFSCACHED_CHECK), the service state, the outage records of an
+ * earlier run (stale_restore) and the RPC server object d->server
+ * (without listeners: a test adopts its own socket).
  *
- * Start order: names, resolver, loop lag, cache, write-back, disk tier,
- * invariant, service, upstreams, journal, outage records, server,
- * listeners, metrics, admin socket. Stop order: admin socket, disk tier
- * (its last callbacks may still fetch), metrics, server, upstreams, mount
- * list, write-back, metadata cache, cache, outage records, names, loop
- * lag, service, configuration, resolver. The event loop is the caller's.
+ * Start order: names, resolver, loop lag, cache, local commit's state,
+ * write-back, disk tier, invariant, service, upstreams, journal, outage
+ * records, server, listeners, metrics, admin socket. Stop order: admin
+ * socket, fence waiters, disk tier (its last callbacks may still fetch),
+ * metrics, server, upstreams, mount list, write-back, metadata cache, the
+ * files' states, cache, local commit's state (whether or not lcommit_stop
+ * ran), outage records, names, loop lag, service, configuration,
+ * resolver. The event loop is the caller's.
  */
 #ifndef NFSCACHED_DAEMON_LIFECYCLE_H
 #define NFSCACHED_DAEMON_LIFECYCLE_H

@@ -40,6 +40,7 @@ struct nfs3_read;
 struct nfs3_write;
 struct stale;
 struct disk_tier;
+struct lcommit;
 struct admin;
 struct mount_rec;
 struct service;
@@ -142,6 +143,11 @@ struct daemon {
 					 * made by disk_tier_start, freed by
 					 * disk_tier_stop; NULL without
 					 * cache_dir */
+	struct lcommit *lcommit;	/* local commit's counters, sequence
+					 * numbers and fence (wb/lcommit.c):
+					 * owned, made by lcommit_new in
+					 * daemon_start's core, freed by
+					 * lcommit_free in daemon_stop */
 	const struct proc_table *procs;	/* the procedure table served
 					 * (dispatch.c's, set by the
 					 * lifecycle); static storage */

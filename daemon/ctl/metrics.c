@@ -737,7 +737,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	RENDER(o, nfs3_ops_rows, &ns);
 	render_cache(o, d);
 	disk_tier_render(d, o);
-	lcommit_render(o);
+	lcommit_render(d, o);
 	nfs3_write_stats_get(d, &ws);
 	RENDER(o, nfs3_write_rows, &ws);
 	writeback_stats_get(d, &wb);

@@ -229,7 +229,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 		nfs3_reply_status(r, nfs3_upstream_failure(status));
 		return;
 	}
-	rw0 = lcommit_rewrites();
+	rw0 = lcommit_rewrites(d);
 	nfs3_learn_reply(r, w, res);
 	nfs3_learn_present(r, w, res);
 	if (r->call.proc == NFSPROC3_REMOVE && *(nfsstat3 *)res == NFS3_OK &&
@@ -247,7 +247,7 @@ static void forward_done(enum upstream_status status, void *decoded,
 	r->op = NULL;
 	if (err != NFS3_OK)
 		nfs3_reply_status(r, err);
-	else if (lcommit_rewrites() == rw0 ||
+	else if (lcommit_rewrites(d) == rw0 ||
 		 fwd_reply_journaled(r, res, rw0) != 0)
 		req_reply(r, ent->xdr_res, res);
 }
@@ -319,7 +319,7 @@ static void fwd_fenced(struct daemon *d, nfsstat3 st, void *arg)
  */
 static enum op_status fwd_send(struct req *r)
 {
-	if ((r->ent->flags & DISPATCH_MUTATING) && lcommit_fence_due()) {
+	if ((r->ent->flags & DISPATCH_MUTATING) && lcommit_fence_due(r->d)) {
 		if (lcommit_fence_wait(r->d, fwd_fenced, r) != 0) {
 			struct nfs3_fwd *w = r->op;
 

@@ -289,7 +289,7 @@ static void write_through_done(enum upstream_status status, void *decoded,
 	WRITE3args *a = op->r->args;
 	struct cwcc pre_tmp;
 	struct cattr post_tmp;
-	uint64_t rw0 = lcommit_rewrites();
+	uint64_t rw0 = lcommit_rewrites(d);
 	nfsstat3 st;
 
 	if (status == UPSTREAM_OK)
@@ -387,7 +387,7 @@ static void write_local_done(struct daemon *d, bool durable, void *arg)
 		write_sync_upstream(op);
 		return;
 	}
-	lcommit_count(false);
+	lcommit_count(d, false);
 	write_reply(d, op, NFS3_OK, FILE_SYNC);
 }
 static void write_no_room(struct write_op *op);
@@ -762,7 +762,7 @@ static void commit_local_done(struct daemon *d, bool durable, void *arg)
 		commit_upstream(op);
 		return;
 	}
-	lcommit_count(true);
+	lcommit_count(d, true);
 	commit_reply(d, op, NFS3_OK);
 }
 

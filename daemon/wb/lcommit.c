@@ -107,17 +107,7 @@ struct lc_sync {
 	void *arg;
 };
 
-static struct lcommit_stats stats;
-/* The pacing of write-back failure lines, one per cause. */
-static struct ratelog fail_log[LC_NCAUSES];
-/* Journal rewrites and deletions queued this run (lcommit_rewrites). */
-static uint64_t rewrites_queued;
 #define LCOMMIT_LOG_INTERVAL 10.0	/* seconds between such lines */
-static uint64_t next_seq = 1;	/* the next record's sequence number */
-static uint64_t first_seq = 1;	/* next_seq when this run began */
-static uint64_t pages_held;	/* pages with records in the journal: the
-				 * lc_map entries made (records kept at
-				 * start or after STALE stay counted) */
 
 /* A COMMIT or FILE_SYNC WRITE whose bytes are stable upstream, waiting
  * for the fence (lcommit_upstream_wait). */
@@ -140,19 +130,47 @@ enum lc_fence_state { LCF_NONE, LCF_PENDING, LCF_WRITING, LCF_DURABLE,
 
 struct lc_fence_job;
 
-static struct {
+/* The fence's state (struct lcommit.fence). */
+struct lc_fence {
 	enum lc_fence_state st;
 	struct lcommit_fence fz;	/* id, hi and the files left out */
 	bool overflow;			/* more files to leave out than fit */
 	uint64_t tracked;		/* lc_map entries of every file */
 	double retry_at;		/* FAILED: the next try */
 	bool fail_logged;		/* the failure's one log line */
-	struct lc_waiter *waiters;
-	struct lc_fence_job *job;	/* WRITING: the thread's job */
+	struct lc_waiter *waiters;	/* owned, answered once each */
+	struct lc_fence_job *job;	/* WRITING: the thread's job, owned */
 	pthread_t thread;
 	int efd;			/* the thread's eventfd (-1: none) */
-	struct event *ev;		/* on it, in the loop */
-} fence;
+	struct event *ev;		/* on it, in the loop; owned */
+};
+
+/*
+ * Local commit's state: one per daemon (d->lcommit), made by
+ * lcommit_new in daemon_start's core (zeroed: a fresh daemon starts at
+ * zero, its sequence numbers at 1, no fence) and freed by lcommit_free
+ * in daemon_stop, whether or not lcommit_stop ran (a SIGKILL-like test
+ * stops without it: nothing here touches the journal then). Loop thread
+ * only; the fence's thread works on a copy (struct lc_fence_job).
+ */
+struct lcommit {
+	struct lcommit_stats stats;
+	/* The pacing of write-back failure lines, one per cause. */
+	struct ratelog fail_log[LC_NCAUSES];
+	/* Journal rewrites and deletions queued this run
+	 * (lcommit_rewrites). */
+	uint64_t rewrites_queued;
+	uint64_t next_seq;		/* the next record's sequence number */
+	uint64_t first_seq;		/* next_seq when this run began */
+	uint64_t pages_held;		/* pages with records in the journal:
+					 * the lc_map entries made (records
+					 * kept at start or after STALE stay
+					 * counted) */
+	/* The fence found at start (fence.fz.hi is its hi until this run's
+	 * own fence is due). */
+	struct lcommit_fence start_fence;
+	struct lc_fence fence;		/* this run's */
+};
 
 /* The journal when it can take records now. */
 static struct disk *journal(const struct daemon *d)
@@ -164,6 +182,7 @@ static struct disk *journal(const struct daemon *d)
 
 bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 {
+	struct lcommit *lc = d->lcommit;
 	struct disk *dk = journal(d);
 	struct disk_stats st;
 	uint64_t ps = d->conf->page_size;
@@ -171,14 +190,15 @@ bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 	if (!ex || !ex->conf || !conf_commit_local(ex->conf))
 		return false;
 	if (!dk) {
-		stats.fallbacks++;	/* the journal cannot take it */
+		lc->stats.fallbacks++;	/* the journal cannot take it */
 		return false;
 	}
 	disk_stats_get(dk, &st);
 	if (st.journal_bytes < ((uint64_t)d->conf->disk_dirty_limit << 20) &&
-	    (pages_held + 1) * ps <= ((uint64_t)d->conf->cache_size << 20) / 2)
+	    (lc->pages_held + 1) * ps <=
+	    ((uint64_t)d->conf->cache_size << 20) / 2)
 		return true;
-	stats.fallbacks++;	/* at the bound: the caller waits upstream */
+	lc->stats.fallbacks++;	/* at the bound: the caller waits upstream */
 	return false;
 }
 
@@ -285,8 +305,9 @@ static size_t delta_extents(const struct fstate *fs, uint64_t pstart,
 }
 
 /* The journal state of page idx of fs, created (since unknown) if
- * absent; NULL on ENOMEM. */
-static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
+ * absent and counted in lc; NULL on ENOMEM. */
+static struct lc_page *page_state(struct lcommit *lc, struct fstate *fs,
+				  uint64_t idx)
 {
 	struct lc_page *pm;
 
@@ -298,13 +319,13 @@ static struct lc_page *page_state(struct fstate *fs, uint64_t idx)
 	pm->idx = idx;
 	pm->since = UINT64_MAX;
 	HASH_ADD(hh, fs->lc_map, idx, sizeof(pm->idx), pm);
-	pages_held++;
-	fence.tracked++;
+	lc->pages_held++;
+	lc->fence.tracked++;
 	return pm;
 }
 
 /* Forget page idx's journal state (its records were deleted). */
-static void page_forget(struct fstate *fs, uint64_t idx)
+static void page_forget(struct lcommit *lc, struct fstate *fs, uint64_t idx)
 {
 	struct lc_page *pm;
 
@@ -312,21 +333,21 @@ static void page_forget(struct fstate *fs, uint64_t idx)
 	if (pm) {
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
-		pages_held--;
-		fence.tracked--;
+		lc->pages_held--;
+		lc->fence.tracked--;
 	}
 	rangeset_remove(&fs->lc_pages, idx, idx + 1);
 }
 
 /* Forget every page's journal state (the records stay on disk). */
-static void untrack(struct fstate *fs)
+static void untrack(struct lcommit *lc, struct fstate *fs)
 {
 	struct lc_page *pm, *tmp;
 
 	HASH_ITER(hh, fs->lc_map, pm, tmp) {
 		HASH_DEL(fs->lc_map, pm);
 		free(pm);
-		fence.tracked--;
+		lc->fence.tracked--;
 	}
 	rangeset_clear(&fs->lc_pages);
 }
@@ -350,6 +371,7 @@ struct lc_buf {
 static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 			uint64_t idx, struct lc_buf *b, bool force)
 {
+	struct lcommit *lc = d->lcommit;
 	struct disk *dk = journal(d);
 	uint32_t ps = cache_page_size(d->cache);
 	bool tracked = rangeset_contains(&fs->lc_pages, idx, idx + 1);
@@ -371,7 +393,7 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 			return 0;
 		if (disk_journal_del(dk, &k) != 0)
 			return -1;
-		page_forget(fs, idx);
+		page_forget(lc, fs, idx);
 		return 0;
 	}
 	m = delta_extents(fs, idx * ps, ps, b->ext, n, b->delta, LC_MAX_EXT,
@@ -382,7 +404,7 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 	 * than the page now has. */
 	if (!force && (!tracked || stale == 0) && m == 0)
 		return 0;
-	if (!(pm = page_state(fs, idx)))
+	if (!(pm = page_state(lc, fs, idx)))
 		return -1;
 	full = rec_size(b->ext, n);
 	delta = m <= LC_MAX_EXT ? rec_size(b->delta, m) : UINT64_MAX;
@@ -392,16 +414,16 @@ static int page_journal(struct daemon *d, struct cfile *f, struct fstate *fs,
 	page = cfile_page_bytes(f, idx);
 	len = whole ? rec_encode(f, fs->ex, idx, ps, b->ext, n, page, b->rec)
 		    : rec_encode(f, fs->ex, idx, ps, b->delta, m, page, b->rec);
-	if (disk_journal_put(dk, &k, next_seq, whole, b->rec, len) != 0 ||
+	if (disk_journal_put(dk, &k, lc->next_seq, whole, b->rec, len) != 0 ||
 	    rangeset_add(&fs->lc_pages, idx, idx + 1) != 0) {
 		if (!rangeset_contains(&fs->lc_pages, idx, idx + 1))
-			page_forget(fs, idx);	/* keep lc_map == lc_pages */
+			page_forget(lc, fs, idx);	/* lc_map == lc_pages */
 		return -1;
 	}
-	next_seq++;
+	lc->next_seq++;
 	pm->since = whole ? 0 : pm->since + delta;
-	stats.records_written++;
-	stats.bytes_written += len;
+	lc->stats.records_written++;
+	lc->stats.bytes_written += len;
 	return 0;
 }
 
@@ -476,7 +498,7 @@ void lcommit_rewrite(struct daemon *d, struct cfile *f, uint64_t off,
 	     rangeset_ranges_in(&fs->lc_pages, from, end, r, 64) > 0;) {
 		uint64_t idx = r[0].start;
 
-		rewrites_queued++;
+		d->lcommit->rewrites_queued++;
 		if (page_journal(d, f, fs, idx, b, true) != 0)
 			log_error("local commit: cannot rewrite the journal "
 				  "record of page %" PRIu64 "; a restart may "
@@ -498,7 +520,7 @@ static void sync_done(void *arg, bool durable)
 	if (fs)
 		fs->lc_syncs--;
 	if (!durable) {
-		stats.fallbacks++;
+		s->d->lcommit->stats.fallbacks++;
 		tier_check(s->d);
 	}
 	s->fn(s->d, durable, s->arg);
@@ -511,6 +533,7 @@ static void sync_done(void *arg, bool durable)
 int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 		 uint64_t off, uint64_t len, lcommit_fn *fn, void *arg)
 {
+	struct lcommit_stats *st = &d->lcommit->stats;
 	uint64_t ps = d->conf->page_size;
 	struct fstate *fs = fstate_get(d, f, ex);
 	struct disk *dk = journal(d);
@@ -519,7 +542,7 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	const uint8_t *fh;
 
 	if (!fs || !dk || !(s = calloc(1, sizeof(*s)))) {
-		stats.fallbacks++;
+		st->fallbacks++;
 		return -1;
 	}
 	if (stale_journal(d, f, fs, len ? off / ps : 0,
@@ -527,7 +550,7 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 		/* What was queued stays correct (each record is a page's
 		 * whole state); the caller waits for the upstream. */
 		free(s);
-		stats.fallbacks++;
+		st->fallbacks++;
 		return -1;
 	}
 	fh = cfile_fh(f, &n);
@@ -538,7 +561,7 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 	if (disk_journal_sync(dk, sync_done, s) != 0) {
 		cfile_put(d->cache, &s->f);
 		free(s);
-		stats.fallbacks++;
+		st->fallbacks++;
 		return -1;
 	}
 	fs->lc_syncs++;
@@ -549,24 +572,24 @@ int lcommit_sync(struct daemon *d, struct cfile *f, struct export_rt *ex,
 /* Page idx of f holds no write-back bytes: delete its records, or, when
  * the journal cannot delete any more, only forget them (the fence will
  * cover them: their bytes are stable upstream now). */
-static void settle_page(struct disk *dk, struct cfile *f, struct fstate *fs,
-			uint64_t idx)
+static void settle_page(struct lcommit *lc, struct disk *dk, struct cfile *f,
+			struct fstate *fs, uint64_t idx)
 {
 	struct disk_key k;
 
 	if (!disk_tier_key(f, idx, &k))
 		return;
 	if (dk && disk_journal_del(dk, &k) == 0) {
-		rewrites_queued++;
-		page_forget(fs, idx);
-	} else if (fence.st != LCF_NONE) {
-		page_forget(fs, idx);
+		lc->rewrites_queued++;
+		page_forget(lc, fs, idx);
+	} else if (lc->fence.st != LCF_NONE) {
+		page_forget(lc, fs, idx);
 	}
 }
 
-uint64_t lcommit_rewrites(void)
+uint64_t lcommit_rewrites(const struct daemon *d)
 {
-	return rewrites_queued;
+	return d->lcommit->rewrites_queued;
 }
 
 /* What lcommit_ack_wait waits on. */
@@ -596,7 +619,7 @@ int lcommit_ack_wait(struct daemon *d, uint64_t since, wb_wait_fn fn,
 	struct disk *dk = journal(d);
 	struct lc_ack *a;
 
-	if (rewrites_queued == since || !dk)
+	if (d->lcommit->rewrites_queued == since || !dk)
 		return lcommit_fence_wait(d, fn, arg);
 	if (!(a = calloc(1, sizeof(*a))))
 		return -1;
@@ -647,7 +670,8 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 				for (size_t j = 0; j < ng; j++)
 					for (uint64_t idx = g[j].start;
 					     idx < g[j].end; idx++)
-						settle_page(dk, f, fs, idx);
+						settle_page(d->lcommit, dk,
+							    f, fs, idx);
 				if (m <= 64)
 					break;
 				at = g[ng - 1].end;
@@ -663,9 +687,10 @@ void lcommit_settle(struct daemon *d, struct cfile *f)
 
 /* Leave the file fh (len bytes) out of this run's fence: its records
  * are kept, not superseded. */
-static void fence_keep_fh(const uint8_t *fh, size_t len)
+static void fence_keep_fh(struct lcommit *lc, const uint8_t *fh, size_t len)
 {
-	struct lcommit_fence *fz = &fence.fz;
+	struct lc_fence *fe = &lc->fence;
+	struct lcommit_fence *fz = &fe->fz;
 
 	if (!len || len > LCF_FH_MAX)
 		return;
@@ -673,7 +698,7 @@ static void fence_keep_fh(const uint8_t *fh, size_t len)
 		if (fz->keep[i].len == len && !memcmp(fz->keep[i].fh, fh, len))
 			return;
 	if (fz->nkeep == LCF_KEEP_MAX) {
-		fence.overflow = true;
+		fe->overflow = true;
 		return;
 	}
 	fz->keep[fz->nkeep].len = (uint8_t)len;
@@ -682,20 +707,20 @@ static void fence_keep_fh(const uint8_t *fh, size_t len)
 }
 
 /* Leave f out of this run's fence. */
-static void fence_keep(struct cfile *f)
+static void fence_keep(struct lcommit *lc, struct cfile *f)
 {
 	size_t n;
 	const uint8_t *fh = cfile_fh(f, &n);
 
 	if (fh)
-		fence_keep_fh(fh, n);
+		fence_keep_fh(lc, fh, n);
 }
 
 /* Answer every waiter with st (all of them, or only those waiting since
  * before t when st is not NFS3_OK). */
-static void waiters_answer(nfsstat3 st, double t)
+static void waiters_answer(struct lc_fence *fe, nfsstat3 st, double t)
 {
-	struct lc_waiter **pp = &fence.waiters, *w;
+	struct lc_waiter **pp = &fe->waiters, *w;
 
 	while ((w = *pp)) {
 		if (st != NFS3_OK && w->since > t) {
@@ -746,44 +771,47 @@ static void job_free(struct lc_fence_job *j)
  * either holds it, else failed and retried later. */
 static void fence_written(struct daemon *d, const struct lc_fence_job *j)
 {
+	struct lcommit *lc = d->lcommit;
+	struct lc_fence *fe = &lc->fence;
 	const char *cd = d->conf->cache_dir, *sd = d->conf->state_dir;
 
 	if (j && (j->rc[0] == 0 || j->rc[1] == 0)) {
-		fence.st = LCF_DURABLE;
-		stats.fence_writes++;
+		fe->st = LCF_DURABLE;
+		lc->stats.fence_writes++;
 		log_info("local commit: journal records up to %" PRIu64 " are "
 			 "superseded (their bytes are stable upstream); fence "
 			 "written in %s%s%s", j->fz.hi,
 			 j->rc[0] == 0 ? cd : "",
 			 j->rc[0] == 0 && j->rc[1] == 0 ? " and " : "",
 			 j->rc[1] == 0 ? sd : "");
-		waiters_answer(NFS3_OK, 0);
+		waiters_answer(fe, NFS3_OK, 0);
 		return;
 	}
-	if (!fence.fail_logged)
+	if (!fe->fail_logged)
 		log_error("local commit: cannot write the journal fence (%s: "
 			  "%s; %s: %s): COMMITs are answered NFS3ERR_JUKEBOX "
 			  "until it is written, retried every %g s", cd,
-			  j ? strerror(j->err[0]) : fence.overflow ?
-			  "too many files kept" : !fence.fz.id ?
+			  j ? strerror(j->err[0]) : fe->overflow ?
+			  "too many files kept" : !fe->fz.id ?
 			  "no journal id" : "out of memory", sd,
 			  j ? strerror(j->err[1]) : "-", LCOMMIT_RETRY);
-	fence.fail_logged = true;
-	fence.st = LCF_FAILED;
-	stats.fence_failures++;
-	fence.retry_at = daemon_now() + LCOMMIT_RETRY;
-	waiters_answer(NFS3ERR_JUKEBOX, daemon_now());
+	fe->fail_logged = true;
+	fe->st = LCF_FAILED;
+	lc->stats.fence_failures++;
+	fe->retry_at = daemon_now() + LCOMMIT_RETRY;
+	waiters_answer(fe, NFS3ERR_JUKEBOX, daemon_now());
 }
 
 /* Collect the fence thread's result (it is done, or about to be). */
 static void fence_collect(struct daemon *d)
 {
-	struct lc_fence_job *j = fence.job;
+	struct lc_fence *fe = &d->lcommit->fence;
+	struct lc_fence_job *j = fe->job;
 
 	if (!j)
 		return;
-	pthread_join(fence.thread, NULL);
-	fence.job = NULL;
+	pthread_join(fe->thread, NULL);
+	fe->job = NULL;
 	fence_written(d, j);
 	job_free(j);
 }
@@ -808,29 +836,30 @@ void lcommit_fence_drain(struct daemon *d)
  * calls waiting for it wait on (LCF_WRITING). */
 static void fence_write(struct daemon *d)
 {
+	struct lc_fence *fe = &d->lcommit->fence;
 	struct lc_fence_job *j;
 
-	if (fence.job)
+	if (fe->job)
 		return;			/* one at a time */
-	if (fence.overflow || !fence.fz.id) {
+	if (fe->overflow || !fe->fz.id) {
 		fence_written(d, NULL);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
 	if (j) {
-		j->fz = fence.fz;
+		j->fz = fe->fz;
 		j->dir[0] = strdup(d->conf->cache_dir);
 		j->dir[1] = d->conf->state_dir ? strdup(d->conf->state_dir) : NULL;
-		j->efd = fence.ev ? fence.efd : -1;
+		j->efd = fe->ev ? fe->efd : -1;
 	}
 	if (!j || !j->dir[0]) {
 		job_free(j);
 		fence_written(d, NULL);
 		return;
 	}
-	fence.st = LCF_WRITING;
-	if (fence.ev && pthread_create(&fence.thread, NULL, fence_thread, j) == 0) {
-		fence.job = j;
+	fe->st = LCF_WRITING;
+	if (fe->ev && pthread_create(&fe->thread, NULL, fence_thread, j) == 0) {
+		fe->job = j;
 		return;
 	}
 	/* No thread or no event: write here (blocks the loop once). */
@@ -843,7 +872,9 @@ static void fence_write(struct daemon *d)
  * bytes any more. */
 static void fence_check(struct daemon *d)
 {
-	if (fence.st == LCF_PENDING && fence.tracked == 0)
+	const struct lc_fence *fe = &d->lcommit->fence;
+
+	if (fe->st == LCF_PENDING && fe->tracked == 0)
 		fence_write(d);
 }
 
@@ -876,52 +907,56 @@ static void kick_tracked(struct daemon *d)
 
 void lcommit_tier_off(struct daemon *d)
 {
+	struct lcommit *lc = d->lcommit;
+	struct lc_fence *fe = &lc->fence;
 	struct disk *dk = disk_tier_disk(d);
 	struct disk_stats st;
 
-	if (fence.st != LCF_NONE || !dk)
+	if (fe->st != LCF_NONE || !dk)
 		return;
 	disk_stats_get(dk, &st);
-	if (st.journal_records == 0 && next_seq == first_seq) {
+	if (st.journal_records == 0 && lc->next_seq == lc->first_seq) {
 		/* No record on disk, none put by this run: none to cover. */
-		fence.st = LCF_DURABLE;
+		fe->st = LCF_DURABLE;
 		return;
 	}
-	fence.st = LCF_PENDING;
-	fence.fz.hi = next_seq - 1;
+	fe->st = LCF_PENDING;
+	fe->fz.hi = lc->next_seq - 1;
 	kick_tracked(d);
-	if (fence.tracked)
+	if (fe->tracked)
 		log_warn("local commit: the journal can no longer delete; %"
 			 PRIu64 " page(s) with records are written back "
 			 "upstream now, and COMMITs wait for them and the "
-			 "journal fence", fence.tracked);
+			 "journal fence", fe->tracked);
 	fence_check(d);
 }
 
 /* The tier turned off and this module has not heard it yet. */
 static void tier_check(struct daemon *d)
 {
+	const struct lc_fence *fe = &d->lcommit->fence;
 	struct disk *dk = disk_tier_disk(d);
 
-	if (fence.st == LCF_NONE && dk && !disk_on(dk))
+	if (fe->st == LCF_NONE && dk && !disk_on(dk))
 		lcommit_tier_off(d);
 }
 
 /* A COMMIT's or FILE_SYNC WRITE's bytes are stable upstream (or failed). */
 static void upstream_done(struct daemon *d, nfsstat3 st, void *arg)
 {
+	struct lc_fence *fe = &d->lcommit->fence;
 	struct lc_waiter *w = arg;
 
 	tier_check(d);
-	if (st == NFS3_OK && fence.st == LCF_FAILED &&
-	    daemon_now() >= fence.retry_at)
+	if (st == NFS3_OK && fe->st == LCF_FAILED &&
+	    daemon_now() >= fe->retry_at)
 		fence_write(d);
-	if (st == NFS3_OK && (fence.st == LCF_PENDING ||
-			      fence.st == LCF_WRITING ||
-			      fence.st == LCF_FAILED)) {
+	if (st == NFS3_OK && (fe->st == LCF_PENDING ||
+			      fe->st == LCF_WRITING ||
+			      fe->st == LCF_FAILED)) {
 		w->since = daemon_now();
-		w->next = fence.waiters;
-		fence.waiters = w;
+		w->next = fe->waiters;
+		fe->waiters = w;
 		return;
 	}
 	w->fn(d, st, w->arg);
@@ -946,9 +981,11 @@ int lcommit_upstream_wait(struct daemon *d, struct cfile *f,
 	return 0;
 }
 
-bool lcommit_fence_due(void)
+bool lcommit_fence_due(const struct daemon *d)
 {
-	return fence.st != LCF_NONE && fence.st != LCF_DURABLE;
+	const struct lc_fence *fe = &d->lcommit->fence;
+
+	return fe->st != LCF_NONE && fe->st != LCF_DURABLE;
 }
 
 int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg)
@@ -966,37 +1003,43 @@ int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg)
 
 void lcommit_tick(struct daemon *d)
 {
+	struct lc_fence *fe = &d->lcommit->fence;
 	double now;
 
-	if (fence.st == LCF_NONE || fence.st == LCF_DURABLE)
+	if (fe->st == LCF_NONE || fe->st == LCF_DURABLE)
 		return;
 	now = daemon_now();
-	if (fence.st == LCF_PENDING)
+	if (fe->st == LCF_PENDING)
 		kick_tracked(d);
 	fence_check(d);
-	if (fence.st == LCF_FAILED && now >= fence.retry_at)
+	if (fe->st == LCF_FAILED && now >= fe->retry_at)
 		fence_write(d);
 	/* Not answered within LCOMMIT_RETRY: the client retries later. */
-	if (fence.st != LCF_DURABLE)
-		waiters_answer(NFS3ERR_JUKEBOX, now - LCOMMIT_RETRY);
+	if (fe->st != LCF_DURABLE)
+		waiters_answer(fe, NFS3ERR_JUKEBOX, now - LCOMMIT_RETRY);
 }
 
-void lcommit_fence_stop(void)
+void lcommit_fence_stop(struct daemon *d)
 {
-	uint64_t tracked = fence.tracked;	/* the fstates still count */
+	struct lc_fence *fe;
+	uint64_t tracked;
 
-	waiters_answer(NFS3ERR_JUKEBOX, 1e300);
-	if (fence.job) {
-		pthread_join(fence.thread, NULL);	/* stopping: may wait */
-		job_free(fence.job);
+	if (!d->lcommit)
+		return;
+	fe = &d->lcommit->fence;
+	tracked = fe->tracked;	/* the fstates still count */
+	waiters_answer(fe, NFS3ERR_JUKEBOX, 1e300);
+	if (fe->job) {
+		pthread_join(fe->thread, NULL);	/* stopping: may wait */
+		job_free(fe->job);
 	}
-	if (fence.ev)
-		event_free(fence.ev);
-	if (fence.ev || fence.efd > 0)
-		close(fence.efd);
-	memset(&fence, 0, sizeof(fence));
-	fence.efd = -1;
-	fence.tracked = tracked;
+	if (fe->ev)
+		event_free(fe->ev);
+	if (fe->efd >= 0)
+		close(fe->efd);
+	memset(fe, 0, sizeof(*fe));
+	fe->efd = -1;
+	fe->tracked = tracked;
 }
 
 /* The cause label of a failure status. */
@@ -1015,13 +1058,14 @@ static enum lcommit_cause cause_of(int status)
 
 bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 {
+	struct lcommit *lc = d->lcommit;
 	struct fstate *fs = fstate_find(f);
 	enum lcommit_cause c = cause_of(status);
 
 	*keep = false;
 	if (!fs || !fs->lc_pages.n)
 		return false;
-	stats.failures[c]++;
+	lc->stats.failures[c]++;
 	if (c == LC_STALE) {
 		/* Gone upstream: nowhere to write it. The records stay in
 		 * cache_dir (not tracked, so never deleted by this run) and
@@ -1031,14 +1075,14 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status, bool *keep)
 			  "journal record(s) are kept in %s",
 			  (size_t)rangeset_bytes(&fs->lc_pages),
 			  d->conf->cache_dir);
-		fence_keep(f);
-		untrack(fs);
+		fence_keep(lc, f);
+		untrack(lc, fs);
 		fence_check(d);
 		return true;
 	}
 	*keep = true;
 	fs->lc_retry_at = daemon_now() + LCOMMIT_RETRY;
-	ratelog_msg(&fail_log[c], daemon_now(), LCOMMIT_LOG_INTERVAL,
+	ratelog_msg(&lc->fail_log[c], daemon_now(), LCOMMIT_LOG_INTERVAL,
 		    LOG_LEVEL_WARN, "write-back of locally committed data "
 		    "failed upstream with %s; kept in %s, retried every %g s",
 		    nfs3_status_name((uint32_t)status), d->conf->cache_dir,
@@ -1055,8 +1099,7 @@ bool lcommit_backoff(struct cfile *f, double now)
 
 void lcommit_fstate_clear(struct daemon *d, struct fstate *fs)
 {
-	(void)d;	/* the next commit counts the pages out of d's state */
-	untrack(fs);
+	untrack(d->lcommit, fs);
 	rangeset_clear(&fs->lc_stale);
 }
 
@@ -1066,6 +1109,40 @@ bool lcommit_fstate_idle(const struct fstate *fs)
 }
 
 /* ---- start and stop ---- */
+
+int lcommit_new(struct daemon *d)
+{
+	struct lcommit *lc = calloc(1, sizeof(*lc));
+
+	if (!lc)
+		return -1;
+	lc->next_seq = lc->first_seq = 1;
+	lc->fence.efd = -1;
+	d->lcommit = lc;
+	return 0;
+}
+
+void lcommit_free(struct daemon *d)
+{
+	struct lcommit *lc = d->lcommit;
+
+	if (!lc)
+		return;
+	/* Normally done already (daemon_stop calls lcommit_fence_stop
+	 * before the server goes): the thread joined, the event freed. */
+	if (lc->fence.job || lc->fence.ev || lc->fence.efd >= 0)
+		lcommit_fence_stop(d);
+	/* A waiter queued since (by a last callback of disk_tier_stop) is
+	 * dropped unanswered: the server its call came on is gone. */
+	while (lc->fence.waiters) {
+		struct lc_waiter *w = lc->fence.waiters;
+
+		lc->fence.waiters = w->next;
+		free(w);
+	}
+	free(lc);
+	d->lcommit = NULL;
+}
 
 /* Whether rec[0..len) is a well-formed record; its header. */
 static const struct lc_hdr *rec_check(const void *rec, size_t len)
@@ -1098,16 +1175,12 @@ static const struct lc_hdr *rec_check(const void *rec, size_t len)
 	return sum == h.checksum ? rec : NULL;
 }
 
-/* The fence found at start (fence.fz.hi is its hi until this run's
- * own fence is due). */
-static struct lcommit_fence start_fence;
-
 /* A record the start's fence covers: skipped and deleted. */
-static int superseded(const struct daemon *d, const struct disk_key *k)
+static int superseded(struct daemon *d, const struct disk_key *k)
 {
 	struct disk *dk = journal(d);
 
-	stats.superseded_records++;
+	d->lcommit->stats.superseded_records++;
 	if (dk)
 		(void)disk_journal_del(dk, k);
 	return 0;
@@ -1119,6 +1192,7 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 		       const void *rec, size_t len)
 {
 	struct daemon *d = arg;
+	struct lcommit *lc = d->lcommit;
 	const struct lc_hdr *h = rec_check(rec, len);
 	const struct lc_ext *x = h ? (const struct lc_ext *)(h + 1) : NULL;
 	const uint8_t *p = x ? (const uint8_t *)(x + h->next) : NULL;
@@ -1128,15 +1202,15 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 	struct fstate *fs;
 	int bad = 0;
 
-	if (start_fence.hi && lcommit_fence_covers(&start_fence, seq, k->fh,
-						   k->fh_len)) {
+	if (lc->start_fence.hi &&
+	    lcommit_fence_covers(&lc->start_fence, seq, k->fh, k->fh_len)) {
 		cfile_put(d->cache, &f);
 		return superseded(d, k);
 	}
 	if (!f) {
-		fence_keep_fh(k->fh, k->fh_len);
-		stats.kept_records++;
-		pages_held++;		/* it still needs room at a later start */
+		fence_keep_fh(lc, k->fh, k->fh_len);
+		lc->stats.kept_records++;
+		lc->pages_held++;	/* still needs room at a later start */
 		log_error("journal record %s at page %" PRIu64 " kept in "
 			  "cache_dir: %s", h ? "of an unknown export" :
 			  "damaged", k->page, h ? "no export with its id" :
@@ -1163,20 +1237,20 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
 		p += x[i].len;
 	}
 	/* Tracked: in lc_pages, and in lc_map with its next record full. */
-	if (!bad && (!fs || !page_state(fs, k->page)))
+	if (!bad && (!fs || !page_state(lc, fs, k->page)))
 		bad = 1;
 	if (!bad && rangeset_add(&fs->lc_pages, k->page, k->page + 1) != 0) {
-		page_forget(fs, k->page);
+		page_forget(lc, fs, k->page);
 		bad = 1;
 	}
 	if (!bad) {
-		stats.recovered_records++;
-		stats.recovered_bytes += len;
+		lc->stats.recovered_records++;
+		lc->stats.recovered_bytes += len;
 		writeback_kick(d, f, ex, true);
 	} else {
-		fence_keep_fh(k->fh, k->fh_len);
-		stats.kept_records++;
-		pages_held++;
+		fence_keep_fh(lc, k->fh, k->fh_len);
+		lc->stats.kept_records++;
+		lc->pages_held++;
 		log_error("journal record of page %" PRIu64 " kept in cache_dir: "
 			  "no room in the cache (cache_size) to install it",
 			  k->page);
@@ -1192,12 +1266,13 @@ static int recover_one(void *arg, const struct disk_key *k, uint64_t seq,
  * under the old verifier and find answered with nothing behind it. */
 static void verf_start(struct daemon *d, struct disk *dk, bool reusable)
 {
+	struct lcommit *lc = d->lcommit;
 	struct lc_verf v;
 	long n = disk_meta_get(dk, LC_VERF_KEY, &v, sizeof(v));
 
 	if (reusable && n == (long)sizeof(v) && v.clean == 1) {
 		writeback_set_verf(d, v.verf);
-		stats.verf_reused = true;
+		lc->stats.verf_reused = true;
 	}
 	memcpy(v.verf, writeback_verf(d), sizeof(v.verf));
 	v.clean = 0;
@@ -1205,9 +1280,9 @@ static void verf_start(struct daemon *d, struct disk *dk, bool reusable)
 		return;
 	/* Could not record "not clean": a reused verifier could then be
 	 * reused again after a crash. Take a new one that is never kept. */
-	if (stats.verf_reused && RAND_bytes(v.verf, sizeof(v.verf)) == 1)
+	if (lc->stats.verf_reused && RAND_bytes(v.verf, sizeof(v.verf)) == 1)
 		writeback_set_verf(d, v.verf);
-	stats.verf_reused = false;
+	lc->stats.verf_reused = false;
 	log_warn("cannot record the write verifier in cache_dir: a new one "
 		 "is used at every start");
 }
@@ -1253,33 +1328,35 @@ static uint64_t journal_id(struct disk *dk)
 }
 
 /* Prepare the fence files and read the highest valid fence of this
- * journal into start_fence (hi 0: none). */
+ * journal into lc->start_fence (hi 0: none). */
 static void fence_start(struct daemon *d, struct disk *dk)
 {
+	struct lcommit *lc = d->lcommit;
+	struct lc_fence *fe = &lc->fence;
 	const char *dirs[2] = { d->conf->cache_dir, d->conf->state_dir };
 	struct lcommit_fence got;
 
-	fence.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (fence.efd >= 0)
-		fence.ev = event_new(d->base, fence.efd, EV_READ | EV_PERSIST,
-				     fence_ready, d);
-	if (fence.ev && event_add(fence.ev, NULL) != 0) {
-		event_free(fence.ev);
-		fence.ev = NULL;
+	fe->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fe->efd >= 0)
+		fe->ev = event_new(d->base, fe->efd, EV_READ | EV_PERSIST,
+				   fence_ready, d);
+	if (fe->ev && event_add(fe->ev, NULL) != 0) {
+		event_free(fe->ev);
+		fe->ev = NULL;
 	}
-	if (!fence.ev)
+	if (!fe->ev)
 		log_warn("local commit: cannot watch the fence writer: a fence "
 			 "is written on the event loop");
-	fence.fz.id = journal_id(dk);
-	for (int i = 0; i < 2 && fence.fz.id; i++) {
-		if (lcommit_fence_read(dirs[i], fence.fz.id, &got) == 1 &&
-		    got.hi > start_fence.hi)
-			start_fence = got;
+	fe->fz.id = journal_id(dk);
+	for (int i = 0; i < 2 && fe->fz.id; i++) {
+		if (lcommit_fence_read(dirs[i], fe->fz.id, &got) == 1 &&
+		    got.hi > lc->start_fence.hi)
+			lc->start_fence = got;
 		if (lcommit_fence_prepare(dirs[i]) != 0)
 			log_warn("local commit: cannot prepare the journal "
 				 "fence in %s: %s", dirs[i], strerror(errno));
 	}
-	fence.fz.hi = start_fence.hi;
+	fe->fz.hi = lc->start_fence.hi;
 }
 
 /*
@@ -1321,23 +1398,20 @@ static int unread_journal_check(struct daemon *d, char *err, size_t errlen)
 
 int lcommit_start(struct daemon *d, char *err, size_t errlen)
 {
+	struct lcommit *lc = d->lcommit;
 	struct disk *dk = journal(d);
 	struct lc_size sz = { cache_page_size(d->cache), 0, 0 };
+	uint64_t hi;
 	long n;
 
-	memset(&stats, 0, sizeof(stats));
-	memset(fail_log, 0, sizeof(fail_log));
-	memset(&fence, 0, sizeof(fence));
-	memset(&start_fence, 0, sizeof(start_fence));
-	pages_held = 0;
-	next_seq = first_seq = 1;
 	if (!dk)
 		return unread_journal_check(d, err, errlen);
 	fence_start(d, dk);
 	(void)disk_journal_scan(dk, size_check, &sz);
 	/* Above the fence too: a new record must never look superseded. */
-	next_seq = (sz.max_seq > start_fence.hi ? sz.max_seq : start_fence.hi) + 1;
-	first_seq = next_seq;
+	hi = lc->start_fence.hi;
+	lc->next_seq = (sz.max_seq > hi ? sz.max_seq : hi) + 1;
+	lc->first_seq = lc->next_seq;
 	if (sz.other) {
 		snprintf(err, errlen, "cache_dir %s holds locally committed "
 			 "data written with page_size = %u (now %u): start once "
@@ -1349,7 +1423,7 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 	/* Clients are not served yet: the verifier is chosen after the
 	 * records are installed, knowing whether all of them were. */
 	n = disk_journal_scan(dk, recover_one, d);
-	verf_start(d, dk, n >= 0 && stats.kept_records == 0);
+	verf_start(d, dk, n >= 0 && lc->stats.kept_records == 0);
 	if (n < 0)
 		log_error("cannot read the journal in %s: %s", d->conf->cache_dir,
 			  strerror(errno));
@@ -1357,9 +1431,9 @@ int lcommit_start(struct daemon *d, char *err, size_t errlen)
 		log_info("local commit: %ld journal record(s) found, %" PRIu64
 			 " installed for write-back, %" PRIu64 " kept, %" PRIu64
 			 " superseded by the fence (up to %" PRIu64 ") and "
-			 "deleted", n, stats.recovered_records,
-			 stats.kept_records, stats.superseded_records,
-			 start_fence.hi);
+			 "deleted", n, lc->stats.recovered_records,
+			 lc->stats.kept_records, lc->stats.superseded_records,
+			 lc->start_fence.hi);
 	return 0;
 }
 
@@ -1371,6 +1445,7 @@ static void stop_synced(void *arg, bool durable)
 
 void lcommit_stop(struct daemon *d)
 {
+	const struct lc_fence *fe = &d->lcommit->fence;
 	struct disk *dk = journal(d);
 	bool all = true;
 	int done = 0;
@@ -1379,8 +1454,8 @@ void lcommit_stop(struct daemon *d)
 	/* The final write-back may have made the fence due: written now,
 	 * waiting for it (the loop no longer runs). */
 	fence_collect(d);
-	if ((fence.st == LCF_PENDING && fence.tracked == 0) ||
-	    fence.st == LCF_FAILED) {
+	if ((fe->st == LCF_PENDING && fe->tracked == 0) ||
+	    fe->st == LCF_FAILED) {
 		fence_write(d);
 		fence_collect(d);
 	}
@@ -1428,9 +1503,12 @@ const char *lcommit_check_why(struct daemon *d)
 	return NULL;
 }
 
-void lcommit_stats_get(struct lcommit_stats *st)
+void lcommit_stats_get(const struct daemon *d, struct lcommit_stats *st)
 {
-	*st = stats;
+	if (d->lcommit)
+		*st = d->lcommit->stats;
+	else
+		memset(st, 0, sizeof(*st));
 }
 
 /* The cause labels, by enum lcommit_cause. */
@@ -1442,6 +1520,7 @@ static const char *const cause[] = {
 
 void lcommit_status_json(const struct daemon *d, struct evbuffer *o)
 {
+	const struct lcommit_stats *stats = &d->lcommit->stats;
 	struct disk *dk = disk_tier_disk(d);
 	struct disk_stats st = { 0 };
 
@@ -1453,12 +1532,13 @@ void lcommit_status_json(const struct daemon *d, struct evbuffer *o)
 			    st.journal_bytes);
 	for (int i = 0; i < LC_NCAUSES; i++)
 		evbuffer_add_printf(o, "%s\"%s\":%" PRIu64, i ? "," : "",
-				    cause[i], stats.failures[i]);
+				    cause[i], stats->failures[i]);
 	evbuffer_add_printf(o, "}}");
 }
 
-void lcommit_render(struct evbuffer *o)
+void lcommit_render(const struct daemon *d, struct evbuffer *o)
 {
+	const struct lcommit_stats *stats = &d->lcommit->stats;
 	const char *n = "nfscached_local_writeback_failures_total";
 
 	evbuffer_add_printf(o,
@@ -1507,25 +1587,25 @@ void lcommit_render(struct evbuffer *o)
 		"the previous run's write verifier (clean stop).\n"
 		"# TYPE nfscached_write_verifier_reused gauge\n"
 		"nfscached_write_verifier_reused %d\n",
-		stats.commits, stats.sync_writes, stats.fallbacks,
-		stats.records_written, stats.bytes_written,
-		stats.recovered_records, stats.kept_records,
-		stats.superseded_records, stats.fence_writes,
-		stats.fence_failures, stats.verf_reused ? 1 : 0);
+		stats->commits, stats->sync_writes, stats->fallbacks,
+		stats->records_written, stats->bytes_written,
+		stats->recovered_records, stats->kept_records,
+		stats->superseded_records, stats->fence_writes,
+		stats->fence_failures, stats->verf_reused ? 1 : 0);
 	evbuffer_add_printf(o, "# HELP %s Write-back failures of locally "
 			    "committed data, by cause (the data is kept).\n"
 			    "# TYPE %s counter\n", n, n);
 	for (int i = 0; i < LC_NCAUSES; i++)
 		evbuffer_add_printf(o, "%s{cause=\"%s\"} %" PRIu64 "\n", n,
-				    cause[i], stats.failures[i]);
+				    cause[i], stats->failures[i]);
 }
 
-void lcommit_count(bool commit)
+void lcommit_count(struct daemon *d, bool commit)
 {
 	if (commit)
-		stats.commits++;
+		d->lcommit->stats.commits++;
 	else
-		stats.sync_writes++;
+		d->lcommit->stats.sync_writes++;
 }
 
 const struct writeback_hooks lcommit_wb_hooks = {

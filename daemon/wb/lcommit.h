@@ -70,15 +70,38 @@ struct lcommit_stats {
 };
 
 /*
+ * Make d's local commit state (d->lcommit, owned by d; struct lcommit in
+ * lcommit.c: counters, sequence numbers, the fence), zeroed: a fresh
+ * daemon starts with its counters at zero and no fence. daemon_start's
+ * core calls it before the disk tier starts (the tier may call
+ * d->tier_off) and before anything else here: every other lcommit_*
+ * that takes d needs it, with or without the journal (lcommit_start).
+ * Outside the loop. Returns 0, or -1 on ENOMEM (d->lcommit stays NULL).
+ */
+int lcommit_new(struct daemon *d);
+
+/*
+ * Free d->lcommit (and clear it): daemon_stop, after lcommit_fence_stop
+ * and after the files' states are freed (cache_owner_clear: their
+ * lcommit_fstate_clear still counts in it). Touches neither the journal
+ * nor the fence files, so a daemon stopped without lcommit_stop (a
+ * crash, as the unit tests simulate one) is freed as well; a fence
+ * waiter still queued is dropped unanswered. NULL d->lcommit: nothing.
+ * Outside the loop (it has stopped serving).
+ */
+void lcommit_free(struct daemon *d);
+
+/*
  * At start, after the disk tier opened and the exports' upstream clients
- * were made, before serving: choose the write verifier (reused after a
- * clean stop, writeback_set_verf) and install every journal record as
- * dirty data of its file (attributes from the record, expired so the
- * next use revalidates them), its write-back queued. Without a disk tier
- * it does nothing. Returns 0; a record it cannot install is kept on disk
- * and counted (kept_records), never deleted. Returns -1 with err (room
- * errlen bytes) filled, installing nothing, when a record was written
- * with another page_size (the daemon must not start).
+ * were made, before serving (once per daemon, after lcommit_new): choose
+ * the write verifier (reused after a clean stop, writeback_set_verf) and
+ * install every journal record as dirty data of its file (attributes
+ * from the record, expired so the next use revalidates them), its
+ * write-back queued. Without a disk tier it does nothing. Returns 0; a
+ * record it cannot install is kept on disk and counted (kept_records),
+ * never deleted. Returns -1 with err (room errlen bytes) filled,
+ * installing nothing, when a record was written with another page_size
+ * (the daemon must not start).
  */
 int lcommit_start(struct daemon *d, char *err, size_t errlen);
 
@@ -153,7 +176,9 @@ bool lcommit_failed(struct daemon *d, struct cfile *f, int status,
 bool lcommit_backoff(struct cfile *f, double now);
 
 /* Free what f's state fs holds for this module (the fstate_hooks clear
- * hook, fstate_free; d: fs's daemon). Loop thread, or daemon_stop. */
+ * hook, fstate_free), its pages no longer counted in d->lcommit's fence
+ * (their records stay on disk). Loop thread, or daemon_stop before
+ * lcommit_free. */
 void lcommit_fstate_clear(struct daemon *d, struct fstate *fs);
 
 /* True when fs holds nothing of this module (fstate_idle). */
@@ -194,7 +219,7 @@ int lcommit_fence_wait(struct daemon *d, wb_wait_fn fn, void *arg);
  * the pages they touch). A call that may have queued some takes this
  * before and hands it to lcommit_ack_wait. Loop thread.
  */
-uint64_t lcommit_rewrites(void);
+uint64_t lcommit_rewrites(const struct daemon *d);
 
 /*
  * Call fn(d, NFS3_OK or NFS3ERR_JUKEBOX, arg) exactly once (possibly
@@ -209,10 +234,10 @@ uint64_t lcommit_rewrites(void);
 int lcommit_ack_wait(struct daemon *d, uint64_t since, wb_wait_fn fn,
 		     void *arg);
 
-/* True while a fence is due and not yet durable (the tier turned off
+/* True while d's fence is due and not yet durable (the tier turned off
  * with records outstanding): a call that changes a file upstream then
  * waits for it first (lcommit_fence_wait). Loop thread. */
-bool lcommit_fence_due(void);
+bool lcommit_fence_due(const struct daemon *d);
 
 /* The write-back tick (writeback.c): retry a failed fence, answer
  * waiters that waited too long. */
@@ -223,9 +248,12 @@ void lcommit_tick(struct daemon *d);
  * thread. */
 void lcommit_fence_drain(struct daemon *d);
 
-/* Stopping: answer every fence waiter NFS3ERR_JUKEBOX (main() and the
- * unit harness, just before disk_tier_stop, before the server goes). */
-void lcommit_fence_stop(void);
+/* Stopping: answer every fence waiter of d NFS3ERR_JUKEBOX, wait for a
+ * fence write in flight (its thread) and free its event (daemon_stop,
+ * just before disk_tier_stop, before the server goes). The fence is
+ * then NONE (its tracked count kept for lcommit_fstate_clear). NULL
+ * d->lcommit: nothing. */
+void lcommit_fence_stop(struct daemon *d);
 
 /* Local commit's write-back hooks (writeback.h): lcommit_settle,
  * lcommit_failed, lcommit_backoff, lcommit_tick. main() and the unit
@@ -237,24 +265,27 @@ extern const struct writeback_hooks lcommit_wb_hooks;
  * harness set d->fstate_hooks to it before serving. */
 extern const struct fstate_hooks lcommit_fstate_hooks;
 
-void lcommit_stats_get(struct lcommit_stats *st);
+/* Copy d's counters into *st (zeros without lcommit_new). Loop thread
+ * (metrics, tests). */
+void lcommit_stats_get(const struct daemon *d, struct lcommit_stats *st);
 
 /* The first broken invariant of this module's state (lcommit.c's top)
  * over the files holding write-back bytes, or NULL (invariant.c, debug
  * and test runs with NFSCACHED_CHECK). */
 const char *lcommit_check_why(struct daemon *d);
 
-/* Count one call answered locally: a COMMIT (commit true) or a
- * FILE_SYNC/DATA_SYNC WRITE. */
-void lcommit_count(bool commit);
+/* Count one call of d answered locally: a COMMIT (commit true) or a
+ * FILE_SYNC/DATA_SYNC WRITE. Loop thread. */
+void lcommit_count(struct daemon *d, bool commit);
 
-/* Append the module's /metrics families to o. */
-void lcommit_render(struct evbuffer *o);
+/* Append d's /metrics families of this module to o. Loop thread. */
+void lcommit_render(const struct daemon *d, struct evbuffer *o);
 
 /* Append the module's part of `nfscached cache status` to o: the member
  * "local_commit":{"journal_records":N,"journal_bytes":N,
- * "writeback_failures":{CAUSE:N,...}} (no leading comma), the journal's
- * counts from d's disk tier (0 without one). Loop thread. */
+ * "writeback_failures":{CAUSE:N,...}} (no leading comma): the journal's
+ * counts from d's disk tier (0 without one), the failures from d's
+ * local commit state. Loop thread. */
 void lcommit_status_json(const struct daemon *d, struct evbuffer *o);
 
 #endif

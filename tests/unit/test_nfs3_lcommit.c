@@ -183,9 +183,9 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	id = start(&h, tune);
 	for (unsigned i = 0; i < LEN; i++)
 		data[i] = (uint8_t)(i * 13 + st);
-	lcommit_stats_get(&s0);
+	lcommit_stats_get(&h.d, &s0);
 	write_commit(&h, id, data);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_WRITE], 0);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
@@ -195,7 +195,7 @@ static void check_cause(nfsstat3 st, enum lcommit_cause cause)
 	fail_write = st;
 	w0 = h.fu.calls[NFSPROC3_WRITE];
 	advance_to_write(&h, w0, 3601);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT(s1.failures[cause] - s0.failures[cause] >= 1);
 	for (int c = 0; c < LC_NCAUSES; c++)
 		if (c != (int)cause)
@@ -265,7 +265,7 @@ static void test_failures_logged_paced_by_name(void)
 	memset(data, 'N', sizeof(data));
 	write_commit(&h, id, data);
 	fail_write = NFS3ERR_NOSPC;
-	lcommit_stats_get(&s0);
+	lcommit_stats_get(&h.d, &s0);
 	advance_to_write(&h, h.fu.calls[NFSPROC3_WRITE], 3601);
 	log_set_level_name("warn");
 	log_set_sink(keep_lc_line, &l);
@@ -276,7 +276,7 @@ static void test_failures_logged_paced_by_name(void)
 	log_set_sink(NULL, NULL);
 	log_set_level_name("error");
 	fail_write = NFS3_OK;
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	fprintf(stderr, "%llu failures, %u lines ",
 		(unsigned long long)(s1.failures[LC_NOSPC] -
 				     s0.failures[LC_NOSPC]), l.n);
@@ -542,11 +542,11 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 
 	id = start(&h, tune_small_journal);
 	memset(data, 'D', sizeof(data));
-	lcommit_stats_get(&s0);
+	lcommit_stats_get(&h.d, &s0);
 	for (unsigned i = 0; i < 20; i++)	/* 1.25 MiB */
 		write_at(&h, id, (uint64_t)i * sizeof(data), data, sizeof(data));
 	commit(&h, id);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
 	CU_ASSERT_EQUAL(s1.fallbacks, s0.fallbacks);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_COMMIT], 0);
@@ -555,7 +555,7 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	 * write-back runs on the test clock). */
 	write_at(&h, id, 20 * sizeof(data), data, 4096);
 	commit_upstream_wait(&h, id);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
 	CU_ASSERT_EQUAL(s1.fallbacks - s0.fallbacks, 1);
 	CU_ASSERT(h.fu.calls[NFSPROC3_COMMIT] >= 1);
@@ -565,7 +565,7 @@ static void test_dirty_limit_falls_back_to_upstream(void)
 	/* Room again: answered locally. */
 	write_at(&h, id, 0, data, 4096);
 	commit(&h, id);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 2);
 	stop(&h);
 }
@@ -674,7 +674,7 @@ static void check_no_rollback(bool clean)
 	uint64_t id;
 
 	id = start_fence(&h);
-	lcommit_stats_get(&s0);
+	lcommit_stats_get(&h.d, &s0);
 	write_at(&h, id, 0, fill(b, 'A', BIG), BIG);
 	commit(&h, id);
 	CU_ASSERT_EQUAL(records(&h), 1);
@@ -685,12 +685,12 @@ static void check_no_rollback(bool clean)
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
 	CU_ASSERT_FALSE(disk_on(disk_tier_disk(&h.d)));
 	CU_ASSERT_EQUAL(records(&h), 1);		/* A's record stays on disk */
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.fence_writes, 1);
 
 	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	/* Both COMMITs went the upstream way; each counted once. */
 	CU_ASSERT_EQUAL(s1.fallbacks - s0.fallbacks, 2);
 	CU_ASSERT_EQUAL(s1.commits - s0.commits, 1);
@@ -698,7 +698,7 @@ static void check_no_rollback(bool clean)
 			       BIG), 0);
 
 	id = fence_restart(&h, id, clean);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 1);
 	CU_ASSERT_EQUAL(s1.recovered_records, 0);
 	CU_ASSERT_EQUAL(records(&h), 0);		/* deleted, the disk working */
@@ -716,7 +716,7 @@ static void check_no_rollback(bool clean)
 	commit(&h, id);
 	CU_ASSERT_EQUAL(records(&h), 1);
 	id = fence_restart(&h, id, false);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 0);
 	CU_ASSERT_EQUAL(s1.recovered_records, 1);
 	read_at(&h, id, 0, BIG, got);
@@ -759,7 +759,7 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, EIO);
 	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.fence_writes, 0);
 	CU_ASSERT(s1.fence_failures >= 1);
 	/* The bytes are upstream; only the fence was missing. */
@@ -769,11 +769,11 @@ static void test_fence_in_state_dir_else_jukebox(void)
 	h_advance(&h, 6);
 	h_turns(&h, 20);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.fence_writes, 1);
 
 	id = fence_restart(&h, id, false);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 1);
 	CU_ASSERT_EQUAL(s1.recovered_records, 0);
 	stop(&h);
@@ -943,7 +943,7 @@ static void test_truncate_waits_for_the_fence(void)
 	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, EIO);
 	write_at(&h, id, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3ERR_JUKEBOX);
-	CU_ASSERT_TRUE_FATAL(lcommit_fence_due());
+	CU_ASSERT_TRUE_FATAL(lcommit_fence_due(&h.d));
 	setattrs = h.fu.calls[NFSPROC3_SETATTR];
 	xid = setattr_size(&h, id, 10);
 	h_turns(&h, 50);
@@ -964,7 +964,7 @@ static void test_truncate_waits_for_the_fence(void)
 	h_turns(&h, 20);
 	lcommit_fence_drain(&h.d);
 	h_turns(&h, 20);
-	CU_ASSERT_FALSE(lcommit_fence_due());
+	CU_ASSERT_FALSE(lcommit_fence_due(&h.d));
 	CU_ASSERT_EQUAL(commit_status(&h, id), NFS3_OK);
 	xid = setattr_size(&h, id, 10);
 	CU_ASSERT_EQUAL(setattr_status(&h, xid), NFS3_OK);
@@ -994,7 +994,7 @@ static void test_fence_leaves_stale_files_out(void)
 	fail_write = NFS3ERR_STALE;
 	advance_to_write(&h, h.fu.calls[NFSPROC3_WRITE], 3601);
 	fail_write = NFS3_OK;
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.failures[LC_STALE], 1);
 	write_at(&h, f, 0, fill(b, 'A', BIG), BIG);
 	commit(&h, f);
@@ -1002,11 +1002,11 @@ static void test_fence_leaves_stale_files_out(void)
 	disk_fault_inject(disk_tier_disk(&h.d), DISK_FAULT_JOURNAL, ENOSPC);
 	write_at(&h, f, 0, fill(b, 'B', BIG), BIG);
 	CU_ASSERT_EQUAL(commit_status(&h, f), NFS3_OK);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.fence_writes, 1);
 
 	f = fence_restart(&h, f, false);
-	lcommit_stats_get(&s1);
+	lcommit_stats_get(&h.d, &s1);
 	CU_ASSERT_EQUAL(s1.superseded_records, 1);	/* f's */
 	CU_ASSERT_EQUAL(s1.recovered_records + s1.kept_records, 1); /* g's */
 	CU_ASSERT_EQUAL(records(&h), 1);
