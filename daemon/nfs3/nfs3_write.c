@@ -575,7 +575,7 @@ static void write_continue(struct write_op *op)
 		return;
 	}
 	fs->last_absorb = daemon_now();
-	lcommit_note_write(d, op->f, a->offset, op->count);
+	lcommit_note_write(op->f, a->offset, op->count);
 	if (a->stable == UNSTABLE) {
 		write_reply(d, op, NFS3_OK, UNSTABLE);
 		return;

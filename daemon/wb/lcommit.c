@@ -202,12 +202,10 @@ bool lcommit_on(const struct daemon *d, const struct export_rt *ex)
 	return false;
 }
 
-void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
-			uint64_t len)
+void lcommit_note_write(struct cfile *f, uint64_t off, uint64_t len)
 {
 	struct fstate *fs = fstate_find(f);
 
-	(void)d;
 	/* Noted for every export: a reload may make this one local before
 	 * these bytes are COMMITted, and its next COMMIT must journal them.
 	 * The note goes with the file's write-back bytes (lcommit_settle). */

@@ -121,10 +121,12 @@ void lcommit_stop(struct daemon *d);
  * waits for the upstream). */
 bool lcommit_on(const struct daemon *d, const struct export_rt *ex);
 
-/* A client WRITE of [off, off + len) of f was absorbed: its pages must
- * be journaled by the next local sync of f. */
-void lcommit_note_write(struct daemon *d, struct cfile *f, uint64_t off,
-			uint64_t len);
+/* A client WRITE of [off, off + len) of f (bytes) was absorbed: its
+ * pages must be journaled by the next local sync of f. The note lives
+ * in f's state (fstate.lc_stale; none: nothing noted); on ENOMEM it is
+ * lost, logged, and f's COMMITs wait for the upstream until f holds no
+ * write-back bytes. Loop thread. */
+void lcommit_note_write(struct cfile *f, uint64_t off, uint64_t len);
 
 /* A local sync ended: durable true once the bytes are in the journal;
  * false when they could not be (the caller then waits for the upstream,
