@@ -19,7 +19,8 @@
  * and the record goes. For STALE (the file is gone upstream) the record
  * stays in cache_dir for good. A COMMIT or FILE_SYNC WRITE held at the
  * journal is counted in its JOURNAL step, a written-through WRITE held
- * by its record's rewrite in FENCE.
+ * by its record's rewrite in FENCE. The state is the daemon's: a daemon
+ * after a crash starts at zero, the journal left as it was.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -491,6 +492,38 @@ static void test_unreadable_journal_refuses_start(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "its journal holds locally "
 				      "committed writes not yet written back"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "(1 record(s))"));
+	stop(&h);
+}
+
+/*
+ * Local commit's state is its daemon's (d->lcommit): a daemon stopped
+ * without lcommit_stop (a crash) leaves its journal as it was, and the
+ * next daemon, before lcommit_start, starts at zero: no counts, no
+ * rewrites, no fence due, whatever the last one did.
+ */
+static void test_fresh_daemon_starts_at_zero(void)
+{
+	struct lcommit_stats s;
+	uint8_t data[LEN];
+	struct nfs3_h h;
+	uint64_t id;
+
+	id = start(&h, tune);
+	write_commit(&h, id, fill(data, 'Z', LEN));
+	lcommit_stats_get(&h.d, &s);
+	CU_ASSERT_EQUAL(s.commits, 1);
+	CU_ASSERT_EQUAL(s.records_written, 1);
+	CU_ASSERT_EQUAL(records(&h), 1);
+	h_fini(&h);		/* a crash: no lcommit_stop */
+	h_init(&h, tune);	/* the same cache_dir, no lcommit_start */
+	CU_ASSERT_EQUAL(records(&h), 1);	/* as the crash left it */
+	lcommit_stats_get(&h.d, &s);
+	CU_ASSERT_EQUAL(s.commits, 0);
+	CU_ASSERT_EQUAL(s.records_written, 0);
+	CU_ASSERT_EQUAL(s.bytes_written, 0);
+	CU_ASSERT_EQUAL(s.fallbacks, 0);
+	CU_ASSERT_EQUAL(lcommit_rewrites(&h.d), 0);
+	CU_ASSERT_FALSE(lcommit_fence_due(&h.d));
 	stop(&h);
 }
 
@@ -1251,6 +1284,8 @@ int test_register(void)
 	    !CU_add_test(s, "truncate_not_undone_by_replay",
 			 test_truncate_not_undone_by_replay) ||
 	    !CU_add_test(s, "remove_drops_records", test_remove_drops_records) ||
+	    !CU_add_test(s, "fresh_daemon_starts_at_zero",
+			 test_fresh_daemon_starts_at_zero) ||
 	    !CU_add_test(s, "failures_logged_paced_by_name",
 			 test_failures_logged_paced_by_name) ||
 	    !CU_add_test(s, "unreadable_journal_refuses_start",
