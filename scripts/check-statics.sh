@@ -12,16 +12,12 @@
 # State belongs to the object that owns it (struct daemon or a subsystem
 # object it holds): two daemons in one process, or two event loops, must
 # not share it. The allow-list is for what is truly one per process, each
-# entry with its reason. scripts/statics-debt.txt lists what is not yet
-# moved into its owner (issue 38 stays open while it has a line): the
-# check lets those through and names their count, so no new one can come
-# in, and an entry of either list whose variable is gone fails too (the
-# debt only shrinks).
+# entry with its reason; an entry whose variable is gone fails too, so
+# the list stays true.
 set -eu
 src=${1:?usage: $0 SRCDIR BUILDDIR}
 build=${2:?usage: $0 SRCDIR BUILDDIR}
 allow=$src/scripts/statics-allow.txt
-debt=$src/scripts/statics-debt.txt
 objs=$(find "$build/daemon" "$build/proto" "$build/cache" "$build/conf" \
 	"$build/disk" -path '*/CMakeFiles/nfscached_*.dir/*' -name '*.c.o' | sort)
 if [ -z "$objs" ]; then
@@ -43,7 +39,7 @@ bad=0
 n=0
 echo "$found" | while read -r file name; do
 	[ -n "$file" ] || continue
-	if ! grep -q "^$file $name " "$allow" "$debt"; then
+	if ! grep -q "^$file $name " "$allow"; then
 		echo "$file: $name: mutable static state outside its owner" \
 			"(move it into the object that owns it, or add it to" \
 			"scripts/statics-allow.txt with the reason)"
@@ -53,16 +49,13 @@ done > "$build/check-statics.out"
 grep -v '^x$' "$build/check-statics.out" || true
 bad=$(grep -c '^x$' "$build/check-statics.out" || true)
 n=$(echo "$found" | grep -c . || true)
-# An entry of either list for something that no longer exists is stale.
-for list in "$allow" "$debt"; do
-	while read -r file name reason; do
-		case $file in '#'*|'') continue ;; esac
-		if ! echo "$found" | grep -q "^$file $name\$"; then
-			echo "${list#"$src"/}: $file $name: no such variable any more"
-			bad=$((bad + 1))
-		fi
-	done < "$list"
-done
-owed=$(grep -cv '^#' "$debt" || true)
-echo "check-statics: $n mutable statics, $owed still owed (statics-debt.txt), $bad findings"
+# An entry for something that no longer exists is stale.
+while read -r file name reason; do
+	case $file in '#'*|'') continue ;; esac
+	if ! echo "$found" | grep -q "^$file $name\$"; then
+		echo "scripts/statics-allow.txt: $file $name: no such variable any more"
+		bad=$((bad + 1))
+	fi
+done < "$allow"
+echo "check-statics: $n mutable statics, $bad findings"
 [ "$bad" -eq 0 ]
