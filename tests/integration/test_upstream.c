@@ -40,6 +40,7 @@
 
 #include "cunit_main.h"
 #include "upstream.h"
+#include "upstream_impl.h"
 
 #define NFS3_OK		0
 #define NF3DIR		2
@@ -920,6 +921,33 @@ static void test_bad_params_are_refused(void)
 	CU_ASSERT_PTR_NULL(upstream_new(base, &p, NULL, NULL));
 }
 
+/* The invariant sweep (upstream_check_why) names each list fault the
+ * test makes on u's calls in flight, and holds again once it is mended. */
+static void check_sweep_sees_broken_lists(struct upstream *u)
+{
+	struct up_call *c = TAILQ_FIRST(&u->calls);
+	const char *why;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	u->ncalls++;
+	why = upstream_check_why(u);
+	CU_ASSERT(why && strstr(why, "ncalls"));
+	u->ncalls--;
+	c->list = UP_LIST_FAILED;
+	why = upstream_check_why(u);
+	CU_ASSERT(why && strstr(why, "does not name"));
+	c->list = UP_LIST_CALLS;
+	c->magic = 0;
+	why = upstream_check_why(u);
+	CU_ASSERT(why && strstr(why, "magic"));
+	c->magic = UP_CALL_MAGIC;
+	c->done = true;
+	why = upstream_check_why(u);
+	CU_ASSERT(why && strstr(why, "zombie"));
+	c->done = false;
+	CU_ASSERT_PTR_NULL(upstream_check_why(u));
+}
+
 static void test_free_completes_calls_in_flight(void)
 {
 	struct upstream_params p = params(10);
@@ -940,6 +968,7 @@ static void test_free_completes_calls_in_flight(void)
 		CU_ASSERT_EQUAL(call(u, PROC_GETATTR, args, alen, &c, &r[i]), 0);
 	CU_ASSERT_EQUAL(upstream_inflight(u), 3);
 	CU_ASSERT_PTR_NULL(upstream_check_why(u));
+	check_sweep_sees_broken_lists(u);
 	upstream_free(&u);
 	CU_ASSERT_PTR_NULL(u);
 	for (i = 0; i < 3; i++) {
