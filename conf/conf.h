@@ -369,11 +369,16 @@ bool conf_needs_client_names(const struct conf *c);
  * Resolve the host names of every export's clients entries to their
  * addresses (getaddrinfo, blocking: call at start and at reload, before
  * the configuration serves). A name that does not resolve matches no
- * client; warn (may be NULL) is called once for it with a line
- * "FILE:LINE: clients entry "NAME": reason; it matches no client".
- * Returns the number of names that did not resolve.
+ * client; warn (may be NULL) is called once for it with arg and a line
+ * "FILE:LINE: clients entry "NAME": reason; it matches no client" (the
+ * line borrowed for the call). Returns the number of names that did not
+ * resolve. Any thread that owns c: the daemon reads a reloaded file on a
+ * worker thread (ctl/conf_reader.h) so that a slow resolver never holds
+ * its event loop.
  */
-unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg));
+unsigned conf_clients_resolve(struct conf *c,
+			      void (*warn)(void *arg, const char *msg),
+			      void *arg);
 
 /* The export with id, or NULL. Borrowed from c. */
 const struct conf_export *conf_export_by_id(const struct conf *c,

@@ -659,7 +659,9 @@ static int resolve_one(struct conf_client *cl)
 	return cl->naddrs ? 0 : EAI_NONAME;
 }
 
-unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg))
+unsigned conf_clients_resolve(struct conf *c,
+			      void (*warn)(void *arg, const char *msg),
+			      void *arg)
 {
 	unsigned bad = 0;
 	char msg[CONF_ERR_MAX];
@@ -682,7 +684,7 @@ unsigned conf_clients_resolve(struct conf *c, void (*warn)(const char *msg))
 				   "%s; it matches no client", cl->name,
 				   gai_strerror(rc));
 			if (warn)
-				warn(msg);
+				warn(arg, msg);
 		}
 	return bad;
 }

@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "conf_reader.h"
 #include "daemon.h"
 #include "disk_tier.h"
 #include "dispatch.h"
@@ -195,6 +196,7 @@ int daemon_announce(struct daemon *d, char *err, size_t len)
 void daemon_stop(struct daemon *d)
 {
 	admin_stop(&d->admin);
+	conf_reader_stop(d);	/* a reload's read in flight let go */
 	lcommit_fence_stop(d);	/* fence waiters answered JUKEBOX */
 	disk_tier_stop(d);	/* its last callbacks may still fetch */
 	metrics_free(&d->metrics);

@@ -52,6 +52,7 @@
 #include "service.h"
 #include "stats_cmd.h"
 #include "cache_cmd.h"
+#include "conf_reader.h"
 #include "checkconf.h"
 #include "upstream.h"
 #include "writeback.h"
@@ -265,6 +266,20 @@ static void warn_conf_line(const char *msg)
 	log_warn("%s", msg);
 }
 
+/* The same, as conf_clients_resolve calls it (arg unused: NULL). */
+static void warn_conf_name(void *arg, const char *msg)
+{
+	(void)arg;
+	warn_conf_line(msg);
+}
+
+/* warn_check_line, as conf_clients_resolve calls it (arg: NULL). */
+static void warn_check_name(void *arg, const char *msg)
+{
+	(void)arg;
+	warn_check_line(msg);
+}
+
 /* --check-config's look at state_dir and its key, as the start checks
  * them (fh_state_dir_check, fh_key_check); exits 1 with the reason. */
 /* Build the configuration from the flags; exits with the reason if bad. */
@@ -282,7 +297,7 @@ static struct conf *load_conf(const struct opts *o)
 			fprintf(stderr, "%s\n", err);
 			exit(1);
 		}
-		conf_clients_resolve(c, warn_check_line);
+		conf_clients_resolve(c, warn_check_name, NULL);
 		conf_clients_warn_ignored(c, warn_check_line);
 		if (checkconf_state_dir(c, err, sizeof(err)) != 0) {
 			fprintf(stderr, "%s\n", err);
@@ -403,39 +418,36 @@ static void signal_stop_cb(evutil_socket_t sig, short what, void *arg)
 	stop_poll_cb(-1, 0, d);
 }
 
-/* Re-read the configuration file and swap it in, or say why not. */
-static void reload(struct daemon *d, const struct opts *o)
+static struct opts the_opts;
+
+static void reload(struct daemon *d, const struct opts *o);
+
+/* A reload's file came back from the worker (conf_reader.h): swap it
+ * in, or say why not; then read again if another SIGHUP came meanwhile. */
+static void reload_read(struct daemon *d, struct conf *next, const char *err,
+			char *const *warns, size_t nwarn, bool again)
 {
-	struct conf *next = NULL;
-	char err[CONF_ERR_MAX];
+	const struct opts *o = &the_opts;
+	char why[CONF_ERR_MAX];
 	unsigned kept;
 
-	if (!o->config) {
-		log_warn("reload: ignored: there is no --config file to re-read");
-		return;
-	}
-	service_reload_begin(d);
-	if (conf_load_file(o->config, &next, err, sizeof(err)) != 0) {
+	if (!next) {
 		char summary[CONF_ERR_MAX];
 
 		log_conf_errors("reload refused: ", err, summary,
 				sizeof(summary));
 		service_reload_done(d, false, summary);
-		return;
+		goto again;
 	}
-	conf_clients_resolve(next, warn_conf_line);
-	if (apply_overrides(next, o, err, sizeof(err)) != 0 ||
-	    reload_check(d->conf, next, err, sizeof(err)) != 0) {
-		log_error("reload refused: %s", err);
+	for (size_t i = 0; i < nwarn; i++)
+		warn_conf_line(warns[i]);
+	if (apply_overrides(next, o, why, sizeof(why)) != 0 ||
+	    reload_check(d->conf, next, why, sizeof(why)) != 0 ||
+	    reload_apply(d, &next, &kept, why, sizeof(why)) != 0) {
+		log_error("reload refused: %s", why);
 		conf_free(&next);
-		service_reload_done(d, false, err);
-		return;
-	}
-	if (reload_apply(d, &next, &kept, err, sizeof(err)) != 0) {
-		log_error("reload refused: %s", err);
-		conf_free(&next);
-		service_reload_done(d, false, err);
-		return;
+		service_reload_done(d, false, why);
+		goto again;
 	}
 	if (peername_netgroups(d->names, d->conf) != 0)
 		log_error("out of memory: netgroup entries match no client");
@@ -445,9 +457,36 @@ static void reload(struct daemon *d, const struct opts *o)
 		 d->nexports == 1 ? "" : "s",
 		 kept ? "; some settings wait for a restart" : "");
 	service_reload_done(d, true, NULL);
+again:
+	if (again && !d->stopping)
+		reload(d, o);
 }
 
-static struct opts the_opts;
+/* Re-read the configuration file on a worker (its clients' host names
+ * may take the resolver long) and swap it in from reload_read. A SIGHUP
+ * while a read is out reads once more after it. */
+static void reload(struct daemon *d, const struct opts *o)
+{
+	int rc;
+
+	if (!o->config) {
+		log_warn("reload: ignored: there is no --config file to re-read");
+		return;
+	}
+	rc = conf_reader_start(d, o->config, reload_read);
+	if (rc == 1) {
+		log_info("reload: the previous read of %s is still out (a "
+			 "name lookup?); reading again after it", o->config);
+		return;
+	}
+	if (rc != 0) {
+		log_error("reload refused: cannot start reading %s (out of "
+			  "memory or threads)", o->config);
+		return;
+	}
+	service_reload_begin(d);
+}
+
 
 /* SIGHUP: reload the configuration. */
 static void signal_reload_cb(evutil_socket_t sig, short what, void *arg)
@@ -537,7 +576,7 @@ int main(int argc, char **argv)
 		fatal("unknown log level %s", d.conf->log_level);
 	warn_open_exports(d.conf);
 	conf_clients_warn_ignored(d.conf, warn_conf_line);
-	conf_clients_resolve(d.conf, warn_conf_line);
+	conf_clients_resolve(d.conf, warn_conf_name, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	load_key(&d);
 	/* No EVENT_BASE_FLAG_PRECISE_TIMER: its timerfd was re-armed at

@@ -44,6 +44,7 @@ struct lcommit;
 struct admin;
 struct mount_rec;
 struct service;
+struct conf_reader;
 
 /*
  * One configured export and its upstream connection. Allocated one by one
@@ -121,6 +122,9 @@ struct daemon {
 	struct service *svc;		/* readiness and reload notices
 					 * (service.c); owned, NULL before
 					 * service_init */
+	struct conf_reader *conf_reader; /* a reload's file read off the
+					 * loop (ctl/conf_reader.c); owned,
+					 * NULL before the first reload */
 	struct looplag *lag;		/* the loop's lag timer; owned, may
 					 * be NULL (not measured) */
 	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared

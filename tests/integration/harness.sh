@@ -5,7 +5,7 @@
 # nfscached in front of it, all on loopback, then tear both down.
 #
 #   harness.sh [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]
-#              [--proxy-export-conf FILE]
+#              [--proxy-export-conf FILE] [--proxy-resolv-conf FILE]
 #              [--ganesha-extra FILE] -- CMD ARGS...
 #
 #   --no-proxy             start Ganesha only (NFSC_PROXY_* stay unset)
@@ -15,6 +15,10 @@
 #   --proxy-conf-extra F   append F to the generated nfscached config
 #   --proxy-export-conf F  add F's lines inside the generated export block
 #                          (libconfuse keeps the last value of an option)
+#   --proxy-resolv-conf F  run nfscached in a mount namespace of its own
+#                          where F is bind-mounted over /etc/resolv.conf
+#                          (its name lookups go to the resolver F names;
+#                          same pid, same network: unshare -m)
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
 #                          bodies of its NFS_CORE_PARAM, NFSv4 and EXPORT
 #                          blocks go into ours (same-named items replaced),
@@ -64,6 +68,7 @@ with_proxy=1
 proxy_may_exit=0
 proxy_extra=
 proxy_export=
+proxy_resolv=
 ganesha_extra=
 while (($#)); do
 	case $1 in
@@ -71,6 +76,7 @@ while (($#)); do
 	--proxy-may-exit) proxy_may_exit=1 ;;
 	--proxy-conf-extra) proxy_extra=$(realpath "${2:?}"); shift ;;
 	--proxy-export-conf) proxy_export=$(realpath "${2:?}"); shift ;;
+	--proxy-resolv-conf) proxy_resolv=$(realpath "${2:?}"); shift ;;
 	--ganesha-extra) ganesha_extra=$(realpath "${2:?}"); shift ;;
 	--) shift; break ;;
 	*) usage ;;
@@ -155,8 +161,16 @@ if ((with_proxy)); then
 	nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
 		"$NFSC_METRICS_ADDR" "$NFSC_TMP/proxy-state" "$NFSC_DIRECT_URL" \
 		"$proxy_extra" "$proxy_export" >"$NFSC_PROXY_CONF"
+	proxy_bin=$NFSCACHED_BIN
+	if [[ -n "$proxy_resolv" ]]; then
+		# unshare and sh exec in turn: nfscached keeps the pid.
+		proxy_bin=$NFSC_TMP/nfscached-resolv
+		printf '#!/bin/sh\nexec unshare -m sh -c '\''mount --bind "$0" /etc/resolv.conf && exec "$@"'\'' %q %q "$@"\n' \
+			"$proxy_resolv" "$NFSCACHED_BIN" >"$proxy_bin"
+		chmod +x "$proxy_bin"
+	fi
 	nfsc_proxy_start "$NFSC_PROXY_LOG" "$NFSC_PROXY_NFS_PORT" \
-		"$NFSC_PROXY_MOUNT_PORT" "$NFSCACHED_BIN" --config "$NFSC_PROXY_CONF"
+		"$NFSC_PROXY_MOUNT_PORT" "$proxy_bin" --config "$NFSC_PROXY_CONF"
 	export NFSC_PROXY_URL NFSC_PROXY_NFS_PORT NFSC_PROXY_MOUNT_PORT \
 		NFSC_METRICS_ADDR NFSC_PROXY_PID NFSC_PROXY_CONF NFSC_PROXY_LOG
 fi

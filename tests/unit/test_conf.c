@@ -1330,12 +1330,19 @@ static void test_client_precedence_and_options(void)
 static char *last_warning;
 static unsigned warnings;
 
-/* Keep a warning of conf_clients_resolve. */
-static void keep_warning(const char *msg)
+/* Keep a warning of conf_clients_warn_ignored. */
+static void keep_warning_line(const char *msg)
 {
 	free(last_warning);
 	last_warning = strdup(msg);
 	warnings++;
+}
+
+/* Keep a warning of conf_clients_resolve (arg: NULL). */
+static void keep_warning(void *arg, const char *msg)
+{
+	(void)arg;
+	keep_warning_line(msg);
 }
 
 static void test_host_names_resolve_at_load(void)
@@ -1357,7 +1364,7 @@ static void test_host_names_resolve_at_load(void)
 					  &a),
 			CONF_MATCH_NO);
 	warnings = 0;
-	CU_ASSERT_EQUAL(conf_clients_resolve(c, keep_warning), 1);
+	CU_ASSERT_EQUAL(conf_clients_resolve(c, keep_warning, NULL), 1);
 	CU_ASSERT_EQUAL(warnings, 1);
 	/* At the clients directive's line, not the section's (1): for a
 	 * list over several lines the line it ends on (5, the entry's own),
@@ -1458,7 +1465,7 @@ static void test_exports5_words_are_accepted_with_a_warning(void)
 	CU_ASSERT_FALSE(c->exports[0].clients[0].opt.read_only);
 	CU_ASSERT_EQUAL(c->exports[0].clients[1].set, 0);
 	warnings = 0;
-	conf_clients_warn_ignored(c, keep_warning);
+	conf_clients_warn_ignored(c, keep_warning_line);
 	CU_ASSERT_EQUAL(warnings, 10);
 	CU_ASSERT_STRING_EQUAL(last_warning, "export \"/a\": clients "
 			       "\"1.2.3.4\": option fsid=... has no effect: the "

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# test_reload_dns: a SIGHUP whose configuration names a client host the
+# resolver does not answer for does not stop the daemon (issue 39, item
+# 2). harness.sh runs nfscached with --proxy-resolv-conf
+# resolv_hold.conf: its resolver is dns_hold.py on 127.0.0.77, which
+# holds every query until the test releases it. The test checks order,
+# never time:
+#
+#   1. the edited file (clients += "held.nfscached.test") and SIGHUP: the
+#      resolver receives the lookup and holds it;
+#   2. while it is held (no answer sent, no "reloaded" logged): a READ
+#      through the proxy returns the file's bytes, GET /metrics answers,
+#      and a second SIGHUP is logged as waiting for the read out;
+#   3. released (NXDOMAIN): the reload completes with the name's warning,
+#      then the second SIGHUP's read too: reloads_total{result="ok"} 2.
+set -euo pipefail
+
+: "${NFSC_PROXY_CONF:?}" "${NFSC_PROXY_PID:?}" "${NFSC_PROXY_LOG:?}"
+: "${NFSC_PROXY_URL:?}" "${NFSC_METRICS_ADDR:?}" "${NFSC_LIB:?}"
+# shellcheck source=../../scripts/lib.sh
+. "$NFSC_LIB"
+here=$(cd "$(dirname "$0")" && pwd)
+
+fails=0
+fail() { echo "test_reload_dns: FAILED: $*" >&2; fails=$((fails + 1)); }
+pass() { echo "test_reload_dns: ok: $*"; }
+log_count() { grep -cF -- "$1" "$NFSC_PROXY_LOG" || true; }
+
+# Wait (a hang guard of 120 s, not a timing) until command "$@" is true.
+wait_for() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+file_at_least() { [[ -s "$1" ]] && (($(cat "$1") >= $2)); }
+logged_at_least() { (($(log_count "$1") >= $2)); }
+
+dns=$NFSC_TMP/dns
+mkdir -p "$dns"
+python3 "$here/dns_hold.py" 127.0.0.77 "$dns" &
+dns_pid=$!
+trap 'kill "$dns_pid" 2>/dev/null || true' EXIT
+wait_for test -e "$dns/ready" || { echo "dns_hold.py did not start" >&2; exit 1; }
+
+head -c 100000 /dev/urandom >"$NFSC_EXPORT_DIR/held.bin"
+url=$(nfsc_url_join "$NFSC_PROXY_URL" held.bin)
+read_ok() {
+	timeout 60 nfs-cat "$url" 2>/dev/null | cmp -s - "$NFSC_EXPORT_DIR/held.bin"
+}
+read_ok && pass "READ before the reload" || fail "READ before the reload"
+
+# 1. A client entry whose name the resolver holds.
+conf=$NFSC_PROXY_CONF
+sed -i 's|clients = {"127.0.0.1/32"}|clients = {"127.0.0.1/32", "held.nfscached.test"}|' "$conf"
+grep -q 'held.nfscached.test' "$conf" || { echo "cannot edit $conf" >&2; exit 1; }
+kill -HUP "$NFSC_PROXY_PID"
+if wait_for file_at_least "$dns/queries" 1; then
+	pass "the reload's lookup reached the resolver ($(cat "$dns/queries") queries) and is held"
+else
+	fail "no lookup reached the resolver"
+fi
+
+# 2. Served while the lookup is held.
+read_ok && pass "READ answered while the lookup is held" ||
+	fail "READ not answered while the lookup is held"
+v=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_config_reloads_total{result="ok"}') || v=
+[[ "$v" == 0 ]] && pass "GET /metrics answered while held (reloads ok: 0)" ||
+	fail "GET /metrics while held: reloads ok '$v', want 0"
+kill -HUP "$NFSC_PROXY_PID"
+wait_for logged_at_least "is still out" 1 &&
+	pass "a second SIGHUP waits for the read out" ||
+	fail "no 'still out' line for the second SIGHUP"
+if [[ ! -e "$dns/answered" ]] && (($(log_count "reloaded $conf") == 0)); then
+	pass "all of it while the lookup was still held"
+else
+	fail "the lookup was answered, or the reload done, before the checks"
+fi
+
+# 3. Released: both reloads complete.
+touch "$dns/release"
+if wait_for logged_at_least "reloaded $conf" 2; then
+	pass "released: the reload and the second SIGHUP's completed"
+else
+	fail "released: $(log_count "reloaded $conf") reloads logged, want 2"
+fi
+logged_at_least 'clients entry "held.nfscached.test"' 1 &&
+	pass "the name that did not resolve is named in the log" ||
+	fail "no warning naming held.nfscached.test"
+v=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_config_reloads_total{result="ok"}') || v=
+[[ "$v" == 2 ]] && pass "reloads_total{result=\"ok\"} = 2" ||
+	fail "reloads_total{result=\"ok\"} is '$v', want 2"
+read_ok && pass "READ after the reloads" || fail "READ after the reloads"
+
+((fails == 0)) || { echo "test_reload_dns: $fails checks failed" >&2; exit 1; }
+echo "test_reload_dns: all checks passed"
