@@ -5,7 +5,8 @@
 usage: dns_hold.py ADDR DIR
 
 Writes DIR/ready once bound, DIR/queries (the number of queries received,
-rewritten at each) and, once DIR/release exists, answers every held query
+rewritten at each), DIR/names (each query's name, a line each) and, while
+DIR/release exists, answers every held query
 and every later one NXDOMAIN (RFC 1035 section 4.1.1: the query's id and
 question, QR set, RCODE 3), writing DIR/answered with the number answered.
 For tests of what a resolver that does not answer does to the daemon: the
@@ -31,6 +32,15 @@ def nxdomain(q):
     return q[0:2] + flags.to_bytes(2, "big") + b"\x00\x01" + b"\x00" * 6 + q[12:end]
 
 
+def qname(q):
+    """The name query q asks for, dotted ("" if malformed)."""
+    labels, i = [], 12
+    while i < len(q) and q[i] != 0:
+        labels.append(q[i + 1:i + 1 + q[i]].decode("ascii", "replace"))
+        i += 1 + q[i]
+    return ".".join(labels)
+
+
 def put(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
@@ -49,6 +59,8 @@ def main():
         if r:
             q, peer = s.recvfrom(4096)
             seen += 1
+            with open(os.path.join(d, "names"), "a") as f:
+                f.write(qname(q) + "\n")
             put(os.path.join(d, "queries"), "%d\n" % seen)
             held.append((q, peer))
         if held and os.path.exists(release):

@@ -14,7 +14,14 @@
 #      through the proxy returns the file's bytes, GET /metrics answers,
 #      and a second SIGHUP is logged as waiting for the read out;
 #   3. released (NXDOMAIN): the reload completes with the name's warning,
-#      then the second SIGHUP's read too: reloads_total{result="ok"} 2.
+#      then the second SIGHUP's read too: reloads_total{result="ok"} 2;
+#   4. held again, a reload adds an export whose upstream is a host name
+#      (evdns asks it in mixed case, 0x20 randomization):
+#      the reload completes (the upstream connects in the background, its
+#      name looked up by evdns), the lookup reaches the resolver and is
+#      held, and meanwhile the first export's READs and /metrics are
+#      answered; released, the new export's upstream is still down (the
+#      name does not resolve) and the first export serves on.
 set -euo pipefail
 
 : "${NFSC_PROXY_CONF:?}" "${NFSC_PROXY_PID:?}" "${NFSC_PROXY_LOG:?}"
@@ -59,10 +66,11 @@ conf=$NFSC_PROXY_CONF
 sed -i 's|clients = {"127.0.0.1/32"}|clients = {"127.0.0.1/32", "held.nfscached.test"}|' "$conf"
 grep -q 'held.nfscached.test' "$conf" || { echo "cannot edit $conf" >&2; exit 1; }
 kill -HUP "$NFSC_PROXY_PID"
-if wait_for file_at_least "$dns/queries" 1; then
+if wait_for file_at_least "$dns/queries" 1 &&
+	grep -qix 'held.nfscached.test' "$dns/names"; then
 	pass "the reload's lookup reached the resolver ($(cat "$dns/queries") queries) and is held"
 else
-	fail "no lookup reached the resolver"
+	fail "no lookup of held.nfscached.test reached the resolver"
 fi
 
 # 2. Served while the lookup is held.
@@ -95,6 +103,43 @@ v=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_config_reloads_total{result="ok"
 [[ "$v" == 2 ]] && pass "reloads_total{result=\"ok\"} = 2" ||
 	fail "reloads_total{result=\"ok\"} is '$v', want 2"
 read_ok && pass "READ after the reloads" || fail "READ after the reloads"
+
+# 4. Another export whose upstream's name the resolver holds (the client
+# list back to addresses only: this reload's read looks nothing up).
+rm -f "$dns/release"
+q0=$(cat "$dns/queries")
+sed -i 's|clients = {"127.0.0.1/32", "held.nfscached.test"}|clients = {"127.0.0.1/32"}|' "$conf"
+cat >>"$conf" <<EOC
+export "/held" {
+	id = 2
+	upstream = "nfs://held-upstream.nfscached.test/export"
+	clients = {"127.0.0.1/32"}
+}
+EOC
+kill -HUP "$NFSC_PROXY_PID"
+wait_for logged_at_least "reloaded $conf" 3 &&
+	pass "an export with a held upstream name added" ||
+	fail "the reload adding /held did not complete"
+if wait_for file_at_least "$dns/queries" $((q0 + 1)) &&
+	tail -n +$((q0 + 1)) "$dns/names" | grep -qix 'held-upstream.nfscached.test'; then
+	pass "the upstream's lookup reached the resolver and is held"
+else
+	fail "no lookup of held-upstream.nfscached.test reached the resolver ($(tail -n +$((q0 + 1)) "$dns/names" | tr '\n' ' '))"
+fi
+read_ok && pass "the first export's READ answered while the upstream lookup is held" ||
+	fail "the first export's READ not answered while the upstream lookup is held"
+v=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_up{export="/held"}') || v=
+[[ "$v" == 0 ]] && pass "GET /metrics answered while held (/held's upstream up: 0)" ||
+	fail "GET /metrics while the upstream lookup is held: /held up '$v', want 0"
+a0=$(cat "$dns/answered")
+[[ "$(cat "$dns/queries")" -gt "$q0" && "$a0" -lt "$(cat "$dns/queries")" ]] &&
+	pass "all of it while the upstream lookup was still held" ||
+	fail "the upstream lookup was answered before the checks"
+touch "$dns/release"
+wait_for file_at_least "$dns/answered" $((a0 + 1)) &&
+	pass "released: the upstream lookup answered NXDOMAIN" ||
+	fail "released: the upstream lookup was not answered"
+read_ok && pass "the first export serves on" || fail "the first export after the release"
 
 ((fails == 0)) || { echo "test_reload_dns: $fails checks failed" >&2; exit 1; }
 echo "test_reload_dns: all checks passed"
