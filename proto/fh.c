@@ -15,6 +15,9 @@
  *
  * The key is a FH_KEY_LEN-byte secret in the state directory, created on
  * first start (mode 0600, never overwritten) so handles survive restarts.
+ * In memory it is a struct fh_key: the bytes, and from fh_key_init to
+ * fh_key_fini a keyed HMAC context that every wrap and unwrap re-starts
+ * (the state: NULL, or keyed with bytes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +29,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "fh.h"
@@ -46,20 +51,58 @@ fh_auth_len(size_t up_len)
 	return FH_SIZE_MAX - FH_HDR_LEN - up_len;
 }
 
-/* Compute the full HMAC-SHA256 of fh[0..n) into md; 0 or -1. */
+int
+fh_key_init(struct fh_key *k)
+{
+	char digest[] = "SHA256";
+	OSSL_PARAM params[2];
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+
+	k->mac = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	EVP_MAC_free(mac);	/* the context holds its own reference */
+	if (!k->mac)
+		return -1;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						     digest, 0);
+	params[1] = OSSL_PARAM_construct_end();
+	if (EVP_MAC_init(k->mac, k->bytes, FH_KEY_LEN, params) != 1) {
+		fh_key_fini(k);
+		return -1;
+	}
+	return 0;
+}
+
+void
+fh_key_fini(struct fh_key *k)
+{
+	EVP_MAC_CTX_free(k->mac);
+	k->mac = NULL;
+}
+
+/* Compute the full HMAC-SHA256 of fh[0..n) into md; 0 or -1. A keyed
+ * context starts again from its kept pads (EVP_MAC_init without a key). */
 static int
-fh_mac(const uint8_t *key, const uint8_t *fh, size_t n,
+fh_mac(const struct fh_key *k, const uint8_t *fh, size_t n,
        uint8_t md[EVP_MAX_MD_SIZE])
 {
-	unsigned int mdlen = 0;
+	unsigned int len = 0;
+	size_t mdlen = 0;
 
-	if (HMAC(EVP_sha256(), key, FH_KEY_LEN, fh, n, md, &mdlen) == NULL)
+	if (!k->mac) {
+		if (HMAC(EVP_sha256(), k->bytes, FH_KEY_LEN, fh, n, md,
+			 &len) == NULL)
+			return -1;
+		return len >= FH_AUTH_MAX ? 0 : -1;
+	}
+	if (EVP_MAC_init(k->mac, NULL, 0, NULL) != 1 ||
+	    EVP_MAC_update(k->mac, fh, n) != 1 ||
+	    EVP_MAC_final(k->mac, md, &mdlen, EVP_MAX_MD_SIZE) != 1)
 		return -1;
 	return mdlen >= FH_AUTH_MAX ? 0 : -1;
 }
 
 enum fh_status
-fh_wrap(const uint8_t *key, unsigned export_id, const uint8_t *up,
+fh_wrap(const struct fh_key *key, unsigned export_id, const uint8_t *up,
 	size_t up_len, uint8_t *out, size_t *out_len)
 {
 	uint8_t md[EVP_MAX_MD_SIZE];
@@ -82,7 +125,7 @@ fh_wrap(const uint8_t *key, unsigned export_id, const uint8_t *up,
 }
 
 enum fh_status
-fh_unwrap(const uint8_t *key, const uint8_t *fh, size_t len,
+fh_unwrap(const struct fh_key *key, const uint8_t *fh, size_t len,
 	  unsigned *export_id, const uint8_t **up, size_t *up_len)
 {
 	uint8_t md[EVP_MAX_MD_SIZE];
