@@ -254,17 +254,18 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	msg.acpted_rply.ar_stat = SUCCESS;
 	msg.acpted_rply.ar_results.proc = proc;
 	msg.acpted_rply.ar_results.where = (caddr_t)(uintptr_t)res;
-	sz = xdr_sizeof((xdrproc_t)xdr_replymsg, &msg);
-	if (sz < 4 || 4 + sz > sizeof(head) || len > RPCMSG_MARK_MAXLEN)
+	/* One pass: encoded straight into head, whose room is the limit (an
+	 * xdr_sizeof pass first cost as much again, issue 42). */
+	xdrmem_create(&x, (char *)head + 4, (u_int)(sizeof(head) - 4),
+		      XDR_ENCODE);
+	ok = xdr_replymsg(&x, &msg);
+	sz = ok ? xdr_getpos(&x) : 0;
+	xdr_destroy(&x);
+	if (sz < 4 || len > RPCMSG_MARK_MAXLEN)
 		goto fail;
 	total = sz + len + npad;
-	if (total > RPCMSG_MARK_MAXLEN)
-		goto fail;
-	xdrmem_create(&x, (char *)head + 4, (u_int)sz, XDR_ENCODE);
-	ok = xdr_replymsg(&x, &msg) && xdr_getpos(&x) == sz;
-	xdr_destroy(&x);
 	/* The last word encoded is the empty opaque's length. */
-	if (!ok || memcmp(head + sz, pad, 4) != 0)
+	if (total > RPCMSG_MARK_MAXLEN || memcmp(head + sz, pad, 4) != 0)
 		goto fail;
 	head[0] = (uint8_t)((RPCMSG_MARK_LAST | total) >> 24);
 	head[1] = (uint8_t)(total >> 16);

@@ -488,6 +488,49 @@ test_reply_success_tail_failure(void)
 	evbuffer_free(out);
 }
 
+/* Times xdr_counted_read3res ran (this test program's only). */
+static unsigned counted_passes;
+
+/* xdr_READ3res, counting its passes. */
+static bool_t
+xdr_counted_read3res(XDR *x, void *res)
+{
+	counted_passes++;
+	return xdr_READ3res(x, res);
+}
+
+/* A reply with a tail encodes its results once: no sizing pass before
+ * the encoding (issue 42); results past 1 KiB fail whole,
+ * the tail released once and nothing appended. */
+static void
+test_reply_success_tail_one_pass(void)
+{
+	static uint8_t big[1024];	/* the 1 KiB limit rpcmsg.h states */
+	static const uint8_t data[4] = "abcd";
+	struct evbuffer *out = evbuffer_new();
+	struct tail_seen seen = { data, 4, 0 };
+	READ3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.count = 4;
+	counted_passes = 0;
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_counted_read3res, &res, data, 4, tail_release,
+	    &seen), 0);
+	CU_ASSERT_EQUAL(counted_passes, 1);
+	evbuffer_drain(out, evbuffer_get_length(out));
+	CU_ASSERT_EQUAL(seen.calls, 1);
+	/* The same result with 1 KiB inline. */
+	res.READ3res_u.resok.data.data_len = sizeof(big);
+	res.READ3res_u.resok.data.data_val = (char *)big;
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_READ3res, &res, data, 4, tail_release, &seen), -1);
+	CU_ASSERT_EQUAL(seen.calls, 2);
+	CU_ASSERT_EQUAL(evbuffer_get_length(out), 0);
+	evbuffer_free(out);
+}
+
 static void
 test_reply_prog_mismatch(void)
 {
@@ -721,6 +764,8 @@ test_register(void)
 			 test_reply_success_tail_same_bytes) ||
 	    !CU_add_test(s, "reply_success_tail_failure",
 			 test_reply_success_tail_failure) ||
+	    !CU_add_test(s, "reply_success_tail_one_pass",
+			 test_reply_success_tail_one_pass) ||
 	    !CU_add_test(s, "reply_prog_mismatch", test_reply_prog_mismatch) ||
 	    !CU_add_test(s, "reply_accept_errors", test_reply_accept_errors) ||
 	    !CU_add_test(s, "reply_rpc_mismatch", test_reply_rpc_mismatch) ||
