@@ -978,6 +978,26 @@ static void fetch_push(struct fetchlist *fl, uint64_t s, uint64_t e)
 	fl->last_end = e;
 }
 
+/* True when every byte of [off, e) (e > off) is valid in f's pages: the
+ * common hit, planned without building each page's set of what it has
+ * (page_have allocated and merged one range per valid run: 2,700
+ * instructions of a cached 1 KiB READ in a page of scattered writes,
+ * issue 42). */
+static bool plan_all_valid(const struct cache *c, const struct cfile *f,
+			   uint64_t off, uint64_t e)
+{
+	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		const struct cpage *p = page_find(f, idx);
+		uint64_t ps = idx << c->shift;
+		uint64_t ws = off > ps ? off - ps : 0;
+		uint64_t we = e - ps < c->page_size ? e - ps : c->page_size;
+
+		if (!p || !rangeset_contains(&p->valid, ws, we))
+			return false;
+	}
+	return true;
+}
+
 enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 				   uint64_t off, uint32_t count,
 				   uint64_t *end, struct range *fetch,
@@ -996,6 +1016,8 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 		return CACHE_HIT;
 	if (rangeset_contains(&f->holes, off, e))
 		return CACHE_HOLE;
+	if (plan_all_valid(c, f, off, e))
+		return CACHE_HIT;
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		struct rangeset have = RANGESET_INIT;
