@@ -31,12 +31,17 @@
  * both pads on every call, 20,000 instructions of a cached 1 KiB READ's
  * 37,000 (issue 42, bench/hitprof.sh). A key that was never initialized
  * (mac NULL; the unit tests' and the fuzzer's fixed keys) gives the same
- * handles through the one-shot HMAC. The context is used by every
+ * handles through the one-shot HMAC. An initialized key also remembers
+ * handles it wrapped or authenticated (fh.c's memo), so that unwrapping
+ * a handle again, a client's next call on the same file, is a constant
+ * time comparison and no MAC. The context and the memo are used by every
  * fh_wrap/fh_unwrap: one thread at a time (the daemon's event loop).
  */
 struct fh_key {
 	uint8_t bytes[FH_KEY_LEN];
 	struct evp_mac_ctx_st *mac;	/* owned; NULL until fh_key_init */
+	struct fh_memo *memo;		/* owned, with mac: handles already
+					 * authenticated (fh.c) */
 };
 
 enum fh_status {
@@ -55,9 +60,18 @@ enum fh_status {
  */
 int fh_key_init(struct fh_key *k);
 
-/* Release k->mac (NULL afterwards); the bytes are kept. Safe on a key
- * never initialized. */
+/* Release k->mac and k->memo (NULL afterwards); the bytes are kept.
+ * Safe on a key never initialized. */
 void fh_key_fini(struct fh_key *k);
+
+/*
+ * What an initialized key did: *macs, the HMACs computed (each wrap, each
+ * unwrap not answered from the memo); *memo_hits, the unwraps answered
+ * by comparing with a handle authenticated before. Both 0 for a key
+ * never initialized. For tests.
+ */
+void fh_key_counts(const struct fh_key *k, uint64_t *macs,
+		   uint64_t *memo_hits);
 
 /*
  * Wrap upstream handle up[0..up_len) of export export_id (1..63) into

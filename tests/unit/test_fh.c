@@ -300,6 +300,54 @@ test_keyed_and_one_shot_agree(void)
 	}
 }
 
+/*
+ * An initialized key computes one MAC per handle it has not seen: a
+ * wrapped handle unwraps from the memo, as does one authenticated once;
+ * a forged one costs a MAC every time and is never remembered; two
+ * handles in one memo slot both still unwrap (issue 42).
+ */
+static void
+test_memo_counts_macs(void)
+{
+	struct fh_key k = { .mac = NULL };
+	uint8_t up[24], fh[FH_SIZE_MAX], bad[FH_SIZE_MAX], other[FH_SIZE_MAX];
+	const uint8_t *got;
+	size_t n, no, glen;
+	unsigned exp;
+	uint64_t macs, hits;
+
+	memcpy(k.bytes, key->bytes, FH_KEY_LEN);
+	CU_ASSERT_EQUAL_FATAL(fh_key_init(&k), 0);
+	upstream(up, sizeof(up));
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(&k, 4, up, 24, fh, &n), FH_OK);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(fh_unwrap(&k, fh, n, &exp, &got, &glen), FH_OK);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, 1);
+	CU_ASSERT_EQUAL(hits, 3);
+	memcpy(bad, fh, n);
+	bad[n - 2] ^= 1;	/* same slot (the last byte), wrong MAC */
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(fh_unwrap(&k, bad, n, &exp, &got, &glen),
+				FH_EAUTH);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, 3);
+	CU_ASSERT_EQUAL(hits, 3);
+	/* A handle made elsewhere (the unkeyed path) is checked once. */
+	up[0] ^= 0xff;
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(key, 4, up, 24, other, &no), FH_OK);
+	fh_key_fini(&k);
+	CU_ASSERT_EQUAL_FATAL(fh_key_init(&k), 0);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, fh, n, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, other[no - 1] == fh[n - 1] ? 3 : 2);
+	CU_ASSERT_EQUAL(hits, other[no - 1] == fh[n - 1] ? 1 : 2);
+	fh_key_fini(&k);
+}
+
 /* Make a fresh temporary directory; its path goes into dir. */
 static void
 make_tmpdir(char *dir, size_t n)
@@ -469,6 +517,7 @@ test_register(void)
 	    !CU_add_test(s, "wrong_key_is_eauth", test_wrong_key_is_eauth) ||
 	    !CU_add_test(s, "keyed_and_one_shot_agree",
 			 test_keyed_and_one_shot_agree) ||
+	    !CU_add_test(s, "memo_counts_macs", test_memo_counts_macs) ||
 	    !CU_add_test(s, "moved_to_other_export_is_eauth",
 			 test_moved_to_other_export_is_eauth) ||
 	    !CU_add_test(s, "upstream_length_limits",
