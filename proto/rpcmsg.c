@@ -32,6 +32,9 @@
 /* Room for the encoded part of a reply with a tail (a READ3res header is
  * 124 bytes: 24 of reply header, 88 of post_op_attr, 12 more). */
 #define RPCMSG_TAIL_HEAD_MAX	1024
+/* A tail up to this many bytes is copied into the record, not referenced
+ * (rpcmsg.h). */
+#define RPCMSG_TAIL_COPY_MAX	4096
 
 /* A bounds-checked big-endian reader over a borrowed byte range. */
 struct rd {
@@ -234,6 +237,36 @@ rpcmsg_reply_success(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	return reply_append(out, &msg);
 }
 
+/*
+ * Append head[0..n), tail[0..len) and npad zero bytes to out as one
+ * contiguous piece, reserved and then committed (so whole or not at
+ * all), and release the tail at once: a small tail costs a copy, not a
+ * scratch buffer and a reference chain (issue 42). 0 or -1.
+ */
+static int
+tail_copy(struct evbuffer *out, const uint8_t *head, size_t n,
+	  const void *tail, size_t len, size_t npad,
+	  rpcmsg_tail_release release, void *arg)
+{
+	struct evbuffer_iovec v;
+	size_t total = n + len + npad;
+	uint8_t *p;
+	int rc = -1;
+
+	if (evbuffer_reserve_space(out, (ev_ssize_t)total, &v, 1) == 1 &&
+	    v.iov_len >= total) {
+		p = v.iov_base;
+		memcpy(p, head, n);
+		if (len)
+			memcpy(p + n, tail, len);
+		memset(p + n + len, 0, npad);
+		v.iov_len = total;
+		rc = evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -1;
+	}
+	release(tail, len, arg);
+	return rc;
+}
+
 int
 rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 			  const void *res, const void *tail, size_t len,
@@ -275,6 +308,9 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	head[sz + 1] = (uint8_t)(len >> 16);
 	head[sz + 2] = (uint8_t)(len >> 8);
 	head[sz + 3] = (uint8_t)len;
+	if (len <= RPCMSG_TAIL_COPY_MAX)
+		return tail_copy(out, head, 4 + sz, tail, len, npad, release,
+				 arg);
 	/* Built aside and moved in whole: out never holds half a record. */
 	rec = evbuffer_new();
 	if (!rec || evbuffer_add(rec, head, 4 + sz) != 0)
