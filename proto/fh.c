@@ -22,11 +22,11 @@
  * last byte names (a direct-mapped table; a new one replaces the old).
  * An unwrap of a handle equal, byte for byte, to its slot's needs no MAC:
  * it was authenticated under the same key, which never changes while
- * the process runs. The comparison runs in constant time
- * (CRYPTO_memcmp over FH_SIZE_MAX bytes) and can only match a handle
- * that authenticates anyway, so its timing tells a client nothing the
- * answer does not. Invariant: every used slot holds a valid handle of
- * this key.
+ * the process runs. The comparison runs in constant time over the
+ * handle's length (CRYPTO_memcmp; a length says nothing of the key) and
+ * can only match a handle that authenticates anyway, so its timing
+ * tells a client nothing the answer does not. Invariant: every used
+ * slot holds a valid handle of this key.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +56,7 @@
 /* One authenticated handle: len 0 for an empty slot. */
 struct fh_memo_slot {
 	size_t len;
-	uint8_t fh[FH_SIZE_MAX];	/* zero past len */
+	uint8_t fh[FH_SIZE_MAX];
 };
 
 /* The handles authenticated before, and the key's counts. */
@@ -129,14 +129,12 @@ memo_slot(const struct fh_key *k, const uint8_t *fh, size_t len)
 static bool
 memo_holds(const struct fh_key *k, const uint8_t *fh, size_t len)
 {
-	uint8_t pad[FH_SIZE_MAX] = { 0 };
 	struct fh_memo_slot *s;
 
 	if (!k->memo)
 		return false;
 	s = memo_slot(k, fh, len);
-	memcpy(pad, fh, len);
-	if (s->len != len || CRYPTO_memcmp(s->fh, pad, FH_SIZE_MAX) != 0)
+	if (s->len != len || CRYPTO_memcmp(s->fh, fh, len) != 0)
 		return false;
 	k->memo->hits++;
 	return true;
@@ -151,7 +149,6 @@ memo_put(const struct fh_key *k, const uint8_t *fh, size_t len)
 	if (!k->memo)
 		return;
 	s = memo_slot(k, fh, len);
-	memset(s->fh, 0, sizeof(s->fh));
 	memcpy(s->fh, fh, len);
 	s->len = len;
 }
