@@ -6,7 +6,7 @@
 # no delay) against a daemon run under a profiler, so that the cost per
 # cached READ can be counted.
 #
-#   bench/hitprof.sh BUILD OUTDIR [callgrind|perf] [READS]
+#   bench/hitprof.sh BUILD OUTDIR [callgrind|perf|cpu] [READS]
 #
 # callgrind (the default): nfscached runs under valgrind --tool=callgrind;
 # its counters are zeroed when the read phase starts and dumped when it
@@ -16,7 +16,10 @@
 # Instructions are a count, not a time: repeatable on a shared machine.
 # Instructions per READ = the dump's total Ir / READS.
 # perf: nfscached runs natively and `perf record -g` samples it during a
-# timed read phase of 5 s (OUTDIR/perf.data).
+# timed read phase of 5 s (OUTDIR/perf.data). cpu: natively, unprofiled,
+# for 5 s. In every mode OUTDIR/cpu.txt gets the daemon's CPU ticks
+# (utime + stime, /proc/PID/stat) at the phase's start and end: a time,
+# so only a rough figure on a shared machine.
 #
 # Everything runs on 127.0.0.1 with ports from scripts/lib.sh.
 set -uo pipefail
@@ -56,13 +59,15 @@ nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 cat >"$x/hook.sh" <<EOF
 #!/usr/bin/env bash
 reads() { curl -s "http://127.0.0.1:$metrics/metrics" | grep '^nfscached_reads_total' >>"$out/reads.txt"; }
+cpu() { awk -v l="\$1" '{ print l, \$14 + \$15 }' /proc/\$(cat "$x/pid")/stat >>"$out/cpu.txt"; }
 case \$1 in
-r0)	echo "before:" >"$out/reads.txt"; reads
+r0)	echo "before:" >"$out/reads.txt"; reads; : >"$out/cpu.txt"; cpu r0
 	if [[ $mode == callgrind ]]; then callgrind_control -z \$(cat "$x/pid") >/dev/null
-	else perf record -g -o "$out/perf.data" -p \$(cat "$x/pid") >"$x/perf.log" 2>&1 & echo \$! >"$x/perfpid"; sleep 1
+	elif [[ $mode == perf ]]; then perf record -g -o "$out/perf.data" -p \$(cat "$x/pid") >"$x/perf.log" 2>&1 & echo \$! >"$x/perfpid"; sleep 1
 	fi ;;
-r1)	if [[ $mode == callgrind ]]; then callgrind_control -d r1 \$(cat "$x/pid") >/dev/null
-	else kill -INT \$(cat "$x/perfpid"); while kill -0 \$(cat "$x/perfpid") 2>/dev/null; do sleep 0.2; done
+r1)	cpu r1
+	if [[ $mode == callgrind ]]; then callgrind_control -d r1 \$(cat "$x/pid") >/dev/null
+	elif [[ $mode == perf ]]; then kill -INT \$(cat "$x/perfpid"); while kill -0 \$(cat "$x/perfpid") 2>/dev/null; do sleep 0.2; done
 	fi
 	echo "after:" >>"$out/reads.txt"; reads ;;
 esac
