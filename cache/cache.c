@@ -332,6 +332,18 @@ static void fh_key(uint8_t *key, const uint8_t *fh, size_t len)
 	memcpy(key + 1, fh, len);
 }
 
+/* The hash of a handle's key (fh_key), over its length byte and the
+ * handle only, not the zeros after: uthash's own, over all
+ * CACHE_FH_MAX + 1 bytes, cost 550 instructions per READ (issue 42).
+ * Every add to and lookup in c->files goes through it. */
+static unsigned fh_key_hash(const uint8_t *key)
+{
+	unsigned hv;
+
+	HASH_VALUE(key, (unsigned)key[0] + 1u, hv);
+	return hv;
+}
+
 static void file_free(struct cache *c, struct cfile *f);
 
 /*
@@ -376,7 +388,8 @@ struct cfile *cache_find(struct cache *c, const uint8_t *fh, size_t len)
 	if (len == 0 || len > CACHE_FH_MAX)
 		return NULL;
 	fh_key(key, fh, len);
-	HASH_FIND(hh, c->files, key, sizeof(key), f);
+	HASH_FIND_BYHASHVALUE(hh, c->files, key, sizeof(key), fh_key_hash(key),
+			      f);
 	if (f) {
 		f->refs++;
 		if (c->lru != f) {
@@ -401,7 +414,8 @@ struct cfile *cache_get(struct cache *c, const uint8_t *fh, size_t len)
 	f->id = ++c->next_id;
 	fh_key(f->key, fh, len);
 	rangeset_init(&f->holes);
-	HASH_ADD(hh, c->files, key, sizeof(f->key), f);
+	HASH_ADD_BYHASHVALUE(hh, c->files, key, sizeof(f->key),
+			     fh_key_hash(f->key), f);
 	DL_PREPEND2(c->lru, f, lprev, lnext);
 	c->st.files++;
 	files_trim(c);
@@ -978,6 +992,26 @@ static void fetch_push(struct fetchlist *fl, uint64_t s, uint64_t e)
 	fl->last_end = e;
 }
 
+/* True when every byte of [off, e) (e > off) is valid in f's pages: the
+ * common hit, planned without building each page's set of what it has
+ * (page_have allocated and merged one range per valid run: 2,700
+ * instructions of a cached 1 KiB READ in a page of scattered writes,
+ * issue 42). */
+static bool plan_all_valid(const struct cache *c, const struct cfile *f,
+			   uint64_t off, uint64_t e)
+{
+	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
+		const struct cpage *p = page_find(f, idx);
+		uint64_t ps = idx << c->shift;
+		uint64_t ws = off > ps ? off - ps : 0;
+		uint64_t we = e - ps < c->page_size ? e - ps : c->page_size;
+
+		if (!p || !rangeset_contains(&p->valid, ws, we))
+			return false;
+	}
+	return true;
+}
+
 enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 				   uint64_t off, uint32_t count,
 				   uint64_t *end, struct range *fetch,
@@ -996,6 +1030,8 @@ enum cache_outcome cache_plan_read(struct cache *c, struct cfile *f,
 		return CACHE_HIT;
 	if (rangeset_contains(&f->holes, off, e))
 		return CACHE_HOLE;
+	if (plan_all_valid(c, f, off, e))
+		return CACHE_HIT;
 	for (uint64_t idx = off >> c->shift; idx <= (e - 1) >> c->shift; idx++) {
 		uint64_t ps = idx << c->shift, pe = ps + c->page_size;
 		struct rangeset have = RANGESET_INIT;

@@ -134,6 +134,11 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 	d->fstate_hooks = &lcommit_fstate_hooks;
 	d->tier_off = lcommit_tier_off;
 	d->tier_kept = stale_keep_attr;
+	if (fh_key_init(&d->fh_key) != 0) {
+		snprintf(err, len, "cannot key HMAC-SHA256 with the handle key "
+			 "(OpenSSL)");
+		return -1;
+	}
 	if (start_loop_helpers(d, flags, err, len) != 0 ||
 	    daemon_cache_start(d, err, len) != 0)
 		return -1;
@@ -222,4 +227,5 @@ void daemon_stop(struct daemon *d)
 	if (d->dns)
 		evdns_base_free(d->dns, 1);	/* after the upstreams' cancels */
 	d->dns = NULL;
+	fh_key_fini(&d->fh_key);
 }

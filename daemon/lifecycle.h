@@ -3,8 +3,8 @@
  * lifecycle: the order in which a daemon's parts start and stop, written
  * once for main() and for the unit-test harness (tests/unit/nfs3_harness.c).
  *
- * The caller makes d->conf (owned by d from then on), d->fh_key and the
- * event loop d->base, then calls daemon_start with the parts it wants
+ * The caller makes d->conf (owned by d from then on), d->fh_key's bytes
+ * and the event loop d->base, then calls daemon_start with the parts it wants
  * beyond the core; main() also calls daemon_announce once its signal
  * handlers are in place, and daemon_stop after the loop ended. The core
  * is: client host names (peername), the RAM cache and readahead
@@ -15,14 +15,14 @@
  * earlier run (stale_restore) and the RPC server object d->server
  * (without listeners: a test adopts its own socket).
  *
- * Start order: names, resolver, loop lag, cache, local commit's state,
- * write-back, disk tier, invariant, service, upstreams, journal, outage
+ * Start order: the handle key's HMAC context (fh_key_init), names,
+ * resolver, loop lag, cache, local commit's state, write-back, disk tier, invariant, service, upstreams, journal, outage
  * records, server, listeners, metrics, admin socket. Stop order: admin
  * socket, fence waiters, disk tier (its last callbacks may still fetch),
  * metrics, server, upstreams, mount list, write-back, metadata cache, the
  * files' states, cache, local commit's state (whether or not lcommit_stop
  * ran), outage records, names, loop lag, service, configuration,
- * resolver. The event loop is the caller's.
+ * resolver, the handle key's context. The event loop is the caller's.
  */
 #ifndef NFSCACHED_DAEMON_LIFECYCLE_H
 #define NFSCACHED_DAEMON_LIFECYCLE_H
@@ -60,7 +60,7 @@ enum daemon_part {
  * Outside the loop. Returns 0, or -1 with the reason in err[0..len) (one
  * line, as main() logs it before exiting: "out of memory", the cache's,
  * the disk tier's as "FILE:LINE: reason" at the cache_dir line, a bad
- * NFSCACHED_CHECK, an export whose upstream client cannot start, the
+ * NFSCACHED_CHECK, OpenSSL refusing the handle key's HMAC, an export whose upstream client cannot start, the
  * journal's, a listener's); what was started is then not undone: the
  * caller exits.
  */

@@ -348,7 +348,7 @@ static void load_key(struct daemon *d)
 	if (fh_state_dir_check(d->conf->state_dir, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	snprintf(path, sizeof(path), "%s/handle.key", d->conf->state_dir);
-	if (fh_key_load(path, d->fh_key, err, sizeof(err)) != 0)
+	if (fh_key_load(path, d->fh_key.bytes, err, sizeof(err)) != 0)
 		fatal("%s", err);
 }
 

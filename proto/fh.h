@@ -23,6 +23,27 @@
 #define FH_UP_MAX	62	/* longest upstream handle we can wrap */
 #define FH_UP_FULLAUTH	54	/* longest with the full 8-byte authenticator */
 
+/*
+ * The proxy's handle key: the secret, and once fh_key_init ran,
+ * HMAC-SHA256 keyed with it (an OpenSSL EVP_MAC_CTX, owned), so that a
+ * handle costs one MAC and not a key setup: the one-shot HMAC() of
+ * OpenSSL 3 fetched the algorithm, built and freed a context and hashed
+ * both pads on every call, 20,000 instructions of a cached 1 KiB READ's
+ * 37,000 (issue 42, bench/hitprof.sh). A key that was never initialized
+ * (mac NULL; the unit tests' and the fuzzer's fixed keys) gives the same
+ * handles through the one-shot HMAC. An initialized key also remembers
+ * handles it wrapped or authenticated (fh.c's memo), so that unwrapping
+ * a handle again, a client's next call on the same file, is a constant
+ * time comparison and no MAC. The context and the memo are used by every
+ * fh_wrap/fh_unwrap: one thread at a time (the daemon's event loop).
+ */
+struct fh_key {
+	uint8_t bytes[FH_KEY_LEN];
+	struct evp_mac_ctx_st *mac;	/* owned; NULL until fh_key_init */
+	struct fh_memo *memo;		/* owned, with mac: handles already
+					 * authenticated (fh.c) */
+};
+
 enum fh_status {
 	FH_OK = 0,
 	FH_EINVAL,	/* wrap: export id out of range or upstream handle
@@ -32,20 +53,44 @@ enum fh_status {
 };
 
 /*
- * Wrap upstream handle up[0..up_len) of export export_id (1..63) into
- * out (FH_SIZE_MAX bytes, caller's) and set *out_len. key is FH_KEY_LEN
- * bytes. Returns FH_OK or FH_EINVAL. Pure; no allocation.
+ * Key k->mac with k->bytes (set them first): 0, or -1 if OpenSSL cannot
+ * (no HMAC or SHA-256 in its providers, out of memory), k->mac left
+ * NULL. Call once, before serving, from the thread that will use k;
+ * fh_key_fini releases it.
  */
-enum fh_status fh_wrap(const uint8_t *key, unsigned export_id,
+int fh_key_init(struct fh_key *k);
+
+/* Release k->mac and k->memo (NULL afterwards); the bytes are kept.
+ * Safe on a key never initialized. */
+void fh_key_fini(struct fh_key *k);
+
+/*
+ * What an initialized key did: *macs, the HMACs computed (each wrap, each
+ * unwrap not answered from the memo); *memo_hits, the unwraps answered
+ * by comparing with a handle authenticated before. Both 0 for a key
+ * never initialized. For tests.
+ */
+void fh_key_counts(const struct fh_key *k, uint64_t *macs,
+		   uint64_t *memo_hits);
+
+/*
+ * Wrap upstream handle up[0..up_len) of export export_id (1..63) into
+ * out (FH_SIZE_MAX bytes, caller's) and set *out_len. key: the secret,
+ * keyed or not (struct fh_key; its MAC context is used, so one thread
+ * at a time). Returns FH_OK, or FH_EINVAL (also if OpenSSL fails). No
+ * allocation once the key is initialized.
+ */
+enum fh_status fh_wrap(const struct fh_key *key, unsigned export_id,
 		       const uint8_t *up, size_t up_len,
 		       uint8_t *out, size_t *out_len);
 
 /*
- * Check and unwrap client handle fh[0..len). On FH_OK, *export_id is set and
- * *up and *up_len point INTO fh (borrowed for fh's lifetime). Returns FH_OK,
- * FH_EBADHANDLE or FH_EAUTH; the authenticator is compared in constant time.
+ * Check and unwrap client handle fh[0..len) with key (as fh_wrap's). On
+ * FH_OK, *export_id is set and *up and *up_len point INTO fh (borrowed
+ * for fh's lifetime). Returns FH_OK, FH_EBADHANDLE or FH_EAUTH (also if
+ * OpenSSL fails); the authenticator is compared in constant time.
  */
-enum fh_status fh_unwrap(const uint8_t *key, const uint8_t *fh, size_t len,
+enum fh_status fh_unwrap(const struct fh_key *key, const uint8_t *fh, size_t len,
 			 unsigned *export_id, const uint8_t **up,
 			 size_t *up_len);
 

@@ -32,6 +32,9 @@
 /* Room for the encoded part of a reply with a tail (a READ3res header is
  * 124 bytes: 24 of reply header, 88 of post_op_attr, 12 more). */
 #define RPCMSG_TAIL_HEAD_MAX	1024
+/* A tail up to this many bytes is copied into the record, not referenced
+ * (rpcmsg.h). */
+#define RPCMSG_TAIL_COPY_MAX	4096
 
 /* A bounds-checked big-endian reader over a borrowed byte range. */
 struct rd {
@@ -234,6 +237,36 @@ rpcmsg_reply_success(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	return reply_append(out, &msg);
 }
 
+/*
+ * Append head[0..n), tail[0..len) and npad zero bytes to out as one
+ * contiguous piece, reserved and then committed (so whole or not at
+ * all), and release the tail at once: a small tail costs a copy, not a
+ * scratch buffer and a reference chain (issue 42). 0 or -1.
+ */
+static int
+tail_copy(struct evbuffer *out, const uint8_t *head, size_t n,
+	  const void *tail, size_t len, size_t npad,
+	  rpcmsg_tail_release release, void *arg)
+{
+	struct evbuffer_iovec v;
+	size_t total = n + len + npad;
+	uint8_t *p;
+	int rc = -1;
+
+	if (evbuffer_reserve_space(out, (ev_ssize_t)total, &v, 1) == 1 &&
+	    v.iov_len >= total) {
+		p = v.iov_base;
+		memcpy(p, head, n);
+		if (len)
+			memcpy(p + n, tail, len);
+		memset(p + n + len, 0, npad);
+		v.iov_len = total;
+		rc = evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -1;
+	}
+	release(tail, len, arg);
+	return rc;
+}
+
 int
 rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 			  const void *res, const void *tail, size_t len,
@@ -254,17 +287,18 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	msg.acpted_rply.ar_stat = SUCCESS;
 	msg.acpted_rply.ar_results.proc = proc;
 	msg.acpted_rply.ar_results.where = (caddr_t)(uintptr_t)res;
-	sz = xdr_sizeof((xdrproc_t)xdr_replymsg, &msg);
-	if (sz < 4 || 4 + sz > sizeof(head) || len > RPCMSG_MARK_MAXLEN)
+	/* One pass: encoded straight into head, whose room is the limit (an
+	 * xdr_sizeof pass first cost as much again, issue 42). */
+	xdrmem_create(&x, (char *)head + 4, (u_int)(sizeof(head) - 4),
+		      XDR_ENCODE);
+	ok = xdr_replymsg(&x, &msg);
+	sz = ok ? xdr_getpos(&x) : 0;
+	xdr_destroy(&x);
+	if (sz < 4 || len > RPCMSG_MARK_MAXLEN)
 		goto fail;
 	total = sz + len + npad;
-	if (total > RPCMSG_MARK_MAXLEN)
-		goto fail;
-	xdrmem_create(&x, (char *)head + 4, (u_int)sz, XDR_ENCODE);
-	ok = xdr_replymsg(&x, &msg) && xdr_getpos(&x) == sz;
-	xdr_destroy(&x);
 	/* The last word encoded is the empty opaque's length. */
-	if (!ok || memcmp(head + sz, pad, 4) != 0)
+	if (total > RPCMSG_MARK_MAXLEN || memcmp(head + sz, pad, 4) != 0)
 		goto fail;
 	head[0] = (uint8_t)((RPCMSG_MARK_LAST | total) >> 24);
 	head[1] = (uint8_t)(total >> 16);
@@ -274,6 +308,9 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 	head[sz + 1] = (uint8_t)(len >> 16);
 	head[sz + 2] = (uint8_t)(len >> 8);
 	head[sz + 3] = (uint8_t)len;
+	if (len <= RPCMSG_TAIL_COPY_MAX)
+		return tail_copy(out, head, 4 + sz, tail, len, npad, release,
+				 arg);
 	/* Built aside and moved in whole: out never holds half a record. */
 	rec = evbuffer_new();
 	if (!rec || evbuffer_add(rec, head, 4 + sz) != 0)

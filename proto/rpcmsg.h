@@ -83,6 +83,9 @@ typedef void (*rpcmsg_tail_release)(const void *tail, size_t len, void *arg);
  * after the encoded part, whose final length word is set to len, and
  * followed by the XDR padding (RFC 4506 section 4.10). One record (a
  * record mark's 31-bit length at most), appended whole or not at all.
+ * A tail of at most 4 KiB is copied instead, with the rest of the record
+ * into one piece of out, and released before the return: for a small
+ * READ a copy costs less than the scratch buffer and the reference.
  * Ownership of tail passes to the call: release(tail, len, arg) runs once,
  * when out no longer needs it, also on failure (before the return).
  * release must not be NULL. Returns 0, or -1 when encoding failed, res's

@@ -88,7 +88,7 @@ struct conf_hold {
 struct daemon {
 	struct event_base *base;
 	struct conf *conf;		/* owned */
-	uint8_t fh_key[FH_KEY_LEN];
+	struct fh_key fh_key;		/* keyed in daemon_start */
 	struct export_rt **exports;	/* the live exports, conf->nexports:
 					 * an owned array of owned pointers,
 					 * in d->conf's order */

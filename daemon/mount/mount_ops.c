@@ -141,7 +141,7 @@ static enum op_status mnt_reply_fh(struct req *r, struct export_rt *ex,
 	int flavors[1] = { AUTH_SYS };
 	mountres3 res;
 
-	if (fh_wrap(r->d->fh_key, ex->conf->id, root, root_len, fh, &n) != FH_OK) {
+	if (fh_wrap(&r->d->fh_key, ex->conf->id, root, root_len, fh, &n) != FH_OK) {
 		log_error("export %s: upstream root handle of %zu bytes cannot be wrapped",
 			  ex->conf->path, root_len);
 		return mnt_fail(r, MNT3ERR_SERVERFAULT);

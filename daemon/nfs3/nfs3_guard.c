@@ -47,7 +47,7 @@ nfsstat3 nfs3_guard_unwrap(struct daemon *d, const struct nfs3_proc *m,
 		size_t up_len;
 		unsigned id;
 
-		if (fh_unwrap(d->fh_key, (const uint8_t *)fh->data.data_val,
+		if (fh_unwrap(&d->fh_key, (const uint8_t *)fh->data.data_val,
 			      fh->data.data_len, &id, &up, &up_len) != FH_OK ||
 		    (up_len > FH_UP_FULLAUTH && !fh_long_ok(d, id))) {
 			nfs3_count_badhandle(d);
@@ -205,7 +205,7 @@ static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
 	size_t n;
 	char *buf;
 
-	if (fh_wrap(d->fh_key, ex->conf->id, (const uint8_t *)fh->data.data_val,
+	if (fh_wrap(&d->fh_key, ex->conf->id, (const uint8_t *)fh->data.data_val,
 		    fh->data.data_len, out, &n) != FH_OK) {
 		if (!ex->warned_fh_len)
 			log_error("export %s: upstream handle of %u bytes is over %d; it cannot be served",

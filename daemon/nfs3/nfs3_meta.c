@@ -202,7 +202,7 @@ static void post_op_of(const struct cfile *f, post_op_attr *p)
 static bool wrap(struct daemon *d, const struct export_rt *ex,
 		 const uint8_t *up, size_t len, uint8_t *out, size_t *n)
 {
-	return fh_wrap(d->fh_key, ex->conf->id, up, len, out, n) == FH_OK;
+	return fh_wrap(&d->fh_key, ex->conf->id, up, len, out, n) == FH_OK;
 }
 
 /* Whether a name may be cached: not empty, "." or "..", nor too long. */

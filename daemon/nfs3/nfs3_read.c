@@ -295,7 +295,8 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	res.READ3res_u.resok.count = (count3)count;
 	res.READ3res_u.resok.eof = eof_flag(op->off, op_args(op)->count, count,
 					    cfile_attr(op->f)->size);
-	/* data<> goes by reference after the rest (req_reply_tail). */
+	/* data<> goes after the rest (req_reply_tail: by reference, or
+	 * copied when small). */
 	res.READ3res_u.resok.data.data_len = 0;
 	res.READ3res_u.resok.data.data_val = NULL;
 	read_step(op, NFS3_READ_REPLY);

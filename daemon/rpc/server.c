@@ -370,10 +370,8 @@ static void req_release(struct req *r)
 	s = c->srv;
 	if (r->drc)
 		drc_abandon(s->drc, r->drc);
-	if (r->args) {
-		xdr_free(r->ent->xdr_args, r->args);
-		free(r->args);
-	}
+	if (r->args)
+		xdr_free(r->ent->xdr_args, r->args);	/* in r's block */
 	free(r->rec);
 	held_change(c, &c->rec_bytes, 0, r->rec_len);
 	if (!c->bev)
@@ -609,19 +607,28 @@ static bool conn_check_header(struct conn *c, const uint8_t *rec, size_t len,
 	return false;
 }
 
-/* Make a request for a routed call; takes ownership of rec. */
+/* Bytes of a struct req rounded up to any type's alignment: where its
+ * arguments start in the same block. */
+#define REQ_ARGS_OFF ((sizeof(struct req) + _Alignof(max_align_t) - 1) / \
+		      _Alignof(max_align_t) * _Alignof(max_align_t))
+
+/* Make a request for a routed call; takes ownership of rec. Its zeroed
+ * arguments (ent->args_size) come in the same allocation: one calloc and
+ * one free per call, not two. */
 static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
 			   uint8_t *rec, size_t len,
 			   const struct dispatch_entry *ent)
 {
 	struct server *s = c->srv;
-	struct req *r = calloc(1, sizeof(*r));
+	struct req *r = calloc(1, REQ_ARGS_OFF +
+				  (ent->args_size ? ent->args_size : 1));
 
 	if (!r) {
 		free(rec);
 		return NULL;
 	}
 	r->magic = REQ_MAGIC;
+	r->args = (char *)r + REQ_ARGS_OFF;
 	r->d = s->d;
 	r->conn = c;
 	conn_get(c);
@@ -690,9 +697,7 @@ static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 		conn_close(c, CLOSE_NOMEM);
 		return;
 	}
-	r->args = calloc(1, ent->args_size ? ent->args_size : 1);
-	if (!r->args ||
-	    rpcmsg_decode_args(rec, len, call.args_off, ent->xdr_args, r->args)) {
+	if (rpcmsg_decode_args(rec, len, call.args_off, ent->xdr_args, r->args)) {
 		c->srv->st.rejected[REJECT_GARBAGE_ARGS]++;
 		req_reply_accept_error(r, GARBAGE_ARGS);
 		return;

@@ -156,7 +156,8 @@ struct req {
 	uint8_t *rec;				/* the whole record, owned */
 	size_t rec_len;
 	const struct dispatch_entry *ent;
-	void *args;				/* decoded by ent->xdr_args */
+	void *args;				/* decoded by ent->xdr_args; in
+					 * the same block as r */
 	struct drc_entry *drc;			/* non-NULL when tracked */
 	double start;				/* daemon_now() at arrival */
 	void *op;				/* the handler's own state */

@@ -127,7 +127,7 @@ void h_init(struct nfs3_h *h, h_conf_fn tune)
 		abort();
 	if (tune)
 		tune(h->d.conf);
-	memset(h->d.fh_key, 0x5a, sizeof(h->d.fh_key));
+	memset(h->d.fh_key.bytes, 0x5a, sizeof(h->d.fh_key.bytes));
 	h->d.base = event_base_new();
 	start_export(h);
 	/* As main() starts the daemon (the disk tier when the test set
@@ -169,7 +169,7 @@ void h_fh(struct nfs3_h *h, uint64_t fileid, nfs_fh3 *fh, uint8_t *buf)
 
 	for (int i = 0; i < 8; i++)
 		up[i] = (uint8_t)(fileid >> (56 - 8 * i));
-	if (fh_wrap(h->d.fh_key, h->ex.conf->id, up, 8, buf, &len) != FH_OK)
+	if (fh_wrap(&h->d.fh_key, h->ex.conf->id, up, 8, buf, &len) != FH_OK)
 		abort();
 	fh->data.data_len = (u_int)len;
 	fh->data.data_val = (char *)buf;

@@ -18,17 +18,28 @@
 #include "cunit_main.h"
 #include "fh.h"
 
-static uint8_t key[FH_KEY_LEN];
-static uint8_t key2[FH_KEY_LEN];
+/* The two fixed test keys, keyed as the daemon's (fh_key_init). */
+static struct fh_key key_a, key_b;
+static const struct fh_key *const key = &key_a;
+static const struct fh_key *const key2 = &key_b;
 
-/* Fill the two fixed test keys. */
+/* Fill the two fixed test keys and key their HMAC contexts. */
 static int
 suite_init(void)
 {
 	for (int i = 0; i < FH_KEY_LEN; i++) {
-		key[i] = (uint8_t)(i * 13 + 1);
-		key2[i] = (uint8_t)(i * 13 + 2);
+		key_a.bytes[i] = (uint8_t)(i * 13 + 1);
+		key_b.bytes[i] = (uint8_t)(i * 13 + 2);
 	}
+	return fh_key_init(&key_a) != 0 || fh_key_init(&key_b) != 0;
+}
+
+/* Release the keys' contexts. */
+static int
+suite_clean(void)
+{
+	fh_key_fini(&key_a);
+	fh_key_fini(&key_b);
 	return 0;
 }
 
@@ -51,7 +62,7 @@ forge_with_key(uint8_t h0, const uint8_t *up, size_t l, uint8_t *out)
 	out[0] = h0;
 	out[1] = (uint8_t)l;
 	memcpy(out + 2, up, l);
-	HMAC(EVP_sha256(), key, FH_KEY_LEN, out, 2 + l, md, &mdlen);
+	HMAC(EVP_sha256(), key->bytes, FH_KEY_LEN, out, 2 + l, md, &mdlen);
 	memcpy(out + 2 + l, md, alen);
 	return 2 + l + alen;
 }
@@ -255,6 +266,88 @@ test_bad_layouts_are_ebadhandle(void)
 			FH_EBADHANDLE);
 }
 
+/*
+ * The keyed context (kept pads, restarted per handle) and the one-shot
+ * HMAC of a key never initialized make the same handles, for every
+ * upstream length, and a refused handle between two does not disturb the
+ * context: the next one still authenticates (issue 42).
+ */
+static void
+test_keyed_and_one_shot_agree(void)
+{
+	struct fh_key plain = { .mac = NULL };
+	uint8_t up[FH_UP_MAX], a[FH_SIZE_MAX], b[FH_SIZE_MAX];
+	const uint8_t *got;
+	size_t na, nb, glen;
+	unsigned exp;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(key->mac);
+	memcpy(plain.bytes, key->bytes, FH_KEY_LEN);
+	upstream(up, sizeof(up));
+	for (size_t l = 1; l <= FH_UP_MAX; l++) {
+		CU_ASSERT_EQUAL_FATAL(fh_wrap(key, 9, up, l, a, &na), FH_OK);
+		CU_ASSERT_EQUAL_FATAL(fh_wrap(&plain, 9, up, l, b, &nb), FH_OK);
+		CU_ASSERT_EQUAL_FATAL(na, nb);
+		CU_ASSERT_EQUAL(memcmp(a, b, na), 0);
+		CU_ASSERT_EQUAL(fh_unwrap(&plain, a, na, &exp, &got, &glen),
+				FH_OK);
+		if (fh_auth_len(l) == 8)
+			CU_ASSERT_EQUAL(fh_unwrap(key2, a, na, &exp, &got,
+						  &glen), FH_EAUTH);
+		CU_ASSERT_EQUAL(fh_unwrap(key, b, nb, &exp, &got, &glen),
+				FH_OK);
+		CU_ASSERT_EQUAL(glen, l);
+	}
+}
+
+/*
+ * An initialized key computes one MAC per handle it has not seen: a
+ * wrapped handle unwraps from the memo, as does one authenticated once;
+ * a forged one costs a MAC every time and is never remembered; two
+ * handles in one memo slot both still unwrap (issue 42).
+ */
+static void
+test_memo_counts_macs(void)
+{
+	struct fh_key k = { .mac = NULL };
+	uint8_t up[24], fh[FH_SIZE_MAX], bad[FH_SIZE_MAX], other[FH_SIZE_MAX];
+	const uint8_t *got;
+	size_t n, no, glen;
+	unsigned exp;
+	uint64_t macs, hits;
+
+	memcpy(k.bytes, key->bytes, FH_KEY_LEN);
+	CU_ASSERT_EQUAL_FATAL(fh_key_init(&k), 0);
+	upstream(up, sizeof(up));
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(&k, 4, up, 24, fh, &n), FH_OK);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(fh_unwrap(&k, fh, n, &exp, &got, &glen), FH_OK);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, 1);
+	CU_ASSERT_EQUAL(hits, 3);
+	memcpy(bad, fh, n);
+	bad[n - 2] ^= 1;	/* same slot (the last byte), wrong MAC */
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(fh_unwrap(&k, bad, n, &exp, &got, &glen),
+				FH_EAUTH);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, 3);
+	CU_ASSERT_EQUAL(hits, 3);
+	/* A handle made elsewhere (the unkeyed path) is checked once. */
+	up[0] ^= 0xff;
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(key, 4, up, 24, other, &no), FH_OK);
+	fh_key_fini(&k);
+	CU_ASSERT_EQUAL_FATAL(fh_key_init(&k), 0);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, fh, n, &exp, &got, &glen), FH_OK);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, other, no, &exp, &got, &glen), FH_OK);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(macs, other[no - 1] == fh[n - 1] ? 3 : 2);
+	CU_ASSERT_EQUAL(hits, other[no - 1] == fh[n - 1] ? 1 : 2);
+	fh_key_fini(&k);
+}
+
 /* Make a fresh temporary directory; its path goes into dir. */
 static void
 make_tmpdir(char *dir, size_t n)
@@ -410,7 +503,7 @@ test_key_in_missing_directory_fails(void)
 int
 test_register(void)
 {
-	CU_pSuite s = CU_add_suite("fh", suite_init, NULL);
+	CU_pSuite s = CU_add_suite("fh", suite_init, suite_clean);
 
 	if (s == NULL)
 		return -1;
@@ -422,6 +515,9 @@ test_register(void)
 	    !CU_add_test(s, "62_byte_upstream_handle_is_unauthenticated",
 			 test_62_byte_upstream_handle_is_unauthenticated) ||
 	    !CU_add_test(s, "wrong_key_is_eauth", test_wrong_key_is_eauth) ||
+	    !CU_add_test(s, "keyed_and_one_shot_agree",
+			 test_keyed_and_one_shot_agree) ||
+	    !CU_add_test(s, "memo_counts_macs", test_memo_counts_macs) ||
 	    !CU_add_test(s, "moved_to_other_export_is_eauth",
 			 test_moved_to_other_export_is_eauth) ||
 	    !CU_add_test(s, "upstream_length_limits",

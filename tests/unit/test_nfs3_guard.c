@@ -65,7 +65,7 @@ static void test_bad_handles_never_reach_upstream(void)
 	memcpy(buf, up, 8);
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_BADHANDLE);
 	/* A good handle of an export that is not configured. */
-	CU_ASSERT_EQUAL_FATAL(fh_wrap(h.d.fh_key, 7, up, 8, buf, &len), FH_OK);
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(&h.d.fh_key, 7, up, 8, buf, &len), FH_OK);
 	fh.data.data_len = (u_int)len;
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_STALE);
 	CU_ASSERT_EQUAL(upstream_calls(&h), 0);
@@ -538,7 +538,7 @@ static void wrap_fh(struct nfs3_h *h, unsigned id, const uint8_t *up,
 {
 	size_t n;
 
-	CU_ASSERT_EQUAL_FATAL(fh_wrap(h->d.fh_key, id, up, len, buf, &n), FH_OK);
+	CU_ASSERT_EQUAL_FATAL(fh_wrap(&h->d.fh_key, id, up, len, buf, &n), FH_OK);
 	fh->data.data_val = (char *)buf;
 	fh->data.data_len = (u_int)n;
 }
@@ -600,7 +600,7 @@ static void test_guard_rewrap(void)
 	up_fh(&lr.LOOKUP3res_u.resok.object, up, sizeof(up));
 	CU_ASSERT_EQUAL(nfs3_guard_rewrap(&h.d, h.d.exports[0],
 					  desc(NFSPROC3_LOOKUP), &lr), NFS3_OK);
-	CU_ASSERT_EQUAL_FATAL(fh_unwrap(h.d.fh_key,
+	CU_ASSERT_EQUAL_FATAL(fh_unwrap(&h.d.fh_key,
 		(const uint8_t *)lr.LOOKUP3res_u.resok.object.data.data_val,
 		lr.LOOKUP3res_u.resok.object.data.data_len, &id, &back, &len),
 		FH_OK);

@@ -314,6 +314,8 @@ test_reply_success_read3res(void)
 	struct rpc_msg m;
 	size_t n;
 
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)('0' + i % 43);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
@@ -411,18 +413,21 @@ tail_release(const void *tail, size_t len, void *arg)
 }
 
 /* A READ3res of len data bytes encoded with the tail by reference is
- * byte-identical to the copying encoder's, and the tail is released once,
- * only when the buffer lets go of it. */
+ * byte-identical to the copying encoder's, and the tail is released once:
+ * a tail over 4 KiB only when the buffer lets go of it, a smaller one
+ * (copied) at once. */
 static void
 tail_matches_copy(size_t len)
 {
-	static const uint8_t data[13] = "0123456789abc";
+	static uint8_t data[5000];
+	static uint8_t a[6000], b[6000];
 	struct evbuffer *want = evbuffer_new(), *out = evbuffer_new();
 	struct tail_seen seen = { data, len, 0 };
-	uint8_t a[512], b[512];
 	READ3res res;
 	size_t na, nb;
 
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)('0' + i % 43);
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
@@ -438,7 +443,7 @@ tail_matches_copy(size_t len)
 	CU_ASSERT_EQUAL_FATAL(rpcmsg_reply_success_tail(out, XID,
 	    (xdrproc_t)xdr_READ3res, &res, data, len, tail_release, &seen), 0);
 	/* Referenced, not copied: released only when drained. */
-	CU_ASSERT_EQUAL(seen.calls, len ? 0 : 1);
+	CU_ASSERT_EQUAL(seen.calls, len > 4096 ? 0 : 1);
 	na = evbuffer_get_length(want);
 	nb = evbuffer_get_length(out);
 	CU_ASSERT_EQUAL_FATAL(na, nb);
@@ -459,6 +464,9 @@ test_reply_success_tail_same_bytes(void)
 	tail_matches_copy(12);	/* none */
 	tail_matches_copy(13);	/* 3 */
 	tail_matches_copy(0);	/* an empty tail */
+	tail_matches_copy(4096);	/* the longest copied */
+	tail_matches_copy(4097);	/* referenced, 3 bytes of padding */
+	tail_matches_copy(5000);
 }
 
 /* On failure nothing is appended and the tail is released at once. */
@@ -485,6 +493,49 @@ test_reply_success_tail_failure(void)
 	    (xdrproc_t)xdr_READ3res, &res, data, 4, tail_release, &seen), -1);
 	CU_ASSERT_EQUAL(seen.calls, 2);
 	CU_ASSERT_EQUAL(evbuffer_get_length(out), 1);
+	evbuffer_free(out);
+}
+
+/* Times xdr_counted_read3res ran (this test program's only). */
+static unsigned counted_passes;
+
+/* xdr_READ3res, counting its passes. */
+static bool_t
+xdr_counted_read3res(XDR *x, void *res)
+{
+	counted_passes++;
+	return xdr_READ3res(x, res);
+}
+
+/* A reply with a tail encodes its results once: no sizing pass before
+ * the encoding (issue 42); results past 1 KiB fail whole,
+ * the tail released once and nothing appended. */
+static void
+test_reply_success_tail_one_pass(void)
+{
+	static uint8_t big[1024];	/* the 1 KiB limit rpcmsg.h states */
+	static const uint8_t data[4] = "abcd";
+	struct evbuffer *out = evbuffer_new();
+	struct tail_seen seen = { data, 4, 0 };
+	READ3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.count = 4;
+	counted_passes = 0;
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_counted_read3res, &res, data, 4, tail_release,
+	    &seen), 0);
+	CU_ASSERT_EQUAL(counted_passes, 1);
+	evbuffer_drain(out, evbuffer_get_length(out));
+	CU_ASSERT_EQUAL(seen.calls, 1);
+	/* The same result with 1 KiB inline. */
+	res.READ3res_u.resok.data.data_len = sizeof(big);
+	res.READ3res_u.resok.data.data_val = (char *)big;
+	CU_ASSERT_EQUAL(rpcmsg_reply_success_tail(out, XID,
+	    (xdrproc_t)xdr_READ3res, &res, data, 4, tail_release, &seen), -1);
+	CU_ASSERT_EQUAL(seen.calls, 2);
+	CU_ASSERT_EQUAL(evbuffer_get_length(out), 0);
 	evbuffer_free(out);
 }
 
@@ -721,6 +772,8 @@ test_register(void)
 			 test_reply_success_tail_same_bytes) ||
 	    !CU_add_test(s, "reply_success_tail_failure",
 			 test_reply_success_tail_failure) ||
+	    !CU_add_test(s, "reply_success_tail_one_pass",
+			 test_reply_success_tail_one_pass) ||
 	    !CU_add_test(s, "reply_prog_mismatch", test_reply_prog_mismatch) ||
 	    !CU_add_test(s, "reply_accept_errors", test_reply_accept_errors) ||
 	    !CU_add_test(s, "reply_rpc_mismatch", test_reply_rpc_mismatch) ||

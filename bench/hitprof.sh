@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Profile nfscached's READ hit path (issue 42): the benchmark's W1 read
+# phase (random 1 KiB READs of blocks written in this run, 16 in flight,
+# no delay) against a daemon run under a profiler, so that the cost per
+# cached READ can be counted.
+#
+#   bench/hitprof.sh BUILD OUTDIR [callgrind|perf|cpu] [READS]
+#
+# callgrind (the default): nfscached runs under valgrind --tool=callgrind;
+# its counters are zeroed when the read phase starts and dumped when it
+# ends (loadgen's snap hook), so OUTDIR/callgrind.out.PID.1 holds the read
+# phase alone: READS cached READs (default 20000), every one a hit
+# (OUTDIR/reads.txt has the daemon's READ counters before and after).
+# Instructions are a count, not a time: repeatable on a shared machine.
+# Instructions per READ = the dump's total Ir / READS.
+# perf: nfscached runs natively and `perf record -g` samples it during a
+# timed read phase of 5 s (OUTDIR/perf.data). cpu: natively, unprofiled,
+# for 5 s. In every mode OUTDIR/cpu.txt gets the daemon's CPU ticks
+# (utime + stime, /proc/PID/stat) at the phase's start and end: a time,
+# so only a rough figure on a shared machine.
+#
+# Everything runs on 127.0.0.1 with ports from scripts/lib.sh.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:?usage: hitprof.sh BUILD OUTDIR [callgrind|perf] [READS]}" && pwd)
+out=${2:?usage: hitprof.sh BUILD OUTDIR [callgrind|perf] [READS]}
+mode=${3:-callgrind}
+reads=${4:-20000}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+# shellcheck source=../scripts/lib.sh
+. "$root/scripts/lib.sh"
+
+x=$(mktemp -d "${TMPDIR:-/tmp}/hitprof.XXXXXX")
+read -r up_nfs up_mnt p_nfs p_mnt metrics < <(nfsc_free_ports 5)
+ports=("$up_nfs" "$up_mnt" "$p_nfs" "$p_mnt" "$metrics")
+proxy=
+cleanup() {
+	[[ -z "$proxy" ]] || nfsc_proxy_stop "$proxy" 60 || true
+	nfsc_ganesha_stop "$x/up" || true
+	nfsc_release_ports "${ports[@]}"
+	rm -rf "$x"
+}
+trap cleanup EXIT
+
+nfsc_ensure_rpcbind || exit 1
+mkdir -p "$x/up" "$x/export" "$x/state"
+"$build/bench/loadgen" --gen "$x/export/w1" --size 64M --base pat:11 || exit 1
+nfsc_ganesha_start "$x/up" "$x/export" "$up_nfs" "$up_mnt" || exit 1
+printf 'page_size = 65536\ncache_size = 256\n' >"$x/extra"
+nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
+	"nfs://127.0.0.1/export?nfsport=$up_nfs&mountport=$up_mnt" "$x/extra" \
+	>"$x/nfscached.conf" || exit 1
+
+# The hook loadgen runs at each snap: zero the counters as the read phase
+# starts, dump them as it ends (or start and stop perf).
+cat >"$x/hook.sh" <<EOF
+#!/usr/bin/env bash
+reads() { curl -s "http://127.0.0.1:$metrics/metrics" | grep '^nfscached_reads_total' >>"$out/reads.txt"; }
+cpu() { awk -v l="\$1" '{ print l, \$14 + \$15 }' /proc/\$(cat "$x/pid")/stat >>"$out/cpu.txt"; }
+case \$1 in
+r0)	echo "before:" >"$out/reads.txt"; reads; : >"$out/cpu.txt"; cpu r0
+	if [[ $mode == callgrind ]]; then callgrind_control -z \$(cat "$x/pid") >/dev/null
+	elif [[ $mode == perf ]]; then perf record -g -o "$out/perf.data" -p \$(cat "$x/pid") >"$x/perf.log" 2>&1 & echo \$! >"$x/perfpid"; sleep 1
+	fi ;;
+r1)	cpu r1
+	if [[ $mode == callgrind ]]; then callgrind_control -d r1 \$(cat "$x/pid") >/dev/null
+	elif [[ $mode == perf ]]; then kill -INT \$(cat "$x/perfpid"); while kill -0 \$(cat "$x/perfpid") 2>/dev/null; do sleep 0.2; done
+	fi
+	echo "after:" >>"$out/reads.txt"; reads ;;
+esac
+EOF
+chmod +x "$x/hook.sh"
+
+rm -f "$out"/callgrind.out.*
+if [[ "$mode" == callgrind ]]; then
+	nfsc_proxy_start "$out/nfscached.log" "$p_nfs" "$p_mnt" /usr/bin/valgrind \
+		--tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" \
+		"$build/daemon/nfscached" --config "$x/nfscached.conf" || exit 1
+	phase="read,label=w1read,bs=1K,pattern=written,qd=16,count=$reads,timeout=600"
+else
+	nfsc_proxy_start "$out/nfscached.log" "$p_nfs" "$p_mnt" \
+		"$build/daemon/nfscached" --config "$x/nfscached.conf" || exit 1
+	phase="read,label=w1read,bs=1K,pattern=written,qd=16,time=5,timeout=60"
+fi
+proxy=$NFSC_PROXY_PID
+echo "$proxy" >"$x/pid"
+url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt"
+"$build/bench/loadgen" --url "$url" --hook "$x/hook.sh" \
+	open,file=w1,base=pat:11 \
+	"write,label=w1write,bs=1K,pattern=rand,qd=16,count=20000,timeout=600" \
+	commit,timeout=600 \
+	"read,label=warm,bs=1K,pattern=written,qd=16,count=2000,timeout=600" \
+	snap,label=r0 "$phase" snap,label=r1 >"$out/loadgen.jsonl" || {
+	echo "loadgen failed" >&2
+	exit 1
+}
+cat "$out/reads.txt"
