@@ -273,7 +273,12 @@ disk_index_intact(struct disk *d, char *why, size_t len)
 	if (mdb_env_info(d->env, &info) != 0 || mdb_env_stat(d->env, &ms) != 0)
 		return true;
 	need = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
-	if ((uint64_t)sb.st_size >= need)
+	/* The size again, after the meta: the writer thread may commit (a
+	 * newer meta, a longer file) between the two reads, and the file
+	 * only grows, so a size read after the meta covers what it names
+	 * unless the file was cut (the other order saw a grown meta with
+	 * the older size: a false "truncated" that turned the tier off). */
+	if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size >= need)
 		return true;
 	snprintf(why, len, "%s/index.mdb: truncated to %lld bytes, its pages "
 		 "need %llu", d->dir, (long long)sb.st_size,
