@@ -79,8 +79,8 @@ static void usage(FILE *f)
 		"       nfscached --dump-config --upstream URL [--listen ADDR:PORT] [--mount-port PORT]\n"
 		"       nfscached stats [--metrics ADDR:PORT | --config FILE]\n"
 		"                       [--watch [SECS]] [--interval SECS] [--count N] [--json]\n"
-		"       nfscached cache [--socket PATH] [--timeout SECS]\n"
-		"                       status | warm PATH... | forget PATH | flush | drop\n"
+		"       nfscached cache [--socket PATH | --config FILE] [--timeout SECS]\n"
+		"                       status | warm PATH... | forget PATH | flush [PATH] | drop\n"
 		"options: --state-dir DIR  --metrics ADDR:PORT  --log-level LEVEL\n"
 		"         --no-rpcbind  --version  --help\n");
 }
@@ -431,6 +431,12 @@ static void reload_read(struct daemon *d, struct conf *next, const char *err,
 	char why[CONF_ERR_MAX];
 	unsigned kept;
 
+	if (d->stopping) {
+		/* SIGTERM came while the file was read: nothing new now. */
+		log_info("reload: dropped, the daemon is stopping");
+		conf_free(&next);
+		return;
+	}
 	if (!next) {
 		char summary[CONF_ERR_MAX];
 
@@ -475,8 +481,8 @@ static void reload(struct daemon *d, const struct opts *o)
 	}
 	rc = conf_reader_start(d, o->config, reload_read);
 	if (rc == 1) {
-		log_info("reload: the previous read of %s is still out (a "
-			 "name lookup?); reading again after it", o->config);
+		log_info("reload: the previous read of %s is still out; "
+			 "reading again after it", o->config);
 		return;
 	}
 	if (rc != 0) {

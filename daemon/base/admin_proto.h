@@ -11,8 +11,9 @@
  *   warm PATH...              fetch files (directories recursively)
  *   forget PATH               start write-back, then drop a file's or a
  *                             tree's clean data and expire its attributes
- *   flush TIMEOUT             write back and commit everything, wait at
- *                             most TIMEOUT seconds (PATH: not yet, 2)
+ *   flush TIMEOUT [PATH]      write back and commit everything (or the
+ *                             files under PATH), wait at most TIMEOUT
+ *                             seconds
  *   drop                      drop every file's clean data
  *
  * PATH is client-visible: an export's path, then names below it

@@ -194,8 +194,9 @@ void conf_reader_stop(struct daemon *d)
 		if (finished)
 			job_free(j);	/* the worker no longer touches it */
 		else
-			log_info("reload: a configuration read still waits "
-				 "for a name lookup; left behind");
+			log_info("reload: a configuration read still out "
+				 "(reading the file, or a client's host name); "
+				 "left behind");
 	}
 	free(r);
 	d->conf_reader = NULL;

@@ -21,7 +21,13 @@
 #      name looked up by evdns), the lookup reaches the resolver and is
 #      held, and meanwhile the first export's READs and /metrics are
 #      answered; released, the new export's upstream is still down (the
-#      name does not resolve) and the first export serves on.
+#      name does not resolve) and the first export serves on;
+#   5. held again, SIGHUP then SIGTERM: the daemon stops while the read
+#      is out (the read is left behind, its worker frees it), logs
+#      "stopped", and no reload is applied after "stopping"
+#      (harness.sh --proxy-may-exit). (A stop that lasts past the
+#      release, with bytes to write back, drops the read's result:
+#      reload_read's d->stopping; not staged here.)
 set -euo pipefail
 
 : "${NFSC_PROXY_CONF:?}" "${NFSC_PROXY_PID:?}" "${NFSC_PROXY_LOG:?}"
@@ -140,6 +146,28 @@ wait_for file_at_least "$dns/answered" $((a0 + 1)) &&
 	pass "released: the upstream lookup answered NXDOMAIN" ||
 	fail "released: the upstream lookup was not answered"
 read_ok && pass "the first export serves on" || fail "the first export after the release"
+
+# 5. A read out when SIGTERM comes.
+rm -f "$dns/release"
+q0=$(cat "$dns/queries")
+sed -i 's|clients = {"127.0.0.1/32"}|clients = {"127.0.0.1/32", "held2.nfscached.test"}|' "$conf"
+kill -HUP "$NFSC_PROXY_PID"
+wait_for file_at_least "$dns/queries" $((q0 + 1)) ||
+	fail "the last reload's lookup did not reach the resolver"
+kill -TERM "$NFSC_PROXY_PID"
+wait_for logged_at_least "signal 15: stopping" 1 || fail "no 'stopping' after SIGTERM"
+touch "$dns/release"
+if wait_for logged_at_least "nfscached: info: stopped" 1; then
+	pass "stopped with a reload read out"
+else
+	fail "not stopped after SIGTERM with a reload read out"
+fi
+after=$(sed -n '/signal 15: stopping/,$p' "$NFSC_PROXY_LOG")
+if grep -q "reloaded $conf" <<<"$after"; then
+	fail "a reload applied after SIGTERM: $(grep "reloaded $conf" <<<"$after")"
+else
+	pass "no reload applied after SIGTERM"
+fi
 
 ((fails == 0)) || { echo "test_reload_dns: $fails checks failed" >&2; exit 1; }
 echo "test_reload_dns: all checks passed"
