@@ -602,6 +602,12 @@ int main(int argc, char **argv)
 	if (daemon_announce(&d, err, sizeof(err)) != 0)
 		fatal("%s", err);
 	invariant_loop(&d);
+	/* Ignored, not defaulted, while the rest stops: freeing a signal
+	 * event puts the default action back, and a late SIGHUP or SIGTERM
+	 * then killed the process before its stop was done. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	daemon_stop(&d);
