@@ -603,13 +603,14 @@ int main(int argc, char **argv)
 		fatal("%s", err);
 	invariant_loop(&d);
 	/* Ignored, not defaulted, while the rest stops: freeing a signal
-	 * event puts the default action back, and a late SIGHUP or SIGTERM
-	 * then killed the process before its stop was done. */
+	 * event puts back the action it found (the default), and a late
+	 * SIGHUP or SIGTERM then killed the process before its stop was
+	 * done. So after the events are gone. */
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	for (int i = 0; i < 3; i++)
-		event_free(sigs[i]);
 	daemon_stop(&d);
 	if (stop_timer)
 		event_free(stop_timer);
