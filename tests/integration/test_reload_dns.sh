@@ -157,10 +157,11 @@ wait_for file_at_least "$dns/queries" $((q0 + 1)) ||
 kill -TERM "$NFSC_PROXY_PID"
 wait_for logged_at_least "signal 15: stopping" 1 || fail "no 'stopping' after SIGTERM"
 touch "$dns/release"
-if wait_for logged_at_least "nfscached: info: stopped" 1; then
-	pass "stopped with a reload read out"
+proxy_gone() { ! nfsc_pid_alive "$NFSC_PROXY_PID"; }
+if wait_for logged_at_least "nfscached: info: stopped" 1 && wait_for proxy_gone; then
+	pass "stopped with a reload read out, and exited"
 else
-	fail "not stopped after SIGTERM with a reload read out"
+	fail "not stopped and gone after SIGTERM with a reload read out"
 fi
 after=$(sed -n '/signal 15: stopping/,$p' "$NFSC_PROXY_LOG")
 if grep -q "reloaded $conf" <<<"$after"; then
