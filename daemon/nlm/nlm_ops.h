@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nlm_ops: the Network Lock Manager, version 4 (RFC 1813 section 6;
+ * program 100021), served on the proxy's NFS port and forwarded to each
+ * export's upstream lock manager, so that a client mounted without
+ * `nolock` locks as it would against the file server.
+ *
+ * A call's file handle is the client handle the proxy gave out: it is
+ * unwrapped and checked like any NFS handle (nfs3_guard_unwrap) and the
+ * export's client rules apply (nfs3_guard_request). A read-only client
+ * may TEST and take shared locks; an exclusive LOCK of a read-only client
+ * gets NLM4_ROFS (knfsd opens the file for writing for one, and a
+ * read-only export refuses that). The owner handle is wrapped so the
+ * upstream tells the proxy's clients apart (proto/nlm_owner.h), the
+ * caller name becomes nlm_caller_name, and the call goes to the
+ * upstream's lock manager (its rpcbind, or the URL's nlmport) on a worker
+ * of d->nlm's call pool (proto/rpccall.h), never blocking the loop.
+ *
+ * Coherence, as the Linux client's do_setlk / do_unlk: before an UNLOCK
+ * is forwarded the file's bytes written through the proxy are written
+ * back and COMMITted upstream (WB_WAIT_ALL), so the next holder reads
+ * them from the server, whatever commit says; once a LOCK is granted the
+ * file's attributes are fetched upstream (GETATTR) and, if the file
+ * changed, its cached data is dropped before the client hears GRANTED.
+ *
+ * What is not forwarded yet: the GRANTED callbacks of blocked locks (an
+ * upstream's GRANTED is answered NLM4_DENIED, its GRANTED_MSG with a
+ * GRANTED_RES saying so: the upstream releases the lock and the client's
+ * lock manager gets it at its next poll, 30 s on Linux), the _MSG/_RES
+ * forms clients send (answered with no _RES), SHARE/UNSHARE
+ * (NLM4_DENIED_NOLOCKS) and FREE_ALL (ignored).
+ *
+ * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
+ * the caller name and the counters. Loop thread throughout.
+ * Invariant: every request a handler left pending has exactly one of a
+ * call in the pool, a write-back wait or a GETATTR upstream in flight.
+ */
+#ifndef NFSCACHED_DAEMON_NLM_OPS_H
+#define NFSCACHED_DAEMON_NLM_OPS_H
+
+#include <stdint.h>
+
+#include "proc_table.h"
+
+struct daemon;
+struct req;
+
+/* The NLM counters (nlm_stats_get), declared once for struct nlm_stats
+ * and /metrics (HACKING.md "Adding a counter"). */
+#define NLM_METRICS(X, A) \
+	X(uint64_t, forwarded, counter, "nfscached_nlm_forwarded_total", \
+	  "NLM calls (TEST, LOCK, CANCEL, UNLOCK, NM_LOCK) sent to an upstream lock manager.") \
+	X(uint64_t, failed, counter, "nfscached_nlm_failures_total", \
+	  "Of them, calls the upstream lock manager did not answer (down, timeout, not registered): the client got NLM4_DENIED_NOLOCKS.") \
+	X(uint64_t, refused, counter, "nfscached_nlm_refused_total", \
+	  "NLM calls answered by the proxy itself: a handle that does not check, the client rules, an exclusive lock of a read-only client, an owner too long to wrap.") \
+	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \
+	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.")
+
+struct nlm_stats {
+#define X(t, f, k, n, h) t f;
+#define A(f, len, k, n, l, ls, h) uint64_t f[len];
+	NLM_METRICS(X, A)
+#undef X
+#undef A
+};
+
+/*
+ * Make d->nlm from d->conf (nlm, nlm_caller_name; the host name when
+ * that is ""): a call pool of 4 workers on d->base. Returns 0 (also when
+ * nlm is off: d->nlm stays NULL and every NLM call is PROG_UNAVAIL), or
+ * -1 on ENOMEM or no thread. Loop thread, at start.
+ */
+int nlm_start(struct daemon *d);
+
+/* Stop d->nlm's calls (the pending ones answered NLM4_DENIED_NOLOCKS)
+ * and free it. Before the server is freed. No-op without one. */
+void nlm_stop(struct daemon *d);
+
+/* d's counters (zero without d->nlm). */
+void nlm_stats_get(const struct daemon *d, struct nlm_stats *st);
+
+/* The handlers of the dispatch table's NLM v4 rows (RFC 1813 section
+ * 6.2): NULL; TEST, LOCK, CANCEL, UNLOCK and NM_LOCK forwarded; GRANTED
+ * and GRANTED_MSG from an upstream; the rest as the header says. */
+enum op_status nlm_op_null(struct req *r);
+enum op_status nlm_op_forward(struct req *r);
+enum op_status nlm_op_granted(struct req *r);
+enum op_status nlm_op_granted_msg(struct req *r);
+enum op_status nlm_op_void(struct req *r);
+enum op_status nlm_op_share(struct req *r);
+enum op_status nlm_op_unavail(struct req *r);
+
+#endif
