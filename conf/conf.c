@@ -164,6 +164,15 @@ static const struct directive directives[] = {
 	    "client's nconnect; calls go to the least busy one."),
 	BOOL("register_rpcbind", GLOBAL(register_rpcbind), "true",
 	     "Register NFS and MOUNT with the local rpcbind at start."),
+	BOOL("nlm", GLOBAL(nlm), "true",
+	     "Serve the lock manager (NLM v4) on nfs_port and forward each "
+	     "lock to the upstream's, so that a client mounted without "
+	     "nolock locks; false refuses NLM (clients then need nolock)."),
+	STR("nlm_caller_name", GLOBAL(nlm_caller_name), K_STR, "", NULL,
+	    "The proxy's name in the locks it takes upstream: the upstream's "
+	    "lock manager calls it back (GRANTED) and monitors it by this "
+	    "name, so the upstream must resolve it to the proxy; "" uses "
+	    "the host name (uname -n)."),
 	STR("rpcbind_conflict", GLOBAL(rpcbind_conflict), K_STR, "skip",
 	    check_rpcbind_conflict,
 	    "What to do when a live server holds the NFS v3 or MOUNT v3 "
@@ -283,8 +292,10 @@ static const struct directive directives[] = {
 	NUM("id", EXPORT(id), K_UINT, NULL, 1, 63, NULL,
 	    "Export number stored in every file handle: keep it stable."),
 	STR("upstream", EXPORT(upstream), K_URL, NULL, check_url,
-	    "Upstream NFSv3 export, nfs://HOST/PATH?nfsport=N&mountport=M "
-	    "(a port left out or 0 is asked of the upstream's portmapper)."),
+	    "Upstream NFSv3 export, "
+	    "nfs://HOST/PATH?nfsport=N&mountport=M&nlmport=L (a port left "
+	    "out or 0 is asked of the upstream's portmapper; nlmport is its "
+	    "lock manager, NLM v4)."),
 	STR("clients", EXPORT(clients), K_NETS, "{}", check_net,
 	    "Clients that may mount, as in exports(5): \"SPEC\" or "
 	    "\"SPEC(OPT,...)\", SPEC an address, ADDR/PREFIX, a host name, "

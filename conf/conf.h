@@ -102,6 +102,7 @@ struct conf_upstream_url {
 	char *path;		/* owned, starts with '/' */
 	int nfs_port;		/* 0 = portmapper */
 	int mount_port;		/* 0 = portmapper */
+	int nlm_port;		/* NLM v4 (locks); 0 = portmapper */
 };
 
 struct conf_export {
@@ -150,6 +151,10 @@ struct conf {
 	uint32_t upstream_connections;	/* TCP connections per export's
 					 * upstream (nconnect), 1..16 */
 	bool register_rpcbind;
+	bool nlm;			/* serve NLM v4, forwarded upstream */
+	char *nlm_caller_name;		/* the proxy's name towards upstream
+					 * lock managers; "" = host name,
+					 * owned */
 	char *rpcbind_conflict;		/* "skip", "refuse" or "replace",
 					 * owned */
 	double upstream_timeout;	/* seconds */

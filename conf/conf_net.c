@@ -194,8 +194,8 @@ static bool host_char(char c)
 	return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
 }
 
-/* Parse the query of an upstream URL: nfsport and mountport, others
- * ignored. */
+/* Parse the query of an upstream URL: nfsport, mountport and nlmport
+ * (the upstream's lock manager, NLM v4), others ignored. */
 static int url_query(const char *url, const char *q,
 		     struct conf_upstream_url *u, char *err, size_t errlen)
 {
@@ -209,6 +209,8 @@ static int url_query(const char *url, const char *q,
 		if (eq && (size_t)(eq - q) == 9 &&
 		    strncmp(q, "mountport", 9) == 0)
 			port = &u->mount_port;
+		if (eq && (size_t)(eq - q) == 7 && strncmp(q, "nlmport", 7) == 0)
+			port = &u->nlm_port;
 		if (port && parse_port(eq + 1, n - (size_t)(eq + 1 - q), 0,
 				       port) != 0) {
 			snprintf(err, errlen, "\"%s\": %.*s must be a port "

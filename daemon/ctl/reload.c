@@ -111,6 +111,9 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += KEEP_NUM(cur, next, nfs_port);
 	n += KEEP_NUM(cur, next, mount_port);
 	n += KEEP_NUM(cur, next, register_rpcbind);
+	n += KEEP_NUM(cur, next, nlm);
+	n += keep_str("nlm_caller_name", &cur->nlm_caller_name,
+		      &next->nlm_caller_name);
 	n += KEEP_NUM(cur, next, upstream_timeout);
 	n += KEEP_NUM(cur, next, start_without_upstream);
 	n += KEEP_NUM(cur, next, max_record_size);
