@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dispatch: the table of procedures nfscached serves, NFSv3 (RFC 1813
- * section 3) and MOUNT v3 (RFC 1813 section 5). Rows are grouped by program
+ * section 3), MOUNT v3 (RFC 1813 section 5) and NLM v4 (RFC 1813 section
+ * 6). Rows are grouped by program
  * and version and ordered by procedure number, so a row's procedure number
  * is its offset from the program's first row.
  *
@@ -25,6 +26,8 @@
 #include "nfs3_prot.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "nlm4_prot.h"
+#include "nlm_ops.h"
 #include "rpcmsg.h"
 
 /* An NFSv3 row: procedure P named name with arguments A and result R
@@ -35,6 +38,10 @@
 	  &(const struct nfs3_proc){ __VA_ARGS__ } }
 #define MNT(P, name, A, R, h) \
 	{ MOUNT_PROGRAM, MOUNT_V3, P, "mount3", name, (xdrproc_t)xdr_##A, \
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
+/* An NLM v4 row (nlm/nlm_ops.h says what each handler does). */
+#define NLM(P, name, A, R, h) \
+	{ NLM_PROG, NLM4_VERS, P, "nlm4", name, (xdrproc_t)xdr_##A, \
 	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
 
 typedef char void_t;
@@ -175,6 +182,43 @@ static const struct dispatch_entry table[] = {
 	MNT(MOUNTPROC3_UMNT, "umnt", dirpath, void_t, mount_op_umnt),
 	MNT(MOUNTPROC3_UMNTALL, "umntall", void_t, void_t, mount_op_umntall),
 	MNT(MOUNTPROC3_EXPORT, "export", void_t, exports, mount_op_export),
+	NLM(NLMPROC4_NULL, "null", void_t, void_t, nlm_op_null),
+	NLM(NLMPROC4_TEST, "test", nlm4_testargs, nlm4_testres,
+	    nlm_op_forward),
+	NLM(NLMPROC4_LOCK, "lock", nlm4_lockargs, nlm4_res, nlm_op_forward),
+	NLM(NLMPROC4_CANCEL, "cancel", nlm4_cancargs, nlm4_res,
+	    nlm_op_forward),
+	NLM(NLMPROC4_UNLOCK, "unlock", nlm4_unlockargs, nlm4_res,
+	    nlm_op_forward),
+	NLM(NLMPROC4_GRANTED, "granted", nlm4_testargs, nlm4_res,
+	    nlm_op_granted),
+	NLM(NLMPROC4_TEST_MSG, "test_msg", nlm4_testargs, void_t, nlm_op_void),
+	NLM(NLMPROC4_LOCK_MSG, "lock_msg", nlm4_lockargs, void_t, nlm_op_void),
+	NLM(NLMPROC4_CANCEL_MSG, "cancel_msg", nlm4_cancargs, void_t,
+	    nlm_op_void),
+	NLM(NLMPROC4_UNLOCK_MSG, "unlock_msg", nlm4_unlockargs, void_t,
+	    nlm_op_void),
+	NLM(NLMPROC4_GRANTED_MSG, "granted_msg", nlm4_testargs, void_t,
+	    nlm_op_granted_msg),
+	NLM(NLMPROC4_TEST_RES, "test_res", nlm4_testres, void_t, nlm_op_void),
+	NLM(NLMPROC4_LOCK_RES, "lock_res", nlm4_res, void_t, nlm_op_void),
+	NLM(NLMPROC4_CANCEL_RES, "cancel_res", nlm4_res, void_t, nlm_op_void),
+	NLM(NLMPROC4_UNLOCK_RES, "unlock_res", nlm4_res, void_t, nlm_op_void),
+	NLM(NLMPROC4_GRANTED_RES, "granted_res", nlm4_res, void_t,
+	    nlm_op_void),
+	/* 16..19: not NLM v4's (Linux's lockd takes statd's callback as
+	 * 16, a private procedure). */
+	NLM(16, "unused16", void_t, void_t, nlm_op_unavail),
+	NLM(17, "unused17", void_t, void_t, nlm_op_unavail),
+	NLM(18, "unused18", void_t, void_t, nlm_op_unavail),
+	NLM(19, "unused19", void_t, void_t, nlm_op_unavail),
+	NLM(NLMPROC4_SHARE, "share", nlm4_shareargs, nlm4_shareres,
+	    nlm_op_share),
+	NLM(NLMPROC4_UNSHARE, "unshare", nlm4_shareargs, nlm4_shareres,
+	    nlm_op_share),
+	NLM(NLMPROC4_NM_LOCK, "nm_lock", nlm4_lockargs, nlm4_res,
+	    nlm_op_forward),
+	NLM(NLMPROC4_FREE_ALL, "free_all", nlm4_notify, void_t, nlm_op_void),
 };
 
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
@@ -209,6 +253,7 @@ const struct dispatch_entry *const dispatch_rows = table;
 static const struct proc_program programs[] = {
 	{ NFS_PROGRAM, NFS_V3, 0, 22 },
 	{ MOUNT_PROGRAM, MOUNT_V3, 22, 6 },
+	{ NLM_PROG, NLM4_VERS, 28, 24 },
 };
 
 const struct proc_table dispatch_table = {

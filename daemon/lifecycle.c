@@ -20,6 +20,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "looplag.h"
+#include "nlm_ops.h"
 #include "metrics.h"
 #include "mount3_prot.h"
 #include "mount_ops.h"
@@ -167,6 +168,11 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 		return -1;
 	if ((flags & DAEMON_JOURNAL) && lcommit_start(d, err, len) != 0)
 		return -1;
+	if (nlm_start(d) != 0) {
+		snprintf(err, len, "cannot start the lock manager's call "
+			 "workers (memory, threads)");
+		return -1;
+	}
 	stale_restore(d, nfs3_meta_restore_name);	/* outage records */
 	d->procs = &dispatch_table;
 	d->server = server_new(d);
@@ -204,6 +210,7 @@ void daemon_stop(struct daemon *d)
 	conf_reader_stop(d);	/* a reload's read in flight let go */
 	lcommit_fence_stop(d);	/* fence waiters answered JUKEBOX */
 	disk_tier_stop(d);	/* its last callbacks may still fetch */
+	nlm_stop(d);		/* its pending calls answered */
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	if (d->start_flags & DAEMON_UPSTREAMS)

@@ -135,6 +135,9 @@ struct daemon {
 					 * flight (nfs3_read.c); owned */
 	struct nfs3_write *nfs3_write;	/* WRITE/COMMIT's counters
 					 * (nfs3_write.c); owned */
+	struct nlm *nlm;		/* the lock manager's call pool and
+					 * counters (nlm/nlm_ops.c); owned,
+					 * NULL when nlm is off */
 	struct writeback *wb;		/* write-back's counters, room
 					 * waiters, verifier and tick
 					 * (writeback.c); owned, made by

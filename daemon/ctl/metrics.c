@@ -36,6 +36,7 @@
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "nlm_ops.h"
 #include "peername.h"
 #include "procstat.h"
 #include "reload.h"
@@ -189,6 +190,9 @@ ROWS(nfs3_ops_rows, NFS3_OPS_METRICS);
 #define ROW_T struct nfs3_write_stats
 ROWS(nfs3_write_rows, NFS3_WRITE_METRICS);
 #undef ROW_T
+#define ROW_T struct nlm_stats
+ROWS(nlm_rows, NLM_METRICS);
+#undef ROW_T
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 #define TABLE(m, rows) { m, rows, NROWS(rows) }
@@ -207,6 +211,7 @@ const struct metrics_table metrics_tables[] = {
 	TABLE("readahead", ra_rows),
 	TABLE("nfs3_meta", nfs3_meta_rows),
 	TABLE("meta", meta_rows),
+	TABLE("nlm", nlm_rows),
 };
 const size_t metrics_ntables = NROWS(metrics_tables);
 
@@ -713,6 +718,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct service_stats sv;
 	struct writeback_stats wb;
 	struct stale_stats ss;
+	struct nlm_stats ls;
 	struct nfs3_ops_stats ns;
 	struct nfs3_write_stats ws;
 	struct procstat ps;
@@ -751,6 +757,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	stale_stats_get(d, &ss);
 	RENDER(o, stale_rows, &ss);
 	render_meta(o, d);
+	nlm_stats_get(d, &ls);
+	RENDER(o, nlm_rows, &ls);
 }
 
 /*

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mount3_prot.h"
 #include "nfs3_prot.h"
+#include "nlm4_prot.h"
 #include "registrar.h"
 #include "rpcmsg.h"
 
@@ -223,8 +224,16 @@ int registrar_register(struct registrar *rg, const struct conf *c)
 		.prog = MOUNT_PROGRAM, .vers = MOUNT_V3, .name = "MOUNT v3",
 		.port = (unsigned short)(c->mount_port ? c->mount_port
 						       : c->nfs_port) };
+	if (c->nlm)
+		m[2] = (struct registrar_map){
+			.prog = NLM_PROG, .vers = NLM4_VERS, .name = "NLM v4",
+			.port = (unsigned short)c->nfs_port };
 	for (size_t i = 0; i < sizeof(rg->maps) / sizeof(rg->maps[0]); i++) {
-		int r = registrar_map_set(&m[i], c->rpcbind_conflict);
+		int r;
+
+		if (!m[i].prog)
+			continue;	/* not served */
+		r = registrar_map_set(&m[i], c->rpcbind_conflict);
 
 		if (r == REGISTRAR_REFUSED) {
 			registrar_unregister(rg);
@@ -235,7 +244,8 @@ int registrar_register(struct registrar *rg, const struct conf *c)
 	}
 	if (rc == 0)
 		log_info("registered with rpcbind: NFS v3 tcp/%u, MOUNT v3 "
-			 "tcp/%u", m[0].port, m[1].port);
+			 "tcp/%u%s", m[0].port, m[1].port,
+			 m[2].prog ? ", NLM v4 on the NFS port" : "");
 	return rc;
 }
 

@@ -31,9 +31,10 @@ struct registrar_map {
 					 * if none */
 };
 
-/* What the daemon maps: NFS v3 and MOUNT v3 (struct daemon owns one). */
+/* What the daemon maps: NFS v3, MOUNT v3 and, with nlm, NLM v4 (struct
+ * daemon owns one; a map with prog 0 is not served). */
 struct registrar {
-	struct registrar_map maps[2];
+	struct registrar_map maps[3];
 };
 
 /* Results of registrar_map_set. */

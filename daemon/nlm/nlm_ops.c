@@ -229,15 +229,21 @@ static void fwd_send(struct nlm_op *op)
 		.timeout = d->conf->upstream_timeout, .machine = n->caller,
 	};
 	bool test = r->ent->proc == NLMPROC4_TEST;
+	nlm4_lock mine = *lk;	/* the decoded fields, freed with r */
+	int rc;
 
+	/* Encoded by rpccall_submit, then put back: the server frees the
+	 * arguments as decoded. */
 	lk->caller_name = n->caller;
 	lk->oh.nlm4_netobj_val = (char *)op->oh;
 	lk->oh.nlm4_netobj_len = (u_int)op->oh_len;
-	if (rpccall_submit(n->pool, &s, r->ent->xdr_args, r->args,
-			   test ? (xdrproc_t)xdr_nlm4_testres :
-				  (xdrproc_t)xdr_nlm4_res,
-			   test ? sizeof(nlm4_testres) : sizeof(nlm4_res),
-			   fwd_done, op) != 0) {
+	rc = rpccall_submit(n->pool, &s, r->ent->xdr_args, r->args,
+			    test ? (xdrproc_t)xdr_nlm4_testres :
+				   (xdrproc_t)xdr_nlm4_res,
+			    test ? sizeof(nlm4_testres) : sizeof(nlm4_res),
+			    fwd_done, op);
+	*lk = mine;
+	if (rc != 0) {
 		n->st.failed++;
 		op_finish(op, NLM4_DENIED_NOLOCKS);
 		return;
