@@ -186,6 +186,58 @@ nfsc_stop_rpcbind() {
 	NFSC_RPCBIND_PID=
 }
 
+# ------------------------------------------------------------ rpc.statd
+#
+# Ganesha's lock manager (Enable_NLM) monitors its lock holders through
+# the host's NSM (rpc.statd, program 100024), which it finds through
+# rpcbind.
+
+# Ensure an rpc.statd answers through 127.0.0.1's rpcbind. If none is
+# registered, start `rpc.statd -F --no-notify` in its own session with its
+# state in ${TMPDIR:-/tmp}/nfscached-statd (sm, sm.bak) and set
+# NFSC_STATD_PID for nfsc_stop_statd. Serialized by a lock; gives up after
+# about 10 s without an answer.
+nfsc_ensure_statd() {
+	local lockf="${TMPDIR:-/tmp}/nfscached-statd.lock" pidf i
+	local dir="${TMPDIR:-/tmp}/nfscached-statd"
+	NFSC_STATD_PID=
+	command -v rpc.statd >/dev/null || { nfsc_say "rpc.statd is not installed (nfs-common)"; return 1; }
+	for ((i = 0; i < 100; i++)); do
+		timeout 5 rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1 && return 0
+		if [[ -z "$NFSC_STATD_PID" ]]; then
+			mkdir -p "$dir/sm" "$dir/sm.bak" || return 1
+			pidf=$(mktemp "${TMPDIR:-/tmp}/nfscached-statd.XXXXXX") || return 1
+			if ! (
+				flock -w 60 9 || { nfsc_say "$lockf is still locked after 60 s"; exit 1; }
+				if ! timeout 5 rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1; then
+					(nfsc_exec_closed setsid rpc.statd -F --no-notify -P "$dir") \
+						</dev/null >"$dir.log" 2>&1 &
+					echo $! >"$pidf"
+				fi
+			) 9>>"$lockf"; then
+				rm -f "$pidf"
+				return 1
+			fi
+			NFSC_STATD_PID=$(cat "$pidf")
+			[[ -n "$NFSC_STATD_PID" ]] || NFSC_STATD_PID=none
+			rm -f "$pidf"
+		fi
+		sleep 0.1
+	done
+	nfsc_say "rpc.statd does not answer through rpcbind; its output: $(cat "$dir.log" 2>/dev/null)"
+	return 1
+}
+
+# Stop the rpc.statd that nfsc_ensure_statd started, if it started one.
+nfsc_stop_statd() {
+	[[ -n "${NFSC_STATD_PID:-}" && "$NFSC_STATD_PID" != none ]] || { NFSC_STATD_PID=; return 0; }
+	kill -TERM "$NFSC_STATD_PID" 2>/dev/null || true
+	if ! nfsc_wait_gone "$NFSC_STATD_PID" 50; then
+		kill -KILL "$NFSC_STATD_PID" 2>/dev/null || true
+	fi
+	NFSC_STATD_PID=
+}
+
 # ----------------------------------------------------------- NFS-Ganesha
 #
 # An instance lives in a work directory W: W/ganesha.conf, W/ganesha.log,

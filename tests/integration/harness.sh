@@ -19,6 +19,10 @@
 #                          where F is bind-mounted over /etc/resolv.conf
 #                          (its name lookups go to the resolver F names;
 #                          same pid, same network: unshare -m)
+#   --ganesha-nlm          Ganesha serves NLM v4 (Enable_NLM, on a port of
+#                          its own, NFSC_DIRECT_NLM_PORT) with an rpc.statd
+#                          (started here if none runs, stopped after); the
+#                          proxy's upstream URL names that port (nlmport)
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
 #                          bodies of its NFS_CORE_PARAM, NFSv4 and EXPORT
 #                          blocks go into ours (same-named items replaced),
@@ -70,6 +74,7 @@ proxy_extra=
 proxy_export=
 proxy_resolv=
 ganesha_extra=
+ganesha_nlm=0
 while (($#)); do
 	case $1 in
 	--no-proxy) with_proxy=0 ;;
@@ -78,6 +83,7 @@ while (($#)); do
 	--proxy-export-conf) proxy_export=$(realpath "${2:?}"); shift ;;
 	--proxy-resolv-conf) proxy_resolv=$(realpath "${2:?}"); shift ;;
 	--ganesha-extra) ganesha_extra=$(realpath "${2:?}"); shift ;;
+	--ganesha-nlm) ganesha_nlm=1 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -109,6 +115,7 @@ cleanup() {
 	if ((started_ganesha)); then
 		nfsc_ganesha_stop "$NFSC_TMP/ganesha" || true
 	fi
+	nfsc_stop_statd || true
 	if ((${#ports[@]})); then
 		nfsc_release_ports "${ports[@]}"
 	fi
@@ -135,10 +142,21 @@ trap 'exit 143' TERM
 
 mkdir -p "$NFSC_TMP/export" "$NFSC_TMP/ganesha" "$NFSC_TMP/proxy-state"
 NFSC_EXPORT_DIR=$NFSC_TMP/export
-portlist=$(nfsc_free_ports 5)
+portlist=$(nfsc_free_ports 6)
 read -r -a ports <<<"$portlist"
 
 nfsc_ensure_rpcbind
+upstream_url_extra=
+if ((ganesha_nlm)); then
+	[[ -z "$ganesha_extra" ]] || { echo "harness: --ganesha-nlm takes no --ganesha-extra" >&2; exit 2; }
+	nfsc_ensure_statd
+	ganesha_extra=$NFSC_TMP/ganesha-nlm.conf
+	printf 'NFS_CORE_PARAM {\n  Enable_NLM = true;\n  NLM_Port = %s;\n}\n' \
+		"${ports[5]}" >"$ganesha_extra"
+	NFSC_DIRECT_NLM_PORT=${ports[5]}
+	export NFSC_DIRECT_NLM_PORT
+	upstream_url_extra="&nlmport=${ports[5]}"
+fi
 started_ganesha=1
 nfsc_ganesha_start "$NFSC_TMP/ganesha" "$NFSC_EXPORT_DIR" \
 	"${ports[0]}" "${ports[1]}" "$ganesha_extra"
@@ -159,7 +177,7 @@ if ((with_proxy)); then
 	NFSC_PROXY_CONF=$NFSC_TMP/nfscached.conf
 	NFSC_PROXY_LOG=$NFSC_TMP/nfscached.log
 	nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
-		"$NFSC_METRICS_ADDR" "$NFSC_TMP/proxy-state" "$NFSC_DIRECT_URL" \
+		"$NFSC_METRICS_ADDR" "$NFSC_TMP/proxy-state" "$NFSC_DIRECT_URL$upstream_url_extra" \
 		"$proxy_extra" "$proxy_export" >"$NFSC_PROXY_CONF"
 	proxy_bin=$NFSCACHED_BIN
 	if [[ -n "$proxy_resolv" ]]; then

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_nlm: NLM v4 through the proxy to a real lock manager (NFS-Ganesha
+ * with Enable_NLM, and an rpc.statd, started by the harness's
+ * --ganesha-nlm), seen from the wire.
+ *
+ * Two "clients" are two callers with the same address, the same svid
+ * and the same owner handle (each lock manager numbers its own
+ * processes: such a collision is normal), told apart only by their
+ * caller names: the proxy must keep them apart upstream. Witnesses: the
+ * NLM replies (status, the TEST holder mapped back to the holder's own
+ * owner), the file on the upstream's disk (NFSC_EXPORT_DIR) when an
+ * UNLOCK returns, and /metrics (nfscached_upstream_rpcs_total by
+ * procedure, nfscached_nlm_*).
+ *
+ * The proxy runs with writeback_delay and the attribute timeouts an hour
+ * long (nlm_export.conf, nlm_proxy.conf), so that only the lock calls
+ * can explain bytes reaching the upstream and a changed file being read
+ * anew.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cunit_main.h"
+#include "nfs3_prot.h"
+#include "nlm4_prot.h"
+#include "rawrpc.h"
+#include "tcheck.h"
+#include "wbtest_util.h"
+
+#define EXPECT(ok, ...) tcheck((ok), __FILE__, __LINE__, __VA_ARGS__)
+
+static struct wb_conn C;
+
+/* One client's lock owner. */
+struct owner {
+	const char *caller;
+	int svid;
+	const char *oh;
+};
+
+static const struct owner A = { "client-a.test", 4242, "4242@host" };
+static const struct owner B = { "client-b.test", 4242, "4242@host" };
+
+/* s for a field rpcgen declares char * (encoded, never written). */
+static char *unconst(const void *s)
+{
+	char *p;
+
+	memcpy(&p, &s, sizeof(p));
+	return p;
+}
+
+static void lock_fill(nlm4_lock *lk, const struct owner *o,
+		      const struct wb_fh *fh, uint64_t off, uint64_t len)
+{
+	memset(lk, 0, sizeof(*lk));
+	lk->caller_name = unconst(o->caller);
+	lk->fh.nlm4_netobj_len = fh->len;
+	lk->fh.nlm4_netobj_val = unconst(fh->data);
+	lk->oh.nlm4_netobj_len = (u_int)strlen(o->oh);
+	lk->oh.nlm4_netobj_val = unconst(o->oh);
+	lk->svid = o->svid;
+	lk->l_offset = off;
+	lk->l_len = len;
+}
+
+static nlm4_netobj cookie(void)
+{
+	static char c[4] = { 'c', 'k', '0', '1' };
+
+	return (nlm4_netobj){ .nlm4_netobj_len = 4, .nlm4_netobj_val = c };
+}
+
+/* One NLM call with a nlm4_res result: its status, or -1. */
+static int nlm_res_call(uint32_t proc, xdrproc_t xargs, const void *args)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_res res;
+	int st = -1;
+
+	memset(&res, 0, sizeof(res));
+	if (rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, proc, &cred,
+			xargs, args, (xdrproc_t)xdr_nlm4_res, &res,
+			&rep) == RAWRPC_OK &&
+	    rep.stat == MSG_ACCEPTED && rep.accept == SUCCESS) {
+		st = (int)res.stat.stat;
+		EXPECT(res.cookie.nlm4_netobj_len == 4 &&
+		       memcmp(res.cookie.nlm4_netobj_val, "ck01", 4) == 0,
+		       "the reply carries the call's cookie");
+	}
+	xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
+	return st;
+}
+
+static int do_lock(const struct owner *o, const struct wb_fh *fh,
+		   bool exclusive, uint64_t off, uint64_t len)
+{
+	nlm4_lockargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.cookie = cookie();
+	a.block = FALSE;
+	a.exclusive = exclusive;
+	a.state = 1;
+	lock_fill(&a.alock, o, fh, off, len);
+	return nlm_res_call(NLMPROC4_LOCK, (xdrproc_t)xdr_nlm4_lockargs, &a);
+}
+
+static int do_unlock(const struct owner *o, const struct wb_fh *fh,
+		     uint64_t off, uint64_t len)
+{
+	nlm4_unlockargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.cookie = cookie();
+	lock_fill(&a.alock, o, fh, off, len);
+	return nlm_res_call(NLMPROC4_UNLOCK, (xdrproc_t)xdr_nlm4_unlockargs,
+			    &a);
+}
+
+/* TEST; on NLM4_DENIED *h gets the holder (its oh copied into ohbuf). */
+static int do_test(const struct owner *o, const struct wb_fh *fh,
+		   bool exclusive, uint64_t off, uint64_t len,
+		   nlm4_holder *h, char *ohbuf, size_t ohmax)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_testargs a;
+	nlm4_testres res;
+	int st = -1;
+
+	memset(&a, 0, sizeof(a));
+	memset(&res, 0, sizeof(res));
+	a.cookie = cookie();
+	a.exclusive = exclusive;
+	lock_fill(&a.alock, o, fh, off, len);
+	if (rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, NLMPROC4_TEST,
+			&cred, (xdrproc_t)xdr_nlm4_testargs, &a,
+			(xdrproc_t)xdr_nlm4_testres, &res,
+			&rep) == RAWRPC_OK &&
+	    rep.stat == MSG_ACCEPTED && rep.accept == SUCCESS) {
+		st = (int)res.test_stat.stat;
+		if (st == NLM4_DENIED && h) {
+			*h = res.test_stat.nlm4_testrply_u.holder;
+			snprintf(ohbuf, ohmax, "%.*s",
+				 (int)h->oh.nlm4_netobj_len,
+				 h->oh.nlm4_netobj_val);
+			h->oh.nlm4_netobj_val = NULL;
+		}
+	}
+	xdr_free((xdrproc_t)xdr_nlm4_testres, (char *)&res);
+	return st;
+}
+
+/* Make name in the export with content text, and look it up through the
+ * proxy. */
+static void make_file(const char *name, const char *text, struct wb_fh *fh)
+{
+	char path[4096];
+	FILE *f;
+	fattr3 at;
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("NFSC_EXPORT_DIR"), name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&C, &C.root, name, fh, &at), NFS3_OK);
+}
+
+/* The upstream file's first len bytes into buf (NUL-terminated). */
+static void disk_read(const char *name, char *buf, size_t len)
+{
+	char path[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("NFSC_EXPORT_DIR"), name);
+	fd = open(path, O_RDONLY);
+	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static int suite_init(void)
+{
+	return wb_open(&C, "proxy", 0, 0) == 0 ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+	wb_close(&C);
+	return 0;
+}
+
+/* Two owners alike but for their caller names: one's exclusive lock
+ * denies the other's, TEST names the holder by its own owner, and the
+ * range is the other's once unlocked. */
+static void test_owners_kept_apart(void)
+{
+	struct wb_fh fh;
+	nlm4_holder h;
+	char oh[256];
+	double fwd = wb_metric("nfscached_nlm_forwarded_total");
+
+	make_file("owners", "0123456789", &fh);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 100), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 50, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_test(&B, &fh, false, 0, 10, &h, oh, sizeof(oh)),
+			NLM4_DENIED);
+	CU_ASSERT_EQUAL(h.svid, A.svid);
+	CU_ASSERT_STRING_EQUAL(oh, A.oh);	/* mapped back */
+	CU_ASSERT_EQUAL(h.l_offset, 0);
+	CU_ASSERT_EQUAL(h.l_len, 100);
+	CU_ASSERT_TRUE(h.exclusive);
+	/* The holder's own TEST finds no conflict. */
+	CU_ASSERT_EQUAL(do_test(&A, &fh, true, 0, 10, NULL, NULL, 0),
+			NLM4_GRANTED);
+	/* Outside A's range B locks. */
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 200, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 100), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_test(&A, &fh, true, 0, 0, &h, oh, sizeof(oh)),
+			NLM4_DENIED);
+	CU_ASSERT_STRING_EQUAL(oh, B.oh);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 0), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_test(&A, &fh, true, 0, 0, NULL, NULL, 0),
+			NLM4_GRANTED);
+	/* 10 calls, every one forwarded. */
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_forwarded_total") - fwd, 10);
+	/* Shared locks share. */
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, false, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, false, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
+}
+
+/* Bytes written through the proxy are on the upstream's disk when the
+ * UNLOCK returns, and not before (write-back waits an hour). */
+static void test_unlock_writes_back(void)
+{
+	struct wb_fh fh;
+	struct wb_wres w;
+	char buf[64];
+	double writes = wb_metric("nfscached_upstream_rpcs_total{procedure=\"write\"}");
+	double commits = wb_metric("nfscached_upstream_rpcs_total{procedure=\"commit\"}");
+
+	make_file("flushed", "..........", &fh);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 0), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_write(&C, &fh, 0, "hello", 5, UNSTABLE, &w), NFS3_OK);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_upstream_rpcs_total{procedure=\"write\"}"),
+			writes);
+	disk_read("flushed", buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "..........");
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 0), NLM4_GRANTED);
+	disk_read("flushed", buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "hello.....");
+	CU_ASSERT_EQUAL(wb_metric("nfscached_upstream_rpcs_total{procedure=\"write\"}") - writes, 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_upstream_rpcs_total{procedure=\"commit\"}") - commits, 1);
+}
+
+/* A file changed upstream while the proxy held its data (attributes
+ * cached for an hour): READ still gives the old bytes, but once a LOCK is
+ * granted the proxy has asked upstream and READ gives the new ones. */
+static void test_lock_revalidates(void)
+{
+	struct wb_fh fh;
+	char buf[64], path[4096];
+	uint32_t count;
+	bool eof;
+	FILE *f;
+	double reval = wb_metric("nfscached_nlm_revalidations_total");
+
+	make_file("changed", "old-bytes!", &fh);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(wb_read(&C, &fh, 0, 10, buf, &count, &eof), NFS3_OK);
+	CU_ASSERT_STRING_EQUAL(buf, "old-bytes!");
+	snprintf(path, sizeof(path), "%s/changed", getenv("NFSC_EXPORT_DIR"));
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("new-bytes-longer", f);
+	fclose(f);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(wb_read(&C, &fh, 0, 10, buf, &count, &eof), NFS3_OK);
+	CU_ASSERT_STRING_EQUAL(buf, "old-bytes!");	/* cached, as set */
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, false, 0, 0), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_revalidations_total") - reval, 1);
+	memset(buf, 0, sizeof(buf));
+	CU_ASSERT_EQUAL(wb_read(&C, &fh, 0, 16, buf, &count, &eof), NFS3_OK);
+	CU_ASSERT_STRING_EQUAL(buf, "new-bytes-longer");
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 0), NLM4_GRANTED);
+}
+
+/* A handle that does not check is NLM4_STALE_FH, asked of no one. */
+static void test_bad_handle(void)
+{
+	struct wb_fh fh = { .len = 32 };
+	double fwd = wb_metric("nfscached_nlm_forwarded_total");
+	double refused = wb_metric("nfscached_nlm_refused_total");
+
+	memset(fh.data, 0x5a, fh.len);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 1), NLM4_STALE_FH);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_forwarded_total"), fwd);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_refused_total") - refused, 1);
+}
+
+/* NULL answers; an unused procedure is PROC_UNAVAIL; NLM v1 is
+ * PROG_MISMATCH 4..4. */
+static void test_rpc_level(void)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+
+	CU_ASSERT_EQUAL(rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, 0,
+				    &cred, NULL, NULL, NULL, NULL, &rep),
+			RAWRPC_OK);
+	CU_ASSERT_EQUAL(rep.accept, SUCCESS);
+	CU_ASSERT_EQUAL(rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, 17,
+				    &cred, NULL, NULL, NULL, NULL, &rep),
+			RAWRPC_OK);
+	CU_ASSERT_EQUAL(rep.accept, PROC_UNAVAIL);
+	CU_ASSERT_EQUAL(rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, 1, 0, &cred,
+				    NULL, NULL, NULL, NULL, &rep),
+			RAWRPC_OK);
+	CU_ASSERT_EQUAL(rep.accept, PROG_MISMATCH);
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite("nlm", suite_init, suite_clean);
+
+	if (s == NULL ||
+	    CU_add_test(s, "rpc_level", test_rpc_level) == NULL ||
+	    CU_add_test(s, "owners_kept_apart", test_owners_kept_apart) == NULL ||
+	    CU_add_test(s, "unlock_writes_back", test_unlock_writes_back) == NULL ||
+	    CU_add_test(s, "lock_revalidates", test_lock_revalidates) == NULL ||
+	    CU_add_test(s, "bad_handle", test_bad_handle) == NULL)
+		return -1;
+	return 0;
+}
