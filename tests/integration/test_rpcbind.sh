@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# test_rpcbind.sh: nfscached registers NFS 100003 v3 and MOUNT 100005 v3
-# over TCP with rpcbind (register_rpcbind = true), a client that gives no
+# test_rpcbind.sh: nfscached registers NFS 100003 v3, MOUNT 100005 v3 and
+# NLM 100021 v4 (on the NFS port; nlm = false leaves it out) over TCP with
+# rpcbind (register_rpcbind = true), a client that gives no
 # ports finds the proxy through rpcbind, SIGTERM unregisters, and a live
 # server's mappings are handled as rpcbind_conflict says.
 #
@@ -219,11 +220,12 @@ stop_proxy() {
 	fi
 }
 
-# SIGTERM the proxy: it exits 0 and both mappings are gone. $1: phase.
+# SIGTERM the proxy: it exits 0 and its mappings are gone. $1: phase.
 expect_clean_stop() {
 	stop_proxy "$1"
 	expect_unmapped 100003 3
 	expect_unmapped 100005 3
+	expect_unmapped 100021 4
 }
 
 # Check that the proxy's log has the line fragment $2. $1: phase.
@@ -288,8 +290,15 @@ stop_proxy "phase 0"
 start_proxy ""
 expect_mapped 100003 3 "$P_NFS"
 expect_mapped 100005 3 "$P_MNT"
+expect_mapped 100021 4 "$P_NFS"
 expect_listing_through_rpcbind "phase 1"
 expect_clean_stop "phase 1"
+
+# Phase 1b: nlm = false registers NFS and MOUNT only.
+start_proxy "nlm = false"
+expect_mapped 100003 3 "$P_NFS"
+expect_unmapped 100021 4
+stop_proxy "phase 1b"
 
 # Phase 2: Ganesha registered again and answering; nfscached keeps its
 # mappings (rpcbind_conflict's default, "skip").
