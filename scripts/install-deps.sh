@@ -66,9 +66,10 @@ test_packages=(
 )
 # The kernel tests: QEMU, mount.nfs (run in the guest), a static busybox
 # for the guest's initramfs, cpio and xz to build it and unpack the
-# kernel, fio for the guest's verify job.
+# kernel, fio for the guest's verify job, sqlite3 for the lock test's
+# two writers (run in the guest, checked on the host).
 kernel_packages=(
-	qemu-system-x86 nfs-common busybox-static cpio xz-utils fio
+	qemu-system-x86 nfs-common busybox-static cpio xz-utils fio sqlite3
 )
 
 # Print the packages among $@ that are not installed.

@@ -175,6 +175,13 @@ if [ -n "$NFSC_VM_MODULES" ]; then
 	# shellcheck disable=SC2086
 	modprobe -a $NFSC_VM_MODULES || die "modprobe $NFSC_VM_MODULES failed"
 fi
+# locks (NFSC_VM_LOCKS): rpcbind for the guest's own statd and lockd;
+# mount.nfs starts rpc.statd (start-statd) when it mounts without nolock
+if [ "$NFSC_VM_LOCKS" = 1 ]; then
+	mkdir -p $R/run/rpcbind $R/var/lib/nfs/sm $R/var/lib/nfs/sm.bak
+	chroot $R /usr/sbin/rpcbind -w || die "rpcbind"
+	say "rpcbind started"
+fi
 MOUNTED=
 if [ "$NFSC_VM_NFSPORT" != 0 ]; then
 	mkdir -p "$R$NFSC_VM_MNT"

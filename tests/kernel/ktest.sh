@@ -9,7 +9,9 @@
 # host what each one left in the upstream's export directory and, through
 # nfscached, the proxy's /metrics deltas over each scenario.
 #
-# Scenarios: data fsx fio namespace cto restart lcommit (see guest/*.sh).
+# Scenarios: data fsx fio namespace cto restart lcommit locks (see
+# guest/*.sh). With locks the guest mounts without nolock (NFSC_VM_LOCKS:
+# it runs rpcbind and rpc.statd) and so does its second mount.
 #
 #   ktest.sh [--lcommit-proxy] SCENARIO...
 #
@@ -217,6 +219,24 @@ check_cto() {
 		"cto: upstream new.* files"
 }
 
+prepare_locks() { :; }
+
+check_locks() {
+	kt_expect "$(sqlite3 "$NFSC_EXPORT_DIR/locks.db" "SELECT count(*) FROM t;")" 100 \
+		"locks: upstream locks.db rows"
+	kt_expect "$(sqlite3 "$NFSC_EXPORT_DIR/locks.db" "PRAGMA integrity_check;")" ok \
+		"locks: upstream locks.db integrity_check"
+	if via_proxy; then
+		# Every lock went to Ganesha's lock manager, none failed.
+		kt_expect "$(($(delta locks nfscached_nlm_forwarded_total) >= 10))" 1 \
+			"locks: NLM calls forwarded upstream (at least 10)"
+		kt_expect "$(delta locks nfscached_nlm_failures_total)" 0 \
+			"locks: NLM calls that failed upstream"
+		kt_expect "$(($(delta locks 'nfscached_client_rpcs_total{program="nlm4",procedure="lock"}') >= 10))" 1 \
+			"locks: the guest's LOCK calls reached the proxy"
+	fi
+}
+
 prepare_restart() {
 	head -c $((64 * MiB)) /dev/urandom >"$KT_IN/copy.src"
 }
@@ -342,6 +362,10 @@ main() {
 	mkdir -p "$KT_IN"
 	for s in "$@"; do "prepare_$s"; done
 	KT_MOUNT2_OPTS="vers=3,proto=tcp,port=$nfs,mountport=$mnt,mountproto=tcp,nolock,retry=0,nosharecache"
+	if [[ " $* " == *" locks "* ]]; then
+		export NFSC_VM_LOCKS=1
+		KT_MOUNT2_OPTS=${KT_MOUNT2_OPTS/,nolock,/,lock,}
+	fi
 	export KT_IN KT_FSX_SEEDS KT_FSX_OPS KT_FIO_JOB KT_MOUNT2_OPTS KFSX_BIN
 	export NFSC_VM_PASSENV="KT_IN KT_FSX_SEEDS KT_FSX_OPS KT_FIO_JOB KT_MOUNT2_OPTS KFSX_BIN"
 	export NFSC_VM_HOOK="$here/ktest.sh --hook"

@@ -43,6 +43,9 @@
 #   NFSC_VM_MOUNT_TRIES   mount attempts, 1 s apart (3)
 #   NFSC_VM_UMOUNT_TIMEOUT  seconds the final umount may take (60)
 #   NFSC_VM_MODULES  extra modules to modprobe in the guest (e.g. "nfsd")
+#   NFSC_VM_LOCKS    1: mount without nolock (lock); the guest starts
+#                    rpcbind first, and mount.nfs starts rpc.statd, so its
+#                    lockd asks the server's rpcbind for NLM
 #   NFSC_VM_KPKG     kernel package (linux-image-amd64)
 #   NFSC_VM_VERBOSE  1: the guest's console (kernel log) on our stderr
 #   NFSC_VM_QUIET    1: no "nfsc-vm: ... boot ..." summary on stderr
@@ -256,6 +259,7 @@ write_job() {
 		echo "NFSC_VM_MNT=$(shq "${NFSC_VM_MNT:-/mnt}")"
 		echo "NFSC_VM_MOUNT_OPTS=$(shq "$NFSC_VM_MOUNT_OPTS")"
 		echo "NFSC_VM_MODULES=$(shq "${NFSC_VM_MODULES:-}")"
+		echo "NFSC_VM_LOCKS=$(shq "${NFSC_VM_LOCKS:-0}")"
 		echo "NFSC_VM_CWD=$(shq "${NFSC_VM_CWD:-$PWD}")"
 		echo "NFSC_VM_MOUNT_TRIES=$(shq "${NFSC_VM_MOUNT_TRIES:-3}")"
 		echo "NFSC_VM_UMOUNT_TIMEOUT=$(shq "${NFSC_VM_UMOUNT_TIMEOUT:-60}")"
@@ -458,6 +462,7 @@ main() {
 		# retry=0: mount.nfs fails at once instead of retrying for 2
 		# minutes (the guest tries NFSC_VM_MOUNT_TRIES times, 1 s apart).
 		NFSC_VM_MOUNT_OPTS="vers=3,proto=tcp,port=$NFSPORT,mountport=$MOUNTPORT,mountproto=tcp,nolock,retry=0"
+		[[ "${NFSC_VM_LOCKS:-0}" == 1 ]] && NFSC_VM_MOUNT_OPTS=${NFSC_VM_MOUNT_OPTS/,nolock,/,lock,}
 		[[ -n "${NFSC_VM_OPTS:-}" ]] && NFSC_VM_MOUNT_OPTS+=",$NFSC_VM_OPTS"
 	fi
 	pick_accel
