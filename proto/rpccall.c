@@ -432,6 +432,44 @@ fail:
 	return -1;
 }
 
+/* The first broken invariant of list l's jobs, or NULL; *n counts them.
+ * The pool's mutex held. */
+static const char *rc_list_check_why(const struct rc_jobs *head,
+				     enum rc_list l, unsigned *n)
+{
+	const struct rc_job *j;
+
+	TAILQ_FOREACH(j, head, link) {
+		if (j->list != l)
+			return "rpccall: a job is on a list it does not name";
+		if (j->abandoned && l != RC_RUNNING)
+			return "rpccall: an abandoned job is not running";
+		if (!j->done)
+			return "rpccall: a job has no callback";
+		(*n)++;
+	}
+	return NULL;
+}
+
+const char *rpccall_check_why(const struct rpccall_pool *p)
+{
+	const char *why;
+	unsigned n = 0;
+
+	if (!p)
+		return NULL;
+	pthread_mutex_lock(&p->sh->mu);
+	if (!(why = rc_list_check_why(&p->sh->queued, RC_QUEUED, &n)) &&
+	    !(why = rc_list_check_why(&p->sh->running, RC_RUNNING, &n)) &&
+	    !(why = rc_list_check_why(&p->sh->done, RC_DONE, &n)) &&
+	    n != p->sh->njobs)
+		why = "rpccall: njobs differs from the jobs on the lists";
+	if (!why && p->sh->stopping)
+		why = "rpccall: a pool in use is stopping";
+	pthread_mutex_unlock(&p->sh->mu);
+	return why;
+}
+
 unsigned rpccall_pending(const struct rpccall_pool *p)
 {
 	unsigned n;

@@ -77,6 +77,14 @@ int rpccall_submit(struct rpccall_pool *p, const struct rpccall_spec *s,
 		   xdrproc_t xargs, const void *args, xdrproc_t xres,
 		   size_t res_size, rpccall_done_fn done, void *arg);
 
+/*
+ * The first broken invariant of p (the header's: each job on the list it
+ * names, njobs their count, a queued or done job not abandoned), or NULL;
+ * NULL for a NULL p. Takes the pool's mutex. Loop thread (the invariant
+ * sweep).
+ */
+const char *rpccall_check_why(const struct rpccall_pool *p);
+
 /* Calls submitted whose done has not run yet. Loop thread. */
 unsigned rpccall_pending(const struct rpccall_pool *p);
 

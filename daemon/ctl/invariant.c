@@ -15,6 +15,7 @@
 #include "log.h"
 #include "nfs3_meta.h"
 #include "nfs3_read.h"
+#include "nlm_ops.h"
 #include "server.h"
 #include "upstream.h"
 #include "writeback.h"
@@ -86,6 +87,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "local commit";
 		why = lcommit_check_why(d);
+	}
+	if (!why) {
+		what = "lock manager";
+		why = nlm_check_why(d);
 	}
 	if (!why && d->server) {
 		what = "server";

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utlist.h>
 
 #include "attr.h"
 #include "cache.h"
+#include "checkobj.h"
 #include "daemon.h"
 #include "log.h"
 #include "nfs3_guard.h"
@@ -28,16 +30,23 @@
 #include "writeback.h"
 
 #define NLM_WORKERS 4		/* calls to lock managers at once */
+#define NLM_OP_MAGIC 0x4e4c4d4fu	/* "NLMO" */
+
+struct nlm_op;
 
 struct nlm {
 	struct rpccall_pool *pool;
+	struct nlm_op *ops;		/* forwarded calls in flight (utlist) */
+	unsigned nops;
 	char caller[256];		/* nlm_caller_name, or the host name */
 	struct nlm_stats st;
 	struct ratelog fail_log;	/* upstream lock managers that failed */
 };
 
-/* One forwarded call, r->op. */
+/* One forwarded call, r->op, on d->nlm->ops until answered. */
 struct nlm_op {
+	uint32_t magic;
+	struct nlm_op *prev, *next;
 	struct req *r;
 	struct export_rt *ex;
 	struct nfs_cred uc;
@@ -106,6 +115,12 @@ static enum op_status reply_stat(struct req *r, nlm4_stats stat)
 
 static void op_free(struct daemon *d, struct nlm_op *op)
 {
+	CHECK_OBJ(op, NLM_OP_MAGIC);
+	if (d->nlm) {
+		DL_DELETE(d->nlm->ops, op);
+		d->nlm->nops--;
+	}
+	op->magic = 0;
 	if (op->f)
 		cfile_put(d->cache, &op->f);
 	free(op);
@@ -155,6 +170,8 @@ static void lock_getattr_done(enum upstream_status status, void *decoded,
 static void fwd_done(enum clnt_stat st, void *res, void *arg)
 {
 	struct nlm_op *op = arg;
+
+	CHECK_OBJ(op, NLM_OP_MAGIC);
 	struct req *r = op->r;
 	struct daemon *d = r->d;
 
@@ -226,12 +243,17 @@ static void fwd_send(struct nlm_op *op)
 	struct rpccall_spec s = {
 		.host = e->url.server, .port = (unsigned)e->url.nlm_port,
 		.prog = NLM_PROG, .vers = NLM4_VERS, .proc = r->ent->proc,
-		.timeout = d->conf->upstream_timeout, .machine = n->caller,
+		.timeout = d->conf->upstream_timeout,
+		.machine = n ? n->caller : NULL,
 	};
 	bool test = r->ent->proc == NLMPROC4_TEST;
 	nlm4_lock mine = *lk;	/* the decoded fields, freed with r */
 	int rc;
 
+	if (!n) {		/* stopped while its write-back ran */
+		op_finish(op, NLM4_DENIED_NOLOCKS);
+		return;
+	}
 	/* Encoded by rpccall_submit, then put back: the server frees the
 	 * arguments as decoded. */
 	lk->caller_name = n->caller;
@@ -325,10 +347,13 @@ enum op_status nlm_op_forward(struct req *r)
 		n->st.refused++;
 		return reply_stat(r, NLM4_FAILED);
 	}
+	op->magic = NLM_OP_MAGIC;
 	op->r = r;
 	op->ex = ex;
 	nfs3_guard_cred(&r->call, &acc, &op->uc);
 	r->op = op;
+	DL_APPEND(n->ops, op);
+	n->nops++;
 	if (r->ent->proc == NLMPROC4_UNLOCK &&
 	    (f = cache_find(d->cache, (const uint8_t *)lk->fh.nlm4_netobj_val,
 			    lk->fh.nlm4_netobj_len))) {
@@ -439,6 +464,26 @@ void nlm_stop(struct daemon *d)
 	rpccall_pool_stop(&n->pool);
 	d->nlm = NULL;
 	free(n);
+}
+
+const char *nlm_check_why(const struct daemon *d)
+{
+	const struct nlm *n = d->nlm;
+	const struct nlm_op *op;
+	unsigned count = 0;
+
+	if (!n)
+		return NULL;
+	DL_FOREACH(n->ops, op) {
+		if (op->magic != NLM_OP_MAGIC)
+			return "nlm: a call's magic number is wrong (freed?)";
+		if (!op->r || op->r->op != op)
+			return "nlm: a call in flight is not its request's";
+		count++;
+	}
+	if (count != n->nops)
+		return "nlm: nops differs from the calls in flight";
+	return rpccall_check_why(n->pool);
 }
 
 void nlm_stats_get(const struct daemon *d, struct nlm_stats *st)

@@ -31,9 +31,12 @@
  * (NLM4_DENIED_NOLOCKS) and FREE_ALL (ignored).
  *
  * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
- * the caller name and the counters. Loop thread throughout.
- * Invariant: every request a handler left pending has exactly one of a
- * call in the pool, a write-back wait or a GETATTR upstream in flight.
+ * the caller name, the forwarded calls in flight and the counters. Loop
+ * thread throughout.
+ * Invariants (nlm_check_why): every forwarded call in flight is on
+ * d->nlm's list, once, with its magic number and its request pointing
+ * back at it (r->op), nops counting them; each has exactly one of a call
+ * in the pool, a write-back wait or a GETATTR upstream outstanding.
  */
 #ifndef NFSCACHED_DAEMON_NLM_OPS_H
 #define NFSCACHED_DAEMON_NLM_OPS_H
@@ -76,6 +79,11 @@ int nlm_start(struct daemon *d);
 /* Stop d->nlm's calls (the pending ones answered NLM4_DENIED_NOLOCKS)
  * and free it. Before the server is freed. No-op without one. */
 void nlm_stop(struct daemon *d);
+
+/* The first broken invariant of d->nlm (every forwarded call in flight
+ * on its list, with its magic, its request's r->op; the count; the call
+ * pool's, rpccall_check_why), or NULL. Loop thread (the sweep). */
+const char *nlm_check_why(const struct daemon *d);
 
 /* d's counters (zero without d->nlm). */
 void nlm_stats_get(const struct daemon *d, struct nlm_stats *st);
