@@ -206,9 +206,10 @@ static const struct dispatch_entry table[] = {
 	NLM(NLMPROC4_UNLOCK_RES, "unlock_res", nlm4_res, void_t, nlm_op_void),
 	NLM(NLMPROC4_GRANTED_RES, "granted_res", nlm4_res, void_t,
 	    nlm_op_void),
-	/* 16..19: not NLM v4's (Linux's lockd takes statd's callback as
-	 * 16, a private procedure). */
-	NLM(16, "unused16", void_t, void_t, nlm_op_unavail),
+	/* 16: the local statd's reboot callback (Linux lockd's private
+	 * procedure, which SM_MON names); 17..19: not NLM v4's. */
+	NLM(NLMPROC4_SM_NOTIFY, "sm_notify", nlm_sm_status, void_t,
+	    nlm_op_sm_notify),
 	NLM(17, "unused17", void_t, void_t, nlm_op_unavail),
 	NLM(18, "unused18", void_t, void_t, nlm_op_unavail),
 	NLM(19, "unused19", void_t, void_t, nlm_op_unavail),
@@ -218,7 +219,8 @@ static const struct dispatch_entry table[] = {
 	    nlm_op_share),
 	NLM(NLMPROC4_NM_LOCK, "nm_lock", nlm4_lockargs, nlm4_res,
 	    nlm_op_forward),
-	NLM(NLMPROC4_FREE_ALL, "free_all", nlm4_notify, void_t, nlm_op_void),
+	NLM(NLMPROC4_FREE_ALL, "free_all", nlm4_notify, void_t,
+	    nlm_op_free_all),
 };
 
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)

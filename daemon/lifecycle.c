@@ -111,6 +111,8 @@ static int start_listeners(struct daemon *d, char *err, size_t len)
 	    server_listen(d->server, c->listen, c->mount_port,
 			  MOUNT_PROGRAM, err, len))
 		return -1;
+	if (nlm_listen_udp(d, c->nfs_port, err, len) != 0)
+		return -1;
 	if (c->metrics_listen[0] &&
 	    !(d->metrics = metrics_start(d, c->metrics_listen, err, len)))
 		return -1;

@@ -42,12 +42,20 @@ static struct sockaddr_in loopback(unsigned short port)
 	return sin;
 }
 
-/* The TCP port rpcbind maps prog/vers to, or 0 (none, or no rpcbind). */
-static unsigned short mapped_port(unsigned long prog, unsigned long vers)
+/* The port rpcbind maps prog/vers over proto (IPPROTO_TCP or
+ * IPPROTO_UDP) to, or 0 (none, or no rpcbind). */
+static unsigned short mapped_port(unsigned long prog, unsigned long vers,
+				  unsigned proto)
 {
 	struct sockaddr_in sin = loopback(PMAPPORT);
 
-	return pmap_getport(&sin, prog, vers, IPPROTO_TCP);
+	return pmap_getport(&sin, prog, vers, proto);
+}
+
+/* "tcp" or "udp", for logs. */
+static const char *proto_name(const struct registrar_map *m)
+{
+	return m->proto == IPPROTO_UDP ? "udp" : "tcp";
 }
 
 /* A TCP connection to sa, made within secs seconds: its descriptor
@@ -134,36 +142,43 @@ static int live_mapping(struct registrar_map *m, unsigned short old,
 			const char *policy)
 {
 	if (strcmp(policy, "replace") == 0) {
-		log_warn("rpcbind: replacing the %s mapping to tcp/%u (a live "
-			 "server's) with tcp/%u; it is put back at exit "
-			 "(rpcbind_conflict = \"replace\")", m->name, old,
-			 m->port);
+		log_warn("rpcbind: replacing the %s mapping to %s/%u (a live "
+			 "server's) with %s/%u; it is put back at exit "
+			 "(rpcbind_conflict = \"replace\")", m->name,
+			 proto_name(m), old, proto_name(m), m->port);
 		m->replaced = old;
 		return 0;
 	}
 	if (strcmp(policy, "refuse") == 0) {
-		log_error("rpcbind: %s is mapped to tcp/%u, where a live server "
+		log_error("rpcbind: %s is mapped to %s/%u, where a live server "
 			  "answers; not starting (rpcbind_conflict = "
 			  "\"refuse\"; \"skip\" keeps its mapping and starts, "
 			  "register_rpcbind = false or --no-rpcbind registers "
-			  "nothing)", m->name, old);
+			  "nothing)", m->name, proto_name(m), old);
 		return -1;
 	}
-	log_warn("rpcbind: %s is mapped to tcp/%u, where a live server "
-		 "answers: its mapping is kept and nfscached's tcp/%u is not "
+	log_warn("rpcbind: %s is mapped to %s/%u, where a live server "
+		 "answers: its mapping is kept and nfscached's %s/%u is not "
 		 "registered; clients give the port (rpcbind_conflict = "
-		 "\"skip\")", m->name, old, m->port);
+		 "\"skip\")", m->name, proto_name(m), old, proto_name(m),
+		 m->port);
 	return 1;
 }
 
 int registrar_map_set(struct registrar_map *m, const char *policy)
 {
-	unsigned short old = mapped_port(m->prog, m->vers);
+	unsigned short old;
 
+	if (!m->proto)
+		m->proto = IPPROTO_TCP;
+	old = mapped_port(m->prog, m->vers, m->proto);
 	m->set = false;
 	m->replaced = 0;
 	if (old && old != m->port) {
-		if (registrar_port_answers(old, m->prog, m->vers)) {
+		/* A UDP server cannot be probed with a TCP NULL call: its
+		 * mapping is taken as live. */
+		if (m->proto == IPPROTO_UDP ||
+		    registrar_port_answers(old, m->prog, m->vers)) {
 			int r = live_mapping(m, old, policy);
 
 			if (r != 0)
@@ -175,10 +190,15 @@ int registrar_map_set(struct registrar_map *m, const char *policy)
 				 m->name, old, m->port);
 		}
 	}
-	pmap_unset(m->prog, m->vers);
-	if (!pmap_set(m->prog, m->vers, IPPROTO_TCP, m->port)) {
-		log_warn("rpcbind: cannot register %s on port %u", m->name,
-			 m->port);
+	/* pmap_unset clears every protocol's mapping of prog/vers: the UDP
+	 * map comes after its TCP twin, whose unset cleared it. */
+	if (m->proto == IPPROTO_TCP)
+		pmap_unset(m->prog, m->vers);
+	else if (old && old != m->port)
+		pmap_unset(m->prog, m->vers);
+	if (!pmap_set(m->prog, m->vers, m->proto, m->port)) {
+		log_warn("rpcbind: cannot register %s on %s port %u", m->name,
+			 proto_name(m), m->port);
 		m->replaced = 0;
 		return REGISTRAR_FAILED;
 	}
@@ -193,21 +213,31 @@ void registrar_map_unset(struct registrar_map *m)
 	if (!m->set)
 		return;
 	m->set = false;
-	now = mapped_port(m->prog, m->vers);
+	now = mapped_port(m->prog, m->vers, m->proto);
+	if (now == 0 && m->proto == IPPROTO_UDP) {
+		/* Its TCP twin's unset cleared it: put the other back. */
+		if (m->replaced &&
+		    pmap_set(m->prog, m->vers, IPPROTO_UDP, m->replaced))
+			log_info("rpcbind: %s mapping to udp/%u put back",
+				 m->name, m->replaced);
+		m->replaced = 0;
+		return;
+	}
 	if (now != m->port) {
-		log_info("rpcbind: %s is now mapped to tcp/%u, not ours "
-			 "(tcp/%u): left alone", m->name, now, m->port);
+		log_info("rpcbind: %s is now mapped to %s/%u, not ours "
+			 "(%s/%u): left alone", m->name, proto_name(m), now,
+			 proto_name(m), m->port);
 		return;
 	}
 	pmap_unset(m->prog, m->vers);
 	if (!m->replaced)
 		return;
-	if (pmap_set(m->prog, m->vers, IPPROTO_TCP, m->replaced))
-		log_info("rpcbind: %s mapping to tcp/%u put back", m->name,
-			 m->replaced);
+	if (pmap_set(m->prog, m->vers, m->proto, m->replaced))
+		log_info("rpcbind: %s mapping to %s/%u put back", m->name,
+			 proto_name(m), m->replaced);
 	else
-		log_warn("rpcbind: cannot put back the %s mapping to tcp/%u",
-			 m->name, m->replaced);
+		log_warn("rpcbind: cannot put back the %s mapping to %s/%u",
+			 m->name, proto_name(m), m->replaced);
 	m->replaced = 0;
 }
 
@@ -218,16 +248,21 @@ int registrar_register(struct registrar *rg, const struct conf *c)
 
 	memset(rg, 0, sizeof(*rg));
 	m[0] = (struct registrar_map){ .prog = NFS_PROGRAM, .vers = NFS_V3,
-				       .name = "NFS v3",
+				       .name = "NFS v3", .proto = IPPROTO_TCP,
 				       .port = (unsigned short)c->nfs_port };
 	m[1] = (struct registrar_map){
 		.prog = MOUNT_PROGRAM, .vers = MOUNT_V3, .name = "MOUNT v3",
+		.proto = IPPROTO_TCP,
 		.port = (unsigned short)(c->mount_port ? c->mount_port
 						       : c->nfs_port) };
-	if (c->nlm)
+	if (c->nlm) {
 		m[2] = (struct registrar_map){
 			.prog = NLM_PROG, .vers = NLM4_VERS, .name = "NLM v4",
+			.proto = IPPROTO_TCP,
 			.port = (unsigned short)c->nfs_port };
+		m[3] = m[2];
+		m[3].proto = IPPROTO_UDP;	/* statd's callbacks */
+	}
 	for (size_t i = 0; i < sizeof(rg->maps) / sizeof(rg->maps[0]); i++) {
 		int r;
 

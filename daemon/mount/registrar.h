@@ -23,6 +23,7 @@ struct conf;
 /* One program version over TCP this process maps in rpcbind. */
 struct registrar_map {
 	unsigned long prog, vers;	/* RPC program and version */
+	unsigned proto;			/* IPPROTO_TCP, or IPPROTO_UDP */
 	unsigned short port;		/* TCP port this process serves */
 	const char *name;		/* for logs: "NFS v3" */
 	bool set;			/* registrar_map_set made it */
@@ -31,10 +32,11 @@ struct registrar_map {
 					 * if none */
 };
 
-/* What the daemon maps: NFS v3, MOUNT v3 and, with nlm, NLM v4 (struct
+/* What the daemon maps: NFS v3, MOUNT v3 and, with nlm, NLM v4 over TCP
+ * and over UDP (the status monitor's callback, nlm_listen_udp) (struct
  * daemon owns one; a map with prog 0 is not served). */
 struct registrar {
-	struct registrar_map maps[3];
+	struct registrar_map maps[4];
 };
 
 /* Results of registrar_map_set. */

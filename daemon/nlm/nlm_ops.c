@@ -3,12 +3,18 @@
  * nlm_ops: NLM v4 served and forwarded upstream (see nlm_ops.h for what
  * is forwarded, the coherence points and the state's invariant).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <utlist.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "attr.h"
 #include "cache.h"
@@ -21,6 +27,7 @@
 #include "nfs3_prot.h"
 #include "nfs3_status.h"
 #include "nlm4_prot.h"
+#include "nlm_locks.h"
 #include "nlm_ops.h"
 #include "nlm_owner.h"
 #include "ratelog.h"
@@ -36,6 +43,10 @@ struct nlm_op;
 
 struct nlm {
 	struct rpccall_pool *pool;
+	int udp_fd;			/* the statd callback's UDP socket, or
+					 * -1 (nlm_listen_udp) */
+	struct event *udp_ev;
+	struct nlm_locks *locks;	/* each client's locks held upstream */
 	struct nlm_op *ops;		/* forwarded calls in flight (utlist) */
 	unsigned nops;
 	char caller[256];		/* nlm_caller_name, or the host name */
@@ -137,6 +148,185 @@ static void op_finish(struct nlm_op *op, nlm4_stats stat)
 	reply_stat(r, stat);
 }
 
+/* SM_MON answered (or not). */
+static void monitor_done(enum clnt_stat st, void *res, void *arg)
+{
+	struct daemon *d = arg;
+	sm_stat_res *sr = res;
+
+	if (!d->nlm || st == RPC_INTR)
+		return;
+	if (st == RPC_SUCCESS && sr && sr->res_stat == STAT_SUCC) {
+		d->nlm->st.monitored++;
+		return;
+	}
+	d->nlm->st.monitor_failures++;
+	if (ratelog_admit(&d->nlm->fail_log, daemon_now(), 10.0, NULL))
+		log_warn("nlm: the local status monitor (rpc.statd) did not "
+			 "take a client to watch: %s; its reboot will not "
+			 "release its locks", st == RPC_SUCCESS ?
+			 "STAT_FAIL" : clnt_sperrno(st));
+}
+
+/* Ask the local statd to watch client caller and call NLM procedure 16
+ * of this host when it reboots (as Linux's lockd does, nsm_monitor). */
+static void monitor_client(struct daemon *d, const char *caller)
+{
+	struct nlm *n = d->nlm;
+	struct rpccall_spec s = {
+		.host = "127.0.0.1", .port = 0, .prog = SM_PROG,
+		.vers = SM_VERS, .proc = SM_MON,
+		.timeout = d->conf->upstream_timeout, .machine = n->caller,
+	};
+	char mon_name[SM_MAXSTRLEN + 1], my_name[] = "127.0.0.1";
+	sm_mon m;
+
+	snprintf(mon_name, sizeof(mon_name), "%s", caller);
+	memset(&m, 0, sizeof(m));
+	m.mon_id.mon_name = mon_name;
+	m.mon_id.my_id.my_name = my_name;
+	m.mon_id.my_id.my_prog = NLM_PROG;
+	m.mon_id.my_id.my_vers = NLM4_VERS;
+	m.mon_id.my_id.my_proc = NLMPROC4_SM_NOTIFY;
+	if (rpccall_submit(n->pool, &s, (xdrproc_t)xdr_sm_mon, &m,
+			   (xdrproc_t)xdr_sm_stat_res, sizeof(sm_stat_res),
+			   monitor_done, d) != 0)
+		n->st.monitor_failures++;
+}
+
+/* A forwarded call was granted: a LOCK is recorded under its client (the
+ * first one of a client gets it watched), an UNLOCK removes what it
+ * covers. NM_LOCK (non-monitored) and TEST record nothing. */
+static void note_granted(struct nlm *n, struct nlm_op *op)
+{
+	struct req *r = op->r;
+	bool exclusive;
+	const struct nfs3_proc *m;
+	nlm4_lock *lk = op_lock(r, &m, &exclusive);
+
+	if (!lk->caller_name || !lk->caller_name[0])
+		return;
+	if (r->ent->proc == NLMPROC4_LOCK) {
+		struct nlm_held h;
+
+		memset(&h, 0, sizeof(h));
+		h.export_id = op->ex->conf->id;
+		h.fh_len = lk->fh.nlm4_netobj_len;
+		if (h.fh_len > sizeof(h.fh))
+			return;
+		memcpy(h.fh, lk->fh.nlm4_netobj_val, h.fh_len);
+		h.oh = op->oh;
+		h.oh_len = op->oh_len;
+		h.svid = lk->svid;
+		h.off = lk->l_offset;
+		h.len = lk->l_len;
+		h.exclusive = exclusive;
+		if (nlm_locks_add(n->locks, lk->caller_name, &h) == 1)
+			monitor_client(r->d, lk->caller_name);
+	} else if (r->ent->proc == NLMPROC4_UNLOCK) {
+		nlm_locks_unlock(n->locks, lk->caller_name,
+				 (const uint8_t *)lk->fh.nlm4_netobj_val,
+				 lk->fh.nlm4_netobj_len, op->oh, op->oh_len,
+				 lk->l_offset, lk->l_len);
+	}
+}
+
+/* A lock matching peer sa: an AF_INET/AF_INET6 client address that the
+ * wrapped owner names (nlm_owner.h). */
+static bool owner_from(const struct nlm_held *h, const struct sockaddr *sa)
+{
+	struct nlm_owner o;
+	uint8_t w[NLM_OWNER_MAX];
+	size_t n;
+
+	if (nlm_owner_unwrap(h->oh, h->oh_len, &o) != 0)
+		return false;
+	/* Wrapping the same fields with sa gives the same bytes only when
+	 * sa is the owner's address. */
+	n = nlm_owner_wrap(o.export_id, sa, o.caller, o.caller_len, o.oh,
+			   o.oh_len, w);
+	return n == h->oh_len && memcmp(w, h->oh, n) == 0;
+}
+
+/* The UNLOCK of a rebooted client's lock came back. */
+static void release_done(enum clnt_stat st, void *res, void *arg)
+{
+	struct daemon *d = arg;
+	nlm4_res *nr = res;
+
+	if (!d->nlm || st == RPC_INTR)
+		return;
+	if (st == RPC_SUCCESS && nr && nr->stat.stat == NLM4_GRANTED)
+		d->nlm->st.released++;
+	else
+		d->nlm->st.failed++;
+}
+
+/* Release upstream every lock of list h (freed here), keeping those whose
+ * owner's address is not only's when only is not NULL (they go back to
+ * the table under caller). Returns how many UNLOCKs were sent. */
+static unsigned release_locks(struct daemon *d, const char *caller,
+			      struct nlm_held *h, const struct sockaddr *only)
+{
+	struct nlm *n = d->nlm;
+	unsigned sent = 0;
+
+	for (struct nlm_held *r = h; r; r = r->next) {
+		struct export_rt *ex = daemon_export(d, r->export_id);
+		nlm4_unlockargs a;
+		struct rpccall_spec s = {
+			.prog = NLM_PROG, .vers = NLM4_VERS,
+			.proc = NLMPROC4_UNLOCK,
+			.timeout = d->conf->upstream_timeout,
+			.machine = n->caller,
+		};
+
+		if (only && !owner_from(r, only)) {
+			nlm_locks_add(n->locks, caller, r);
+			continue;
+		}
+		if (!ex)		/* removed by a reload */
+			continue;
+		s.host = ex->conf->url.server;
+		s.port = (unsigned)ex->conf->url.nlm_port;
+		memset(&a, 0, sizeof(a));
+		a.alock.caller_name = n->caller;
+		a.alock.fh.nlm4_netobj_val = (char *)r->fh;
+		a.alock.fh.nlm4_netobj_len = (u_int)r->fh_len;
+		a.alock.oh.nlm4_netobj_val = (char *)r->oh;
+		a.alock.oh.nlm4_netobj_len = (u_int)r->oh_len;
+		a.alock.svid = r->svid;
+		a.alock.l_offset = r->off;
+		a.alock.l_len = r->len;
+		if (rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_unlockargs,
+				   &a, (xdrproc_t)xdr_nlm4_res,
+				   sizeof(nlm4_res), release_done, d) == 0) {
+			n->st.forwarded++;
+			sent++;
+		} else {
+			n->st.failed++;
+		}
+	}
+	nlm_held_free_list(h);
+	return sent;
+}
+
+/* True for a caller on this host (127.0.0.0/8, ::1, ::ffff:127.x). */
+static bool peer_is_local(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 /* A granted LOCK's GETATTR came back: if the file changed upstream, the
  * cache drops what it held of it (cfile_attr_observe); then GRANTED. */
 static void lock_getattr_done(enum upstream_status status, void *decoded,
@@ -211,6 +401,8 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 		return;
 	}
 	op->stat = ((nlm4_res *)res)->stat.stat;
+	if (op->stat == NLM4_GRANTED && d->nlm)
+		note_granted(d->nlm, op);
 	if ((r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) &&
 	    op->stat == NLM4_GRANTED) {
 		bool exclusive;
@@ -418,6 +610,150 @@ enum op_status nlm_op_void(struct req *r)
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
+/* Client mon_name rebooted (state): release its locks upstream. */
+static void client_rebooted(struct daemon *d, const char *mon_name, int state)
+{
+	struct nlm_held *h;
+	bool known;
+
+	h = nlm_locks_take(d->nlm->locks, mon_name, &known);
+	if (known) {
+		d->nlm->st.reboots++;
+		log_info("nlm: %s rebooted (state %d): releasing its locks "
+			 "upstream", mon_name, state);
+	}
+	release_locks(d, mon_name, h, NULL);
+}
+
+enum op_status nlm_op_sm_notify(struct req *r)
+{
+	struct daemon *d = r->d;
+	nlm_sm_status *a = r->args;
+
+	if (!d->nlm)
+		return req_reply_accept_error(r, PROG_UNAVAIL);
+	/* Only the local status monitor calls this (as Linux's lockd
+	 * checks, nlm_privileged_requester): a remote caller could
+	 * otherwise drop another client's locks. */
+	if (!peer_is_local(req_peer(r))) {
+		d->nlm->st.refused++;
+		return req_reply_accept_error(r, PROC_UNAVAIL);
+	}
+	client_rebooted(d, a->mon_name, a->state);
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
+}
+
+/* Send the reply record in out (framed: its 4-byte record mark dropped,
+ * as UDP carries none) to sa. */
+static void udp_reply(int fd, struct evbuffer *out, const struct sockaddr *sa,
+		      socklen_t sl)
+{
+	size_t len = evbuffer_get_length(out);
+	uint8_t buf[512];
+
+	if (len <= 4 || len > sizeof(buf))
+		return;
+	evbuffer_remove(out, buf, len);
+	if (sendto(fd, buf + 4, len - 4, MSG_DONTWAIT, sa, sl) < 0)
+		(void)0;	/* statd sends the callback again */
+}
+
+/* A datagram on the callback socket: NULL, or statd's reboot callback
+ * (procedure 16), answered; anything else PROC_UNAVAIL or dropped. */
+static void udp_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct rpcmsg_call call;
+	uint8_t rec[4096];
+	struct evbuffer *out;
+	ssize_t n;
+
+	(void)what;
+	n = recvfrom(fd, rec, sizeof(rec), MSG_DONTWAIT,
+		     (struct sockaddr *)&ss, &sl);
+	if (n <= 0 || !d->nlm || !peer_is_local((struct sockaddr *)&ss) ||
+	    rpcmsg_decode_call(rec, (size_t)n, &call) != RPCMSG_OK)
+		return;		/* not a call of this host's: dropped */
+	if (!(out = evbuffer_new()))
+		return;
+	if (call.prog != NLM_PROG || call.vers != NLM4_VERS) {
+		rpcmsg_reply_accept_error(out, call.xid, PROG_UNAVAIL, 0, 0);
+	} else if (call.proc == NLMPROC4_NULL) {
+		rpcmsg_reply_success(out, call.xid,
+				     (xdrproc_t)rpcmsg_xdr_void, NULL);
+	} else if (call.proc == NLMPROC4_SM_NOTIFY) {
+		nlm_sm_status a;
+
+		memset(&a, 0, sizeof(a));
+		if (rpcmsg_decode_args(rec, (size_t)n, call.args_off,
+				       (xdrproc_t)xdr_nlm_sm_status, &a) == 0) {
+			client_rebooted(d, a.mon_name, a.state);
+			rpcmsg_reply_success(out, call.xid,
+					     (xdrproc_t)rpcmsg_xdr_void, NULL);
+			rpcmsg_free_args((xdrproc_t)xdr_nlm_sm_status, &a);
+		} else {
+			rpcmsg_reply_accept_error(out, call.xid, GARBAGE_ARGS,
+						  0, 0);
+		}
+	} else {
+		rpcmsg_reply_accept_error(out, call.xid, PROC_UNAVAIL, 0, 0);
+	}
+	udp_reply(fd, out, (struct sockaddr *)&ss, sl);
+	evbuffer_free(out);
+}
+
+int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len)
+{
+	struct nlm *n = d->nlm;
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd;
+
+	if (!n)
+		return 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		snprintf(err, len, "nlm: cannot bind UDP 127.0.0.1:%d for the "
+			 "status monitor's callbacks: %s", port,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	n->udp_ev = event_new(d->base, fd, EV_READ | EV_PERSIST, udp_read, d);
+	if (!n->udp_ev || event_add(n->udp_ev, NULL) != 0) {
+		snprintf(err, len, "out of memory");
+		if (n->udp_ev)
+			event_free(n->udp_ev);
+		n->udp_ev = NULL;
+		close(fd);
+		return -1;
+	}
+	n->udp_fd = fd;
+	return 0;
+}
+
+enum op_status nlm_op_free_all(struct req *r)
+{
+	struct daemon *d = r->d;
+	nlm4_notify *a = r->args;
+	struct nlm_held *h;
+	bool known;
+
+	if (!d->nlm)
+		return req_reply_accept_error(r, PROG_UNAVAIL);
+	/* A client frees its own locks only: those whose owner it sent
+	 * from its address go, any other stays. */
+	h = nlm_locks_take(d->nlm->locks, a->name, &known);
+	if (known)
+		d->nlm->st.reboots++;
+	release_locks(d, a->name, h, req_peer(r));
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
+}
+
 enum op_status nlm_op_share(struct req *r)
 {
 	nlm4_shareres res;
@@ -439,13 +775,17 @@ int nlm_start(struct daemon *d)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -1;
+	n->udp_fd = -1;
 	if (d->conf->nlm_caller_name[0])
 		snprintf(n->caller, sizeof(n->caller), "%s",
 			 d->conf->nlm_caller_name);
 	else if (gethostname(n->caller, sizeof(n->caller) - 1) != 0)
 		snprintf(n->caller, sizeof(n->caller), "nfscached");
 	n->pool = rpccall_pool_new(d->base, NLM_WORKERS);
-	if (!n->pool) {
+	n->locks = nlm_locks_new();
+	if (!n->pool || !n->locks) {
+		rpccall_pool_stop(&n->pool);
+		nlm_locks_free(&n->locks);
 		free(n);
 		return -1;
 	}
@@ -463,6 +803,11 @@ void nlm_stop(struct daemon *d)
 	 * d->nlm is still there. */
 	rpccall_pool_stop(&n->pool);
 	d->nlm = NULL;
+	if (n->udp_ev)
+		event_free(n->udp_ev);
+	if (n->udp_fd >= 0)
+		close(n->udp_fd);
+	nlm_locks_free(&n->locks);
 	free(n);
 }
 
@@ -470,6 +815,7 @@ const char *nlm_check_why(const struct daemon *d)
 {
 	const struct nlm *n = d->nlm;
 	const struct nlm_op *op;
+	const char *why;
 	unsigned count = 0;
 
 	if (!n)
@@ -483,13 +829,18 @@ const char *nlm_check_why(const struct daemon *d)
 	}
 	if (count != n->nops)
 		return "nlm: nops differs from the calls in flight";
+	if ((why = nlm_locks_check_why(n->locks)))
+		return why;
 	return rpccall_check_why(n->pool);
 }
 
 void nlm_stats_get(const struct daemon *d, struct nlm_stats *st)
 {
-	if (d->nlm)
+	if (d->nlm) {
 		*st = d->nlm->st;
-	else
+		st->clients = nlm_locks_clients(d->nlm->locks);
+		st->held = nlm_locks_held(d->nlm->locks);
+	} else {
 		memset(st, 0, sizeof(*st));
+	}
 }

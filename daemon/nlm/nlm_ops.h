@@ -23,12 +23,19 @@
  * file's attributes are fetched upstream (GETATTR) and, if the file
  * changed, its cached data is dropped before the client hears GRANTED.
  *
+ * Reboots: the first time a client holds a lock, the local status
+ * monitor (rpc.statd, through 127.0.0.1's rpcbind) is asked to watch its
+ * caller name (SM_MON) and to call the proxy's NLM procedure 16 (Linux
+ * lockd's) when it reboots; that callback, from the local host only, or
+ * the client's own FREE_ALL, releases upstream every lock the proxy holds
+ * for it (nlm_locks.h), and only those.
+ *
  * What is not forwarded yet: the GRANTED callbacks of blocked locks (an
  * upstream's GRANTED is answered NLM4_DENIED, its GRANTED_MSG with a
  * GRANTED_RES saying so: the upstream releases the lock and the client's
  * lock manager gets it at its next poll, 30 s on Linux), the _MSG/_RES
- * forms clients send (answered with no _RES), SHARE/UNSHARE
- * (NLM4_DENIED_NOLOCKS) and FREE_ALL (ignored).
+ * forms clients send (answered with no _RES) and SHARE/UNSHARE
+ * (NLM4_DENIED_NOLOCKS).
  *
  * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
  * the caller name, the forwarded calls in flight and the counters. Loop
@@ -58,7 +65,19 @@ struct req;
 	X(uint64_t, refused, counter, "nfscached_nlm_refused_total", \
 	  "NLM calls answered by the proxy itself: a handle that does not check, the client rules, an exclusive lock of a read-only client, an owner too long to wrap.") \
 	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \
-	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.")
+	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.") \
+	X(uint64_t, monitored, counter, "nfscached_nlm_monitors_total", \
+	  "Clients the local status monitor (rpc.statd) agreed to watch (SM_MON) when they first held a lock.") \
+	X(uint64_t, monitor_failures, counter, "nfscached_nlm_monitor_failures_total", \
+	  "SM_MON calls the local status monitor refused or did not answer: that client's reboot will not release its locks.") \
+	X(uint64_t, reboots, counter, "nfscached_nlm_client_reboots_total", \
+	  "Client reboots (the local statd's callback) and FREE_ALLs that released a known client's locks upstream.") \
+	X(uint64_t, released, counter, "nfscached_nlm_released_total", \
+	  "Locks released upstream for clients that rebooted (UNLOCKs the upstream lock manager granted).") \
+	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
+	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
+	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
+	  "Locks granted upstream on clients' behalf and not yet unlocked (an UNLOCK of part of a lock keeps it counted).")
 
 struct nlm_stats {
 #define X(t, f, k, n, h) t f;
@@ -75,6 +94,16 @@ struct nlm_stats {
  * -1 on ENOMEM or no thread. Loop thread, at start.
  */
 int nlm_start(struct daemon *d);
+
+/*
+ * Bind UDP 127.0.0.1:port (the NFS port) for the local status monitor's
+ * reboot callback: rpc.statd calls a lock manager back over UDP only
+ * (nfs-utils' rmtcall.c), after asking rpcbind for its UDP port. Only
+ * NULL and procedure 16 are answered there, only from this host. Returns
+ * 0 (also without d->nlm), or -1 with the reason in err[0..len). Loop
+ * thread, at start (the listeners).
+ */
+int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len);
 
 /* Stop d->nlm's calls (the pending ones answered NLM4_DENIED_NOLOCKS)
  * and free it. Before the server is freed. No-op without one. */
@@ -97,6 +126,8 @@ enum op_status nlm_op_granted(struct req *r);
 enum op_status nlm_op_granted_msg(struct req *r);
 enum op_status nlm_op_void(struct req *r);
 enum op_status nlm_op_share(struct req *r);
+enum op_status nlm_op_sm_notify(struct req *r);
+enum op_status nlm_op_free_all(struct req *r);
 enum op_status nlm_op_unavail(struct req *r);
 
 #endif

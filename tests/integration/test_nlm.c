@@ -17,8 +17,20 @@
  * long (nlm_export.conf, nlm_proxy.conf), so that only the lock calls
  * can explain bytes reaching the upstream and a changed file being read
  * anew.
+ *
+ * Suite nlm_reboot (integration.nlm_reboot: the proxy registers NLM with
+ * the host's rpcbind, over TCP and UDP, as a lock manager must for the
+ * status monitor to call it back): clients named by addresses (statd
+ * resolves no other name here) take locks; the proxy has the host's
+ * rpc.statd watch each; an SM_NOTIFY sent to that statd from the
+ * "rebooted" client's address makes statd call the proxy back, and the
+ * proxy releases that client's locks upstream and no other's. FREE_ALL
+ * does the same for the client that sends it, from its own address only.
  */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <rpc/pmap_clnt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,9 +345,128 @@ static void test_rpc_level(void)
 	CU_ASSERT_EQUAL(rep.accept, PROG_MISMATCH);
 }
 
+/* A TCP connection from src (an address of 127.0.0.0/8) to
+ * 127.0.0.1:port, or -1. */
+static int connect_from(const char *src, unsigned short port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, src, &a.sin_addr);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+		goto fail;
+	a.sin_port = htons(port);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+		goto fail;
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Wait (a bound for a hang, not a speed goal: 120 s) until metric
+ * series reaches want; its last value. */
+static double wait_metric(const char *series, double want)
+{
+	double v = -1;
+
+	for (int i = 0; i < 2400; i++) {
+		v = wb_metric(series);
+		if (v >= want)
+			break;
+		usleep(50 * 1000);
+	}
+	return v;
+}
+
+static const struct owner RA = { "127.0.0.3", 1001, "1001@ra" };
+static const struct owner RB = { "127.0.0.4", 1001, "1001@rb" };
+static const struct owner RC = { "127.0.0.5", 1001, "1001@rc" };
+
+/* A FREE_ALL of name, sent from address src. */
+static void free_all_from(const char *src, const char *name)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_notify a = { .name = unconst(name), .state = 5 };
+	int fd = connect_from(src, rawrpc_env_port("NFSC_PROXY_NFS_PORT"));
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(rawrpc_call(fd, rawrpc_xid(), NLM_PROG, NLM4_VERS,
+				    NLMPROC4_FREE_ALL, &cred,
+				    (xdrproc_t)xdr_nlm4_notify, &a, NULL, NULL,
+				    &rep), RAWRPC_OK);
+	CU_ASSERT_EQUAL(rep.accept, SUCCESS);
+	close(fd);
+}
+
+static void test_reboot_releases_that_client(void)
+{
+	struct sockaddr_in pm = { .sin_family = AF_INET,
+				  .sin_port = htons(111) };
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	sm_stat_chge chg = { .mon_name = unconst(RA.caller), .state = 3 };
+	struct wb_fh fh;
+	nlm4_holder h;
+	char oh[256];
+	unsigned short sm_port;
+	int fd;
+
+	make_file("reboot", "0123456789", &fh);
+	CU_ASSERT_EQUAL(do_lock(&RA, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&RA, &fh, true, 100, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&RB, &fh, true, 50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 3);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_clients"), 2);
+	/* statd agreed to watch both (asked off the loop, after GRANTED). */
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	CU_ASSERT_EQUAL(do_lock(&RC, &fh, true, 0, 10), NLM4_DENIED);
+
+	/* RA "reboots": its statd's SM_NOTIFY, from its address. */
+	inet_pton(AF_INET, "127.0.0.1", &pm.sin_addr);
+	sm_port = pmap_getport(&pm, SM_PROG, SM_VERS, IPPROTO_TCP);
+	CU_ASSERT_FATAL(sm_port != 0);
+	fd = connect_from(RA.caller, sm_port);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(rawrpc_call(fd, rawrpc_xid(), SM_PROG, SM_VERS,
+				    SM_NOTIFY, &cred,
+				    (xdrproc_t)xdr_sm_stat_chge, &chg, NULL,
+				    NULL, &rep), RAWRPC_OK);
+	close(fd);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total", 2), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_client_reboots_total"), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
+	/* RA's ranges are free upstream, RB's is not. */
+	CU_ASSERT_EQUAL(do_lock(&RC, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&RC, &fh, true, 100, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_test(&RC, &fh, true, 50, 10, &h, oh, sizeof(oh)),
+			NLM4_DENIED);
+	CU_ASSERT_STRING_EQUAL(oh, RB.oh);
+
+	/* A FREE_ALL naming RC from another address frees nothing; RB's
+	 * own frees its lock. */
+	free_all_from("127.0.0.9", RC.caller);
+	CU_ASSERT_EQUAL(do_test(&RB, &fh, true, 0, 10, NULL, NULL, 0),
+			NLM4_DENIED);
+	free_all_from("127.0.0.1", RB.caller);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total", 3), 3);
+	CU_ASSERT_EQUAL(do_lock(&RC, &fh, true, 50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&RC, &fh, 0, 0), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 0);
+}
+
 int test_register(void)
 {
+	CU_pSuite r = CU_add_suite("nlm_reboot", suite_init, suite_clean);
 	CU_pSuite s = CU_add_suite("nlm", suite_init, suite_clean);
+
+	if (r == NULL ||
+	    CU_add_test(r, "releases_that_client",
+			test_reboot_releases_that_client) == NULL)
+		return -1;
 
 	if (s == NULL ||
 	    CU_add_test(s, "rpc_level", test_rpc_level) == NULL ||
