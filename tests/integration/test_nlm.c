@@ -458,8 +458,45 @@ static void test_reboot_releases_that_client(void)
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 0);
 }
 
+/* Suite nlm_restart (test_nlm_restart.sh): a lock taken before the
+ * proxy's SIGKILL is still held upstream after its restart, in its
+ * owner's name, and its owner's UNLOCK through the new process frees it. */
+static void test_restart_before(void)
+{
+	struct wb_fh fh;
+
+	make_file("restart", "0123456789", &fh);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_DENIED);
+}
+
+static void test_restart_after(void)
+{
+	struct wb_fh fh;
+	fattr3 at;
+	nlm4_holder h;
+	char oh[256];
+
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&C, &C.root, "restart", &fh, &at),
+			      NFS3_OK);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_test(&B, &fh, true, 0, 10, &h, oh, sizeof(oh)),
+			NLM4_DENIED);
+	CU_ASSERT_STRING_EQUAL(oh, A.oh);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
+}
+
 int test_register(void)
 {
+	CU_pSuite rs = CU_add_suite("nlm_restart", suite_init, suite_clean);
+
+	if (rs == NULL ||
+	    CU_add_test(rs, "before", test_restart_before) == NULL ||
+	    CU_add_test(rs, "after", test_restart_after) == NULL)
+		return -1;
+
 	CU_pSuite r = CU_add_suite("nlm_reboot", suite_init, suite_clean);
 	CU_pSuite s = CU_add_suite("nlm", suite_init, suite_clean);
 
