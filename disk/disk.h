@@ -207,6 +207,10 @@ struct disk_stats {
 					 * running, their completion not yet
 					 * polled */
 	uint64_t load_bufs;		/* loads holding a buffer, the same */
+	uint64_t journal_queued_bytes;	/* journal records copied by
+					 * disk_journal_put, not yet freed by
+					 * disk_poll (not the caller's
+					 * buffers: malloc'd) */
 	bool on;
 	/* Per-operation latency (queue wait excluded), cumulative buckets. */
 	uint64_t lat_bucket[DISK_LAT_NBUCKETS];	/* count <= bound */

@@ -103,6 +103,9 @@ struct disk {
 	disk_buf_put_fn *buf_put;
 	void *buf_arg;
 	uint64_t store_bufs, load_bufs;
+	uint64_t journal_queued;	/* bytes of journal records copied by
+					 * disk_journal_put and not yet freed
+					 * by disk_poll (malloc'd; atomic) */
 
 	long journal_unread;		/* records of a journal in an index
 					 * the start could not open and

@@ -381,6 +381,10 @@ op_free(struct disk *d, struct disk_op *op)
 		else
 			free(op->pg.data);
 	} else {
+		if (op->kind == DISK_OP_JPUT)
+			__atomic_fetch_sub(&d->journal_queued,
+					   (uint64_t)op->data_len,
+					   __ATOMIC_RELAXED);
 		free(op->pg.data);
 	}
 	free(op);
@@ -788,6 +792,8 @@ disk_stats_get(const struct disk *d, struct disk_stats *st)
 					      __ATOMIC_RELAXED);
 	st->store_bufs = __atomic_load_n(&d->store_bufs, __ATOMIC_RELAXED);
 	st->load_bufs = __atomic_load_n(&d->load_bufs, __ATOMIC_RELAXED);
+	st->journal_queued_bytes = __atomic_load_n(&d->journal_queued,
+						   __ATOMIC_RELAXED);
 	st->on = disk_on(d);
 }
 

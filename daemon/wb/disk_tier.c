@@ -748,6 +748,10 @@ void disk_tier_render(const struct daemon *d, struct evbuffer *o)
 	render_one(o, "disk_load_queued_bytes", "gauge", "Page buffers held by "
 		   "loads from the disk not yet filled into the cache (lent "
 		   "by the cache too).", st.load_bufs * cache_page_size(d->cache));
+	render_one(o, "disk_journal_queued_bytes", "gauge", "Copies of local "
+		   "commit's journal records waiting for their transaction "
+		   "(not lent by the cache: outside cache_size).",
+		   st.journal_queued_bytes);
 	render_one(o, "disk_store_queue_limit_bytes", "gauge", "Page copies "
 		   "the stores may hold before READs that miss wait for room "
 		   "(a quarter of the cache's pages).",
