@@ -208,14 +208,14 @@ static void batch_unhold(struct dt_batch *b);
  * cache_size. */
 static void tier_room_wake(struct disk_tier *t, bool every_one)
 {
-	if (!every_one && tier_congested(t))
-		return;
-	while (t->room_head) {
-		struct dt_batch *b = t->room_head;
+	struct dt_batch *b = t->room_head, *next;
 
-		t->room_head = b->room_next;
-		if (!t->room_head)
-			t->room_tail = NULL;
+	if (!b || (!every_one && tier_congested(t)))
+		return;
+	/* Taken off first: a READ let go that waits again joins a new list. */
+	t->room_head = t->room_tail = NULL;
+	for (; b; b = next) {
+		next = b->room_next;
 		b->room_next = NULL;
 		batch_unhold(b);
 	}
