@@ -66,6 +66,10 @@
  *   A store is dropped only when the cache has nothing to lend (every
  *   page pinned by write-back or lent), the queue is full or the tier is
  *   off: it held clean bytes only, so a later miss fetches them again.
+ * - a loan may evict any clean page, one a READ just planned as a hit
+ *   included (readahead's loads are sent before a hit is copied): that
+ *   READ then finds bytes missing and goes upstream (read_from_cache's
+ *   bypass), never serves a byte it does not have.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>

@@ -15,7 +15,10 @@
  * READ; a file changed upstream after the restart is served new, its old
  * pages and holes dropped. The tier's state is its daemon's
  * (d->disk_tier): a new daemon's counts from 0 with its gate open, and a
- * daemon without cache_dir has none.
+ * daemon without cache_dir has none. Issue 42: each queued store's copy
+ * is a page lent by the cache (counted exactly, pages and loans within
+ * the budget), and a disk slower than the fills makes a READ wait before
+ * its fetch instead of a store being dropped.
  */
 #include <fcntl.h>
 #include <lmdb.h>
