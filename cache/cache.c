@@ -13,7 +13,10 @@
  *
  * Invariants (cache_check): every page is on the queue its `queue` field
  * names and in its file's hash; queue lengths match their counters; pages
- * <= max_pages after every fill; each page's valid set lies inside
+ * + loans <= max_pages after every fill and every loan (a lent buffer,
+ * cache_loan_get, is charged as a page until cache_loan_put: the pool's
+ * buffers in use are the pages plus the loans, so what the pool maps
+ * stays within the budget); each page's valid set lies inside
  * [0, page_size) and passes rangeset_check; a file's valid_bytes is the sum
  * of its pages' valid bytes; holes and valid bytes never overlap.
  */
@@ -106,7 +109,8 @@ struct cache *cache_new(const struct cache_params *p)
 
 bool cache_has_room(const struct cache *c)
 {
-	return c->st.pages < c->max_pages || c->n_a1in || c->n_am || c->n_ra;
+	return c->st.pages + c->loans < c->max_pages || c->n_a1in || c->n_am ||
+	       c->n_ra;
 }
 
 uint32_t cache_page_size(const struct cache *c)
@@ -278,7 +282,7 @@ struct cpage *page_get(struct cache *c, struct cfile *f,
 
 	if (p)
 		return p;
-	while (c->st.pages >= c->max_pages)
+	while (c->st.pages + c->loans >= c->max_pages)
 		if (!evict_one(c))
 			return NULL;
 	p = calloc(1, sizeof(*p));
@@ -300,6 +304,29 @@ struct cpage *page_get(struct cache *c, struct cfile *f,
 		page_queue_add(c, p, ra ? Q_RA : Q_A1IN);
 	}
 	return p;
+}
+
+void *cache_loan_get(struct cache *c)
+{
+	void *buf;
+
+	while (c->st.pages + c->loans >= c->max_pages)
+		if (!evict_one(c))
+			return NULL;
+	if (!(buf = pagepool_get(c->pool)))
+		return NULL;
+	c->loans++;
+	c->st.loan_bytes += c->page_size;
+	return buf;
+}
+
+void cache_loan_put(struct cache *c, void *buf)
+{
+	if (!buf)
+		return;
+	pagepool_put(c->pool, buf);
+	c->loans--;
+	c->st.loan_bytes -= c->page_size;
 }
 
 /* Note a use of p: Am pages move to the head; A1in pages stay (2Q);
@@ -1576,9 +1603,10 @@ static const char *queues_check_why(const struct cache *c)
 		n_ra++;
 	}
 	if (n_a1in != c->n_a1in || n_am != c->n_am || n_ra != c->n_ra ||
-	    c->st.pages > c->max_pages)
+	    c->st.pages + c->loans > c->max_pages ||
+	    c->st.loan_bytes != c->loans * c->page_size)
 		return "queue lengths differ from their counters, or pages "
-		       "exceed max_pages";
+		       "and loans exceed max_pages";
 	return NULL;
 }
 
@@ -1593,8 +1621,9 @@ const char *cache_check_why(const struct cache *c)
 	if ((why = queues_check_why(c)) || (why = pagepool_check_why(c->pool)))
 		return why;
 	pagepool_stats_get(c->pool, &ps);
-	if (ps.used != c->st.pages)
-		return "the page pool's buffers in use differ from the pages";
+	if (ps.used != c->st.pages + c->loans)
+		return "the page pool's buffers in use differ from the pages "
+		       "and loans";
 	DL_FOREACH2(c->lru, f, lnext) {
 		if (f->magic != CFILE_MAGIC)
 			return "a file on the LRU list has a bad magic number";

@@ -198,6 +198,8 @@ struct cache_params {
 	  "Prefetched bytes dropped before any client READ used them.") \
 	X(uint64_t, page_bytes, gauge, "nfscached_cache_page_bytes", \
 	  "Memory held by page buffers (pages times page_size).") \
+	X(uint64_t, loan_bytes, gauge, "nfscached_cache_loan_bytes", \
+	  "Page buffers lent out of the budget (the disk tier's queued stores and loads), each charged as a page.") \
 	X(uint64_t, pool_bytes, gauge, "nfscached_cache_page_pool_bytes", \
 	  "Memory mapped for page buffers: whole 2 MiB chunks, free slots included.") \
 	X(uint64_t, pool_inline_chunks, counter, \
@@ -797,5 +799,21 @@ const char *cache_check_why(const struct cache *c);
 /* True if a page can be had now: the budget has room, or a page on a
  * queue (clean, not pinned by write-back) can be evicted. */
 bool cache_has_room(const struct cache *c);
+
+/*
+ * Lend a page buffer (page_size bytes, contents undefined) out of the
+ * budget: it is charged as one page (cache_page_meta_bytes included)
+ * until cache_loan_put, evicting by 2Q to make room like a new page. For
+ * memory held for the cache outside its pages (the disk tier's copies of
+ * pages waiting for the disk, and its loads), so that it counts against
+ * the budget once and comes from the same pool. NULL when no page can be
+ * evicted (every one pinned by write-back, or the budget all lent) or on
+ * ENOMEM. The cache never touches a lent buffer: its borrower may hand
+ * it to another thread until it is returned.
+ */
+void *cache_loan_get(struct cache *c);
+
+/* Return a buffer from cache_loan_get of c (NULL: nothing). */
+void cache_loan_put(struct cache *c, void *buf);
 
 #endif

@@ -176,6 +176,8 @@ struct cache {
 	unsigned shift;
 	uint64_t page_cost;		/* page_size + page_overhead() */
 	uint64_t max_pages;		/* budget / page_cost */
+	uint64_t loans;			/* buffers lent (cache_loan_get) and
+					 * not returned: charged as pages */
 	uint64_t kin;			/* A1in target, pages */
 	uint64_t kout;			/* A1out ghosts kept */
 	uint64_t hole_granularity;	/* bytes; 0: no zero detection */

@@ -720,6 +720,8 @@ disk_run_load(struct disk *d, struct disk_op *op)
 		load_drop_corrupt(d, op, &rec);
 		return;
 	}
+	/* The buffer is the caller's (buf_get): not zeroed (disk.h). */
+	memset(op->pg.data + rec.data_len, 0, d->page_size - rec.data_len);
 	op->result = DISK_HIT;
 	DISK_COUNT(d, hits, 1);
 	for (uint32_t i = 0; i < op->pg.nvalid; i++)

@@ -21,6 +21,14 @@
  * queued and an eventfd (disk_fd) becomes readable; the caller's loop then
  * calls disk_poll(), which runs the callbacks on the caller's thread. So
  * every callback and the log hook run on the thread that calls disk_poll.
+ * Memory the caller counts (issue 42): the page buffer of a queued store
+ * (its copy) and of a load comes from the caller (disk_params buf_get)
+ * on the submitting thread and goes back (buf_put) from disk_poll, so
+ * the caller can charge it to its own budget; between the two it is the
+ * operation's alone (the caller never touches it, only the worker that
+ * runs the operation reads or writes it, the queue's mutex ordering the
+ * hand-over both ways). No worker ever reads the caller's memory: a
+ * store copies its page on the submitting thread.
  *
  * States: ON -> OFF (one way). Any disk error at run time (ENOSPC, EIO,
  * EFBIG, an LMDB error) turns the tier OFF: the error is counted, the log
@@ -44,9 +52,9 @@ struct disk;
 #define DISK_PAGE_MIN		4096
 #define DISK_PAGE_MAX		(1024 * 1024)
 #define DISK_MAX_RANGES		64	/* valid or hole ranges kept per page */
-#define DISK_MAX_PENDING	1024	/* queued operations, each queue: a
-					 * store holds a copy of its page, so
-					 * up to 1024 pages of memory */
+#define DISK_MAX_PENDING	1024	/* queued operations, each queue (a
+					 * store's or load's page buffer is
+					 * the caller's: buf_get) */
 
 /* Identity of one stored page: upstream handle and page index. */
 struct disk_key {
@@ -116,6 +124,19 @@ enum disk_fault_op {
  */
 typedef void disk_log_fn(void *arg, const char *reason);
 
+/*
+ * The buffers of page_size bytes that queued stores copy their page into
+ * and loads read into (disk_params buf_get, buf_put): get returns one
+ * (contents undefined) or NULL (the store is dropped and counted, the
+ * load completes at once as DISK_OFF); put takes it back. Both are called
+ * only on the caller's thread: get from disk_store and disk_load, put from
+ * disk_poll (disk_close included), never from a worker. A buffer is the
+ * operation's from get to put: the caller never touches it meanwhile, and
+ * only the worker running the operation does.
+ */
+typedef void *disk_buf_get_fn(void *arg);
+typedef void disk_buf_put_fn(void *arg, void *buf);
+
 /* What disk_open needs. */
 struct disk_params {
 	const char *dir;		/* cache directory; created if missing */
@@ -128,6 +149,9 @@ struct disk_params {
 					 * the journal is not used */
 	disk_log_fn *log;		/* may be NULL */
 	void *log_arg;
+	disk_buf_get_fn *buf_get;	/* NULL (with buf_put): malloc */
+	disk_buf_put_fn *buf_put;
+	void *buf_arg;
 };
 
 /*
@@ -179,6 +203,14 @@ struct disk_stats {
 					 * tier off, or DISK_OUTAGE_MAX */
 	uint64_t outage_failures;	/* outage records that failed their
 					 * checksum at a scan (deleted) */
+	uint64_t store_bufs;		/* stores holding a buffer: queued or
+					 * running, their completion not yet
+					 * polled */
+	uint64_t load_bufs;		/* loads holding a buffer, the same */
+	uint64_t journal_queued_bytes;	/* journal records copied by
+					 * disk_journal_put, not yet freed by
+					 * disk_poll (not the caller's
+					 * buffers: malloc'd) */
 	bool on;
 	/* Per-operation latency (queue wait excluded), cumulative buckets. */
 	uint64_t lat_bucket[DISK_LAT_NBUCKETS];	/* count <= bound */
@@ -225,12 +257,15 @@ long disk_journal_unread(const struct disk *d);
 
 /*
  * Store a page asynchronously, replacing any page under the same key.
- * The page is copied now (only its valid ranges; at most DISK_MAX_RANGES
- * valid and hole ranges are kept, the first ones: a subset of the valid
- * bytes is still valid). Never blocks and never fails to the caller: a
- * store that cannot be queued (queue full, tier off) is counted as
- * dropped. Culling to the budget happens on the writer thread, a bounded
- * number of pages per store.
+ * The page is copied now into a buffer of disk_params' buf_get, held
+ * until the store's completion is polled (only its valid ranges, the
+ * gaps between them zeroed; at most DISK_MAX_RANGES valid and hole
+ * ranges are kept, the first ones: a subset of the valid bytes is still
+ * valid); a page that is all hole takes no buffer. Never blocks and
+ * never fails to the caller: a store that cannot be queued (no buffer,
+ * queue full, tier off) is counted as dropped. Culling to the budget
+ * happens on the writer thread, a bounded number of pages per store.
+ * The thread that calls disk_poll.
  */
 void disk_store(struct disk *d, const struct disk_key *k,
 		const struct disk_page *pg);
@@ -247,7 +282,8 @@ typedef void disk_load_cb(void *arg, enum disk_result r,
  * DISK_HIT with the page, DISK_MISS (absent), DISK_CORRUPT (checksum or
  * length did not match: counted, dropped; the caller fetches it again),
  * DISK_OFF (tier off, or the queue was full); only when memory for the
- * operation cannot be allocated is cb called at once, with DISK_OFF. A key
+ * operation cannot be allocated (or buf_get gives no buffer) is cb called
+ * at once, with DISK_OFF. The thread that calls disk_poll. A key
  * with fh_len 0 or over DISK_FH_MAX is a DISK_MISS. There is no cancel: a caller
  * whose object died must keep arg valid or make it a handle it checks.
  */

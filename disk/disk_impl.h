@@ -63,6 +63,8 @@ struct disk_op {
 					 * value's (key: key_len first) */
 	uint32_t key_len;		/* OPUT: bytes of key at data */
 	uint64_t valid_bytes;		/* store: bytes in valid ranges */
+	bool lent;			/* pg.data is from buf_get: given
+					 * back with buf_put by disk_poll */
 	struct disk_op *next;
 };
 
@@ -94,6 +96,16 @@ struct disk {
 	bool durable;
 	disk_log_fn *log;
 	void *log_arg;
+	/* Page buffers of stores and loads (disk.h disk_buf_get_fn): called
+	 * on the caller's thread only; the counts of those out, atomic (the
+	 * caller changes them, disk_stats_get reads them on any thread). */
+	disk_buf_get_fn *buf_get;
+	disk_buf_put_fn *buf_put;
+	void *buf_arg;
+	uint64_t store_bufs, load_bufs;
+	uint64_t journal_queued;	/* bytes of journal records copied by
+					 * disk_journal_put and not yet freed
+					 * by disk_poll (malloc'd; atomic) */
 
 	long journal_unread;		/* records of a journal in an index
 					 * the start could not open and

@@ -9,7 +9,11 @@
  * the done list until disk_poll runs its callback and frees it. inflight
  * counts operations not yet freed, so disk_drain knows when all are done.
  * Submitting takes only mu, never slot_mu or an LMDB lock, so a stalled
- * disk cannot stall the submitter.
+ * disk cannot stall the submitter. A store's or load's page buffer
+ * (lent: buf_get) goes with its operation: taken on the submitting
+ * thread before the op is queued, given back by disk_poll after its
+ * callback, so the caller's allocator is only ever called on its own
+ * thread; store_bufs and load_bufs count those out.
  */
 #include <errno.h>
 #include <poll.h>
@@ -348,11 +352,41 @@ disk_submit_outage(struct disk *d, struct disk_op *op)
 	return !dropped;
 }
 
-/* Free op and its data. */
-static void
-op_free(struct disk_op *op)
+/* A page buffer for a store or a load (disk.h disk_buf_get_fn), counted
+ * in store_bufs or load_bufs; NULL when none. The caller's thread. */
+static uint8_t *
+buf_take(struct disk *d, enum disk_op_kind kind)
 {
-	free(op->pg.data);
+	uint8_t *b = d->buf_get ? d->buf_get(d->buf_arg)
+				: malloc(d->page_size);
+
+	if (b)
+		__atomic_fetch_add(kind == DISK_OP_STORE ? &d->store_bufs
+							  : &d->load_bufs,
+				   1, __ATOMIC_RELAXED);
+	return b;
+}
+
+/* Free op and its data (a lent buffer given back: the caller's thread,
+ * from disk_poll). */
+static void
+op_free(struct disk *d, struct disk_op *op)
+{
+	if (op->lent) {
+		__atomic_fetch_sub(op->kind == DISK_OP_STORE ? &d->store_bufs
+							      : &d->load_bufs,
+				   1, __ATOMIC_RELAXED);
+		if (d->buf_put)
+			d->buf_put(d->buf_arg, op->pg.data);
+		else
+			free(op->pg.data);
+	} else {
+		if (op->kind == DISK_OP_JPUT)
+			__atomic_fetch_sub(&d->journal_queued,
+					   (uint64_t)op->data_len,
+					   __ATOMIC_RELAXED);
+		free(op->pg.data);
+	}
 	free(op);
 }
 
@@ -385,7 +419,7 @@ disk_poll(struct disk *d)
 			       op->result == DISK_HIT ? &op->pg : NULL);
 		else if (op->kind == DISK_OP_JSYNC && op->jcb)
 			op->jcb(op->arg, op->result == DISK_HIT);
-		op_free(op);
+		op_free(d, op);
 		pthread_mutex_lock(&d->mu);
 		d->inflight--;
 		pthread_mutex_unlock(&d->mu);
@@ -465,6 +499,9 @@ disk_open(const struct disk_params *p, char *err, size_t errlen)
 	d->journal_max = p->journal_max;
 	d->log = p->log;
 	d->log_arg = p->log_arg;
+	d->buf_get = p->buf_get;
+	d->buf_put = p->buf_put;
+	d->buf_arg = p->buf_arg;
 	d->nslots = (uint32_t)(p->budget_bytes / p->page_size);
 	d->nfree = d->nslots;
 	d->pinned = DISK_NO_SLOT;
@@ -551,9 +588,11 @@ disk_journal_unread(const struct disk *d)
 	return d->journal_unread;
 }
 
-/* A new op of kind for key k, or NULL (counted by the caller). */
+/* A new op of kind for key k, or NULL (counted by the caller); with buf,
+ * its page buffer (buf_take). */
 static struct disk_op *
-op_new(enum disk_op_kind kind, const struct disk_key *k, size_t data)
+op_new(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
+       bool buf)
 {
 	struct disk_op *op = calloc(1, sizeof(*op));
 
@@ -562,14 +601,35 @@ op_new(enum disk_op_kind kind, const struct disk_key *k, size_t data)
 	op->kind = kind;
 	if (k)
 		op->key = *k;
-	if (data && !(op->pg.data = calloc(1, data))) {
+	if (buf && !(op->pg.data = buf_take(d, kind))) {
 		free(op);
 		return NULL;
 	}
+	op->lent = buf;
 	return op;
 }
 
-/* Copy pg's valid bytes and ranges (the first DISK_MAX_RANGES) into op. */
+/* True when r is a range of a page of d. */
+static bool
+range_ok(const struct disk *d, struct disk_range r)
+{
+	return r.off < d->page_size && r.len && r.len <= d->page_size - r.off;
+}
+
+/* True when pg has a valid range to copy (among the first
+ * DISK_MAX_RANGES): its store needs a buffer. */
+static bool
+store_has_data(const struct disk *d, const struct disk_page *pg)
+{
+	for (uint32_t i = 0; i < pg->nvalid && i < DISK_MAX_RANGES; i++)
+		if (range_ok(d, pg->valid[i]))
+			return true;
+	return false;
+}
+
+/* Copy pg's valid bytes and ranges (the first DISK_MAX_RANGES) into op;
+ * the bytes between them, up to the last one's end, are zeroed (the
+ * slab's bytes outside the valid ranges are zeros: docs/disk-tier.md). */
 static void
 store_copy(struct disk *d, struct disk_op *op, const struct disk_page *pg)
 {
@@ -580,15 +640,18 @@ store_copy(struct disk *d, struct disk_op *op, const struct disk_page *pg)
 	for (uint32_t i = 0; i < nv; i++) {
 		struct disk_range r = pg->valid[i];
 
-		if (r.off >= d->page_size || r.len == 0 ||
-		    r.len > d->page_size - r.off)
+		if (!range_ok(d, r))
 			continue;
 		op->pg.valid[op->pg.nvalid++] = r;
-		memcpy(op->pg.data + r.off, pg->data + r.off, r.len);
 		if (r.off + r.len > op->data_len)
 			op->data_len = r.off + r.len;
 		op->valid_bytes += r.len;
 	}
+	if (op->data_len)
+		memset(op->pg.data, 0, op->data_len);
+	for (uint32_t i = 0; i < op->pg.nvalid; i++)
+		memcpy(op->pg.data + op->pg.valid[i].off,
+		       pg->data + op->pg.valid[i].off, op->pg.valid[i].len);
 	for (uint32_t i = 0; i < nh; i++) {
 		struct disk_range r = pg->holes[i];
 
@@ -606,7 +669,7 @@ disk_store(struct disk *d, const struct disk_key *k, const struct disk_page *pg)
 
 	CHECK_OBJ(d, DISK_MAGIC);
 	if (!disk_on(d) || k->fh_len == 0 || k->fh_len > DISK_FH_MAX ||
-	    !(op = op_new(DISK_OP_STORE, k, d->page_size))) {
+	    !(op = op_new(d, DISK_OP_STORE, k, store_has_data(d, pg)))) {
 		DISK_COUNT(d, stores_dropped, 1);
 		return;
 	}
@@ -624,10 +687,10 @@ disk_load(struct disk *d, const struct disk_key *k, disk_load_cb *cb, void *arg)
 	bool dropped;
 
 	CHECK_OBJ(d, DISK_MAGIC);
-	op = op_new(DISK_OP_LOAD, k, d->page_size);
+	op = op_new(d, DISK_OP_LOAD, k, true);
 
 	if (!op) {
-		cb(arg, DISK_OFF, NULL);	/* out of memory: at once */
+		cb(arg, DISK_OFF, NULL);	/* no memory or buffer: at once */
 		return;
 	}
 	op->cb = cb;
@@ -654,7 +717,7 @@ disk_drop_file(struct disk *d, const uint8_t *fh, uint8_t fh_len)
 	if (fh_len == 0 || fh_len > DISK_FH_MAX)
 		return;
 	memcpy(k.fh, fh, fh_len);
-	op = op_new(DISK_OP_DROP_FILE, &k, 0);
+	op = op_new(d, DISK_OP_DROP_FILE, &k, false);
 	if (op)
 		submit(d, &d->wq, op, &dropped);
 }
@@ -664,7 +727,7 @@ void
 disk_drop_all(struct disk *d)
 {
 	struct disk_key k = { .fh_len = 0 };
-	struct disk_op *op = op_new(DISK_OP_DROP_FILE, &k, 0);
+	struct disk_op *op = op_new(d, DISK_OP_DROP_FILE, &k, false);
 	bool dropped;
 
 	if (op)
@@ -727,6 +790,10 @@ disk_stats_get(const struct disk *d, struct disk_stats *st)
 					     __ATOMIC_RELAXED);
 	st->outage_failures = __atomic_load_n(&d->st.outage_failures,
 					      __ATOMIC_RELAXED);
+	st->store_bufs = __atomic_load_n(&d->store_bufs, __ATOMIC_RELAXED);
+	st->load_bufs = __atomic_load_n(&d->load_bufs, __ATOMIC_RELAXED);
+	st->journal_queued_bytes = __atomic_load_n(&d->journal_queued,
+						   __ATOMIC_RELAXED);
 	st->on = disk_on(d);
 }
 

@@ -208,6 +208,8 @@ journal_submit(struct disk *d, enum disk_op_kind kind, const struct disk_key *k,
 	if (len)
 		memcpy(op->pg.data, rec, len);
 	op->data_len = (uint32_t)len;
+	/* Counted until disk_poll frees it (disk_io.c op_free). */
+	__atomic_fetch_add(&d->journal_queued, (uint64_t)len, __ATOMIC_RELAXED);
 	op->jcb = cb;
 	op->arg = arg;
 	/* An op the tier turned OFF under (after the check above) is not

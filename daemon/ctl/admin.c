@@ -666,6 +666,40 @@ static bool read_learn(struct aconn *c, READ3resok *ok)
 	return !ok->eof && ok->count > 0 && !(a && c->off >= a->size);
 }
 
+/* The disk tier's stores caught up (or it stopped): READ on. */
+static void read_room(void *arg)
+{
+	struct aconn *c = arg;
+
+	if (walk_abandoned(c))
+		return;
+	read_step(c);
+}
+
+/*
+ * While the disk tier's stores are behind (disk_tier_congested), wait
+ * for room before the head file's next READ, as a client READ does: the
+ * pages warm fills are stored too, their copies lent out of cache_size,
+ * so warming no faster than the disk keeps them from being dropped.
+ * True when waiting (c busy until read_room).
+ */
+static bool read_wait_room(struct aconn *c)
+{
+	struct daemon *d = c->a->d;
+	struct witem *w = c->head;
+	struct cfile *f;
+	bool waits;
+
+	if (!disk_tier_congested(d) ||
+	    !(f = cache_find(d->cache, w->fh, w->fhlen)))
+		return false;
+	c->busy = true;
+	waits = disk_tier_load(d, f, NULL, 0, false, read_room, c);
+	c->busy = waits;
+	cfile_put(d->cache, &f);
+	return waits;
+}
+
 /* A READ of the head file came back. */
 static void read_done(enum upstream_status st, void *res, void *arg)
 {
@@ -684,7 +718,8 @@ static void read_done(enum upstream_status st, void *res, void *arg)
 		    (c->off - r->READ3res_u.resok.count) / ADMIN_PROGRESS)
 			conn_line(c, "warming %s: %llu bytes so far",
 				  c->head->path, (unsigned long long)c->off);
-		read_step(c);
+		if (!read_wait_room(c))
+			read_step(c);
 		return;
 	}
 	conn_line(c, "warmed %s: %llu bytes", c->head->path, (unsigned long long)c->off);

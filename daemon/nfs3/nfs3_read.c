@@ -666,7 +666,13 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 		s = next;
 	}
 	disk_tier_take(op->d, op->f, &rest);
-	fetch_pieces(op, &rest, rtmax, true, &lost);
+	/* While the disk tier's stores are behind, readahead fills nothing
+	 * from the upstream (its stores would outrun the disk: client READs
+	 * wait for room instead, disk_tier_load). */
+	if (disk_tier_congested(op->d))
+		lost = rangeset_bytes(&rest);
+	else
+		fetch_pieces(op, &rest, rtmax, true, &lost);
 	rangeset_clear(&rest);
 	return lost;
 }

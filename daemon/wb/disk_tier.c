@@ -36,8 +36,40 @@
  *   close;
  * - buf holds cache_page_size bytes: disk_tier_filled's page, rewritten by
  *   each call (disk_store copies what it needs before it returns).
+ * - the batches on room_head..room_tail are each held by one pending
+ *   count for the room, and the list is empty once the tier is stopped;
+ * - store_cap is disk_tier_store_cap of the cache's pages, fixed at start.
  * A batch borrows its daemon, not the tier: the tier outlives every batch
  * (disk_close completes each load before disk_tier_stop frees it).
+ *
+ * Memory (issue 42): every byte the tier holds for the cache counts
+ * against cache_size, once. The store's page buffers (a queued store's
+ * copy, a load's page: disk_params buf_get/buf_put) are lent by the cache
+ * (cache_loan_get), charged as pages: lending one evicts a clean page
+ * when the budget is full, so pages + loans <= the budget's pages, and
+ * they come from the cache's own pool, whose mapped memory is what RSS
+ * sees. Invariants, with the store's counts (disk_stats store_bufs,
+ * load_bufs):
+ * - the cache's loan bytes are (store_bufs + load_bufs) * page_size;
+ * - a lent buffer is touched by one thread at a time: the loop until
+ *   disk_store or disk_load has queued it (the store's copy is made
+ *   there, on the loop, from buf), then only the worker running that
+ *   operation, then the loop again from disk_poll, which gives it back.
+ *   No worker reads a RAM page: they never see the cache, and the loop
+ *   may change any page at any time without a lock;
+ * - a store is never dropped for memory while the cache can lend: when
+ *   the disk is slower than the fills, store_bufs reaching store_cap
+ *   (a quarter of the pages) makes the tier congested, and then a READ
+ *   that must fetch waits for room (disk_tier_load) and readahead fetches
+ *   nothing, so the fills slow to the disk's pace. What is already in
+ *   flight may pass store_cap; it is still lent, still within the budget.
+ *   A store is dropped only when the cache has nothing to lend (every
+ *   page pinned by write-back or lent), the queue is full or the tier is
+ *   off: it held clean bytes only, so a later miss fetches them again.
+ * - a loan may evict any clean page, one a READ just planned as a hit
+ *   included (readahead's loads are sent before a hit is copied): that
+ *   READ then finds bytes missing and goes upstream (read_from_cache's
+ *   bypass), never serves a byte it does not have.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -55,6 +87,7 @@
 #define DT_MAX_LOADS	256	/* pages one call loads, at most */
 #define DISK_TIER_LOG_INTERVAL	10.0	/* seconds between checksum lines */
 #define DISK_TIER_MAGIC	0x44544952u	/* "DTIR" */
+#define DISK_TIER_STORE_DIV	4	/* store_cap: a quarter of the pages */
 
 /* The daemon's disk tier (d->disk_tier): see the invariants above. */
 struct disk_tier {
@@ -78,6 +111,12 @@ struct disk_tier {
 	 * loop, which copies it before returning, so one is enough and a
 	 * fill allocates nothing. */
 	uint8_t *buf;
+	/* Backpressure (the model above): stores holding a copy at or past
+	 * store_cap make the tier congested; the batches of READs waiting
+	 * for room, oldest first (each holds one pending count for it). */
+	uint64_t store_cap;
+	struct dt_batch *room_head, *room_tail;
+	uint64_t room_waits;		/* READs that waited for room */
 };
 
 struct dt_batch {
@@ -89,6 +128,7 @@ struct dt_batch {
 	bool dropped;			/* the file's disk pages were dropped */
 	disk_tier_done_fn *done;
 	void *arg;
+	struct dt_batch *room_next;	/* on the tier's room list */
 };
 
 /* The store's log hook: one line when the tier turns off. */
@@ -129,6 +169,62 @@ static void tier_log_checksums(struct disk_tier *t, double now)
 			 t->cache_dir);
 }
 
+/* The store's page buffers: lent by the cache, so that a queued store's
+ * copy and a load's page count against cache_size (the model above). On
+ * the loop only: disk_store, disk_load and disk_poll run there. */
+static void *tier_buf_get(void *arg)
+{
+	struct daemon *d = arg;
+
+	return cache_loan_get(d->cache);
+}
+
+static void tier_buf_put(void *arg, void *buf)
+{
+	struct daemon *d = arg;
+
+	cache_loan_put(d->cache, buf);
+}
+
+/* Stores holding a copy now (queued or running, not yet polled). */
+static uint64_t tier_store_bufs(const struct disk_tier *t)
+{
+	struct disk_stats st;
+
+	disk_stats_get(t->disk, &st);
+	return st.store_bufs;
+}
+
+/* True when t's stores hold store_cap copies or more while it is on. */
+static bool tier_congested(const struct disk_tier *t)
+{
+	return t && t->disk && t->store_cap && disk_on(t->disk) &&
+	       tier_store_bufs(t) >= t->store_cap;
+}
+
+static void batch_unhold(struct dt_batch *b);
+
+/* Let the READs waiting for room go on, oldest first, once the tier is
+ * no longer congested (below store_cap, off, or closing: every_one). All
+ * of them: one let go whose READ then needs no fetch makes no store, and
+ * so no completion that would let the next one go. What they fetch may
+ * pass store_cap by their READs' pages: still lent, so still within
+ * cache_size. */
+static void tier_room_wake(struct disk_tier *t, bool every_one)
+{
+	struct dt_batch *b = t->room_head, *next;
+
+	if (!b || (!every_one && tier_congested(t)))
+		return;
+	/* Taken off first: a READ let go that waits again joins a new list. */
+	t->room_head = t->room_tail = NULL;
+	for (; b; b = next) {
+		next = b->room_next;
+		b->room_next = NULL;
+		batch_unhold(b);
+	}
+}
+
 /* The eventfd became readable (arg: the tier): run the completions. */
 static void tier_ready(evutil_socket_t fd, short what, void *arg)
 {
@@ -137,6 +233,7 @@ static void tier_ready(evutil_socket_t fd, short what, void *arg)
 	(void)fd, (void)what;
 	CHECK_OBJ(t, DISK_TIER_MAGIC);
 	disk_poll(t->disk);
+	tier_room_wake(t, false);
 	tier_log_checksums(t, daemon_now());
 }
 
@@ -190,7 +287,11 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 		.journal_max = (uint64_t)c->disk_dirty_limit << 20,
 		.log = tier_log,
 		.log_arg = d,
+		.buf_get = tier_buf_get,
+		.buf_put = tier_buf_put,
+		.buf_arg = d,
 	};
+	struct cache_stats cs;
 
 	if (!c->cache_dir || !*c->cache_dir)
 		return 0;
@@ -204,6 +305,9 @@ int disk_tier_start(struct daemon *d, char *err, size_t len)
 		return -1;
 	}
 	snprintf(t->cache_dir, sizeof(t->cache_dir), "%s", c->cache_dir);
+	cache_stats_get(d->cache, &cs);
+	t->store_cap = disk_tier_store_cap(cs.page_cost ?
+					   cs.budget / cs.page_cost : 0);
 	t->ev = event_new(d->base, disk_fd(t->disk), EV_READ | EV_PERSIST,
 			  tier_ready, t);
 	if (!t->ev || event_add(t->ev, NULL) != 0) {
@@ -234,6 +338,8 @@ void disk_tier_stop(struct daemon *d)
 	/* Sets t->disk to NULL first, then runs the last completions, whose
 	 * batches still reach t through d (unused_hit). */
 	disk_close(&t->disk);
+	/* READs waiting for room go on (to the upstream: no tier). */
+	tier_room_wake(t, true);
 	d->disk_tier = NULL;
 	tier_free(t);
 }
@@ -425,6 +531,13 @@ static void tier_loaded(void *arg, enum disk_result r, const struct disk_page *p
 		}
 	}
 	free(l);
+	batch_unhold(b);
+}
+
+/* Drop one of b's pending counts (a load back, the room come, the hold
+ * while sending); the last one calls done and frees b. */
+static void batch_unhold(struct dt_batch *b)
+{
 	if (--b->pending > 0)
 		return;
 	if (b->done)
@@ -496,13 +609,22 @@ static bool batch_release(struct dt_batch *b, unsigned sent)
 		free(b);
 		return false;
 	}
-	if (--b->pending == 0) {	/* each completed at once (ENOMEM) */
-		if (b->done)
-			b->done(b->arg);
-		cfile_put(b->d->cache, &b->f);
-		free(b);
-	}
+	batch_unhold(b);	/* each may have completed at once (ENOMEM) */
 	return true;
+}
+
+/* Make b wait, as one more pending count, until the tier has room for
+ * the stores its READ's fetches will make (tier_room_wake). */
+static void batch_wait_room(struct disk_tier *t, struct dt_batch *b)
+{
+	b->pending++;
+	b->room_next = NULL;
+	if (t->room_tail)
+		t->room_tail->room_next = b;
+	else
+		t->room_head = b;
+	t->room_tail = b;
+	t->room_waits++;
 }
 
 bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
@@ -519,7 +641,25 @@ bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
 	for (size_t i = 0; i < n; i++)
 		sent += batch_range(b, r[i].start, r[i].end, DT_MAX_LOADS - sent,
 				    NULL);
+	/* What the disk does not hold is fetched once done runs: while the
+	 * stores are behind, that waits for room (backpressure, not drops). */
+	if (!readahead && tier_congested(d->disk_tier)) {
+		batch_wait_room(d->disk_tier, b);
+		sent++;
+	}
 	return batch_release(b, sent);
+}
+
+uint64_t disk_tier_store_cap(uint64_t max_pages)
+{
+	uint64_t cap = max_pages / DISK_TIER_STORE_DIV;
+
+	return max_pages == 0 ? 0 : cap ? cap : 1;
+}
+
+bool disk_tier_congested(const struct daemon *d)
+{
+	return tier_congested(d->disk_tier);
 }
 
 void disk_tier_take(struct daemon *d, struct cfile *f, struct rangeset *rest)
@@ -605,6 +745,25 @@ void disk_tier_render(const struct daemon *d, struct evbuffer *o)
 		   "(disk_cache_size in whole pages).", st.budget_bytes);
 	render_one(o, "disk_on", "gauge", "1 while the disk tier is in use, 0 "
 		   "when off or not configured.", st.on);
+	render_one(o, "disk_store_queued_bytes", "gauge", "Page copies held by "
+		   "stores waiting for the disk (lent by the cache: counted in "
+		   "nfscached_cache_loan_bytes).",
+		   st.store_bufs * cache_page_size(d->cache));
+	render_one(o, "disk_load_queued_bytes", "gauge", "Page buffers held by "
+		   "loads from the disk not yet filled into the cache (lent "
+		   "by the cache too).", st.load_bufs * cache_page_size(d->cache));
+	render_one(o, "disk_journal_queued_bytes", "gauge", "Copies of local "
+		   "commit's journal records waiting for their transaction "
+		   "(not lent by the cache: outside cache_size).",
+		   st.journal_queued_bytes);
+	render_one(o, "disk_store_queue_limit_bytes", "gauge", "Page copies "
+		   "the stores may hold before READs that miss wait for room "
+		   "(a quarter of the cache's pages).",
+		   d->disk_tier->store_cap * cache_page_size(d->cache));
+	render_one(o, "disk_room_waits_total", "counter", "READs that waited "
+		   "for the disk's stores to catch up before fetching "
+		   "(backpressure instead of dropping stores).",
+		   d->disk_tier->room_waits);
 	render_one(o, "disk_dirty_records", "gauge", "Journal records of "
 		   "locally committed data (commit = \"local\") in cache_dir "
 		   "(a full record per page not yet stable upstream, and its "
@@ -635,8 +794,10 @@ void disk_tier_drain(struct daemon *d)
 {
 	struct disk *dk = tier_disk(d);
 
-	if (dk)
+	if (dk) {
 		disk_drain(dk);
+		tier_room_wake(d->disk_tier, false);
+	}
 }
 
 void disk_tier_forget(struct daemon *d, const uint8_t *fh, size_t len)

@@ -7,7 +7,10 @@
  * first), and its metrics. One tier per daemon, its state owned by
  * struct daemon (d->disk_tier: made by disk_tier_start, freed by
  * disk_tier_stop); every call is a no-op while no tier is open. Every
- * function here is called from the daemon's event loop only.
+ * function here is called from the daemon's event loop only. The store's
+ * page buffers are lent by the cache (cache_loan_get: queued store copies
+ * and loads count against cache_size); the store's worker threads touch
+ * only those, never a cache page (disk_tier.c, "Memory").
  */
 #ifndef NFSCACHED_DAEMON_DISK_TIER_H
 #define NFSCACHED_DAEMON_DISK_TIER_H
@@ -48,7 +51,9 @@ void disk_tier_stop(struct daemon *d);
  * taken them in: store each page they touch as disk_tier_describe
  * describes it (so a page completed by a second READ is stored whole, and
  * known holes are stored as holes, without data bytes). Called while f's
- * generation holds.
+ * generation holds. Each page's copy is a page lent by the cache (it may
+ * evict a clean page); a store is dropped (counted) only when the cache
+ * has nothing to lend.
  */
 void disk_tier_filled(struct daemon *d, struct cfile *f, uint64_t off,
 		      const uint8_t *data, uint64_t len, const struct cattr *a);
@@ -116,13 +121,35 @@ typedef void disk_tier_done_fn(void *arg);
  * ones is filled into the cache (readahead: as a prefetch), its holes
  * into f's hole set. A page whose
  * attributes differ means the file changed: all its disk pages are
- * dropped. Returns true when loads were sent: done(arg) is then called
- * once, from the loop, when they are all back (f's generation may have
- * changed meanwhile: then nothing is filled). false: nothing to load, done
- * is never called.
+ * dropped. Unless readahead is set, while the tier is congested
+ * (disk_tier_congested) the call also waits for room: until the stores
+ * holding a copy fall below disk_tier_store_cap (then every READ waiting
+ * is let go, oldest first), so that the fetch the caller
+ * makes next does not outrun the disk (backpressure: a store is never
+ * dropped for it). Returns true when loads were sent or the call waits
+ * for room: done(arg) is then called once, from the loop, when they are
+ * all back and the room has come (f's generation may have changed
+ * meanwhile: then nothing is filled). false: nothing to load or wait for,
+ * done is never called.
  */
 bool disk_tier_load(struct daemon *d, struct cfile *f, const struct range *r,
 		    size_t n, bool readahead, disk_tier_done_fn *done, void *arg);
+
+/*
+ * The number of stores holding a copy of their page (each lent by the
+ * cache: cache_loan_get) at which the tier is congested, for a cache of
+ * max_pages pages: a quarter of them, at least 1; 0 (never congested)
+ * for a cache of no page, whose stores find no buffer and are dropped.
+ */
+uint64_t disk_tier_store_cap(uint64_t max_pages);
+
+/*
+ * True while d's tier is on and its stores hold disk_tier_store_cap
+ * copies or more (the disk is slower than the fills): a READ's fetch
+ * waits for room in disk_tier_load, and readahead should fetch nothing
+ * from the upstream meanwhile (its stores would have to wait too).
+ */
+bool disk_tier_congested(const struct daemon *d);
 
 /*
  * For readahead: load from disk the pages of f in *rest that the tier

@@ -1095,6 +1095,76 @@ static void test_budget_edges(void)
 }
 
 /*
+ * A lent buffer (cache_loan_get: the disk tier's store copies and loads)
+ * is charged as one page: the budget's pages and loans together never
+ * pass max_pages, a loan evicts a clean page like a new page does, and a
+ * fill meanwhile evicts to keep room for the loans. With every page lent
+ * there is nothing left to evict: no loan, and a fill keeps nothing. The
+ * pool's buffers in use are the pages plus the loans (cache_check).
+ */
+static void test_loans_count_against_the_budget(void)
+{
+	const uint32_t P = 4096;
+	struct cache *c = new_cache(P, 16);
+	struct cfile *f = get_file(c, 1);
+	struct cache_stats st;
+	void *lent[16];
+
+	set_size(c, f, 64 * (uint64_t)P);
+	for (uint64_t i = 0; i < 16; i++)
+		fill_pat(c, f, i * P, P, 1, false);
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 16);
+	CU_ASSERT_EQUAL(st.loan_bytes, 0);
+	for (unsigned i = 0; i < 4; i++) {
+		lent[i] = cache_loan_get(c);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(lent[i]);
+		memset(lent[i], 0xa5, P);	/* the borrower's to write */
+		CHECK(c);
+	}
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 12);		/* 4 evicted for the loans */
+	CU_ASSERT_EQUAL(st.evictions, 4);
+	CU_ASSERT_EQUAL(st.loan_bytes, 4 * (uint64_t)P);
+	CU_ASSERT_EQUAL(st.page_bytes + st.loan_bytes, 16 * (uint64_t)P);
+	/* Fills go on within what the loans leave. */
+	for (uint64_t i = 16; i < 24; i++)
+		fill_pat(c, f, i * P, P, 1, false);
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 12);
+	CU_ASSERT_EQUAL(st.evictions, 12);
+	CU_ASSERT_EQUAL(st.fill_skipped, 0);
+	/* Every page lent: nothing more to evict. */
+	for (unsigned i = 4; i < 16; i++) {
+		lent[i] = cache_loan_get(c);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(lent[i]);
+	}
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 0);
+	CU_ASSERT_EQUAL(st.loan_bytes, 16 * (uint64_t)P);
+	CU_ASSERT_PTR_NULL(cache_loan_get(c));
+	CU_ASSERT_FALSE(cache_has_room(c));
+	fill_pat(c, f, 30 * (uint64_t)P, P, 1, false);
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 0);
+	CU_ASSERT_EQUAL(st.fill_skipped, P);
+	/* Given back, the room is the pages' again. */
+	for (unsigned i = 0; i < 16; i++)
+		cache_loan_put(c, lent[i]);
+	cache_loan_put(c, NULL);
+	CHECK(c);
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.loan_bytes, 0);
+	CU_ASSERT_TRUE(cache_has_room(c));
+	for (uint64_t i = 32; i < 48; i++)
+		fill_pat(c, f, i * P, P, 1, false);
+	st = stats(c);
+	CU_ASSERT_EQUAL(st.pages, 16);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
+/*
  * 2Q: a working set that was evicted from A1in once and fetched again is
  * promoted to Am and survives a long scan of pages read once each.
  */
@@ -2122,6 +2192,7 @@ static const struct tcase data_tests[] = {
 	TV(truncate_trims),
 	TV(budget_evicts),
 	T(test_budget_edges),
+	T(test_loans_count_against_the_budget),
 	TV(scan_resistance),
 	TV(a1in_hits_not_promoted),
 	T(test_random_against_model),

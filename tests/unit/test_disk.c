@@ -11,7 +11,9 @@
  * errors (injected, and a real EFBIG from RLIMIT_FSIZE) turn the tier off
  * with one log line and no error to the caller; an unusable directory is
  * refused at open with a reason; the test gate holds disk work while the
- * caller's thread goes on; a simulated power loss (slab writes not yet
+ * caller's thread goes on; the page buffers of stores and loads are the
+ * caller's, taken and given back on its thread, exactly one per store
+ * with data until its completion is polled; a simulated power loss (slab writes not yet
  * fdatasynced reverted, the index as of its last durable commit), cut at
  * every event of a seeded workload, keeps every page stored before it in
  * durable mode and never serves a wrong byte in either mode.
@@ -778,6 +780,134 @@ expect_hole_page(const struct got *g)
 	CU_ASSERT_EQUAL(g->pg.attr.fileid, 77);
 	CU_ASSERT_EQUAL(g->pg.attr.mtime_sec, 9);
 	CU_ASSERT_EQUAL(memcmp(g->data, zeros, PAGE), 0);
+}
+
+/* The caller's page buffers (disk_params buf_get/buf_put): at most
+ * limit out, each handed out full of 0xee (so a byte the store or load
+ * leaves unwritten shows), every call on the thread that made it. */
+struct lender {
+	unsigned limit, out, gets, puts, refused;
+	bool other_thread;
+	pthread_t owner;
+};
+
+static void *
+lend_get(void *arg)
+{
+	struct lender *l = arg;
+	void *b;
+
+	l->other_thread |= !pthread_equal(pthread_self(), l->owner);
+	if (l->out == l->limit || !(b = malloc(PAGE))) {
+		l->refused++;
+		return NULL;
+	}
+	memset(b, 0xee, PAGE);
+	l->out++;
+	l->gets++;
+	return b;
+}
+
+static void
+lend_put(void *arg, void *buf)
+{
+	struct lender *l = arg;
+
+	l->other_thread |= !pthread_equal(pthread_self(), l->owner);
+	CU_ASSERT_PTR_NOT_NULL(buf);
+	l->out--;
+	l->puts++;
+	free(buf);
+}
+
+/*
+ * Issue 42: a queued store's copy and a load's page are the caller's
+ * buffers (the daemon lends them out of cache_size), taken by disk_store
+ * and disk_load and given back by disk_poll, on the caller's thread
+ * only. A store takes one only when it has data (a page all hole takes
+ * none) and holds it until its completion is polled: the count is exact
+ * while the writer is held. A store that gets none is dropped and
+ * counted; a load that gets none completes at once as OFF. The bytes a
+ * buffer held before do not reach the slab or a loaded page: the gaps
+ * between valid ranges and the page past them read back as zeros.
+ */
+static void
+test_buffers_are_the_callers_and_go_back(void)
+{
+	struct lender l = { .limit = 3, .owner = pthread_self() };
+	char err[256] = "";
+	struct disk_params p = {
+		.dir = tdir, .page_size = PAGE, .budget_bytes = 16 * PAGE,
+		.durable = true, .log = log_hook,
+		.buf_get = lend_get, .buf_put = lend_put, .buf_arg = &l,
+	};
+	struct disk *d = disk_open(&p, err, sizeof(err));
+	struct disk_stats st;
+	struct disk_key k = key(1, 0);
+	struct got g;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	disk_gate_close(d);
+	store_page(d, 1, 0);
+	store_page(d, 1, 1);
+	store_hole_page(d, key(2, 0));		/* no data: no buffer */
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.store_bufs, 2);
+	CU_ASSERT_EQUAL(l.out, 2);
+	store_page(d, 1, 2);
+	store_page(d, 1, 3);			/* the lender has none left */
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.store_bufs, 3);
+	CU_ASSERT_EQUAL(l.out, 3);
+	CU_ASSERT_EQUAL(l.refused, 1);
+	CU_ASSERT_EQUAL(st.stores_dropped, 1);
+	memset(&g, 0, sizeof(g));
+	disk_load(d, &k, got_cb, &g);		/* none for a load either */
+	CU_ASSERT_EQUAL(g.calls, 1);
+	CU_ASSERT_EQUAL(g.r, DISK_OFF);
+	disk_gate_open(d);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.stores, 4);		/* three pages and the holes */
+	CU_ASSERT_EQUAL(st.stores_dropped, 1);
+	CU_ASSERT_EQUAL(st.store_bufs, 0);
+	CU_ASSERT_EQUAL(l.out, 0);
+	CU_ASSERT_EQUAL(l.puts, l.gets);
+	/* A load holds its buffer until its callback has run. */
+	disk_gate_close(d);
+	memset(&g, 0, sizeof(g));
+	disk_load(d, &k, got_cb, &g);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.load_bufs, 1);
+	CU_ASSERT_EQUAL(l.out, 1);
+	disk_gate_open(d);
+	disk_drain(d);
+	CU_ASSERT_EQUAL(g.calls, 1);
+	expect_page(&g, 1, 0);			/* the gaps are zeros */
+	CU_ASSERT_EQUAL(g.data[PAGE - 1], 0);	/* and past the last range */
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.load_bufs, 0);
+	CU_ASSERT_EQUAL(l.out, 0);
+	load_wait(d, key(2, 0), &g);
+	expect_hole_page(&g);
+	load_wait(d, key(1, 3), &g);
+	CU_ASSERT_EQUAL(g.r, DISK_MISS);
+	CU_ASSERT_EQUAL(l.out, 0);
+	/* A journal record's copy is malloc'd, not lent: counted apart
+	 * until its completion is polled. */
+	disk_gate_close(d);
+	CU_ASSERT_EQUAL(disk_journal_put(d, &k, 1, true, "record", 6), 0);
+	CU_ASSERT_EQUAL(disk_journal_put(d, &k, 2, false, "rec", 3), 0);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.journal_queued_bytes, 9);
+	CU_ASSERT_EQUAL(l.out, 0);
+	disk_gate_open(d);
+	disk_drain(d);
+	disk_stats_get(d, &st);
+	CU_ASSERT_EQUAL(st.journal_queued_bytes, 0);
+	disk_close(&d);
+	CU_ASSERT_EQUAL(l.out, 0);
+	CU_ASSERT_FALSE(l.other_thread);
 }
 
 static void
@@ -2136,6 +2266,7 @@ test_register(void)
 	T(test_unusable_dir_refused_with_reason);
 	T(test_second_open_of_dir_refused);
 	T(test_gate_holds_disk_work_not_the_caller);
+	T(test_buffers_are_the_callers_and_go_back);
 	T(test_close_completes_queued_loads_as_off);
 	T(test_power_loss_durable_keeps_every_completed_page);
 	T(test_power_loss_nondurable_loses_pages_never_serves_wrong);

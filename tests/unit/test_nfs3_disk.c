@@ -15,7 +15,10 @@
  * READ; a file changed upstream after the restart is served new, its old
  * pages and holes dropped. The tier's state is its daemon's
  * (d->disk_tier): a new daemon's counts from 0 with its gate open, and a
- * daemon without cache_dir has none.
+ * daemon without cache_dir has none. Issue 42: each queued store's copy
+ * is a page lent by the cache (counted exactly, pages and loans within
+ * the budget), and a disk slower than the fills makes a READ wait before
+ * its fetch instead of a store being dropped.
  */
 #include <fcntl.h>
 #include <lmdb.h>
@@ -343,6 +346,112 @@ static void test_new_daemon_tier_starts_fresh(void)
 	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &ds));
 	CU_ASSERT_EQUAL(ds.hits, 3);
 	CU_ASSERT_EQUAL(ds.hit_bytes, 3 * PS);
+	h_fini(&h);
+}
+
+/* The disk tier with cache_size 4 MiB: 63 pages of 64 KiB with their
+ * metadata, so the tier is congested at 15 store copies. */
+static void with_disk_small(struct conf *c)
+{
+	with_disk(c);
+	c->cache_size = 4;
+}
+
+/* Send a READ of [off, off + count) of toy file id; its xid. */
+static uint32_t read_send(struct nfs3_h *h, uint64_t id, uint64_t off,
+			  uint32_t count)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	READ3args a = { .offset = off, .count = count };
+
+	h_fh(h, id, &a.file, buf);
+	return h_call(h, NFSPROC3_READ, (xdrproc_t)xdr_READ3args, &a);
+}
+
+/* Assert the exact accounting of the store copies: each is a page lent
+ * by the cache (cache_size counts it once), the pages and the loans
+ * within the budget, no store dropped. */
+static void expect_lent(struct nfs3_h *h, uint64_t copies)
+{
+	struct cache_stats cs;
+	struct disk_stats st;
+
+	cache_stats_get(h->d.cache, &cs);
+	CU_ASSERT_TRUE(disk_tier_stats(&h->d, &st));
+	CU_ASSERT_EQUAL(st.store_bufs, copies);
+	CU_ASSERT_EQUAL(cs.loan_bytes, (st.store_bufs + st.load_bufs) * PS);
+	CU_ASSERT_TRUE((cs.pages * PS + cs.loan_bytes) / PS * cs.page_cost <=
+		       cs.budget);
+	CU_ASSERT_EQUAL(st.stores_dropped, 0);
+}
+
+/*
+ * Issue 42: a queued store's copy counts against cache_size, and a disk
+ * slower than the fills slows the fills instead of dropping stores. With
+ * the writer held at the gate, each page read holds one copy lent by the
+ * cache (nfscached_cache_loan_bytes = the copies, pages + loans within
+ * the budget); at 15 copies (a quarter of the cache's 63 pages) the tier
+ * is congested and the next READ that misses waits before its fetch (no
+ * upstream READ is sent, and RAM hits are still answered). Once the disk
+ * catches up the READ is fetched and answered, and every one of the 24
+ * pages is stored, none dropped: restarted, the file is read back from
+ * the disk with no upstream READ.
+ */
+static void test_store_copies_count_and_backpressure_not_drops(void)
+{
+	struct disk_stats st;
+	struct nfs3_h h;
+	unsigned held;
+	bool closed;
+	uint64_t id, cap = disk_tier_store_cap(
+		(4u << 20) / (PS + cache_page_meta_bytes()));
+	uint32_t xid;
+	READ3res res;
+
+	CU_ASSERT_EQUAL_FATAL(cap, 15);
+	h_init(&h, with_disk_small);
+	id = toy_add_file(&h.toy, "f", 24 * PS);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_CLOSE, &closed,
+				       &held), 0);
+	for (unsigned p = 0; p < cap; p++) {
+		CU_ASSERT_FALSE(disk_tier_congested(&h.d));
+		read_check(&h, id, (uint64_t)p * PS, PS);
+		expect_lent(&h, p + 1);
+	}
+	CU_ASSERT_TRUE(disk_tier_congested(&h.d));
+	xid = read_send(&h, id, cap * PS, PS);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], cap);	/* it waits */
+	read_check(&h, id, 0, PS);			/* a hit does not */
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], cap);
+	expect_lent(&h, cap);
+	CU_ASSERT_EQUAL(disk_tier_gate(&h.d, DISK_TIER_GATE_OPEN, &closed,
+				       &held), 0);
+	memset(&res, 0, sizeof(res));
+	CU_ASSERT_EQUAL_FATAL(h_wait(&h, xid, (xdrproc_t)xdr_READ3res, &res), 0);
+	CU_ASSERT_EQUAL(res.status, NFS3_OK);
+	CU_ASSERT_EQUAL(memcmp(res.READ3res_u.resok.data.data_val,
+			       toy_node(&h.toy, id)->data + cap * PS, PS), 0);
+	xdr_free((xdrproc_t)xdr_READ3res, (char *)&res);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], cap + 1);
+	for (unsigned p = cap + 1; p < 24; p++)
+		read_check(&h, id, (uint64_t)p * PS, PS);
+	disk_tier_drain(&h.d);
+	expect_lent(&h, 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &st));
+	CU_ASSERT_EQUAL(st.stores, 24);
+	CU_ASSERT_EQUAL(st.stores_dropped, 0);
+	h_fini(&h);
+
+	h_init(&h, with_disk_small);	/* RAM cold, the 24 pages on disk */
+	CU_ASSERT_EQUAL_FATAL(toy_add_file(&h.toy, "f", 24 * PS), id);
+	for (unsigned p = 0; p < 24; p++)
+		read_check(&h, id, (uint64_t)p * PS, PS);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 0);
+	CU_ASSERT_TRUE(disk_tier_stats(&h.d, &st));
+	CU_ASSERT_EQUAL(st.hits, 24);
+	disk_tier_drain(&h.d);
+	expect_lent(&h, 0);
 	h_fini(&h);
 }
 
@@ -767,6 +876,7 @@ int test_register(void)
 	T(test_flipped_hole_offset_is_refused_not_zeros);
 	T(test_new_daemon_tier_starts_fresh);
 	T(test_no_cache_dir_no_tier);
+	T(test_store_copies_count_and_backpressure_not_drops);
 #undef T
 	return 0;
 }
