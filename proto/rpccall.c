@@ -32,6 +32,7 @@ struct rc_job {
 	unsigned port;
 	uint32_t prog, vers, proc;
 	struct timeval tv;
+	struct nfs_cred cred;		/* AUTH_SYS identity (machine unused) */
 	uint8_t *args;			/* the encoded arguments */
 	size_t args_len;
 	xdrproc_t xres;
@@ -114,8 +115,22 @@ static bool_t rc_xdr_raw(XDR *x, void *p)
 	       XDR_PUTBYTES(x, (char *)j->args, (u_int)j->args_len);
 }
 
-/* A new client to the job's peer, with AUTH_SYS as root of the job's
- * machine name, or NULL with *st the reason. Worker thread. */
+/* Give c the job's AUTH_SYS identity. 0, or -1 (no memory). */
+static int rc_auth(CLIENT *c, const struct rc_job *j)
+{
+	gid_t gids[NFS_CRED_MAX_GIDS];
+
+	for (uint32_t i = 0; i < j->cred.ngids; i++)
+		gids[i] = j->cred.gids[i];
+	if (c->cl_auth)
+		auth_destroy(c->cl_auth);
+	c->cl_auth = authunix_create((char *)j->machine, j->cred.uid,
+				     j->cred.gid, (int)j->cred.ngids, gids);
+	return c->cl_auth ? 0 : -1;
+}
+
+/* A new client to the job's peer, or NULL with *st the reason; its
+ * credential is set per call (rc_auth). Worker thread. */
 static CLIENT *rc_connect(const struct rc_job *j, enum clnt_stat *st)
 {
 	CLIENT *c = NULL;
@@ -151,16 +166,6 @@ static CLIENT *rc_connect(const struct rc_job *j, enum clnt_stat *st)
 		freeaddrinfo(ai);
 		if (!c)
 			*st = nc ? rpc_createerr.cf_stat : RPC_SYSTEMERROR;
-	}
-	if (!c)
-		return NULL;
-	if (c->cl_auth)
-		auth_destroy(c->cl_auth);
-	c->cl_auth = authunix_create((char *)j->machine, 0, 0, 0, NULL);
-	if (!c->cl_auth) {
-		clnt_destroy(c);
-		*st = RPC_SYSTEMERROR;
-		return NULL;
 	}
 	return c;
 }
@@ -225,6 +230,10 @@ static void rc_call(struct rc_client *ks, struct rc_job *j)
 
 		if (!k)
 			return;
+		if (rc_auth(k->clnt, j) != 0) {
+			j->st = RPC_SYSTEMERROR;
+			return;
+		}
 		j->st = clnt_call(k->clnt, j->proc, (xdrproc_t)rc_xdr_raw,
 				  (char *)j, j->xres ? j->xres :
 				  (xdrproc_t)rpcmsg_xdr_void, j->res, j->tv);
@@ -381,7 +390,8 @@ int rpccall_submit(struct rpccall_pool *p, const struct rpccall_spec *s,
 	XDR x;
 
 	if (!p || !s || !s->host || !done || !(s->timeout > 0) ||
-	    (xres && !res_size) || (!xres && res_size))
+	    (xres && !res_size) || (!xres && res_size) ||
+	    (s->cred && s->cred->ngids > NFS_CRED_MAX_GIDS))
 		return -1;
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -403,6 +413,10 @@ int rpccall_submit(struct rpccall_pool *p, const struct rpccall_spec *s,
 		}
 		j->args_len = xdr_getpos(&x);
 		xdr_destroy(&x);
+	}
+	if (s->cred) {
+		j->cred = *s->cred;
+		j->cred.machine = NULL;
 	}
 	j->port = s->port;
 	j->prog = s->prog;

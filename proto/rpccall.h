@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <rpc/rpc.h>
 
+#include "cred.h"
+
 struct event_base;
 struct rpccall_pool;
 
@@ -41,8 +43,10 @@ struct rpccall_spec {
 	unsigned port;		/* TCP port; 0: ask the host's rpcbind */
 	uint32_t prog, vers, proc;
 	double timeout;		/* seconds for the whole call, > 0 */
-	const char *machine;	/* AUTH_SYS machine name (uid 0, gid 0);
-				 * copied */
+	const char *machine;	/* AUTH_SYS machine name; copied */
+	const struct nfs_cred *cred;	/* the AUTH_SYS identity (uid, gid,
+				 * groups; copied); NULL: root (uid 0,
+				 * gid 0) */
 };
 
 /*
@@ -70,8 +74,9 @@ struct rpccall_pool *rpccall_pool_new(struct event_base *base,
  * the result decoded by xres into a zeroed block of res_size bytes
  * (xres NULL and res_size 0 for a void result). done(arg) runs later on
  * the loop, exactly once, never inside rpccall_submit. Returns 0, or -1
- * (done never runs) on ENOMEM, an argument that does not encode, or a
- * stopped pool. Loop thread.
+ * (done never runs) on ENOMEM, an argument that does not encode, a
+ * credential with more than NFS_CRED_MAX_GIDS groups, or a stopped pool.
+ * Loop thread.
  */
 int rpccall_submit(struct rpccall_pool *p, const struct rpccall_spec *s,
 		   xdrproc_t xargs, const void *args, xdrproc_t xres,
