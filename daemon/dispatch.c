@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dispatch: the table of procedures nfscached serves, NFSv3 (RFC 1813
- * section 3), MOUNT v3 (RFC 1813 section 5) and NLM v4 (RFC 1813 section
- * 6). Rows are grouped by program
+ * section 3), MOUNT v3 (RFC 1813 section 5), NLM v4 (RFC 1813 section
+ * 6) and the NFSACL v3 side protocol (acl/acl_ops.h). Rows are grouped by program
  * and version and ordered by procedure number, so a row's procedure number
  * is its offset from the program's first row.
  *
@@ -26,6 +26,8 @@
 #include "nfs3_prot.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "acl_ops.h"
+#include "nfsacl3_prot.h"
 #include "nlm4_prot.h"
 #include "nlm_ops.h"
 #include "rpcmsg.h"
@@ -38,6 +40,10 @@
 	  &(const struct nfs3_proc){ __VA_ARGS__ } }
 #define MNT(P, name, A, R, h) \
 	{ MOUNT_PROGRAM, MOUNT_V3, P, "mount3", name, (xdrproc_t)xdr_##A, \
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
+/* An NFSACL v3 row (acl/acl_ops.h). */
+#define ACL(P, name, A, R, h) \
+	{ NFSACL_PROGRAM, NFSACL_V3, P, "nfsacl3", name, (xdrproc_t)xdr_##A, \
 	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
 /* An NLM v4 row (nlm/nlm_ops.h says what each handler does). */
 #define NLM(P, name, A, R, h) \
@@ -221,6 +227,11 @@ static const struct dispatch_entry table[] = {
 	    nlm_op_forward),
 	NLM(NLMPROC4_FREE_ALL, "free_all", nlm4_notify, void_t,
 	    nlm_op_free_all),
+	ACL(NFSACLPROC3_NULL, "null", void_t, void_t, nfsacl_op_null),
+	ACL(NFSACLPROC3_GETACL, "getacl", GETACL3args, GETACL3res,
+	    nfsacl_op_forward),
+	ACL(NFSACLPROC3_SETACL, "setacl", SETACL3args, SETACL3res,
+	    nfsacl_op_forward),
 };
 
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
@@ -256,6 +267,7 @@ static const struct proc_program programs[] = {
 	{ NFS_PROGRAM, NFS_V3, 0, 22 },
 	{ MOUNT_PROGRAM, MOUNT_V3, 22, 6 },
 	{ NLM_PROG, NLM4_VERS, 28, 24 },
+	{ NFSACL_PROGRAM, NFSACL_V3, 52, 3 },
 };
 
 const struct proc_table dispatch_table = {

@@ -19,6 +19,7 @@
 #include "lcommit.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "acl_ops.h"
 #include "looplag.h"
 #include "nlm_ops.h"
 #include "metrics.h"
@@ -170,9 +171,9 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 		return -1;
 	if ((flags & DAEMON_JOURNAL) && lcommit_start(d, err, len) != 0)
 		return -1;
-	if (nlm_start(d) != 0) {
-		snprintf(err, len, "cannot start the lock manager's call "
-			 "workers (memory, threads)");
+	if (nlm_start(d) != 0 || nfsacl_start(d) != 0) {
+		snprintf(err, len, "cannot start the lock manager's or "
+			 "NFSACL's call workers (memory, threads)");
 		return -1;
 	}
 	stale_restore(d, nfs3_meta_restore_name);	/* outage records */
@@ -213,6 +214,7 @@ void daemon_stop(struct daemon *d)
 	lcommit_fence_stop(d);	/* fence waiters answered JUKEBOX */
 	disk_tier_stop(d);	/* its last callbacks may still fetch */
 	nlm_stop(d);		/* its pending calls answered */
+	nfsacl_stop(d);
 	metrics_free(&d->metrics);
 	server_free(&d->server);
 	if (d->start_flags & DAEMON_UPSTREAMS)

@@ -24,7 +24,7 @@ import sys
 # cli/ is apart: the client programs see no other daemon/ folder but base/'s
 # log (they link conf/ and metric names, never a handler); the root (main)
 # starts them.
-LAYERS = ["port", "base", "rpc", "wb", "nfs3", "nlm", "mount", "ctl", "."]
+LAYERS = ["port", "base", "rpc", "wb", "nfs3", "acl", "nlm", "mount", "ctl", "."]
 APART = {"cli": {"cli", "base"}}
 
 

@@ -135,6 +135,8 @@ struct daemon {
 					 * flight (nfs3_read.c); owned */
 	struct nfs3_write *nfs3_write;	/* WRITE/COMMIT's counters
 					 * (nfs3_write.c); owned */
+	struct nfsacl *nfsacl;		/* NFSACL's call pool and counters
+					 * (acl/acl_ops.c); owned */
 	struct nlm *nlm;		/* the lock manager's call pool and
 					 * counters (nlm/nlm_ops.c); owned,
 					 * NULL when nlm is off */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <event2/event.h>
 
+#include "acl_ops.h"
 #include "daemon.h"
 #include "invariant.h"
 #include "lcommit.h"
@@ -91,6 +92,10 @@ void invariant_turn(struct daemon *d)
 	if (!why) {
 		what = "lock manager";
 		why = nlm_check_why(d);
+	}
+	if (!why) {
+		what = "NFSACL calls";
+		why = nfsacl_check_why(d);
 	}
 	if (!why && d->server) {
 		what = "server";

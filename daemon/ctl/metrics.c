@@ -36,6 +36,7 @@
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "nfs3_write.h"
+#include "acl_ops.h"
 #include "nlm_ops.h"
 #include "peername.h"
 #include "procstat.h"
@@ -193,6 +194,9 @@ ROWS(nfs3_write_rows, NFS3_WRITE_METRICS);
 #define ROW_T struct nlm_stats
 ROWS(nlm_rows, NLM_METRICS);
 #undef ROW_T
+#define ROW_T struct nfsacl_stats
+ROWS(nfsacl_rows, NFSACL_METRICS);
+#undef ROW_T
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 #define TABLE(m, rows) { m, rows, NROWS(rows) }
@@ -212,6 +216,7 @@ const struct metrics_table metrics_tables[] = {
 	TABLE("nfs3_meta", nfs3_meta_rows),
 	TABLE("meta", meta_rows),
 	TABLE("nlm", nlm_rows),
+	TABLE("nfsacl", nfsacl_rows),
 };
 const size_t metrics_ntables = NROWS(metrics_tables);
 
@@ -719,6 +724,7 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	struct writeback_stats wb;
 	struct stale_stats ss;
 	struct nlm_stats ls;
+	struct nfsacl_stats as;
 	struct nfs3_ops_stats ns;
 	struct nfs3_write_stats ws;
 	struct procstat ps;
@@ -759,6 +765,8 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_meta(o, d);
 	nlm_stats_get(d, &ls);
 	RENDER(o, nlm_rows, &ls);
+	nfsacl_stats_get(d, &as);
+	RENDER(o, nfsacl_rows, &as);
 }
 
 /*

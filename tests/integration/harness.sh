@@ -23,6 +23,8 @@
 #                          its own, NFSC_DIRECT_NLM_PORT) with an rpc.statd
 #                          (started here if none runs, stopped after); the
 #                          proxy's upstream URL names that port (nlmport)
+#   --ganesha-nfsacl       Ganesha serves the NFSACL side protocol
+#                          (Enable_NFSACL), so POSIX ACLs cross NFSv3
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
 #                          bodies of its NFS_CORE_PARAM, NFSv4 and EXPORT
 #                          blocks go into ours (same-named items replaced),
@@ -75,6 +77,7 @@ proxy_export=
 proxy_resolv=
 ganesha_extra=
 ganesha_nlm=0
+ganesha_nfsacl=0
 while (($#)); do
 	case $1 in
 	--no-proxy) with_proxy=0 ;;
@@ -84,6 +87,7 @@ while (($#)); do
 	--proxy-resolv-conf) proxy_resolv=$(realpath "${2:?}"); shift ;;
 	--ganesha-extra) ganesha_extra=$(realpath "${2:?}"); shift ;;
 	--ganesha-nlm) ganesha_nlm=1 ;;
+	--ganesha-nfsacl) ganesha_nfsacl=1 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -147,12 +151,19 @@ read -r -a ports <<<"$portlist"
 
 nfsc_ensure_rpcbind
 upstream_url_extra=
+if ((ganesha_nlm || ganesha_nfsacl)); then
+	[[ -z "$ganesha_extra" ]] ||
+		{ echo "harness: --ganesha-nlm and --ganesha-nfsacl take no --ganesha-extra" >&2; exit 2; }
+	ganesha_extra=$NFSC_TMP/ganesha-side.conf
+	{
+		echo 'NFS_CORE_PARAM {'
+		((!ganesha_nfsacl)) || echo '  Enable_NFSACL = true;'
+		((!ganesha_nlm)) || printf '  Enable_NLM = true;\n  NLM_Port = %s;\n' "${ports[5]}"
+		echo '}'
+	} >"$ganesha_extra"
+fi
 if ((ganesha_nlm)); then
-	[[ -z "$ganesha_extra" ]] || { echo "harness: --ganesha-nlm takes no --ganesha-extra" >&2; exit 2; }
 	nfsc_ensure_statd
-	ganesha_extra=$NFSC_TMP/ganesha-nlm.conf
-	printf 'NFS_CORE_PARAM {\n  Enable_NLM = true;\n  NLM_Port = %s;\n}\n' \
-		"${ports[5]}" >"$ganesha_extra"
 	NFSC_DIRECT_NLM_PORT=${ports[5]}
 	export NFSC_DIRECT_NLM_PORT
 	upstream_url_extra="&nlmport=${ports[5]}"
