@@ -196,7 +196,8 @@ int daemon_announce(struct daemon *d, char *err, size_t len)
 			snprintf(err, len, "out of memory");
 			return -1;
 		}
-		if (registrar_register(d->rpcb, d->conf) < 0) {
+		if (registrar_register(d->rpcb, d->conf,
+				       nlm_udp_listening(d)) < 0) {
 			snprintf(err, len, "rpcbind: a live server holds a "
 				 "mapping nfscached needs (rpcbind_conflict "
 				 "= \"refuse\")");

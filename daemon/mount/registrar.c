@@ -241,7 +241,8 @@ void registrar_map_unset(struct registrar_map *m)
 	m->replaced = 0;
 }
 
-int registrar_register(struct registrar *rg, const struct conf *c)
+int registrar_register(struct registrar *rg, const struct conf *c,
+		       bool nlm_udp)
 {
 	struct registrar_map *m = rg->maps;
 	int rc = 0;
@@ -260,8 +261,10 @@ int registrar_register(struct registrar *rg, const struct conf *c)
 			.prog = NLM_PROG, .vers = NLM4_VERS, .name = "NLM v4",
 			.proto = IPPROTO_TCP,
 			.port = (unsigned short)c->nfs_port };
-		m[3] = m[2];
-		m[3].proto = IPPROTO_UDP;	/* statd's callbacks */
+		if (nlm_udp) {
+			m[3] = m[2];
+			m[3].proto = IPPROTO_UDP;	/* statd's callbacks */
+		}
 	}
 	for (size_t i = 0; i < sizeof(rg->maps) / sizeof(rg->maps[0]); i++) {
 		int r;

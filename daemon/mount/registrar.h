@@ -87,14 +87,17 @@ void registrar_map_unset(struct registrar_map *m);
 
 /*
  * Register NFS 100003 v3 on c->nfs_port and MOUNT 100005 v3 on
- * c->mount_port (or nfs_port when 0) into rg, as registrar_map_set does
- * under c->rpcbind_conflict. Returns 0; 1 if a mapping was skipped or
+ * c->mount_port (or nfs_port when 0) into rg, and with c->nlm NLM 100021
+ * v4 on nfs_port over TCP, and over UDP when nlm_udp (the status
+ * monitor's callback socket is bound), as registrar_map_set does under
+ * c->rpcbind_conflict. Returns 0; 1 if a mapping was skipped or
  * rpcbind refused or is absent (logged; the proxy serves clients that
  * give ports); -1 if rpcbind_conflict = "refuse" met a live server's
  * mapping (logged; what was registered is undone, the caller must not
  * start).
  */
-int registrar_register(struct registrar *rg, const struct conf *c);
+int registrar_register(struct registrar *rg, const struct conf *c,
+		       bool nlm_udp);
 
 /* Remove the registrations registrar_register made into rg, as
  * registrar_map_unset does. */

@@ -716,12 +716,13 @@ int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len)
 		return 0;
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-		snprintf(err, len, "nlm: cannot bind UDP 127.0.0.1:%d for the "
-			 "status monitor's callbacks: %s", port,
-			 strerror(errno));
+		/* Locks work without it; reboots then do not free them. */
+		log_warn("nlm: cannot bind UDP 127.0.0.1:%d for the status "
+			 "monitor's callbacks: %s; a client's reboot will not "
+			 "release its locks", port, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return 0;
 	}
 	n->udp_ev = event_new(d->base, fd, EV_READ | EV_PERSIST, udp_read, d);
 	if (!n->udp_ev || event_add(n->udp_ev, NULL) != 0) {
@@ -809,6 +810,11 @@ void nlm_stop(struct daemon *d)
 		close(n->udp_fd);
 	nlm_locks_free(&n->locks);
 	free(n);
+}
+
+bool nlm_udp_listening(const struct daemon *d)
+{
+	return d->nlm && d->nlm->udp_fd >= 0;
 }
 
 const char *nlm_check_why(const struct daemon *d)

@@ -48,6 +48,8 @@
 #ifndef NFSCACHED_DAEMON_NLM_OPS_H
 #define NFSCACHED_DAEMON_NLM_OPS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proc_table.h"
@@ -100,10 +102,15 @@ int nlm_start(struct daemon *d);
  * reboot callback: rpc.statd calls a lock manager back over UDP only
  * (nfs-utils' rmtcall.c), after asking rpcbind for its UDP port. Only
  * NULL and procedure 16 are answered there, only from this host. Returns
- * 0 (also without d->nlm), or -1 with the reason in err[0..len). Loop
- * thread, at start (the listeners).
+ * 0 (also without d->nlm, and when the port is taken: logged, locks
+ * work, reboots then free nothing), or -1 with the reason in err[0..len)
+ * (memory). Loop thread, at start (the listeners).
  */
 int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len);
+
+/* True when nlm_listen_udp bound its socket (NLM is then registered over
+ * UDP too). */
+bool nlm_udp_listening(const struct daemon *d);
 
 /* Stop d->nlm's calls (the pending ones answered NLM4_DENIED_NOLOCKS)
  * and free it. Before the server is freed. No-op without one. */
