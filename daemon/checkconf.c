@@ -13,12 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <rpc/rpc.h>
+#include <rpc/pmap_clnt.h>
 #include <rpc/pmap_prot.h>
 
 #include "checkconf.h"
 #include "conf.h"
 #include "fh.h"
 #include "nfs3_prot.h"
+#include "nlm4_prot.h"
 #include "registrar.h"
 
 #define CHECKCONF_PROBE_SECONDS 2.0
@@ -123,18 +125,76 @@ static void probe_one(const struct conf_export *e, char *msg, size_t len)
 	freeaddrinfo(ai);
 }
 
+/* Probe export e's upstream lock manager (NLM v4: the URL's nlmport, or
+ * the upstream's portmapper); a warning line into msg[0..len) if it is
+ * not registered or does not answer, else "". An IPv6 upstream without
+ * nlmport is not probed (the portmapper query here speaks IPv4). */
+static void probe_nlm(const struct conf_export *e, char *msg, size_t len)
+{
+	const struct conf_upstream_url *u = &e->url;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	unsigned short port = (unsigned short)u->nlm_port;
+
+	msg[0] = '\0';
+	if (getaddrinfo(u->server, NULL, &hints, &ai) != 0)
+		return;		/* probe_one said so */
+	if (!port && ai->ai_family == AF_INET) {
+		struct sockaddr_in pm = *(struct sockaddr_in *)ai->ai_addr;
+
+		pm.sin_port = htons(PMAPPORT);
+		port = pmap_getport(&pm, NLM_PROG, NLM4_VERS, IPPROTO_TCP);
+		if (!port)
+			snprintf(msg, len, "export \"%s\": upstream %s has no "
+				 "lock manager (NLM v4 over TCP) registered with "
+				 "its portmapper: clients' locks would fail with "
+				 "ENOLCK (give nlmport, start the server's lock "
+				 "manager, or nlm = false and nolock mounts)",
+				 e->path, u->server);
+	}
+	if (port && !msg[0]) {
+		if (ai->ai_family == AF_INET)
+			((struct sockaddr_in *)ai->ai_addr)->sin_port =
+				htons(port);
+		else if (ai->ai_family == AF_INET6)
+			((struct sockaddr_in6 *)ai->ai_addr)->sin6_port =
+				htons(port);
+		if (registrar_null_call(ai->ai_addr, ai->ai_addrlen, NLM_PROG,
+					NLM4_VERS, CHECKCONF_PROBE_SECONDS) != 0)
+			snprintf(msg, len, "export \"%s\": upstream %s's lock "
+				 "manager (NLM v4, port %u) does not answer an "
+				 "RPC NULL call within %.0f s (%s): clients' "
+				 "locks would fail with ENOLCK", e->path,
+				 u->server, port, CHECKCONF_PROBE_SECONDS,
+				 strerror(errno));
+	}
+	freeaddrinfo(ai);
+}
+
 unsigned checkconf_probe_upstreams(const struct conf *c,
 				   void (*warn)(const char *msg))
 {
 	char msg[1024];
 	unsigned n = 0;
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_port = htons(PMAPPORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
 	for (size_t i = 0; i < c->nexports; i++) {
 		probe_one(&c->exports[i], msg, sizeof(msg));
+		if (!msg[0] && c->nlm)
+			probe_nlm(&c->exports[i], msg, sizeof(msg));
 		if (msg[0]) {
 			warn(msg);
 			n++;
 		}
+	}
+	if (c->nlm && c->nexports &&
+	    !pmap_getport(&lo, SM_PROG, SM_VERS, IPPROTO_TCP)) {
+		warn("no status monitor (rpc.statd) is registered with this "
+		     "host's rpcbind: locks work, but a client's reboot will "
+		     "not release its locks upstream (start rpc-statd)");
+		n++;
 	}
 	return n;
 }

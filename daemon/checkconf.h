@@ -37,8 +37,12 @@ int checkconf_state_dir(const struct conf *c, char *err, size_t len);
  * export whose upstream host name does not resolve now, or whose address
  * does not answer an RPC NULL call within 2 s (the NFS program on its
  * nfsport, or the portmapper on port 111 when the URL gives none): the
- * daemon would start and answer NFS3ERR_JUKEBOX until it does. Returns
- * the number of warnings. Blocks up to 2 s per upstream.
+ * daemon would start and answer NFS3ERR_JUKEBOX until it does. With nlm,
+ * also about an upstream lock manager (NLM v4: nlmport, or the
+ * upstream's portmapper) that is not registered or does not answer
+ * (clients' locks would get ENOLCK), and about no rpc.statd registered
+ * on this host (a client's reboot would not free its locks). Returns the
+ * number of warnings. Blocks up to 2 s per probe.
  */
 unsigned checkconf_probe_upstreams(const struct conf *c,
 				   void (*warn)(const char *msg));
