@@ -755,16 +755,115 @@ enum op_status nlm_op_free_all(struct req *r)
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
-enum op_status nlm_op_share(struct req *r)
+/* Reply a SHARE/UNSHARE stat with the call's cookie. */
+static enum op_status share_reply(struct req *r, nlm4_stats stat)
 {
 	nlm4_shareres res;
 
-	if (!r->d->nlm)
-		return req_reply_accept_error(r, PROG_UNAVAIL);
 	memset(&res, 0, sizeof(res));
 	res.cookie = ((nlm4_shareargs *)r->args)->cookie;
-	res.stat = NLM4_DENIED_NOLOCKS;
+	res.stat = stat;
 	return req_reply(r, (xdrproc_t)xdr_nlm4_shareres, &res);
+}
+
+/* The upstream answered a SHARE or UNSHARE (or did not). */
+static void share_done(enum clnt_stat st, void *res, void *arg)
+{
+	struct nlm_op *op = arg;
+	struct req *r;
+	struct daemon *d;
+	nlm4_shareres out;
+
+	CHECK_OBJ(op, NLM_OP_MAGIC);
+	r = op->r;
+	d = r->d;
+	r->op = NULL;
+	op_free(d, op);
+	if (st != RPC_SUCCESS || !res) {
+		if (st != RPC_INTR && d->nlm)
+			d->nlm->st.failed++;
+		share_reply(r, NLM4_DENIED_NOLOCKS);
+		return;
+	}
+	out = *(nlm4_shareres *)res;	/* shallow: res is the pool's */
+	out.cookie = ((nlm4_shareargs *)r->args)->cookie;
+	req_reply(r, (xdrproc_t)xdr_nlm4_shareres, &out);
+}
+
+/* SHARE/UNSHARE (DOS share reservations, RFC 1813 section 6.2): checked
+ * as a lock is, the owner wrapped, forwarded. A read-only client may not
+ * reserve write access (NLM4_ROFS). */
+enum op_status nlm_op_share(struct req *r)
+{
+	static const struct nfs3_proc unwrap_share = {
+		.nfh = 1, .fh = { offsetof(nlm4_shareargs, share.fh), 0 } };
+	struct daemon *d = r->d;
+	struct nlm *n = d->nlm;
+	nlm4_shareargs *a = r->args, copy;
+	struct export_rt *ex = NULL;
+	struct conf_access acc;
+	struct nlm_op *op;
+	nfsstat3 st;
+	struct rpccall_spec s = {
+		.prog = NLM_PROG, .vers = NLM4_VERS, .proc = r->ent->proc,
+	};
+
+	if (!n)
+		return req_reply_accept_error(r, PROG_UNAVAIL);
+	if (nfs3_guard_unwrap(d, &unwrap_share, r->args, &ex) != NFS3_OK) {
+		n->st.refused++;
+		return share_reply(r, NLM4_STALE_FH);
+	}
+	st = nfs3_guard_request(r, ex->conf, REFUSAL_NFS, NULL, &acc);
+	if (st == NFS3ERR_JUKEBOX)
+		return share_reply(r, NLM4_DENIED_GRACE_PERIOD);
+	if (st != NFS3_OK) {
+		n->st.refused++;
+		return share_reply(r, NLM4_FAILED);
+	}
+	if (acc.read_only && r->ent->proc == NLMPROC4_SHARE &&
+	    (a->share.access == fsa_W || a->share.access == fsa_RW)) {
+		n->st.refused++;
+		return share_reply(r, NLM4_ROFS);
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return share_reply(r, NLM4_DENIED_NOLOCKS);
+	op->oh_len = nlm_owner_wrap(ex->conf->id, req_peer(r),
+				    a->share.caller_name,
+				    a->share.caller_name ?
+					    strlen(a->share.caller_name) : 0,
+				    (const uint8_t *)a->share.oh.nlm4_netobj_val,
+				    a->share.oh.nlm4_netobj_len, op->oh);
+	if (op->oh_len == 0) {
+		free(op);
+		n->st.refused++;
+		return share_reply(r, NLM4_FAILED);
+	}
+	op->magic = NLM_OP_MAGIC;
+	op->r = r;
+	op->ex = ex;
+	r->op = op;
+	DL_APPEND(n->ops, op);
+	n->nops++;
+	copy = *a;
+	copy.share.caller_name = n->caller;
+	copy.share.oh.nlm4_netobj_val = (char *)op->oh;
+	copy.share.oh.nlm4_netobj_len = (u_int)op->oh_len;
+	s.host = ex->conf->url.server;
+	s.port = (unsigned)ex->conf->url.nlm_port;
+	s.timeout = d->conf->upstream_timeout;
+	s.machine = n->caller;
+	if (rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_shareargs, &copy,
+			   (xdrproc_t)xdr_nlm4_shareres, sizeof(nlm4_shareres),
+			   share_done, op) != 0) {
+		r->op = NULL;
+		op_free(d, op);
+		n->st.failed++;
+		return share_reply(r, NLM4_DENIED_NOLOCKS);
+	}
+	n->st.forwarded++;
+	return OP_PENDING;
 }
 
 int nlm_start(struct daemon *d)

@@ -34,8 +34,9 @@
  * upstream's GRANTED is answered NLM4_DENIED, its GRANTED_MSG with a
  * GRANTED_RES saying so: the upstream releases the lock and the client's
  * lock manager gets it at its next poll, 30 s on Linux), the _MSG/_RES
- * forms clients send (answered with no _RES) and SHARE/UNSHARE
- * (NLM4_DENIED_NOLOCKS).
+ * forms clients send (answered with no _RES). SHARE and UNSHARE are
+ * forwarded as locks are (a read-only client may not reserve write
+ * access: NLM4_ROFS).
  *
  * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
  * the caller name, the forwarded calls in flight and the counters. Loop
@@ -125,8 +126,9 @@ const char *nlm_check_why(const struct daemon *d);
 void nlm_stats_get(const struct daemon *d, struct nlm_stats *st);
 
 /* The handlers of the dispatch table's NLM v4 rows (RFC 1813 section
- * 6.2): NULL; TEST, LOCK, CANCEL, UNLOCK and NM_LOCK forwarded; GRANTED
- * and GRANTED_MSG from an upstream; the rest as the header says. */
+ * 6.2): NULL; TEST, LOCK, CANCEL, UNLOCK, NM_LOCK, SHARE and UNSHARE
+ * forwarded; GRANTED and GRANTED_MSG from an upstream; statd's reboot
+ * callback; FREE_ALL; the rest as the header says. */
 enum op_status nlm_op_null(struct req *r);
 enum op_status nlm_op_forward(struct req *r);
 enum op_status nlm_op_granted(struct req *r);

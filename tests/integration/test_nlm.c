@@ -311,6 +311,87 @@ static void test_lock_revalidates(void)
 	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 0), NLM4_GRANTED);
 }
 
+/* SHARE or UNSHARE of fh by owner o: the reply's status, or -1. */
+static int do_share_on(int fd, uint32_t proc, const struct owner *o,
+		       const struct wb_fh *fh, fsh4_mode mode,
+		       fsh4_access access)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_shareargs a;
+	nlm4_shareres res;
+	int st = -1;
+
+	memset(&a, 0, sizeof(a));
+	memset(&res, 0, sizeof(res));
+	a.cookie = cookie();
+	a.share.caller_name = unconst(o->caller);
+	a.share.fh.nlm4_netobj_len = fh->len;
+	a.share.fh.nlm4_netobj_val = unconst(fh->data);
+	a.share.oh.nlm4_netobj_len = (u_int)strlen(o->oh);
+	a.share.oh.nlm4_netobj_val = unconst(o->oh);
+	a.share.mode = mode;
+	a.share.access = access;
+	if (rawrpc_call(fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, proc, &cred,
+			(xdrproc_t)xdr_nlm4_shareargs, &a,
+			(xdrproc_t)xdr_nlm4_shareres, &res,
+			&rep) == RAWRPC_OK && rep.accept == SUCCESS)
+		st = (int)res.stat;
+	xdr_free((xdrproc_t)xdr_nlm4_shareres, (char *)&res);
+	return st;
+}
+
+/* DOS share reservations go upstream with the owners kept apart, and
+ * answer as Ganesha's lock manager answers the same calls directly (the
+ * control: its NLM port, the upstream handle, the same owners). */
+static void test_shares(void)
+{
+	static const struct {
+		uint32_t proc;
+		const struct owner *o;
+		fsh4_mode mode;
+		fsh4_access access;
+		int want;	/* the answer both must give; -2: whatever the
+				 * control gives */
+	} seq[] = {
+		{ NLMPROC4_SHARE, &A, fsm_DW, fsa_R, NLM4_GRANTED },
+		{ NLMPROC4_SHARE, &B, fsm_DN, fsa_W, NLM4_DENIED },
+		{ NLMPROC4_SHARE, &B, fsm_DN, fsa_R, NLM4_GRANTED },
+		{ NLMPROC4_UNSHARE, &B, fsm_DN, fsa_R, NLM4_GRANTED },
+		{ NLMPROC4_UNSHARE, &A, fsm_DW, fsa_R, NLM4_GRANTED },
+		{ NLMPROC4_SHARE, &B, fsm_DN, fsa_W, -2 },
+		{ NLMPROC4_UNSHARE, &B, fsm_DN, fsa_W, -2 },
+	};
+	struct wb_conn D;
+	struct wb_fh fh, dfh;
+	fattr3 at;
+	int dfd;
+
+	make_file("shares", "0123456789", &fh);
+	make_file("shares-direct", "0123456789", &dfh);
+	CU_ASSERT_EQUAL_FATAL(wb_open(&D, "direct", 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&D, &D.root, "shares-direct", &dfh,
+					&at), NFS3_OK);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&C, &C.root, "shares", &fh, &at),
+			      NFS3_OK);
+	dfd = rawrpc_connect(rawrpc_env_port("NFSC_DIRECT_NLM_PORT"));
+	CU_ASSERT_FATAL(dfd >= 0);
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		int p = do_share_on(C.fd, seq[i].proc, seq[i].o, &fh,
+				    seq[i].mode, seq[i].access);
+		int d = do_share_on(dfd, seq[i].proc, seq[i].o, &dfh,
+				    seq[i].mode, seq[i].access);
+
+		fprintf(stderr, "nlm: share step %zu: proxy %d, direct %d\n",
+			i, p, d);
+		CU_ASSERT_EQUAL(p, d);
+		if (seq[i].want != -2)
+			CU_ASSERT_EQUAL(p, seq[i].want);
+	}
+	close(dfd);
+	wb_close(&D);
+}
+
 /* A handle that does not check is NLM4_STALE_FH, asked of no one. */
 static void test_bad_handle(void)
 {
@@ -510,6 +591,7 @@ int test_register(void)
 	    CU_add_test(s, "owners_kept_apart", test_owners_kept_apart) == NULL ||
 	    CU_add_test(s, "unlock_writes_back", test_unlock_writes_back) == NULL ||
 	    CU_add_test(s, "lock_revalidates", test_lock_revalidates) == NULL ||
+	    CU_add_test(s, "shares", test_shares) == NULL ||
 	    CU_add_test(s, "bad_handle", test_bad_handle) == NULL)
 		return -1;
 	return 0;
