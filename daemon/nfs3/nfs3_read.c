@@ -583,16 +583,31 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 	}
 }
 
+/* True when the cached bytes [b, e) between two missing pieces of op's
+ * file may be fetched again to join the pieces in one READ: at most
+ * READ_MERGE_GAP of them, all valid and clean (fetch_pieces). */
+static bool gap_joinable(const struct read_op *op, uint64_t b, uint64_t e)
+{
+	return e - b <= READ_MERGE_GAP &&
+	       cfile_range_cached(op->d->cache, op->f, b, e) &&
+	       cfile_range_clean(op->f, b, e - b,
+				 cache_page_size(op->d->cache));
+}
+
 /*
  * Send the upstream READs of the pieces of rest (bytes op's file lacks
  * that no fetch in flight covers), at most rtmax bytes each; ra: for
- * readahead (op waits on none of them). Two pieces separated by at most
+ * readahead (op waits on none of them). Pieces separated by at most
  * READ_MERGE_GAP bytes, all valid in the cache and clean (the disk tier
  * stores a reply's bytes as the upstream's: not over bytes a client
- * wrote), go in one READ when both fit in rtmax (issue 16: a window over
- * scattered cached bytes was sent as one READ per gap); a fill never
- * overwrites valid bytes (cache_fill), so the gap's bytes come again and
- * are dropped. A READ that cannot be
+ * wrote), form one run, sent as READs of rtmax bytes each (the last one
+ * shorter), each starting at a missing byte and ending at one: a
+ * fragmented window costs about as many READs as a whole one (issue 16:
+ * a window over scattered cached bytes was sent as one READ per gap;
+ * issue 42: a piece that did not fit whole in the READ before it began a
+ * new READ, so pieces a little over rtmax went as two READs each, one of
+ * them small). A fill never overwrites valid bytes (cache_fill), so a
+ * gap's bytes come again and are dropped. A READ that cannot be
  * sent stops a client's fetch (op->err = NFS3ERR_JUKEBOX); readahead
  * goes on. Returns the READs sent; *lost gets the bytes not sent.
  */
@@ -602,20 +617,19 @@ static unsigned fetch_pieces(struct read_op *op, const struct rangeset *rest,
 	size_t n, i = 0;
 	const struct range *pc = rangeset_ranges(rest, &n);
 	uint64_t a = n ? pc[0].start : 0, b;
-	uint32_t ps = cache_page_size(op->d->cache);
 	unsigned sent = 0;
 
 	*lost = 0;
 	while (i < n && (ra || op->err == NFS3_OK)) {
 		/* Never past a piece's end, even next to 2^64. */
 		b = pc[i].end - a > rtmax ? a + rtmax : pc[i].end;
+		/* Join the next pieces while this READ has room left. */
 		while (b == pc[i].end && i + 1 < n &&
-		       pc[i + 1].start - b <= READ_MERGE_GAP &&
-		       pc[i + 1].end - a <= rtmax &&
-		       cfile_range_cached(op->d->cache, op->f, b,
-					  pc[i + 1].start) &&
-		       cfile_range_clean(op->f, b, pc[i + 1].start - b, ps))
-			b = pc[++i].end;
+		       pc[i + 1].start - a < rtmax &&
+		       gap_joinable(op, b, pc[i + 1].start)) {
+			i++;
+			b = pc[i].end - a > rtmax ? a + rtmax : pc[i].end;
+		}
 		if (fetch_start(op, a, b, ra) == 0) {
 			sent++;
 		} else {
