@@ -479,6 +479,50 @@ static void up_floor_observe(struct upstream *u, uint32_t proc, size_t bytes,
 }
 
 /*
+ * Note a reply of proc holding bytes bytes, for a call sent at sent,
+ * completing at u->last_reply, for upstream_read_rate. A READ reply whose
+ * call was already sent when the previous READ reply came (the server had
+ * it queued: the link was busy with it all along) extends the current
+ * train by its bytes and the time since that reply; any other READ reply
+ * starts a new train (its bytes came after a round trip, not at the
+ * link's pace). A train of UP_RATE_SPAN seconds or more is one sample,
+ * bytes over seconds: the dispersion of back-to-back replies, so a
+ * reader that asks for little (app-limited, as TCP BBR says) makes low
+ * samples, never high ones, and the windowed maximum keeps what the link
+ * carried when it was kept busy. Windows of UP_RATE_WINDOW seconds, the
+ * last two kept, moved on by every reply as the latency floor's are.
+ */
+static void up_rate_observe(struct upstream *u, uint32_t proc, size_t bytes,
+			    double sent)
+{
+	double now = u->last_reply;
+
+	if (now - u->rate_start >= UP_RATE_WINDOW) {
+		u->rate_prev = u->rate_cur;
+		u->rate_cur = 0;
+		u->rate_start = now;
+	}
+	if (proc != NFS3_READ)
+		return;
+	if (u->rate_last > 0 && sent <= u->rate_last && now >= u->rate_last) {
+		u->train_bytes += (double)bytes;
+		u->train_secs += now - u->rate_last;
+	} else {
+		u->train_bytes = 0;
+		u->train_secs = 0;
+	}
+	u->rate_last = now;
+	if (u->train_secs >= UP_RATE_SPAN) {
+		double rate = u->train_bytes / u->train_secs;
+
+		if (rate > u->rate_cur)
+			u->rate_cur = rate;
+		u->train_bytes = 0;
+		u->train_secs = 0;
+	}
+}
+
+/*
  * Complete c with status st: bookkeeping first, then the caller's cb, which
  * may re-enter (upstream_call, upstream_free). The caller holds u->busy.
  */
@@ -500,6 +544,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		up_floor_observe(u, proc, len + tail_len,
 				 u->last_reply - c->sent);
+		up_rate_observe(u, proc, len + tail_len, c->sent);
 		u->st.replies[proc]++;
 		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -1558,6 +1603,13 @@ double upstream_latency_floor(const struct upstream *u)
 	    (u->floor_cur == 0 || u->floor_prev < u->floor_cur))
 		return u->floor_prev;
 	return u->floor_cur;
+}
+
+double upstream_read_rate(const struct upstream *u)
+{
+	if (u == NULL)
+		return 0;
+	return u->rate_prev > u->rate_cur ? u->rate_prev : u->rate_cur;
 }
 
 uint32_t upstream_rtmax(const struct upstream *u)

@@ -195,6 +195,25 @@ const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len);
 double upstream_latency_floor(const struct upstream *u);
 
 /*
+ * The upstream's READ delivery rate, bytes per second: the highest rate
+ * at which READ replies came back to back (each call sent before the
+ * previous READ reply arrived, so the server and the link were kept busy)
+ * over trains of at least 2 ms, in the last 10 to 20 s (as TCP BBR's
+ * windowed max delivery rate; the latency floor is its min_rtt). A
+ * sample never exceeds what the link and the server delivered, except
+ * when the event loop stalled and read several replies at once at a
+ * train's end (then high, and forgotten with its window); a reader that
+ * asks for little makes low samples, which the maximum ignores. 0 for
+ * NULL, before any such train and when none came in the last 10 to 20 s.
+ * The rate of this one connection: the handlers' export sums its lanes
+ * (upcall_libnfs). Event loop thread only, as every upstream_* call;
+ * never fails. Source: TCP BBR's delivery rate (Cardwell et al., "BBR:
+ * Congestion-Based Congestion Control", ACM Queue 14(5), 2016; Linux
+ * net/ipv4/tcp_rate.c), measured per reply instead of per ACK.
+ */
+double upstream_read_rate(const struct upstream *u);
+
+/*
  * Effective transfer sizes in bytes: min(upstream FSINFO rtmax/wtmax,
  * UPSTREAM_LIBNFS_MAX, max_transfer). 0 before the first FSINFO.
  */

@@ -43,6 +43,9 @@ struct evdns_getaddrinfo_request;
 #define UP_PROBE_TICK_US	250000
 #define UP_FLOOR_WINDOW		10.0	/* s per latency-floor window */
 #define UP_FLOOR_BYTES		16384	/* largest reply it samples */
+#define UP_RATE_WINDOW		10.0	/* s per delivery-rate window */
+#define UP_RATE_SPAN		0.002	/* s of back-to-back READ replies one
+					 * delivery-rate sample spans, at least */
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
 #define UP_PMAP_PORT		111
@@ -144,6 +147,16 @@ struct upstream {
 					 * floor_start (0: none yet) */
 	double floor_prev;		/* ... in the window before it */
 	double floor_start;		/* up_clock() */
+	double rate_cur;		/* highest READ delivery rate sample,
+					 * bytes/s, in the window begun at
+					 * rate_start (0: none yet) */
+	double rate_prev;		/* ... in the window before it */
+	double rate_start;		/* up_clock() */
+	double rate_last;		/* up_clock() of the last READ reply
+					 * (0: none on this upstream yet) */
+	double train_bytes;		/* READ reply bytes of the current
+					 * back-to-back train ... */
+	double train_secs;		/* ... and the time they took */
 	double backoff;
 	bool started;
 	bool closed;
