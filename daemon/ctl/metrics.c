@@ -474,6 +474,17 @@ static void render_upstream_link(struct evbuffer *o, struct daemon *d)
 		evbuffer_add_printf(o, "nfscached_upstream_read_rate_bytes_per_second{export=\"%s\"} %.9g\n",
 				    d->exports[i]->conf->path,
 				    upcall_read_rate(&d->exports[i]->upc));
+	head(o, "nfscached_readahead_window_bytes", "gauge",
+	     "Readahead window a stream grows to now, sized by the link.");
+	for (size_t i = 0; i < d->nexports; i++) {
+		struct ra_params rp;
+
+		nfs3_read_ra_params(d, &d->exports[i]->upc, &rp);
+		evbuffer_add_printf(o, "nfscached_readahead_window_bytes{export=\"%s\"} %llu\n",
+				    d->exports[i]->conf->path,
+				    (unsigned long long)(rp.max_window ?
+					ra_full_window(&rp) : 0));
+	}
 }
 
 /* Write the upstream counters per export (its connections summed), and

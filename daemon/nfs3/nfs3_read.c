@@ -686,6 +686,21 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 }
 
 /*
+ * The readahead parameters for a READ of op's export now: the
+ * configuration's (d->ra_params) with the full window sized by the
+ * export's link, its READ delivery rate times its latency floor
+ * (ra_window_size; the base window while either is unknown).
+ */
+void nfs3_read_ra_params(const struct daemon *d, const struct upcall *upc,
+			 struct ra_params *p)
+{
+	*p = d->ra_params;
+	if (p->max_window)
+		p->full_window = ra_window_size(p, upcall_read_rate(upc),
+						upcall_latency_floor(upc));
+}
+
+/*
  * Tell the file's readahead about this READ (hits included: that is how
  * a stream crosses its trigger) and prefetch what it asks for. A miss
  * counts as sequential when the bytes just before it are cached.
@@ -693,29 +708,32 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 static void read_ahead(struct read_op *op, bool hit)
 {
 	struct daemon *d = op->d;
-	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	struct ra_params rp;
+	struct ra_state *ra;
 	READ3args *a = op_args(op);
 	struct range out[RA_RANGES_MAX], pr;
 	bool prev_cached = false;
 	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	size_t n;
 
+	nfs3_read_ra_params(d, &op->ex->upc, &rp);
+	ra = cfile_ra(d->cache, op->f, &rp);
 	if (!ra || !rtmax)
 		return;
 	/* A hit only advances a stream already sequential: cached data
 	 * read at random must not start readahead. */
-	if (hit && !ra_in_stream(ra, &d->ra_params, a->offset))
+	if (hit && !ra_in_stream(ra, &rp, a->offset))
 		return;
 	if (!hit) {
-		pr = ra_prev_range(&d->ra_params, a->offset, a->count);
+		pr = ra_prev_range(&rp, a->offset, a->count);
 		prev_cached = pr.start < pr.end &&
 			      cfile_range_cached(d->cache, op->f, pr.start, pr.end);
 	}
-	n = ra_on_read(ra, &d->ra_params, a->offset, a->count,
+	n = ra_on_read(ra, &rp, a->offset, a->count,
 		       cfile_attr(op->f)->size, prev_cached, out, RA_RANGES_MAX);
 	for (size_t i = 0; i < n; i++)
 		if (prefetch(op, out[i].start, out[i].end, rtmax))
-			ra_cancel(ra, &d->ra_params, &out[i]);
+			ra_cancel(ra, &rp, &out[i]);
 }
 
 /*
@@ -753,13 +771,16 @@ static uint64_t read_random_unit(const struct read_op *op)
 static struct range read_fetch_window(struct read_op *op)
 {
 	struct daemon *d = op->d;
-	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	struct ra_params rp;
+	struct ra_state *ra;
 	struct range all = { 0, UINT64_MAX }, w, pr;
 	uint64_t mask;
 
-	if (!ra || op->off == 0 || ra_in_stream(ra, &d->ra_params, op->off))
+	nfs3_read_ra_params(d, &op->ex->upc, &rp);
+	ra = cfile_ra(d->cache, op->f, &rp);
+	if (!ra || op->off == 0 || ra_in_stream(ra, &rp, op->off))
 		return all;
-	pr = ra_prev_range(&d->ra_params, op->off, op_args(op)->count);
+	pr = ra_prev_range(&rp, op->off, op_args(op)->count);
 	if (pr.start < pr.end &&
 	    cfile_range_cached(d->cache, op->f, pr.start, pr.end))
 		return all;

@@ -414,6 +414,38 @@ static void test_fragmented_window_fetched_in_few_large_reads(void)
 	h_fini(&h);
 }
 
+/*
+ * Issue 42: the full window follows the export's link, delivery rate x
+ * latency floor x 2: at 1 GiB/s and 1/256 s, 8 MiB, so a stream from 0
+ * issues 128K, 512K, 2M, 4M and then 8 MiB windows (readahead_max's
+ * default 64 MiB is the cap); with the rate unknown, 4 MiB as before.
+ */
+static void test_window_sized_by_the_link(void)
+{
+	struct ra_params rp;
+	struct cache_stats cs;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, one_stream);
+	nfs3_read_ra_params(&h.d, &h.ex.upc, &rp);
+	CU_ASSERT_EQUAL(rp.full_window, 4u << 20);
+	h.fu.rtmax = 1u << 20;
+	h.fu.read_rate = 1073741824.0;
+	h.fu.latency_floor = 1.0 / 256;
+	nfs3_read_ra_params(&h.d, &h.ex.upc, &rp);
+	CU_ASSERT_EQUAL(rp.full_window, 8u << 20);
+	CU_ASSERT_EQUAL(rp.max_window, 64u << 20);
+	id = toy_add_file(&h.toy, "f", 16u << 20);
+	/* READs at 0, 64K, 128K, 192K, 256K: the page [0, 64K), then the
+	 * windows up to [2752K, 6848K) and [6848K, 15040K). */
+	read_through(&h, id, 5 * 65536);
+	cache_stats_get(h.d.cache, &cs);
+	CU_ASSERT_EQUAL(cs.ra.windows, 5);
+	CU_ASSERT_EQUAL(cs.ra.bytes, (15040u << 10) - 65536);
+	h_fini(&h);
+}
+
 /* The toy's answers, a READ of more than 4 KiB cut to 4 KiB without eof
  * (a short read, RFC 1813 section 3.3.6). */
 static enum upstream_status short_respond(const struct fake_call *c,
@@ -770,6 +802,7 @@ int test_register(void)
 	CU_add_test(s, "fragmented_miss_fetched_in_one_read", test_fragmented_miss_fetched_in_one_read);
 	CU_add_test(s, "fragmented_window_fetched_in_few_large_reads",
 		    test_fragmented_window_fetched_in_few_large_reads);
+	CU_add_test(s, "window_sized_by_the_link", test_window_sized_by_the_link);
 	CU_add_test(s, "short_fetch_of_local_file", test_short_fetch_of_local_file);
 	CU_add_test(s, "prefetch_over_crowded_page_ends", test_prefetch_over_crowded_page_ends);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);
