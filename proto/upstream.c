@@ -479,47 +479,37 @@ static void up_floor_observe(struct upstream *u, uint32_t proc, size_t bytes,
 }
 
 /*
- * Note a reply of proc holding bytes bytes, for a call sent at sent,
- * completing at u->last_reply, for upstream_read_rate. A READ reply whose
- * call was already sent when the previous READ reply came (the server had
- * it queued: the link was busy with it all along) extends the current
- * train by its bytes and the time since that reply; any other READ reply
- * starts a new train (its bytes came after a round trip, not at the
- * link's pace). A train of UP_RATE_SPAN seconds or more is one sample,
- * bytes over seconds: the dispersion of back-to-back replies, so a
- * reader that asks for little (app-limited, as TCP BBR says) makes low
- * samples, never high ones, and the windowed maximum keeps what the link
- * carried when it was kept busy. Windows of UP_RATE_WINDOW seconds, the
- * last two kept, moved on by every reply as the latency floor's are.
+ * Note c's reply, holding bytes bytes, completing at u->last_reply, for
+ * upstream_read_rate, as TCP BBR samples its delivery rate per ACK: a
+ * READ reply is one sample, the READ reply bytes received since c was
+ * sent (its own included) over the time since the last READ reply before
+ * c was sent (c->delivered_at: at least c's own round trip). Spanning a
+ * round trip, a sample is what the link carried while c was in flight:
+ * replies the loop read late and at once (a stall) inflate it by at most
+ * what had piled up over that span, where a sample over the gap between
+ * two replies would be inflated without bound; a reader that asks for
+ * little makes low samples, which the maximum ignores. Samples under
+ * UP_RATE_SPAN are left out (a LAN's, whose product the base window
+ * covers anyway). Windows of UP_RATE_WINDOW seconds, the last two kept,
+ * moved on by every reply as the latency floor's are.
  */
-static void up_rate_observe(struct upstream *u, uint32_t proc, size_t bytes,
-			    double sent)
+static void up_rate_observe(struct upstream *u, const struct up_call *c,
+			    size_t bytes)
 {
-	double now = u->last_reply;
+	double now = u->last_reply, span = now - c->delivered_at;
 
 	if (now - u->rate_start >= UP_RATE_WINDOW) {
 		u->rate_prev = u->rate_cur;
 		u->rate_cur = 0;
 		u->rate_start = now;
 	}
-	if (proc != NFS3_READ)
+	if (c->proc != NFS3_READ)
 		return;
-	if (u->rate_last > 0 && sent <= u->rate_last && now >= u->rate_last) {
-		u->train_bytes += (double)bytes;
-		u->train_secs += now - u->rate_last;
-	} else {
-		u->train_bytes = 0;
-		u->train_secs = 0;
-	}
+	u->delivered += (double)bytes;
 	u->rate_last = now;
-	if (u->train_secs >= UP_RATE_SPAN) {
-		double rate = u->train_bytes / u->train_secs;
-
-		if (rate > u->rate_cur)
-			u->rate_cur = rate;
-		u->train_bytes = 0;
-		u->train_secs = 0;
-	}
+	if (span >= UP_RATE_SPAN &&
+	    (u->delivered - c->delivered) / span > u->rate_cur)
+		u->rate_cur = (u->delivered - c->delivered) / span;
 }
 
 /*
@@ -544,7 +534,7 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		up_floor_observe(u, proc, len + tail_len,
 				 u->last_reply - c->sent);
-		up_rate_observe(u, proc, len + tail_len, c->sent);
+		up_rate_observe(u, c, len + tail_len);
 		u->st.replies[proc]++;
 		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -1688,6 +1678,8 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		goto fail;
 	c->in_libnfs = true;
 	c->sent = up_clock();
+	c->delivered = u->delivered;
+	c->delivered_at = u->rate_last > 0 ? u->rate_last : c->sent;
 	up_call_move(c, UP_LIST_CALLS);
 	mclock_timer_add(c->ev_timeout, u->call_tv_common);
 	u->st.calls[proc]++;

@@ -44,8 +44,8 @@ struct evdns_getaddrinfo_request;
 #define UP_FLOOR_WINDOW		10.0	/* s per latency-floor window */
 #define UP_FLOOR_BYTES		16384	/* largest reply it samples */
 #define UP_RATE_WINDOW		10.0	/* s per delivery-rate window */
-#define UP_RATE_SPAN		0.002	/* s of back-to-back READ replies one
-					 * delivery-rate sample spans, at least */
+#define UP_RATE_SPAN		0.001	/* s one delivery-rate sample spans,
+					 * at least */
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
 #define UP_PMAP_PORT		111
@@ -90,6 +90,8 @@ struct up_call {
 	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
 	bool probe;		/* the liveness NULL (up_probe_cb) */
 	double sent;		/* up_clock() when queued */
+	double delivered;	/* u->delivered when queued */
+	double delivered_at;	/* u->rate_last when queued (sent if none) */
 };
 
 TAILQ_HEAD(up_call_list, up_call);
@@ -154,9 +156,7 @@ struct upstream {
 	double rate_start;		/* up_clock() */
 	double rate_last;		/* up_clock() of the last READ reply
 					 * (0: none on this upstream yet) */
-	double train_bytes;		/* READ reply bytes of the current
-					 * back-to-back train ... */
-	double train_secs;		/* ... and the time they took */
+	double delivered;		/* bytes of READ replies received */
 	double backoff;
 	bool started;
 	bool closed;

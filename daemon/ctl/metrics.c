@@ -469,7 +469,7 @@ static void render_upstream_link(struct evbuffer *o, struct daemon *d)
 				    d->exports[i]->conf->path,
 				    upcall_latency_floor(&d->exports[i]->upc));
 	head(o, "nfscached_upstream_read_rate_bytes_per_second", "gauge",
-	     "Highest rate of back-to-back READ replies of the last 10 to 20 s; 0 unknown.");
+	     "READ bytes received per second over a READ's flight, highest of the last 10 to 20 s; 0 unknown.");
 	for (size_t i = 0; i < d->nexports; i++)
 		evbuffer_add_printf(o, "nfscached_upstream_read_rate_bytes_per_second{export=\"%s\"} %.9g\n",
 				    d->exports[i]->conf->path,
