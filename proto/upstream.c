@@ -479,40 +479,6 @@ static void up_floor_observe(struct upstream *u, uint32_t proc, size_t bytes,
 }
 
 /*
- * Note c's reply, holding bytes bytes, completing at u->last_reply, for
- * upstream_read_rate, as TCP BBR samples its delivery rate per ACK: a
- * READ reply is one sample, the READ reply bytes received since c was
- * sent (its own included) over the time since the last READ reply before
- * c was sent (c->delivered_at: at least c's own round trip). Spanning a
- * round trip, a sample is what the link carried while c was in flight:
- * replies the loop read late and at once (a stall) inflate it by at most
- * what had piled up over that span, where a sample over the gap between
- * two replies would be inflated without bound; a reader that asks for
- * little makes low samples, which the maximum ignores. Samples under
- * UP_RATE_SPAN are left out (a LAN's, whose product the base window
- * covers anyway). Windows of UP_RATE_WINDOW seconds, the last two kept,
- * moved on by every reply as the latency floor's are.
- */
-static void up_rate_observe(struct upstream *u, const struct up_call *c,
-			    size_t bytes)
-{
-	double now = u->last_reply, span = now - c->delivered_at;
-
-	if (now - u->rate_start >= UP_RATE_WINDOW) {
-		u->rate_prev = u->rate_cur;
-		u->rate_cur = 0;
-		u->rate_start = now;
-	}
-	if (c->proc != NFS3_READ)
-		return;
-	u->delivered += (double)bytes;
-	u->rate_last = now;
-	if (span >= UP_RATE_SPAN &&
-	    (u->delivered - c->delivered) / span > u->rate_cur)
-		u->rate_cur = (u->delivered - c->delivered) / span;
-}
-
-/*
  * Complete c with status st: bookkeeping first, then the caller's cb, which
  * may re-enter (upstream_call, upstream_free). The caller holds u->busy.
  */
@@ -534,7 +500,8 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		up_floor_observe(u, proc, len + tail_len,
 				 u->last_reply - c->sent);
-		up_rate_observe(u, c, len + tail_len);
+		delivery_reply(&u->rate, u->last_reply, proc == NFS3_READ,
+			       len + tail_len, &c->mark);
 		u->st.replies[proc]++;
 		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -1597,9 +1564,7 @@ double upstream_latency_floor(const struct upstream *u)
 
 double upstream_read_rate(const struct upstream *u)
 {
-	if (u == NULL)
-		return 0;
-	return u->rate_prev > u->rate_cur ? u->rate_prev : u->rate_cur;
+	return u ? delivery_rate(&u->rate) : 0;
 }
 
 uint32_t upstream_rtmax(const struct upstream *u)
@@ -1678,8 +1643,7 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		goto fail;
 	c->in_libnfs = true;
 	c->sent = up_clock();
-	c->delivered = u->delivered;
-	c->delivered_at = u->rate_last > 0 ? u->rate_last : c->sent;
+	delivery_sent(&u->rate, c->sent, &c->mark);
 	up_call_move(c, UP_LIST_CALLS);
 	mclock_timer_add(c->ev_timeout, u->call_tv_common);
 	u->st.calls[proc]++;

@@ -18,6 +18,7 @@
 
 #include <event2/event.h>
 
+#include "delivery.h"
 #include "upstream.h"
 
 struct rpc_context;
@@ -43,9 +44,6 @@ struct evdns_getaddrinfo_request;
 #define UP_PROBE_TICK_US	250000
 #define UP_FLOOR_WINDOW		10.0	/* s per latency-floor window */
 #define UP_FLOOR_BYTES		16384	/* largest reply it samples */
-#define UP_RATE_WINDOW		10.0	/* s per delivery-rate window */
-#define UP_RATE_SPAN		0.001	/* s one delivery-rate sample spans,
-					 * at least */
 #define UP_MACHINE_MAX		255	/* RFC 5531 appendix A */
 #define UP_FH_MAX		64	/* RFC 1813 NFS3_FHSIZE */
 #define UP_PMAP_PORT		111
@@ -90,8 +88,7 @@ struct up_call {
 	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
 	bool probe;		/* the liveness NULL (up_probe_cb) */
 	double sent;		/* up_clock() when queued */
-	double delivered;	/* u->delivered when queued */
-	double delivered_at;	/* u->rate_last when queued (sent if none) */
+	struct delivery_mark mark;	/* u->rate when queued */
 };
 
 TAILQ_HEAD(up_call_list, up_call);
@@ -149,14 +146,7 @@ struct upstream {
 					 * floor_start (0: none yet) */
 	double floor_prev;		/* ... in the window before it */
 	double floor_start;		/* up_clock() */
-	double rate_cur;		/* highest READ delivery rate sample,
-					 * bytes/s, in the window begun at
-					 * rate_start (0: none yet) */
-	double rate_prev;		/* ... in the window before it */
-	double rate_start;		/* up_clock() */
-	double rate_last;		/* up_clock() of the last READ reply
-					 * (0: none on this upstream yet) */
-	double delivered;		/* bytes of READ replies received */
+	struct delivery rate;		/* READ delivery rate (up_clock()) */
 	double backoff;
 	bool started;
 	bool closed;
