@@ -224,7 +224,7 @@ static bool ghost_take(struct cache *c, uint64_t id, uint64_t index)
 static uint64_t ra_idle(const struct cache *c)
 {
 	uint64_t window = c->ra_params_set ?
-			  c->ra_params.max_window >> c->shift : 0;
+			  ra_full_window(&c->ra_params) >> c->shift : 0;
 
 	return window + RA_IDLE_SLACK;
 }

@@ -82,6 +82,8 @@ ra_params_default(struct ra_params *p, uint32_t page_size)
 {
 	p->max_window = RA_DEFAULT_MAX_WINDOW;
 	p->min_window = RA_DEFAULT_MIN_WINDOW;
+	p->cache_bytes = 0;
+	p->full_window = 0;
 	p->page_size = page_size;
 	p->max_streams = RA_DEFAULT_STREAMS;
 }
@@ -93,7 +95,38 @@ ra_params_valid(const struct ra_params *p)
 		return false;
 	if (p->max_window % p->page_size || p->min_window > p->max_window)
 		return false;
+	if (p->full_window % p->page_size || p->full_window > p->max_window)
+		return false;
 	return p->max_streams >= 1 && p->max_streams <= RA_STREAMS_MAX;
+}
+
+/* The full window with the link unknown: RA_BASE_WINDOW, at most the cap. */
+static uint64_t
+ra_base_window(const struct ra_params *p)
+{
+	return min_u64(page_up(p, RA_BASE_WINDOW), p->max_window);
+}
+
+uint64_t
+ra_full_window(const struct ra_params *p)
+{
+	return p->full_window ? p->full_window : ra_base_window(p);
+}
+
+uint64_t
+ra_window_size(const struct ra_params *p, double rate, double rtt)
+{
+	uint64_t base = ra_base_window(p), cap = p->max_window;
+	double want = RA_BDP_GAIN * rate * rtt;
+
+	if (p->cache_bytes && p->cache_bytes / RA_CACHE_SHARE < cap)
+		cap = page_down(p, p->cache_bytes / RA_CACHE_SHARE);
+	/* !(x > 0) also catches NaN. */
+	if (!(rate > 0) || !(rtt > 0) || !(want > 0) || cap <= base)
+		return base;
+	if (!(want < (double)cap))	/* also +inf */
+		return cap;
+	return max_u64(base, page_up(p, (uint64_t)want));
 }
 
 struct ra_state *
@@ -132,16 +165,18 @@ ra_init_window(const struct ra_params *p, uint32_t len)
 {
 	uint64_t w = max_u64(p->min_window, 2 * page_up(p, len));
 
-	return min_u64(page_up(p, w), p->max_window);
+	return min_u64(page_up(p, w), ra_full_window(p));
 }
 
-/* The window after w: x4 while below a quarter of the maximum, then x2. */
+/* The window after w: x4 while below a quarter of the full window, then
+ * x2, up to the full window. */
 static uint64_t
 ra_grow_window(const struct ra_params *p, uint64_t w)
 {
-	uint64_t next = w < p->max_window / 4 ? 4 * w : 2 * w;
+	uint64_t full = ra_full_window(p);
+	uint64_t next = w < full / 4 ? 4 * w : 2 * w;
 
-	return min_u64(next, p->max_window);
+	return min_u64(next, full);
 }
 
 /*
@@ -323,6 +358,7 @@ ra_advance(struct ra_state *s, const struct ra_params *p,
 	   struct ra_stream *t, uint32_t len, uint64_t end, bool start_now)
 {
 	bool new_page = page_up(p, end) > page_up(p, t->next);
+	uint64_t full = ra_full_window(p);
 
 	t->next = end;
 	if (t->window == 0) {
@@ -332,7 +368,9 @@ ra_advance(struct ra_state *s, const struct ra_params *p,
 		s->stats.streams++;
 		return true;
 	}
-	if (t->window < p->max_window) {
+	if (t->window > full)
+		t->window = full;	/* the link got slower */
+	if (t->window < full) {
 		if (!new_page)
 			return false;
 		t->window = ra_grow_window(p, t->window);
@@ -372,7 +410,7 @@ struct range
 ra_prev_range(const struct ra_params *p, uint64_t off, uint32_t len)
 {
 	uint64_t one = page_up(p, len);
-	uint64_t want = max_u64(one, min_u64(4 * one, p->max_window));
+	uint64_t want = max_u64(one, min_u64(4 * one, ra_full_window(p)));
 	struct range r = { off - min_u64(off, want), off };
 
 	return r;

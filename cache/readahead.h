@@ -22,20 +22,39 @@
  * example pushed out by more than max_streams interleaved readers, picks
  * up where its prefetched data ends; see ra_prev_range()).
  *
+ * Full window. What a stream grows to is sized by the link (issue 42):
+ * its bandwidth-delay product, the upstream's delivery rate times its
+ * latency floor, x RA_BDP_GAIN, so that the one to two windows a stream
+ * keeps in flight (see Issue) hold at least one link's worth of bytes
+ * even while the last window drains: with less, each window's round trip
+ * leaves the pipe idle. The caller measures both numbers and passes them
+ * (ra_window_size); this module never reads a clock. The full window is
+ * at least the base, min(RA_BASE_WINDOW, max_window), the fixed window of
+ * before issue 42 (a LAN's product is well under it, and smaller windows
+ * only add READs), and at most max_window (readahead_max: the cap) and
+ * 1/RA_CACHE_SHARE of the cache budget (cache_bytes), so that a stream's
+ * two windows ahead take at most an eighth of the cache: readahead cannot
+ * push out what readers use. With the link unknown (no rate or floor
+ * measured yet) it is the base. A max_window at or under RA_BASE_WINDOW
+ * therefore pins the window there, as before.
+ *
  * Window. A stream that turns sequential starts with
- *   init = max(min_window, 2 x len rounded up to pages), at most max_window
+ *   init = max(min_window, 2 x len rounded up to pages), at most the full
+ *   window
  * and grows when the reader consumes it: on each following sequential
  * READ that reaches a page the stream had not reached (the kernel's
  * readahead, too, runs per page: a READ inside a page already read never
- * reaches it), x4 while below a quarter of max_window, then x2, up to
- * max_window. With the defaults (128 KiB, 4 MiB) a stream of READs of a
- * page each issues windows of 128K, 512K, 2M, 4M, 4M...: full size at its
- * 4th sequential READ; sixteen 1 KiB READs inside one 64 KiB page issue
- * the first window only (issue 16: they had prefetched 4 MiB). A stream's
- * window depends only on how far it has read, never on the file's
- * history: a sequential phase after a random one ramps exactly like a
- * fresh stream (the 2.6.x bug fixed in 2004 kept an average over random
- * reads and ramped slowly).
+ * reaches it), x4 while below a quarter of the full window, then x2, up to
+ * the full window. With the defaults (128 KiB, base 4 MiB) a stream of
+ * READs of a page each issues windows of 128K, 512K, 2M, 4M, 4M...: full
+ * size at its 4th sequential READ; sixteen 1 KiB READs inside one 64 KiB
+ * page issue the first window only (issue 16: they had prefetched 4 MiB).
+ * When the full window grows (the link measured faster) a full-size
+ * stream grows again the same way; when it shrinks, a stream's next
+ * window is the new size. A stream's window depends only on how far it
+ * has read and on the link, never on the file's history: a sequential
+ * phase after a random one ramps exactly like a fresh stream (the 2.6.x
+ * bug fixed in 2004 kept an average over random reads and ramped slowly).
  *
  * Issue. While growing, every READ that grows the window issues it; at full
  * size a window is issued when a READ reaches the trigger, the start of
@@ -65,17 +84,28 @@
 #include "rangeset.h"
 
 #define RA_STREAMS_MAX		32	/* upper bound of max_streams */
-#define RA_DEFAULT_MAX_WINDOW	(4u * 1024 * 1024)
+#define RA_DEFAULT_MAX_WINDOW	(64u * 1024 * 1024)
 #define RA_DEFAULT_MIN_WINDOW	(128u * 1024)
+#define RA_BASE_WINDOW		(4u * 1024 * 1024)	/* full window with
+							 * the link unknown */
+#define RA_BDP_GAIN		2	/* full window / bandwidth-delay product */
+#define RA_CACHE_SHARE		16	/* full window <= cache_bytes / this */
 #define RA_DEFAULT_STREAMS	8
 /* Most ranges one ra_on_read() can return (a window minus the spans of
  * the other streams). */
 #define RA_RANGES_MAX		(RA_STREAMS_MAX + 1)
 
-/* Tunables, shared by all files (from the configuration). */
+/* Tunables, shared by all files (from the configuration), and the full
+ * window of the moment (set by the caller per call, from ra_window_size). */
 struct ra_params {
-	uint64_t max_window;	/* bytes, the largest window; 0 disables */
+	uint64_t max_window;	/* bytes, the cap of every window; 0
+				 * disables */
 	uint64_t min_window;	/* bytes, the smallest first window */
+	uint64_t cache_bytes;	/* bytes, the cache's data budget: the full
+				 * window is at most 1/RA_CACHE_SHARE of it
+				 * (0: no such cap) */
+	uint64_t full_window;	/* bytes, what streams grow to now: 0 (the
+				 * base) or a page multiple <= max_window */
 	uint32_t page_size;	/* bytes, power of two: alignment, slack */
 	unsigned max_streams;	/* streams per file, 1..RA_STREAMS_MAX */
 };
@@ -105,17 +135,37 @@ struct ra_stats {
 struct ra_state;
 
 /*
- * Fill *p with the defaults: 4 MiB max window, 128 KiB min window, 8
- * streams, the given page size (a power of two).
+ * Fill *p with the defaults: 64 MiB max window (the cap), 128 KiB min
+ * window, no cache budget cap, the base full window, 8 streams, the given
+ * page size (a power of two).
  */
 void ra_params_default(struct ra_params *p, uint32_t page_size);
 
 /*
  * True when p is usable: page_size a power of two; max_window 0 or a
- * multiple of page_size; min_window <= max_window; max_streams in
+ * multiple of page_size; min_window <= max_window; full_window 0 or a
+ * multiple of page_size up to max_window; max_streams in
  * 1..RA_STREAMS_MAX. Every other function requires valid params.
  */
 bool ra_params_valid(const struct ra_params *p);
+
+/*
+ * The full window, bytes, for a link that delivers rate bytes per second
+ * (0: unknown) with a latency floor of rtt seconds (0: unknown): the
+ * bandwidth-delay product rate x rtt x RA_BDP_GAIN rounded up to pages,
+ * at least the base min(RA_BASE_WINDOW, max_window), at most max_window
+ * and cache_bytes / RA_CACHE_SHARE (rounded down to pages; never below
+ * the base). The base when either number is unknown, not finite or not
+ * positive. A page multiple; p valid; the result is what the caller puts
+ * in p->full_window (a copy per call). Pure: any thread. Source: TCP
+ * BBR's cwnd = cwnd_gain x BtlBw x RTprop (cwnd_gain 2), with the
+ * readahead window as the congestion window.
+ */
+uint64_t ra_window_size(const struct ra_params *p, double rate, double rtt);
+
+/* The full window p sets, bytes: p->full_window, or the base
+ * min(RA_BASE_WINDOW, max_window) when that is 0. p valid. */
+uint64_t ra_full_window(const struct ra_params *p);
 
 /*
  * Allocate the state of one file with room for p->max_streams streams and
@@ -149,7 +199,7 @@ size_t ra_on_read(struct ra_state *s, const struct ra_params *p,
 
 /*
  * The bytes the caller checks for ra_on_read()'s prev_cached: the
- * 4 x len bytes (len rounded up to pages; at most max_window, at least
+ * 4 x len bytes (len rounded up to pages; at most the full window, at least
  * len) just before off, clipped at 0. Empty ({off, off}) when off is 0.
  * Four READs' worth, because one or two cached pages before a random
  * READ are common (10,000 random 4 KiB READs over 1 GiB: with 2 x len,
@@ -196,7 +246,8 @@ void ra_stats_add(struct ra_stats *sum, const struct ra_stats *x);
  * Check the invariants of s under p: at most min(allocated, max_streams)
  * streams in use; per stream origin <= frontier, both page-aligned,
  * trigger in [origin, frontier], window 0 or a multiple of page_size up to
- * max_window, no use stamp from the future. True when all hold.
+ * max_window (a stream above a full window that shrank comes down at its
+ * next READ), no use stamp from the future. True when all hold.
  */
 bool ra_check(const struct ra_state *s, const struct ra_params *p);
 

@@ -255,10 +255,13 @@ static const struct directive directives[] = {
 	    "Aligned blocks of this size that an upstream READ returns all "
 	    "zero are kept as holes (no page memory, no upstream READ next "
 	    "time); a power of two, 0 turns it off."),
-	NUM("readahead_max", GLOBAL(readahead_max), K_U32, "4194304", 0,
+	NUM("readahead_max", GLOBAL(readahead_max), K_U32, "67108864", 0,
 	    268435456, "bytes",
-	    "Largest readahead window of a sequential stream (a multiple of "
-	    "page_size); 0 turns readahead off."),
+	    "Cap of a sequential stream's readahead window (a multiple of "
+	    "page_size), which is sized by the upstream's measured bandwidth "
+	    "x latency floor, at least 4 MiB and at most this and a sixteenth "
+	    "of cache_size; 4 MiB or less pins it here; 0 turns readahead "
+	    "off."),
 	NUM("readahead_streams", GLOBAL(readahead_streams), K_U32, "8", 1, 32,
 	    "streams",
 	    "Sequential streams tracked per file (readers at different "

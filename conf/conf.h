@@ -185,7 +185,7 @@ struct conf {
 	uint32_t disk_dirty_limit;	/* locally committed MiB on disk */
 	uint32_t max_files;		/* file records kept, files */
 	uint32_t hole_granularity;	/* bytes; zero blocks become holes */
-	uint32_t readahead_max;		/* bytes, largest window; 0 off */
+	uint32_t readahead_max;		/* bytes, cap of the window; 0 off */
 	uint32_t readahead_streams;	/* streams tracked per file */
 	double writeback_delay;		/* seconds before write-behind */
 	uint32_t dirty_limit;		/* MiB of dirty data before write-back;

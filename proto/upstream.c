@@ -500,6 +500,8 @@ static void up_complete(struct upstream *u, struct up_call *c,
 		u->srtt = u->srtt * 7 / 8 + (u->last_reply - c->sent) / 8;
 		up_floor_observe(u, proc, len + tail_len,
 				 u->last_reply - c->sent);
+		delivery_reply(&u->rate, u->last_reply, proc == NFS3_READ,
+			       len + tail_len, &c->mark);
 		u->st.replies[proc]++;
 		u->st.bytes_received += len + tail_len;
 		histogram_observe(&u->st.latency[proc], up_clock() - c->sent);
@@ -1560,6 +1562,11 @@ double upstream_latency_floor(const struct upstream *u)
 	return u->floor_cur;
 }
 
+double upstream_read_rate(const struct upstream *u)
+{
+	return u ? delivery_rate(&u->rate) : 0;
+}
+
 uint32_t upstream_rtmax(const struct upstream *u)
 {
 	return u ? u->rtmax : 0;
@@ -1636,6 +1643,7 @@ int upstream_call(struct upstream *u, uint32_t proc,
 		goto fail;
 	c->in_libnfs = true;
 	c->sent = up_clock();
+	delivery_sent(&u->rate, c->sent, &c->mark);
 	up_call_move(c, UP_LIST_CALLS);
 	mclock_timer_add(c->ev_timeout, u->call_tv_common);
 	u->st.calls[proc]++;

@@ -195,6 +195,25 @@ const uint8_t *upstream_root_fh(const struct upstream *u, size_t *len);
 double upstream_latency_floor(const struct upstream *u);
 
 /*
+ * The upstream's READ delivery rate, bytes per second: the highest of the
+ * samples of the last 10 to 20 s, one per READ reply, each the READ reply
+ * bytes received while that READ was in flight (from the last READ reply
+ * before it was sent to its own) over that time, at least 1 ms (as TCP
+ * BBR's windowed max delivery rate; the latency floor is its min_rtt).
+ * What the link and the server carried while kept busy: a reader that
+ * asks for little makes low samples, which the maximum ignores; replies
+ * read late and at once after an event-loop stall inflate a sample by at
+ * most what piled up over its span (a round trip or more). 0 for NULL,
+ * before the first sample and when none came in the last 10 to 20 s. The
+ * rate of this one connection: the handlers' export sums its lanes
+ * (upcall_libnfs). Event loop thread only, as every upstream_* call;
+ * never fails. Source: TCP BBR's delivery rate (Cardwell et al., "BBR:
+ * Congestion-Based Congestion Control", ACM Queue 14(5), 2016; Linux
+ * net/ipv4/tcp_rate.c, its ack_elapsed), per reply instead of per ACK.
+ */
+double upstream_read_rate(const struct upstream *u);
+
+/*
  * Effective transfer sizes in bytes: min(upstream FSINFO rtmax/wtmax,
  * UPSTREAM_LIBNFS_MAX, max_transfer). 0 before the first FSINFO.
  */

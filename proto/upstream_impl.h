@@ -18,6 +18,7 @@
 
 #include <event2/event.h>
 
+#include "delivery.h"
 #include "upstream.h"
 
 struct rpc_context;
@@ -87,6 +88,7 @@ struct up_call {
 	bool timed_out;		/* complete with ETIMEDOUT, not EDOWN */
 	bool probe;		/* the liveness NULL (up_probe_cb) */
 	double sent;		/* up_clock() when queued */
+	struct delivery_mark mark;	/* u->rate when queued */
 };
 
 TAILQ_HEAD(up_call_list, up_call);
@@ -144,6 +146,7 @@ struct upstream {
 					 * floor_start (0: none yet) */
 	double floor_prev;		/* ... in the window before it */
 	double floor_start;		/* up_clock() */
+	struct delivery rate;		/* READ delivery rate (up_clock()) */
 	double backoff;
 	bool started;
 	bool closed;

@@ -43,6 +43,7 @@ int daemon_cache_start(struct daemon *d, char *err, size_t len)
 	}
 	ra_params_default(&d->ra_params, d->conf->page_size);
 	d->ra_params.max_window = d->conf->readahead_max;
+	d->ra_params.cache_bytes = cp.budget;
 	d->ra_params.max_streams = d->conf->readahead_streams;
 	if (d->ra_params.min_window > d->ra_params.max_window)
 		d->ra_params.min_window = d->ra_params.max_window;

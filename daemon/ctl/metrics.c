@@ -467,6 +467,36 @@ static void render_exports(struct evbuffer *o, struct daemon *d,
 	free(paths);
 }
 
+/* Write what the proxy measured of each export's link: its latency
+ * floor and READ delivery rate (upstream.h), and the readahead window
+ * they size (nfs3_read_ra_params). */
+static void render_upstream_link(struct evbuffer *o, struct daemon *d)
+{
+	head(o, "nfscached_upstream_latency_floor_seconds", "gauge",
+	     "Shortest small-call reply latency of the last 10 to 20 s; 0 unknown.");
+	for (size_t i = 0; i < d->nexports; i++)
+		evbuffer_add_printf(o, "nfscached_upstream_latency_floor_seconds{export=\"%s\"} %.9g\n",
+				    d->exports[i]->conf->path,
+				    upcall_latency_floor(&d->exports[i]->upc));
+	head(o, "nfscached_upstream_read_rate_bytes_per_second", "gauge",
+	     "READ bytes received per second over a READ's flight, highest of the last 10 to 20 s; 0 unknown.");
+	for (size_t i = 0; i < d->nexports; i++)
+		evbuffer_add_printf(o, "nfscached_upstream_read_rate_bytes_per_second{export=\"%s\"} %.9g\n",
+				    d->exports[i]->conf->path,
+				    upcall_read_rate(&d->exports[i]->upc));
+	head(o, "nfscached_readahead_window_bytes", "gauge",
+	     "Readahead window a stream grows to now, sized by the link.");
+	for (size_t i = 0; i < d->nexports; i++) {
+		struct ra_params rp;
+
+		nfs3_read_ra_params(d, &d->exports[i]->upc, &rp);
+		evbuffer_add_printf(o, "nfscached_readahead_window_bytes{export=\"%s\"} %llu\n",
+				    d->exports[i]->conf->path,
+				    (unsigned long long)(rp.max_window ?
+					ra_full_window(&rp) : 0));
+	}
+}
+
 /* Write the upstream counters per export (its connections summed), and
  * per-export state. */
 static void render_upstream(struct evbuffer *o, struct daemon *d)
@@ -495,6 +525,7 @@ static void render_upstream(struct evbuffer *o, struct daemon *d)
 		evbuffer_add_printf(o, "nfscached_upstream_up{export=\"%s\"} %d\n",
 				    d->exports[i]->conf->path,
 				    upcall_state(&d->exports[i]->upc) == UPSTREAM_UP);
+	render_upstream_link(o, d);
 }
 
 /*

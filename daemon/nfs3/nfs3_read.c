@@ -583,16 +583,31 @@ static void join_inflight(struct read_op *op, uint64_t s, uint64_t e,
 	}
 }
 
+/* True when the cached bytes [b, e) between two missing pieces of op's
+ * file may be fetched again to join the pieces in one READ: at most
+ * READ_MERGE_GAP of them, all valid and clean (fetch_pieces). */
+static bool gap_joinable(const struct read_op *op, uint64_t b, uint64_t e)
+{
+	return e - b <= READ_MERGE_GAP &&
+	       cfile_range_cached(op->d->cache, op->f, b, e) &&
+	       cfile_range_clean(op->f, b, e - b,
+				 cache_page_size(op->d->cache));
+}
+
 /*
  * Send the upstream READs of the pieces of rest (bytes op's file lacks
  * that no fetch in flight covers), at most rtmax bytes each; ra: for
- * readahead (op waits on none of them). Two pieces separated by at most
+ * readahead (op waits on none of them). Pieces separated by at most
  * READ_MERGE_GAP bytes, all valid in the cache and clean (the disk tier
  * stores a reply's bytes as the upstream's: not over bytes a client
- * wrote), go in one READ when both fit in rtmax (issue 16: a window over
- * scattered cached bytes was sent as one READ per gap); a fill never
- * overwrites valid bytes (cache_fill), so the gap's bytes come again and
- * are dropped. A READ that cannot be
+ * wrote), form one run, sent as READs of rtmax bytes each (the last one
+ * shorter), each starting at a missing byte and ending at one: a
+ * fragmented window costs about as many READs as a whole one (issue 16:
+ * a window over scattered cached bytes was sent as one READ per gap;
+ * issue 42: a piece that did not fit whole in the READ before it began a
+ * new READ, so pieces a little over rtmax went as two READs each, one of
+ * them small). A fill never overwrites valid bytes (cache_fill), so a
+ * gap's bytes come again and are dropped. A READ that cannot be
  * sent stops a client's fetch (op->err = NFS3ERR_JUKEBOX); readahead
  * goes on. Returns the READs sent; *lost gets the bytes not sent.
  */
@@ -602,20 +617,19 @@ static unsigned fetch_pieces(struct read_op *op, const struct rangeset *rest,
 	size_t n, i = 0;
 	const struct range *pc = rangeset_ranges(rest, &n);
 	uint64_t a = n ? pc[0].start : 0, b;
-	uint32_t ps = cache_page_size(op->d->cache);
 	unsigned sent = 0;
 
 	*lost = 0;
 	while (i < n && (ra || op->err == NFS3_OK)) {
 		/* Never past a piece's end, even next to 2^64. */
 		b = pc[i].end - a > rtmax ? a + rtmax : pc[i].end;
+		/* Join the next pieces while this READ has room left. */
 		while (b == pc[i].end && i + 1 < n &&
-		       pc[i + 1].start - b <= READ_MERGE_GAP &&
-		       pc[i + 1].end - a <= rtmax &&
-		       cfile_range_cached(op->d->cache, op->f, b,
-					  pc[i + 1].start) &&
-		       cfile_range_clean(op->f, b, pc[i + 1].start - b, ps))
-			b = pc[++i].end;
+		       pc[i + 1].start - a < rtmax &&
+		       gap_joinable(op, b, pc[i + 1].start)) {
+			i++;
+			b = pc[i].end - a > rtmax ? a + rtmax : pc[i].end;
+		}
 		if (fetch_start(op, a, b, ra) == 0) {
 			sent++;
 		} else {
@@ -678,6 +692,21 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 }
 
 /*
+ * The readahead parameters for a READ of op's export now: the
+ * configuration's (d->ra_params) with the full window sized by the
+ * export's link, its READ delivery rate times its latency floor
+ * (ra_window_size; the base window while either is unknown).
+ */
+void nfs3_read_ra_params(const struct daemon *d, const struct upcall *upc,
+			 struct ra_params *p)
+{
+	*p = d->ra_params;
+	if (p->max_window)
+		p->full_window = ra_window_size(p, upcall_read_rate(upc),
+						upcall_latency_floor(upc));
+}
+
+/*
  * Tell the file's readahead about this READ (hits included: that is how
  * a stream crosses its trigger) and prefetch what it asks for. A miss
  * counts as sequential when the bytes just before it are cached.
@@ -685,29 +714,32 @@ static uint64_t prefetch(struct read_op *op, uint64_t s, uint64_t e,
 static void read_ahead(struct read_op *op, bool hit)
 {
 	struct daemon *d = op->d;
-	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	struct ra_params rp;
+	struct ra_state *ra;
 	READ3args *a = op_args(op);
 	struct range out[RA_RANGES_MAX], pr;
 	bool prev_cached = false;
 	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	size_t n;
 
+	nfs3_read_ra_params(d, &op->ex->upc, &rp);
+	ra = cfile_ra(d->cache, op->f, &rp);
 	if (!ra || !rtmax)
 		return;
 	/* A hit only advances a stream already sequential: cached data
 	 * read at random must not start readahead. */
-	if (hit && !ra_in_stream(ra, &d->ra_params, a->offset))
+	if (hit && !ra_in_stream(ra, &rp, a->offset))
 		return;
 	if (!hit) {
-		pr = ra_prev_range(&d->ra_params, a->offset, a->count);
+		pr = ra_prev_range(&rp, a->offset, a->count);
 		prev_cached = pr.start < pr.end &&
 			      cfile_range_cached(d->cache, op->f, pr.start, pr.end);
 	}
-	n = ra_on_read(ra, &d->ra_params, a->offset, a->count,
+	n = ra_on_read(ra, &rp, a->offset, a->count,
 		       cfile_attr(op->f)->size, prev_cached, out, RA_RANGES_MAX);
 	for (size_t i = 0; i < n; i++)
 		if (prefetch(op, out[i].start, out[i].end, rtmax))
-			ra_cancel(ra, &d->ra_params, &out[i]);
+			ra_cancel(ra, &rp, &out[i]);
 }
 
 /*
@@ -745,13 +777,16 @@ static uint64_t read_random_unit(const struct read_op *op)
 static struct range read_fetch_window(struct read_op *op)
 {
 	struct daemon *d = op->d;
-	struct ra_state *ra = cfile_ra(d->cache, op->f, &d->ra_params);
+	struct ra_params rp;
+	struct ra_state *ra;
 	struct range all = { 0, UINT64_MAX }, w, pr;
 	uint64_t mask;
 
-	if (!ra || op->off == 0 || ra_in_stream(ra, &d->ra_params, op->off))
+	nfs3_read_ra_params(d, &op->ex->upc, &rp);
+	ra = cfile_ra(d->cache, op->f, &rp);
+	if (!ra || op->off == 0 || ra_in_stream(ra, &rp, op->off))
 		return all;
-	pr = ra_prev_range(&d->ra_params, op->off, op_args(op)->count);
+	pr = ra_prev_range(&rp, op->off, op_args(op)->count);
 	if (pr.start < pr.end &&
 	    cfile_range_cached(d->cache, op->f, pr.start, pr.end))
 		return all;

@@ -120,6 +120,21 @@ void nfs3_read_steps_inflight(const struct daemon *d,
  */
 const char *nfs3_read_check_why(const struct daemon *d);
 
+struct upcall;
+
+/*
+ * Fill *p with the readahead parameters a READ through upc (an export's
+ * upstream, borrowed) uses now: d->ra_params (the configuration's cap,
+ * minimum, streams, cache budget) with p->full_window set by
+ * ra_window_size from upc's READ delivery rate (bytes/s) and latency
+ * floor (s), both as measured at this moment; the base window while
+ * either is unknown. With readahead off (max_window 0) p is d's as is.
+ * Never fails. Event loop only (the upstream's numbers are the loop's).
+ * Also what /metrics shows as nfscached_readahead_window_bytes.
+ */
+void nfs3_read_ra_params(const struct daemon *d, const struct upcall *upc,
+			 struct ra_params *p);
+
 /* READ r (arguments decoded, client handles). OP_PENDING or OP_DONE. */
 enum op_status nfs3_op_read(struct req *r);
 

@@ -148,6 +148,19 @@ static double libnfs_latency_floor(const void *impl)
 	return upstream_latency_floor(lane0(impl));
 }
 
+/* upstream_read_rate summed over impl's lanes that are up: lanes share
+ * the export's READs (upcall_lanes_pick), each measuring its share. */
+static double libnfs_read_rate(const void *impl)
+{
+	const struct upcall_lanes *l = impl;
+	double sum = 0;
+
+	for (unsigned k = 0; k < l->n; k++)
+		if (upstream_get_state(l->lane[k]) == UPSTREAM_UP)
+			sum += upstream_read_rate(l->lane[k]);
+	return sum;
+}
+
 const struct upcall_ops upcall_libnfs = {
 	.call = libnfs_call,
 	.state = libnfs_state,
@@ -155,6 +168,7 @@ const struct upcall_ops upcall_libnfs = {
 	.wtmax = libnfs_wtmax,
 	.root_fh = libnfs_root_fh,
 	.latency_floor = libnfs_latency_floor,
+	.read_rate = libnfs_read_rate,
 };
 
 int upcall_lanes_start(struct upcall_lanes *l, unsigned n,
@@ -226,6 +240,13 @@ static double closed_latency_floor(const void *impl)
 	return 0;
 }
 
+/* A closed export's delivery rate: unknown. */
+static double closed_read_rate(const void *impl)
+{
+	(void)impl;
+	return 0;
+}
+
 const struct upcall_ops upcall_closed = {
 	.call = closed_call,
 	.state = closed_state,
@@ -233,4 +254,5 @@ const struct upcall_ops upcall_closed = {
 	.wtmax = closed_size,
 	.root_fh = closed_root_fh,
 	.latency_floor = closed_latency_floor,
+	.read_rate = closed_read_rate,
 };

@@ -43,6 +43,8 @@ typedef void (*upcall_cb)(enum upstream_status status, void *res, void *arg);
  * state, rtmax, wtmax, root_fh, latency_floor: as upstream_get_state,
  * upstream_rtmax, upstream_wtmax, upstream_root_fh and
  * upstream_latency_floor.
+ * read_rate: the export's READ delivery rate, bytes/s (0: unknown), as
+ * upstream_read_rate summed over the export's connections.
  */
 /* What a call's result decodes into: the XDR routine of the result
  * (xdr_READ3res) and the size of its rpcgen struct, given by the caller
@@ -61,6 +63,7 @@ struct upcall_ops {
 	uint32_t (*wtmax)(const void *impl);
 	const uint8_t *(*root_fh)(const void *impl, size_t *len);
 	double (*latency_floor)(const void *impl);
+	double (*read_rate)(const void *impl);
 };
 
 /* An export's upstream: the operations and their object (both borrowed). */
@@ -148,6 +151,13 @@ static inline uint32_t upcall_rtmax(const struct upcall *u)
 static inline double upcall_latency_floor(const struct upcall *u)
 {
 	return u->ops->latency_floor(u->impl);
+}
+
+/* The export's READ delivery rate, bytes/s, 0 when unknown (upcall_ops
+ * read_rate). Event loop only. */
+static inline double upcall_read_rate(const struct upcall *u)
+{
+	return u->ops->read_rate(u->impl);
 }
 
 static inline uint32_t upcall_wtmax(const struct upcall *u)

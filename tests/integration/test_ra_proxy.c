@@ -22,6 +22,8 @@
  *                   flight waits on it: no duplicate upstream READ
  *   ra_coalesce_used  the page such a READ got counts as used
  *                   (FAILS on the proxy of 4ffa23c: see the test)
+ *   ra_fragmented   windows over a file with small cached islands go in
+ *                   READs of rsize, islands included: an exact count
  *   (ra_sequential_wire: ratest_capture.sh counts the same read's READ
  *                   calls and their sizes on Ganesha's port)
  *   ra_evict        16 MiB cache: unread prefetched pages go before a
@@ -32,10 +34,12 @@
  *
  * Files are written in the export directory on disk (NFSC_EXPORT_DIR)
  * with ct_pattern() data, so any range can be checked against its
- * (offset, seed). The readahead defaults are assumed (readahead_max 4 MiB,
- * min window 128 KiB, 8 streams, page 64 KiB, effective rsize 1 MiB: the
- * harness's Ganesha has MaxRead 1 MiB); the suite checks the page size
- * and budget it reads off /metrics.
+ * (offset, seed). A window pinned at 4 MiB is assumed (readahead_max
+ * 4 MiB, ratest_window4m.conf, or a 16 MiB cache: a window sized by the
+ * link's measured bandwidth would depend on the machine), with the
+ * defaults' min window 128 KiB, 8 streams, page 64 KiB, effective rsize
+ * 1 MiB (the harness's Ganesha has MaxRead 1 MiB); the suite checks the
+ * page size, budget and window it reads off /metrics.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +69,8 @@
 #define M_WASTED "nfscached_readahead_wasted_bytes_total"
 #define M_STREAMS "nfscached_readahead_streams_total"
 #define M_FETCH_BYTES "nfscached_cache_fetch_bytes_total"
+#define M_RATE "nfscached_upstream_read_rate_bytes_per_second{export=\"/export\"}"
+#define M_WINDOW "nfscached_readahead_window_bytes{export=\"/export\"}"
 
 static struct {
 	struct nfsc *px;	/* mounted through the proxy */
@@ -394,6 +400,11 @@ static void test_sequential_cold(void)
 		  "fetched %llu", (unsigned long long)used,
 		  (unsigned long long)fetched);
 	CHECK_EQ(d(&m0, &m1, M_WASTED), 0);
+	/* The link was measured (issue 42): 256 MiB came in back-to-back
+	 * READ replies; the window stays pinned at 4 MiB. */
+	CHECK_MSG(ct_metric(&m1, M_RATE) != CT_ABSENT &&
+		  ct_metric(&m1, M_RATE) > 0, "no READ delivery rate measured");
+	CHECK_EQ(ct_metric(&m1, M_WINDOW), RA_MAX);
 	ct_metrics_free(&m0);
 	m0 = m1;
 
@@ -859,6 +870,54 @@ static void test_stream_through_small_cache(void)
 
 /* ---- registration ---- */
 
+/* ---- ra_fragmented ---- */
+
+/*
+ * Issue 42: readahead windows over a file with small cached islands (a
+ * random 4 KiB READ every 1088 KiB, widened to the random unit: at most a
+ * page) go upstream in READs of rsize, islands included: the 8 MiB file
+ * read from 0 costs 11 upstream READs (nfscached_upstream_rpcs_total),
+ * those of the windows [0, 64K), [64K, 192K), [192K, 704K) (one each),
+ * [704K, 2752K) (2), [2752K, 6848K) (4) and [6848K, 8M) (2); each piece
+ * between two islands used to begin a READ of its own when it did not
+ * fit whole in the READ before it (15). unit.nfs3_read's
+ * fragmented_window_fetched_in_few_large_reads pins the same count on
+ * the fake upstream.
+ */
+static void test_fragmented_window_few_reads(void)
+{
+	uint64_t size = 8 * MIB, island = 1088 * KIB;
+	struct ct_metrics m0, m1;
+	nfs_fh3 fh;
+
+	if (check_setup(0) != 0)
+		return;
+	if (file_open("frag.dat", size, 21, &fh) != 0) {
+		CHECK_MSG(0, "setup");
+		return;
+	}
+	for (uint64_t off = island; off < size; off += island)
+		read_check(T.px, &fh, off, RND_READ, NULL, 21, "island");
+	if (ct_metrics_read(&m0) != 0) {
+		CHECK_MSG(0, "metrics");
+		goto out;
+	}
+	/* Each READ waits for its bytes: the last one's reply means every
+	 * window has landed, nothing is still in flight. */
+	read_seq(T.px, &fh, 0, size, 21, "fragmented");
+	if (ct_metrics_read(&m1) == 0) {
+		ct_print_deltas("fragmented", &m0, &m1);
+		CHECK_EQ(T.bad, 0);
+		CHECK_EQ(d(&m0, &m1, CT_UP_READ), 11);
+		CHECK_EQ(d(&m0, &m1, M_STREAMS), 1);
+		CHECK_EQ(d(&m0, &m1, M_WINDOWS), 5);
+		ct_metrics_free(&m1);
+	}
+	ct_metrics_free(&m0);
+out:
+	nfsc_fh_free(&fh);
+}
+
 /* Mount the proxy (a failure fails the test, see need_mount()). */
 static int suite_init(void)
 {
@@ -891,6 +950,8 @@ int test_register(void)
 		  test_unread_prefetch_goes_first },
 		{ "ra_small_cache", "stream_through_small_cache",
 		  test_stream_through_small_cache },
+		{ "ra_fragmented", "fragmented_window_few_reads",
+		  test_fragmented_window_few_reads },
 	};
 
 	tcheck_report_at_exit("test_ra_proxy");

@@ -156,6 +156,12 @@ static double fake_latency_floor(const void *impl)
 	return ((const struct fake_up *)impl)->latency_floor;
 }
 
+/* upcall_ops.read_rate. */
+static double fake_read_rate(const void *impl)
+{
+	return ((const struct fake_up *)impl)->read_rate;
+}
+
 const struct upcall_ops fake_upcall_ops = {
 	.call = fake_call,
 	.state = fake_state,
@@ -163,6 +169,7 @@ const struct upcall_ops fake_upcall_ops = {
 	.wtmax = fake_wtmax,
 	.root_fh = fake_root_fh,
 	.latency_floor = fake_latency_floor,
+	.read_rate = fake_read_rate,
 };
 
 void fake_up_init(struct fake_up *fu, struct event_base *base,

@@ -50,6 +50,7 @@ struct fake_up {
 	enum upstream_state state;		/* DOWN: call() refuses */
 	uint32_t rtmax, wtmax;
 	double latency_floor;			/* s; 0 (unknown) at init */
+	double read_rate;			/* bytes/s; 0 (unknown) at init */
 	uint8_t root[64];
 	size_t root_len;
 	uint64_t calls[UPSTREAM_NPROCS];	/* accepted, by procedure */

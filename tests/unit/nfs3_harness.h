@@ -23,7 +23,8 @@
 #include "nfs3_write.h"
 
 #define TOY_MAX_NODES	32
-#define TOY_MAX_DATA	(4u << 20)	/* bytes per toy file */
+#define TOY_MAX_DATA	(16u << 20)	/* bytes per toy file (calloc: pages
+					 * only as written) */
 #define TOY_ROOT	1		/* the export root's fileid */
 
 /* One toy file or directory; its upstream handle is 8 bytes of fileid. */

@@ -1062,7 +1062,8 @@ static void test_budget_edges(void)
 	/* Nothing could keep prefetched data: no readahead state (the same
 	 * parameters give one with a budget, below). */
 	{
-		struct ra_params rp = { 4 * 4096, 2 * 4096, 4096, 8 };
+		struct ra_params rp = { .max_window = 4 * 4096, .min_window = 2 * 4096,
+					.page_size = 4096, .max_streams = 8 };
 		struct cache_params bp = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0 };
 		struct cache *c2 = cache_new(&bp);
 		struct cfile *f2;

@@ -357,6 +357,95 @@ static void test_fragmented_miss_fetched_in_one_read(void)
 	h_fini(&h);
 }
 
+/* One readahead stream per file, windows pinned at 4 MiB (readahead_max
+ * 4 MiB: the link's measure cannot change them). */
+static void one_stream_4m(struct conf *c)
+{
+	c->readahead_streams = 1;
+	c->readahead_max = 4u << 20;
+}
+
+/* Read fileid's [0, size) in 64 KiB READs, one at a time, each answered
+ * with the toy's bytes after the loop ran its fetches. */
+static void read_through(struct nfs3_h *h, uint64_t id, uint64_t size)
+{
+	for (uint64_t off = 0; off < size; off += 65536) {
+		check_read(h, h_send_read(h, id, off, 65536), id, off, 65536);
+		h_turns(h, 50);
+	}
+}
+
+/*
+ * Issue 42: readahead windows over missing pieces a little over rtmax
+ * (1 MiB) long, split by 4 KiB cached islands, go in READs of rtmax
+ * each, islands included: 11 upstream READs for the 8 MiB file, where
+ * a piece that did not fit whole in the READ before it began a READ of
+ * its own (15, two of them of 60 KiB).
+ * The windows of a stream from 0 (readahead_max 4 MiB) are [0, 64K)
+ * (the first READ's page), [64K, 192K), [192K, 704K), [704K, 2752K),
+ * [2752K, 6848K), [6848K, 8M): 1 + 1 + 1 + 2 + 4 + 2 READs, every byte
+ * fetched once but the islands inside them (all 7: 8 MiB in all).
+ */
+static void test_fragmented_window_fetched_in_few_large_reads(void)
+{
+	struct nfs3_read_stats before, after;
+	const struct toy_node *n;
+	struct nfs3_h h;
+	struct cfile *f;
+	uint64_t id, reads;
+
+	h_init(&h, one_stream_4m);
+	h.fu.rtmax = 1u << 20;
+	id = toy_add_file(&h.toy, "f", 8u << 20);
+	n = toy_node(&h.toy, id);
+	f = up_file_ex(&h, id, true);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	/* Islands at 1088 KiB, 2176 KiB, ... 7616 KiB. */
+	for (uint64_t o = 1088 << 10; o < (8u << 20); o += 1088 << 10)
+		cache_fill(h.d.cache, f, o, n->data + o, 4096);
+	cfile_put(h.d.cache, &f);
+	reads = h.fu.calls[NFSPROC3_READ];
+	nfs3_read_stats_get(&h.d, &before);
+	read_through(&h, id, 8u << 20);
+	nfs3_read_stats_get(&h.d, &after);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ] - reads, 11);
+	CU_ASSERT_EQUAL(after.upstream_read_bytes - before.upstream_read_bytes,
+			8u << 20);
+	h_fini(&h);
+}
+
+/*
+ * Issue 42: the full window follows the export's link, delivery rate x
+ * latency floor x 2: at 1 GiB/s and 1/256 s, 8 MiB, so a stream from 0
+ * issues 128K, 512K, 2M, 4M and then 8 MiB windows (readahead_max's
+ * default 64 MiB is the cap); with the rate unknown, 4 MiB as before.
+ */
+static void test_window_sized_by_the_link(void)
+{
+	struct ra_params rp;
+	struct cache_stats cs;
+	struct nfs3_h h;
+	uint64_t id;
+
+	h_init(&h, one_stream);
+	nfs3_read_ra_params(&h.d, &h.ex.upc, &rp);
+	CU_ASSERT_EQUAL(rp.full_window, 4u << 20);
+	h.fu.rtmax = 1u << 20;
+	h.fu.read_rate = 1073741824.0;
+	h.fu.latency_floor = 1.0 / 256;
+	nfs3_read_ra_params(&h.d, &h.ex.upc, &rp);
+	CU_ASSERT_EQUAL(rp.full_window, 8u << 20);
+	CU_ASSERT_EQUAL(rp.max_window, 64u << 20);
+	id = toy_add_file(&h.toy, "f", 16u << 20);
+	/* READs at 0, 64K, 128K, 192K, 256K: the page [0, 64K), then the
+	 * windows up to [2752K, 6848K) and [6848K, 15040K). */
+	read_through(&h, id, 5 * 65536);
+	cache_stats_get(h.d.cache, &cs);
+	CU_ASSERT_EQUAL(cs.ra.windows, 5);
+	CU_ASSERT_EQUAL(cs.ra.bytes, (15040u << 10) - 65536);
+	h_fini(&h);
+}
+
 /* The toy's answers, a READ of more than 4 KiB cut to 4 KiB without eof
  * (a short read, RFC 1813 section 3.3.6). */
 static enum upstream_status short_respond(const struct fake_call *c,
@@ -711,6 +800,9 @@ int test_register(void)
 	CU_add_test(s, "fetch_survives_writeback_of_other_bytes",
 		    test_fetch_survives_writeback_of_other_bytes);
 	CU_add_test(s, "fragmented_miss_fetched_in_one_read", test_fragmented_miss_fetched_in_one_read);
+	CU_add_test(s, "fragmented_window_fetched_in_few_large_reads",
+		    test_fragmented_window_fetched_in_few_large_reads);
+	CU_add_test(s, "window_sized_by_the_link", test_window_sized_by_the_link);
 	CU_add_test(s, "short_fetch_of_local_file", test_short_fetch_of_local_file);
 	CU_add_test(s, "prefetch_over_crowded_page_ends", test_prefetch_over_crowded_page_ends);
 	CU_add_test(s, "upstream_down_gives_jukebox", test_upstream_down_gives_jukebox);

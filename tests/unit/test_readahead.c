@@ -5,7 +5,9 @@
  * or prefetched in a rangeset and computes prev_cached from it as the
  * header asks (a miss whose ra_prev_range is cached), so the random-read
  * bound counts the misdetections a real cache would cause. Defaults: 4 KiB pages, 128 KiB first window,
- * 4 MiB max window, 8 streams. Random offsets come from a fixed-seed
+ * the 4 MiB base full window (the link unknown; a 64 MiB cap), 8
+ * streams. The full window sized by the link (ra_window_size) is checked
+ * with given rates and round trips, never measured ones. Random offsets come from a fixed-seed
  * xorshift, so every run is the same.
  */
 #include <stdio.h>
@@ -562,9 +564,16 @@ test_disabled_and_invalid_params(void)
 
 	ra_params_default(&p, 4096);
 	CU_ASSERT_TRUE(ra_params_valid(&p));
-	CU_ASSERT_EQUAL(p.max_window, 4 * MiB);
+	CU_ASSERT_EQUAL(p.max_window, 64 * MiB);
 	CU_ASSERT_EQUAL(p.min_window, 128 * KiB);
 	CU_ASSERT_EQUAL(p.max_streams, 8);
+	CU_ASSERT_EQUAL(p.full_window, 0);
+	CU_ASSERT_EQUAL(ra_full_window(&p), 4 * MiB);
+	p.full_window = 4 * MiB + 100;		/* not a page multiple */
+	CU_ASSERT_FALSE(ra_params_valid(&p));
+	p.full_window = 128 * MiB;		/* over the cap */
+	CU_ASSERT_FALSE(ra_params_valid(&p));
+	ra_params_default(&p, 4096);
 	p.page_size = 3000;
 	CU_ASSERT_FALSE(ra_params_valid(&p));
 	CU_ASSERT_PTR_NULL(ra_state_new(&p));
@@ -572,7 +581,7 @@ test_disabled_and_invalid_params(void)
 	p.max_streams = RA_STREAMS_MAX + 1;
 	CU_ASSERT_FALSE(ra_params_valid(&p));
 	ra_params_default(&p, 4096);
-	p.min_window = 8 * MiB;
+	p.min_window = 128 * MiB;
 	CU_ASSERT_FALSE(ra_params_valid(&p));
 	p.min_window = 0;
 	p.max_window = 0;			/* readahead off */
@@ -624,6 +633,106 @@ test_candidate_slack_is_one_read_not_a_page(void)
 	sim_fini(&m);
 }
 
+/*
+ * Issue 42: the full window is the bandwidth-delay product x 2, rounded
+ * up to pages, at least the 4 MiB base, at most readahead_max and a
+ * sixteenth of the cache; the base while the link is unknown.
+ */
+static void
+test_window_size_is_twice_the_bdp_within_bounds(void)
+{
+	struct ra_params p;
+
+	ra_params_default(&p, 65536);
+	p.cache_bytes = GiB;
+	/* Unknown rate or round trip, or nonsense: the base. */
+	CU_ASSERT_EQUAL(ra_window_size(&p, 0, 0.004), 4 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0), 4 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, -1e9, 0.004), 4 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 0.0 / 0.0, 0.004), 4 * MiB);
+	/* A LAN's product (1 Gb/s x 0.1 ms = 12.5 KB) and 1 GB/s x 2 ms
+	 * (2 x 2 MB, just under 4 MiB): the base. */
+	CU_ASSERT_EQUAL(ra_window_size(&p, 125e6, 0.0001), 4 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.002), 4 * MiB);
+	/* 1 GB/s x 4 ms x 2 = 8,000,000 bytes: 123 pages of 64 KiB. */
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.004), 123 * 65536);
+	/* 1 GiB/s x 1/256 s x 2: exactly 8 MiB. */
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1073741824.0, 1.0 / 256), 8 * MiB);
+	/* A long fat link: the cap, readahead_max (64 MiB) = 1 GiB / 16. */
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 64 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1.0 / 0.0, 0.004), 64 * MiB);
+	/* A 256 MiB cache caps it at 16 MiB, below readahead_max. */
+	p.cache_bytes = 256 * MiB;
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 16 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.004), 123 * 65536);
+	/* A 16 MiB cache: a sixteenth is under the base, which stays. */
+	p.cache_bytes = 16 * MiB;
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 4 * MiB);
+	/* No cache budget given: readahead_max alone. */
+	p.cache_bytes = 0;
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 64 * MiB);
+	/* readahead_max at or under 4 MiB pins the window there. */
+	p.max_window = 4 * MiB;
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 4 * MiB);
+	p.max_window = 1 * MiB;
+	p.min_window = 128 * KiB;
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.1), 1 * MiB);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 0, 0), 1 * MiB);
+	/* 4 KiB pages round up to 4 KiB: 1954 pages. */
+	ra_params_default(&p, 4096);
+	CU_ASSERT_EQUAL(ra_window_size(&p, 1e9, 0.004), 1954 * 4096);
+	p.full_window = ra_window_size(&p, 1e9, 0.004);
+	CU_ASSERT_TRUE(ra_params_valid(&p));
+}
+
+/*
+ * A stream grows to the full window of the moment: x4 then x2 up to
+ * 8 MiB on a link whose product asks for it; when the link is unknown
+ * again the next window is the 4 MiB base, and when it comes back the
+ * stream grows again at its next READ.
+ */
+static void
+test_stream_follows_the_full_window(void)
+{
+	/* 128K, 512K, 2M (x4 while under 2 MiB), 4M, 8M (x2). */
+	static const uint64_t w[] = { 128 * KiB, 512 * KiB, 2 * MiB, 4 * MiB,
+				      8 * MiB };
+	struct sim m;
+	uint64_t off = 0, f = 64 * KiB;
+
+	sim_init(&m, 1 * GiB);
+	m.p.full_window = ra_window_size(&m.p, 1073741824.0, 1.0 / 256);
+	CU_ASSERT_EQUAL_FATAL(m.p.full_window, 8 * MiB);
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		sim_read(&m, off, 64 * KiB);
+		expect_one(&m, f, f + w[i]);
+		f += w[i];
+		off += 64 * KiB;
+	}
+	/* Full size: the next window when the reader reaches the start of
+	 * the last one (f - 8 MiB). */
+	for (; off < f - 8 * MiB; off += 64 * KiB)
+		CU_ASSERT_EQUAL(sim_read(&m, off, 64 * KiB), 0);
+	sim_read(&m, off, 64 * KiB);
+	expect_one(&m, f, f + 8 * MiB);
+	f += 8 * MiB;
+	off += 64 * KiB;
+	/* The link unknown: back to the base; its next window is 4 MiB. */
+	m.p.full_window = ra_window_size(&m.p, 0, 0);
+	CU_ASSERT_EQUAL(m.p.full_window, 4 * MiB);
+	for (; off < f - 8 * MiB; off += 64 * KiB)
+		CU_ASSERT_EQUAL(sim_read(&m, off, 64 * KiB), 0);
+	sim_read(&m, off, 64 * KiB);
+	expect_one(&m, f, f + 4 * MiB);
+	f += 4 * MiB;
+	off += 64 * KiB;
+	/* The link measured again: the next READ grows it to 8 MiB. */
+	m.p.full_window = 8 * MiB;
+	sim_read(&m, off, 64 * KiB);
+	expect_one(&m, f, f + 8 * MiB);
+	sim_fini(&m);
+}
+
 int
 test_register(void)
 {
@@ -652,6 +761,8 @@ test_register(void)
 		T(test_disabled_and_invalid_params),
 		T(test_stats_add_folds_every_counter),
 		T(test_candidate_slack_is_one_read_not_a_page),
+		T(test_window_size_is_twice_the_bdp_within_bounds),
+		T(test_stream_follows_the_full_window),
 #undef T
 	};
 	CU_pSuite s = CU_add_suite("readahead", NULL, NULL);
