@@ -180,6 +180,9 @@ static void case_done(const char *what)
 		check_normal_client(what);
 }
 
+/* The version a PROG_MISMATCH reply names: 3 unless a test says. */
+static uint32_t mismatch_vers = 3;
+
 /* Send call as one record on a fresh connection to port; expect kind. */
 static void expect_reject(uint16_t port, const struct rawrpc_buf *call,
 			  uint32_t xid, enum kind k, const char *what)
@@ -215,8 +218,10 @@ static void expect_reject(uint16_t port, const struct rawrpc_buf *call,
 	}
 	if (k == K_PROG_MISMATCH && r.stat == MSG_ACCEPTED &&
 	    r.accept == PROG_MISMATCH)
-		EXPECT(r.low == 3 && r.high == 3, "%s: PROG_MISMATCH %u..%u, "
-		       "expected 3..3", what, r.low, r.high);
+		/* NFS, MOUNT and NFSACL are served at version 3, NLM at 4 */
+		EXPECT(r.low == mismatch_vers && r.high == mismatch_vers,
+		       "%s: PROG_MISMATCH %u..%u, expected %u..%u", what, r.low,
+		       r.high, mismatch_vers, mismatch_vers);
 	if (k == K_RPC_MISMATCH && r.stat == MSG_DENIED &&
 	    r.reject == RPC_MISMATCH)
 		EXPECT(r.low == 2 && r.high == 2, "%s: RPC_MISMATCH %u..%u, "
@@ -359,11 +364,13 @@ static void test_rpc_version(void)
 		    K_RPC_MISMATCH, "mount port: rpcvers 3");
 }
 
-/* Programs the proxy does not serve are PROG_UNAVAIL. */
+/* Programs the proxy does not serve are PROG_UNAVAIL; the side
+ * programs it serves on the NFS port (NLM v4 100021, NFSACL v3 100227)
+ * are PROG_MISMATCH at other versions, and not on the MOUNT port. */
 static void test_unknown_program(void)
 {
 	static const uint32_t progs[] = { 100004, 0, 0xffffffffu, 100000,
-					  100021, 100227, 395000 };
+					  395000 };
 	char what[96];
 	size_t i;
 
@@ -378,6 +385,14 @@ static void test_unknown_program(void)
 		    "mount port: program 100021 (NLM)");
 	if (T.direct)
 		return;
+	mismatch_vers = 4;
+	call_expect(T.nfs_port, 2, 100021, 3, 0, K_PROG_MISMATCH,
+		    "NLM version 3");
+	mismatch_vers = 3;
+	call_expect(T.nfs_port, 2, 100227, 2, 0, K_PROG_MISMATCH,
+		    "NFSACL version 2");
+	call_expect(T.mount_port, 2, 100227, 3, 0, K_PROG_UNAVAIL,
+		    "mount port: program 100227 (NFSACL)");
 	/* mount_port serves MOUNT only: NFS itself is not there. */
 	call_expect(T.mount_port, 2, NFS_PROGRAM, NFS_V3, NFSPROC3_NULL,
 		    K_PROG_UNAVAIL, "mount port: NFS NULL");
