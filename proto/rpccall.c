@@ -14,6 +14,8 @@
 #include <sys/queue.h>
 #include <unistd.h>
 #include <event2/event.h>
+#include <rpc/pmap_clnt.h>
+#include <rpc/pmap_prot.h>
 #include <rpc/rpc.h>
 
 #include "rpccall.h"
@@ -133,40 +135,57 @@ static int rc_auth(CLIENT *c, const struct rc_job *j)
  * credential is set per call (rc_auth). Worker thread. */
 static CLIENT *rc_connect(const struct rc_job *j, enum clnt_stat *st)
 {
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	struct netconfig *nc;
+	unsigned short port = (unsigned short)j->port;
 	CLIENT *c = NULL;
 
-	if (j->port == 0) {
+	if (getaddrinfo(j->host, NULL, &hints, &ai) != 0 || !ai) {
+		*st = RPC_UNKNOWNHOST;
+		return NULL;
+	}
+	if (port == 0 && ai->ai_family != AF_INET) {
+		/* IPv6: rpcbind v3/v4 through libtirpc. */
 		struct timeval tv = j->tv;
 
+		freeaddrinfo(ai);
 		c = clnt_create_timed(j->host, j->prog, j->vers, "tcp", &tv);
 		if (!c)
 			*st = rpc_createerr.cf_stat;
-	} else {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-					  .ai_flags = AI_NUMERICSERV };
-		struct addrinfo *ai = NULL;
-		char port[16];
+		return c;
+	}
+	if (port == 0) {
+		/* IPv4: the portmapper's GETPORT (pmap_getport), which,
+		 * unlike libtirpc's rpcbind lookup, leaks nothing. */
+		struct sockaddr_in pm = *(struct sockaddr_in *)ai->ai_addr;
 
-		snprintf(port, sizeof(port), "%u", j->port);
-		if (getaddrinfo(j->host, port, &hints, &ai) != 0 || !ai) {
-			*st = RPC_UNKNOWNHOST;
+		pm.sin_port = htons(PMAPPORT);
+		port = pmap_getport(&pm, j->prog, j->vers, IPPROTO_TCP);
+		if (port == 0) {
+			*st = rpc_createerr.cf_stat == RPC_SUCCESS ?
+				      RPC_PROGNOTREGISTERED :
+				      rpc_createerr.cf_stat;
+			freeaddrinfo(ai);
 			return NULL;
 		}
-		struct netconfig *nc = getnetconfigent(
-			ai->ai_family == AF_INET6 ? "tcp6" : "tcp");
+	}
+	if (ai->ai_family == AF_INET)
+		((struct sockaddr_in *)ai->ai_addr)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons(port);
+	nc = getnetconfigent(ai->ai_family == AF_INET6 ? "tcp6" : "tcp");
+	if (nc) {
 		struct netbuf nb = { .maxlen = ai->ai_addrlen,
 				     .len = ai->ai_addrlen,
 				     .buf = ai->ai_addr };
 
-		if (nc) {
-			c = clnt_tli_create(RPC_ANYFD, nc, &nb, j->prog,
-					    j->vers, 0, 0);
-			freenetconfigent(nc);
-		}
-		freeaddrinfo(ai);
-		if (!c)
-			*st = nc ? rpc_createerr.cf_stat : RPC_SYSTEMERROR;
+		c = clnt_tli_create(RPC_ANYFD, nc, &nb, j->prog, j->vers, 0, 0);
+		freenetconfigent(nc);
 	}
+	freeaddrinfo(ai);
+	if (!c)
+		*st = nc ? rpc_createerr.cf_stat : RPC_SYSTEMERROR;
 	return c;
 }
 

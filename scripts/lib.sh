@@ -228,6 +228,14 @@ nfsc_ensure_statd() {
 	return 1
 }
 
+# Stop every rpc.statd nfsc_ensure_statd started, in any shell (the one
+# with its state directory): a test leaves it running for the next, which
+# may run in another harness at the same time; the test command stops it
+# at the end.
+nfsc_stop_test_statd() {
+	pkill -TERM -f "^rpc.statd -F --no-notify -P ${TMPDIR:-/tmp}/nfscached-statd\$" 2>/dev/null || true
+}
+
 # Stop the rpc.statd that nfsc_ensure_statd started, if it started one.
 nfsc_stop_statd() {
 	[[ -n "${NFSC_STATD_PID:-}" && "$NFSC_STATD_PID" != none ]] || { NFSC_STATD_PID=; return 0; }

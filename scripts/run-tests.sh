@@ -83,12 +83,14 @@ fi
 
 nfsc_ensure_rpcbind
 stress_pid=
-# Stop what this script started: the CPU hogs, rpcbind.
+# Stop what this script started: the CPU hogs, the tests' rpc.statd,
+# rpcbind.
 finish() {
 	if [[ -n "$stress_pid" ]]; then
 		kill -TERM "$stress_pid" 2>/dev/null || true
 		wait "$stress_pid" 2>/dev/null || true
 	fi
+	nfsc_stop_test_statd
 	nfsc_stop_rpcbind
 }
 trap finish EXIT

@@ -21,8 +21,10 @@
 #                          same pid, same network: unshare -m)
 #   --ganesha-nlm          Ganesha serves NLM v4 (Enable_NLM, on a port of
 #                          its own, NFSC_DIRECT_NLM_PORT) with an rpc.statd
-#                          (started here if none runs, stopped after); the
-#                          proxy's upstream URL names that port (nlmport)
+#                          (started here if none runs, and left running for
+#                          the next test: scripts/run-tests.sh stops it);
+#                          the proxy's upstream URL names that port
+#                          (nlmport)
 #   --ganesha-nfsacl       Ganesha serves the NFSACL side protocol
 #                          (Enable_NFSACL), so POSIX ACLs cross NFSv3
 #   --ganesha-extra F      merge F into the generated Ganesha config: the
@@ -119,7 +121,6 @@ cleanup() {
 	if ((started_ganesha)); then
 		nfsc_ganesha_stop "$NFSC_TMP/ganesha" || true
 	fi
-	nfsc_stop_statd || true
 	if ((${#ports[@]})); then
 		nfsc_release_ports "${ports[@]}"
 	fi

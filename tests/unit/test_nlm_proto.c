@@ -170,10 +170,11 @@ static void *toy_main(void *arg)
 		struct rpcmsg_call call;
 		nlm4_unlockargs a;
 		nlm4_res res;
-		struct evbuffer *out = evbuffer_new();
+		struct evbuffer *out;
 
 		if (read_full(fd, hdr, 4) != 0)
 			break;
+		out = evbuffer_new();
 		len = (((uint32_t)hdr[0] & 0x7f) << 24) | (uint32_t)hdr[1] << 16 |
 		      (uint32_t)hdr[2] << 8 | hdr[3];
 		rec = malloc(len);
