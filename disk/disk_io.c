@@ -255,6 +255,7 @@ worker(struct disk *d, struct disk_queue *first, struct disk_queue *q)
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
 		unsigned n;
+		bool stopping;
 
 		while (!d->stopping && !q->head && !(first && first->head))
 			pthread_cond_wait(&d->cv_work, &d->mu);
@@ -267,10 +268,11 @@ worker(struct disk *d, struct disk_queue *first, struct disk_queue *q)
 			pthread_cond_wait(&d->cv_gate, &d->mu);
 			d->gate_waiting--;
 		}
+		stopping = d->stopping;	/* read under mu: disk_close sets it */
 		pthread_mutex_unlock(&d->mu);
 		for (unsigned i = 0; i < n; i++)
 			ops[i]->result = DISK_OFF;
-		if (!d->stopping && index_check(d))
+		if (!stopping && index_check(d))
 			run_ops(d, ops, n);
 		pthread_mutex_lock(&d->mu);
 		for (unsigned i = 0; i < n; i++)
@@ -482,6 +484,18 @@ params_check(const struct disk_params *p, char *err, size_t errlen)
 	return EINVAL;
 }
 
+/* Tell the workers to stop (under mu, which they read stopping under)
+ * and wake them wherever they wait. */
+static void
+threads_stop(struct disk *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->stopping = true;
+	pthread_cond_broadcast(&d->cv_work);
+	pthread_cond_broadcast(&d->cv_gate);
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* Open the store and start its threads (disk.h). */
 struct disk *
 disk_open(const struct disk_params *p, char *err, size_t errlen)
@@ -528,9 +542,10 @@ disk_open(const struct disk_params *p, char *err, size_t errlen)
 	    (d->threads_started = true,
 	     pthread_create(&d->writer, NULL, writer_main, d) != 0)) {
 		snprintf(err, errlen, "cache_dir %s: cannot start threads", p->dir);
-		d->stopping = true;
-		if (d->threads_started)
+		if (d->threads_started) {
+			threads_stop(d);
 			pthread_join(d->reader, NULL);
+		}
 		disk_store_close(d);
 		disk_free(d);
 		errno = EAGAIN;
@@ -549,11 +564,7 @@ disk_close(struct disk **dp)
 	if (!d)
 		return;
 	*dp = NULL;
-	pthread_mutex_lock(&d->mu);
-	d->stopping = true;
-	pthread_cond_broadcast(&d->cv_work);
-	pthread_cond_broadcast(&d->cv_gate);
-	pthread_mutex_unlock(&d->mu);
+	threads_stop(d);
 	pthread_join(d->reader, NULL);
 	pthread_join(d->writer, NULL);
 	pthread_mutex_lock(&d->mu);

@@ -65,14 +65,16 @@ void tcheck_report_at_exit(const char *prog)
 char *tmetrics_get(void)
 {
 	const char *addr = getenv("NFSC_METRICS_ADDR");
-	char *text = addr ? http_get(addr, "/metrics", TMETRICS_TIMEOUT_MS) : NULL;
+	const char *env = getenv("NFSC_METRICS_TIMEOUT_MS");
+	int ms = env && atoi(env) > 0 ? atoi(env) : TMETRICS_TIMEOUT_MS;
+	char *text = addr ? http_get(addr, "/metrics", ms) : NULL;
 
 	if (!addr)
 		tcheck(false, __FILE__, __LINE__, "NFSC_METRICS_ADDR is unset");
 	else if (!text)
 		tcheck(false, __FILE__, __LINE__,
 		       "GET http://%s/metrics: no 200 answer within %d ms", addr,
-		       TMETRICS_TIMEOUT_MS);
+		       ms);
 	return text;
 }
 

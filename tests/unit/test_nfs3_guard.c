@@ -267,6 +267,27 @@ static void test_client_not_listed_is_refused(void)
 	h_fini(&h);
 }
 
+/*
+ * A call made while the accept's lookup of lo may still be out: JUKEBOX
+ * while it is. The worker thread may answer during the call's own loop
+ * turns (a loaded or sanitized run); then the call saw the real name of
+ * 127.0.0.1, which no entry of these tests lists: NFS3ERR_ACCES.
+ */
+static void check_call_while_pending(struct nfs3_h *h, const nfs_fh3 *fh,
+				     const struct sockaddr_in *lo)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)lo;
+	nfsstat3 st;
+
+	if (peername_get(h->d.names, sa) != NULL)
+		return;		/* answered before the call */
+	st = getattr_fh(h, fh);
+	if (st == NFS3ERR_JUKEBOX)
+		return;
+	CU_ASSERT_PTR_NOT_NULL(peername_get(h->d.names, sa));
+	CU_ASSERT_EQUAL(st, NFS3ERR_ACCES);
+}
+
 /* A wildcard entry: calls wait (JUKEBOX) until the caller's host name is
  * known, then the entry's options apply. */
 static void test_wildcard_waits_for_the_name(void)
@@ -282,8 +303,7 @@ static void test_wildcard_waits_for_the_name(void)
 	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	/* The connection's accept started a lookup; until it answers (the
 	 * test answers it) a call is JUKEBOX. */
-	if (peername_get(h.d.names, (struct sockaddr *)&lo) == NULL)
-		CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_JUKEBOX);
+	check_call_while_pending(&h, &fh, &lo);
 	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1.lab.example",
 		     NULL);
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
@@ -310,8 +330,7 @@ static void test_netgroup_uses_the_membership(void)
 	h_init(&h, tune_clients);
 	h_fh(&h, TOY_ROOT, &fh, buf);
 	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (peername_get(h.d.names, (struct sockaddr *)&lo) == NULL)
-		CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3ERR_JUKEBOX);
+	check_call_while_pending(&h, &fh, &lo);
 	peername_set(h.d.names, (struct sockaddr *)&lo, "ws1", lab);
 	CU_ASSERT_EQUAL(getattr_fh(&h, &fh), NFS3_OK);
 	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_GETATTR], 1);
