@@ -81,6 +81,19 @@ int nlm_locks_add(struct nlm_locks *t, const char *caller,
 	}
 	memcpy(r->oh, h->oh, h->oh_len);
 	HASH_FIND_STR(t->clients, caller, c);
+	if (c) {
+		for (const struct nlm_held *q = c->held; q; q = q->next)
+			if (q->fh_len == h->fh_len &&
+			    memcmp(q->fh, h->fh, h->fh_len) == 0 &&
+			    q->oh_len == h->oh_len &&
+			    memcmp(q->oh, h->oh, h->oh_len) == 0 &&
+			    q->off == h->off && q->len == h->len) {
+				/* The same lock again (a retry, an upgrade
+				 * or downgrade): one record. */
+				nlm_held_free_list(r);
+				return 0;
+			}
+	}
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c || !(c->caller = strdup(caller))) {
@@ -98,16 +111,33 @@ int nlm_locks_add(struct nlm_locks *t, const char *caller,
 	return fresh;
 }
 
-/* True when [off, off + len) (len 0: to the end) holds r's range whole. */
-static bool covers(uint64_t off, uint64_t len, const struct nlm_held *r)
+/* The end of [off, off + len), len 0 (to the end of the file) as
+ * UINT64_MAX; a range past 2^64 ends there too. */
+static uint64_t range_end(uint64_t off, uint64_t len)
 {
-	if (r->off < off)
-		return false;
-	if (len == 0)
-		return true;
-	if (r->len == 0)
-		return false;
-	return r->off - off <= len && r->len <= len - (r->off - off);
+	return len == 0 || len > UINT64_MAX - off ? UINT64_MAX : off + len;
+}
+
+/* A copy of r limited to [from, to) (to UINT64_MAX: to the end), or
+ * NULL on ENOMEM. */
+static struct nlm_held *piece(const struct nlm_held *r, uint64_t from,
+			      uint64_t to)
+{
+	struct nlm_held *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	*p = *r;
+	p->next = NULL;
+	p->oh = malloc(r->oh_len);
+	if (!p->oh) {
+		free(p);
+		return NULL;
+	}
+	memcpy(p->oh, r->oh, r->oh_len);
+	p->off = from;
+	p->len = to == UINT64_MAX ? 0 : to - from;
+	return p;
 }
 
 unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
@@ -117,6 +147,7 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 {
 	struct nlm_client *c = NULL;
 	struct nlm_held **p;
+	uint64_t uend = range_end(off, len);
 	unsigned n = 0;
 
 	if (!t || !caller)
@@ -125,18 +156,43 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 	if (!c)
 		return 0;
 	for (p = &c->held; *p;) {
-		struct nlm_held *r = *p;
+		struct nlm_held *r = *p, *left = NULL, *right = NULL;
+		uint64_t rend = range_end(r->off, r->len);
 
-		if (r->fh_len == fh_len && memcmp(r->fh, fh, fh_len) == 0 &&
-		    r->oh_len == oh_len && memcmp(r->oh, oh, oh_len) == 0 &&
-		    covers(off, len, r)) {
-			*p = r->next;
-			r->next = NULL;
-			nlm_held_free_list(r);
-			t->nheld--;
-			n++;
-		} else {
+		if (r->fh_len != fh_len || memcmp(r->fh, fh, fh_len) != 0 ||
+		    r->oh_len != oh_len || memcmp(r->oh, oh, oh_len) != 0 ||
+		    rend <= off || uend <= r->off) {
 			p = &r->next;
+			continue;
+		}
+		/* What the UNLOCK leaves of r: the bytes before and after
+		 * it, as POSIX splits a lock. Out of memory, r stays whole
+		 * (released later for more than is held: harmless). */
+		if (r->off < off && !(left = piece(r, r->off, off))) {
+			p = &r->next;
+			continue;
+		}
+		if (uend < rend && !(right = piece(r, uend, rend))) {
+			nlm_held_free_list(left);
+			p = &r->next;
+			continue;
+		}
+		*p = r->next;
+		r->next = NULL;
+		nlm_held_free_list(r);
+		t->nheld--;
+		n++;
+		if (right) {
+			right->next = *p;
+			*p = right;
+			t->nheld++;
+			p = &right->next;
+		}
+		if (left) {
+			left->next = *p;
+			*p = left;
+			t->nheld++;
+			p = &left->next;
 		}
 	}
 	return n;

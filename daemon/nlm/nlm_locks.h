@@ -7,11 +7,12 @@
  * that client's.
  *
  * A record is a granted LOCK as it went upstream: export, upstream
- * handle, wrapped owner (nlm_owner.h), svid and range. An UNLOCK removes
- * the owner's records of that file its range covers whole; a record it
- * covers in part stays (releasing it later sends an UNLOCK for bytes that
- * may already be free, which a lock manager answers GRANTED: over-
- * approximating is safe, forgetting is not).
+ * handle, wrapped owner (nlm_owner.h), svid and range; the same lock
+ * granted again is one record. An UNLOCK takes its range out of the
+ * owner's records of that file, splitting one it cuts in the middle, as
+ * POSIX locks split (out of memory a record stays whole: releasing it
+ * later unlocks bytes that may already be free, which a lock manager
+ * answers GRANTED; over-approximating is safe, forgetting is not).
  *
  * No I/O, no clock: the caller sends the UNLOCKs. Loop thread.
  * Invariants (nlm_locks_check_why): every client in the table has a
@@ -51,19 +52,22 @@ void nlm_locks_free(struct nlm_locks **t);
 
 /*
  * Record a granted lock of client caller (NUL-terminated, non-empty;
- * copied) with the given fields (copied). Returns 1 when the client was
- * not in the table (the caller asks the status monitor to watch it), 0
- * when it was, -1 on ENOMEM or a field over its limit (nothing
- * recorded).
+ * copied) with the given fields (copied); a record of the same file,
+ * owner and range already there is not added again. Returns 1 when the
+ * client was not in the table (the caller asks the status monitor to
+ * watch it), 0 when it was, -1 on ENOMEM or a field over its limit
+ * (nothing recorded).
  */
 int nlm_locks_add(struct nlm_locks *t, const char *caller,
 		  const struct nlm_held *h);
 
 /*
  * An UNLOCK of [off, off + len) (len 0: to the end) by owner oh of file
- * fh of client caller was granted upstream: its records wholly inside the
- * range are removed. Returns how many. A client left with none stays in
- * the table (it is still monitored).
+ * fh of client caller was granted upstream: the range is taken out of
+ * that owner's records of fh (a record inside it goes, one it overlaps
+ * shrinks, one it cuts in the middle becomes two). Returns how many
+ * records it touched. A client left with none stays in the table (it is
+ * still monitored).
  */
 unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 			  const uint8_t *fh, size_t fh_len,

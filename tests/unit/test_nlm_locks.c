@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_nlm_locks: each client's locks held upstream (daemon/nlm/
- * nlm_locks.h): records by client, UNLOCKs that remove what they cover
- * whole (and keep what they cover in part), a client taken out whole.
+ * nlm_locks.h): records by client, one record for a lock granted twice,
+ * UNLOCKs that take their range out (removing, shrinking, splitting), a
+ * client taken out whole.
  */
 #include <string.h>
 
@@ -67,41 +68,70 @@ static void test_add_and_take(void)
 	CU_ASSERT_PTR_NULL(t);
 }
 
-static void test_unlock_covers(void)
+static void test_unlock_takes_ranges_out(void)
 {
 	struct nlm_locks *t = nlm_locks_new();
 	struct nlm_held r1 = rec("F", "o", 0, 10), r2 = rec("F", "o", 20, 10);
 	struct nlm_held r3 = rec("F", "o", 40, 0), r4 = rec("F", "p", 0, 10);
 	struct nlm_held r5 = rec("G", "o", 0, 10);
+	const uint8_t *F = (const uint8_t *)"F", *G = (const uint8_t *)"G";
+	const uint8_t *o = (const uint8_t *)"o", *pp = (const uint8_t *)"p";
 
 	nlm_locks_add(t, "c", &r1);
 	nlm_locks_add(t, "c", &r2);
 	nlm_locks_add(t, "c", &r3);
 	nlm_locks_add(t, "c", &r4);
 	nlm_locks_add(t, "c", &r5);
-	/* Part of [0,10) only: kept. */
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"F", 1,
-					 (const uint8_t *)"o", 1, 0, 5), 0);
-	/* [0,30) covers r1 and r2 of owner o on F, not r4 (owner p) nor r5
-	 * (file G) nor r3 (to the end). */
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"F", 1,
-					 (const uint8_t *)"o", 1, 0, 30), 2);
+	/* [0,5) off [0,10): [5,10) stays. */
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 0, 5), 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 5);
+	/* [0,30) takes [5,10) and [20,30) of owner o on F; not r4 (owner
+	 * p), r5 (file G) or r3 (from 40). */
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 0, 30), 2);
 	CU_ASSERT_EQUAL(nlm_locks_held(t), 3);
-	/* A finite range never covers a lock to the end; len 0 does. */
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"F", 1,
-					 (const uint8_t *)"o", 1, 40, 1000), 0);
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"F", 1,
-					 (const uint8_t *)"o", 1, 30, 0), 1);
+	/* [40,1040) off [40,end): [1040,end) stays; [30,end) takes it. */
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 40, 1000), 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 3);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 1039, 1), 0);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 30, 0), 1);
 	CU_ASSERT_EQUAL(nlm_locks_held(t), 2);
 	/* The client stays known with no locks left. */
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"F", 1,
-					 (const uint8_t *)"p", 1, 0, 0), 1);
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", (const uint8_t *)"G", 1,
-					 (const uint8_t *)"o", 1, 0, 0), 1);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, pp, 1, 0, 0), 1);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", G, 1, o, 1, 0, 0), 1);
 	CU_ASSERT_EQUAL(nlm_locks_held(t), 0);
 	CU_ASSERT_EQUAL(nlm_locks_clients(t), 1);
-	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "none", (const uint8_t *)"G", 1,
-					 (const uint8_t *)"o", 1, 0, 0), 0);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "none", G, 1, o, 1, 0, 0), 0);
+	CU_ASSERT_PTR_NULL(nlm_locks_check_why(t));
+	nlm_locks_free(&t);
+}
+
+static void test_split_and_repeat(void)
+{
+	struct nlm_locks *t = nlm_locks_new();
+	struct nlm_held r = rec("F", "o", 0, 100);
+	const uint8_t *F = (const uint8_t *)"F", *o = (const uint8_t *)"o";
+	struct nlm_held *got;
+	bool known;
+
+	/* The same lock granted again is one record. */
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &r), 1);
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &r), 0);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 1);
+	/* An UNLOCK in the middle splits it: [0,10) and [20,100). */
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 10, 10), 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 2);
+	/* Two halves of a lock unlocked in turn leave nothing. */
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 0, 10), 1);
+	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 20, 40), 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 1);
+	got = nlm_locks_take(t, "c", &known);
+	CU_ASSERT_TRUE(known);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_EQUAL(got->off, 60);
+	CU_ASSERT_EQUAL(got->len, 40);
+	CU_ASSERT_PTR_NULL(got->next);
+	nlm_held_free_list(got);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 0);
 	CU_ASSERT_PTR_NULL(nlm_locks_check_why(t));
 	nlm_locks_free(&t);
 }
@@ -127,7 +157,9 @@ int test_register(void)
 	CU_pSuite s = CU_add_suite("nlm_locks", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "add_and_take", test_add_and_take) ||
-	    !CU_add_test(s, "unlock_covers", test_unlock_covers) ||
+	    !CU_add_test(s, "unlock_takes_ranges_out",
+			 test_unlock_takes_ranges_out) ||
+	    !CU_add_test(s, "split_and_repeat", test_split_and_repeat) ||
 	    !CU_add_test(s, "refused", test_refused))
 		return -1;
 	return 0;
