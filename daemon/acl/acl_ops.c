@@ -117,6 +117,20 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 		}
 	}
 	free(op);
+	/* The upstream's attributes know nothing of the bytes the proxy
+	 * holds for the file (write-back): none are passed on, so a client
+	 * never takes a stale size or mtime from them. */
+	if (is_set(r)) {
+		SETACL3res *sr = res;
+
+		sr->SETACL3res_u.resok.attr.attributes_follow = FALSE;
+		sr->SETACL3res_u.resfail.attr.attributes_follow = FALSE;
+	} else {
+		GETACL3res *gr = res;
+
+		gr->GETACL3res_u.resok.attr.attributes_follow = FALSE;
+		gr->GETACL3res_u.resfail.attr.attributes_follow = FALSE;
+	}
 	req_reply(r, is_set(r) ? (xdrproc_t)xdr_SETACL3res :
 				 (xdrproc_t)xdr_GETACL3res, res);
 }

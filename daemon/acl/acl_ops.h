@@ -17,7 +17,9 @@
  * arguments (GARBAGE_ARGS) makes the proxy refuse them the same way; an
  * upstream that does not answer gives NFS3ERR_JUKEBOX. A SETACL that the upstream took
  * expires the file's cached attributes (its mode's group bits follow the
- * ACL's mask). GETACL results are not cached.
+ * ACL's mask). Replies carry no attributes (the upstream's know nothing
+ * of the bytes the proxy holds for the file). GETACL results are not
+ * cached.
  *
  * State: d->nfsacl (struct nfsacl, owned; nfsacl_start/nfsacl_stop): the
  * call pool and the counters. Loop thread throughout.

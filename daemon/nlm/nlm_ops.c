@@ -21,6 +21,7 @@
 #include "checkobj.h"
 #include "daemon.h"
 #include "log.h"
+#include "mclock.h"
 #include "nfs3_guard.h"
 #include "nfs3_ops.h"
 #include "nfs3_proc.h"
@@ -58,15 +59,28 @@ struct nlm {
 struct nlm_op {
 	uint32_t magic;
 	struct nlm_op *prev, *next;
-	struct req *r;
+	struct daemon *d;
+	struct req *r;			/* NULL once its client was answered
+					 * (late) */
 	struct export_rt *ex;
 	struct nfs_cred uc;
 	struct cfile *f;		/* UNLOCK: the file flushed; counted */
 	nlm4_stats stat;		/* LOCK: the upstream's answer, replied
 					 * after the GETATTR */
+	struct event *late;		/* LOCK: upstream_timeout after the
+					 * send; then the client is answered
+					 * and r let go (r NULL), the call
+					 * still waited for */
+	struct nlm_held lk;		/* LOCK: what was sent (oh borrows
+					 * this op's), to unlock a late grant */
 	size_t oh_len;
 	uint8_t oh[NLM_OWNER_MAX];	/* the owner the upstream sees */
 };
+
+/* How much longer than upstream_timeout a LOCK's upstream call is waited
+ * for after its client got NLM4_DENIED_NOLOCKS: its late answer says
+ * whether a lock the client was refused is held (and is then unlocked). */
+#define NLM_LATE_FACTOR 4
 
 /* The argument handle of each forwarded procedure, for
  * nfs3_guard_unwrap (nlm4_netobj has nfs_fh3's layout). */
@@ -132,6 +146,8 @@ static void op_free(struct daemon *d, struct nlm_op *op)
 		d->nlm->nops--;
 	}
 	op->magic = 0;
+	if (op->late)
+		event_free(op->late);
 	if (op->f)
 		cfile_put(d->cache, &op->f);
 	free(op);
@@ -311,6 +327,43 @@ static unsigned release_locks(struct daemon *d, const char *caller,
 	return sent;
 }
 
+/* Unlock upstream the lock op asked for: its client was told
+ * NLM4_DENIED_NOLOCKS (no answer within upstream_timeout) and the
+ * upstream granted it late, or its call failed after it may have been
+ * sent. So no lock stays held for a client told it has none (as Linux's
+ * lockd client unlocks after an interrupted LOCK). The UNLOCK's answer is
+ * only counted. */
+static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
+{
+	struct nlm_held *h = calloc(1, sizeof(*h));
+	uint8_t *oh = malloc(op->oh_len);
+
+	if (!h || !oh) {
+		free(h);
+		free(oh);
+		return;
+	}
+	*h = op->lk;
+	h->next = NULL;
+	memcpy(oh, op->oh, op->oh_len);
+	h->oh = oh;
+	h->oh_len = op->oh_len;
+	release_locks(d, NULL, h, NULL);	/* frees h */
+}
+
+/* True for a source port below 1024 (a root process's: statd binds
+ * one, bindresvport). */
+static bool port_privileged(const struct sockaddr *sa)
+{
+	uint16_t port = 0;
+
+	if (sa->sa_family == AF_INET)
+		port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	else if (sa->sa_family == AF_INET6)
+		port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return port > 0 && port < 1024;
+}
+
 /* True for a caller on this host (127.0.0.0/8, ::1, ::ffff:127.x). */
 static bool peer_is_local(const struct sockaddr *sa)
 {
@@ -357,15 +410,64 @@ static void lock_getattr_done(enum upstream_status status, void *decoded,
 }
 
 /* The upstream lock manager answered op's call (or did not). */
+/* Reply a TEST's upstream result res to op's client and free op: a
+ * conflicting holder that is a client of the proxy's is shown by its own
+ * owner. */
+static void test_reply(struct nlm_op *op, void *res)
+{
+	struct req *r = op->r;
+	/* A shallow copy is replied: res stays as decoded, for the pool's
+	 * xdr_free. */
+	nlm4_testres t = *(nlm4_testres *)res;
+	nlm4_holder *h = &t.test_stat.nlm4_testrply_u.holder;
+	struct nlm_owner o;
+
+	if (t.test_stat.stat == NLM4_DENIED &&
+	    nlm_owner_unwrap((const uint8_t *)h->oh.nlm4_netobj_val,
+			     h->oh.nlm4_netobj_len, &o) == 0) {
+		/* Its own owner, which the wrapped one ends with. */
+		h->oh.nlm4_netobj_val += h->oh.nlm4_netobj_len - o.oh_len;
+		h->oh.nlm4_netobj_len = (u_int)o.oh_len;
+	}
+	t.cookie = *(nlm4_netobj *)r->args;
+	r->op = NULL;
+	op_free(op->d, op);
+	req_reply(r, (xdrproc_t)xdr_nlm4_testres, &t);
+}
+
+/* Whether a call that failed with st may have reached the upstream. */
+static bool maybe_sent(enum clnt_stat st)
+{
+	return st == RPC_TIMEDOUT || st == RPC_CANTRECV;
+}
+
 static void fwd_done(enum clnt_stat st, void *res, void *arg)
 {
 	struct nlm_op *op = arg;
 
 	CHECK_OBJ(op, NLM_OP_MAGIC);
 	struct req *r = op->r;
-	struct daemon *d = r->d;
+	struct daemon *d = op->d;
 
+	if (!r) {
+		/* A LOCK its client was told failed (late_fire): unlock
+		 * what the upstream granted since, or may have. */
+		if (d->nlm && ((st == RPC_SUCCESS && res &&
+				((nlm4_res *)res)->stat.stat == NLM4_GRANTED) ||
+			       maybe_sent(st)))
+			unlock_unanswered(d, op);
+		op_free(d, op);
+		return;
+	}
+	if (op->late) {
+		event_free(op->late);
+		op->late = NULL;
+	}
 	if (st != RPC_SUCCESS) {
+		if (d->nlm && maybe_sent(st) &&
+		    (r->ent->proc == NLMPROC4_LOCK ||
+		     r->ent->proc == NLMPROC4_NM_LOCK))
+			unlock_unanswered(d, op);
 		if (st != RPC_INTR && d->nlm) {
 			d->nlm->st.failed++;
 			if (ratelog_admit(&d->nlm->fail_log, daemon_now(),
@@ -379,25 +481,7 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 		return;
 	}
 	if (r->ent->proc == NLMPROC4_TEST) {
-		/* A shallow copy is replied: res stays as decoded, for the
-		 * pool's xdr_free. */
-		nlm4_testres t = *(nlm4_testres *)res;
-		nlm4_holder *h = &t.test_stat.nlm4_testrply_u.holder;
-		struct nlm_owner o;
-
-		if (t.test_stat.stat == NLM4_DENIED &&
-		    nlm_owner_unwrap((const uint8_t *)h->oh.nlm4_netobj_val,
-				     h->oh.nlm4_netobj_len, &o) == 0) {
-			/* A client of the proxy's holds it: its own owner,
-			 * which the wrapped one ends with. */
-			h->oh.nlm4_netobj_val +=
-				h->oh.nlm4_netobj_len - o.oh_len;
-			h->oh.nlm4_netobj_len = (u_int)o.oh_len;
-		}
-		t.cookie = *(nlm4_netobj *)r->args;
-		r->op = NULL;
-		op_free(d, op);
-		req_reply(r, (xdrproc_t)xdr_nlm4_testres, &t);
+		test_reply(op, res);
 		return;
 	}
 	op->stat = ((nlm4_res *)res)->stat.stat;
@@ -420,6 +504,33 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 		return;
 	}
 	op_finish(op, op->stat);
+}
+
+/* A LOCK's upstream_timeout passed with no answer: its client hears
+ * NLM4_DENIED_NOLOCKS now (as for any call the upstream does not
+ * answer), and op, let go of its request, waits for the late answer. */
+static void late_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct nlm_op *op = arg;
+	struct req *r;
+	struct daemon *d;
+
+	(void)fd;
+	(void)what;
+	CHECK_OBJ(op, NLM_OP_MAGIC);
+	r = op->r;
+	d = op->d;
+	op->r = NULL;
+	r->op = NULL;
+	if (d->nlm) {
+		d->nlm->st.failed++;
+		if (ratelog_admit(&d->nlm->fail_log, daemon_now(), 10.0, NULL))
+			log_warn("nlm: the lock manager of %s did not answer a "
+				 "LOCK within upstream_timeout; its client gets "
+				 "NLM4_DENIED_NOLOCKS and a late grant is "
+				 "unlocked", op->ex->conf->upstream);
+	}
+	reply_stat(r, NLM4_DENIED_NOLOCKS);
 }
 
 /* Send op's call, its lock rewritten for the upstream. */
@@ -448,6 +559,25 @@ static void fwd_send(struct nlm_op *op)
 	}
 	/* Encoded by rpccall_submit, then put back: the server frees the
 	 * arguments as decoded. */
+	if ((r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) &&
+	    lk->fh.nlm4_netobj_len <= sizeof(op->lk.fh)) {
+		struct timeval tv = {
+			.tv_sec = (time_t)d->conf->upstream_timeout,
+			.tv_usec = (suseconds_t)((d->conf->upstream_timeout -
+				(double)(time_t)d->conf->upstream_timeout) * 1e6),
+		};
+
+		op->lk.export_id = op->ex->conf->id;
+		op->lk.fh_len = lk->fh.nlm4_netobj_len;
+		memcpy(op->lk.fh, lk->fh.nlm4_netobj_val, op->lk.fh_len);
+		op->lk.svid = lk->svid;
+		op->lk.off = lk->l_offset;
+		op->lk.len = lk->l_len;
+		op->lk.exclusive = exclusive;
+		op->late = evtimer_new(d->base, late_fire, op);
+		if (op->late && mclock_timer_add(op->late, &tv) == 0)
+			s.timeout *= NLM_LATE_FACTOR;
+	}
 	lk->caller_name = n->caller;
 	lk->oh.nlm4_netobj_val = (char *)op->oh;
 	lk->oh.nlm4_netobj_len = (u_int)op->oh_len;
@@ -540,6 +670,7 @@ enum op_status nlm_op_forward(struct req *r)
 		return reply_stat(r, NLM4_FAILED);
 	}
 	op->magic = NLM_OP_MAGIC;
+	op->d = d;
 	op->r = r;
 	op->ex = ex;
 	nfs3_guard_cred(&r->call, &acc, &op->uc);
@@ -632,10 +763,10 @@ enum op_status nlm_op_sm_notify(struct req *r)
 
 	if (!d->nlm)
 		return req_reply_accept_error(r, PROG_UNAVAIL);
-	/* Only the local status monitor calls this (as Linux's lockd
-	 * checks, nlm_privileged_requester): a remote caller could
-	 * otherwise drop another client's locks. */
-	if (!peer_is_local(req_peer(r))) {
+	/* Only the local status monitor calls this, from a privileged
+	 * port (as Linux's lockd checks, nlm_privileged_requester): any
+	 * other caller could drop another client's locks. */
+	if (!peer_is_local(req_peer(r)) || !req_peer_privileged(r)) {
 		d->nlm->st.refused++;
 		return req_reply_accept_error(r, PROC_UNAVAIL);
 	}
@@ -674,8 +805,9 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 	n = recvfrom(fd, rec, sizeof(rec), MSG_DONTWAIT,
 		     (struct sockaddr *)&ss, &sl);
 	if (n <= 0 || !d->nlm || !peer_is_local((struct sockaddr *)&ss) ||
+	    !port_privileged((struct sockaddr *)&ss) ||
 	    rpcmsg_decode_call(rec, (size_t)n, &call) != RPCMSG_OK)
-		return;		/* not a call of this host's: dropped */
+		return;		/* not a call of this host's root: dropped */
 	if (!(out = evbuffer_new()))
 		return;
 	if (call.prog != NLM_PROG || call.vers != NLM4_VERS) {
@@ -749,9 +881,8 @@ enum op_status nlm_op_free_all(struct req *r)
 	/* A client frees its own locks only: those whose owner it sent
 	 * from its address go, any other stays. */
 	h = nlm_locks_take(d->nlm->locks, a->name, &known);
-	if (known)
+	if (release_locks(d, a->name, h, req_peer(r)) > 0)
 		d->nlm->st.reboots++;
-	release_locks(d, a->name, h, req_peer(r));
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
@@ -841,6 +972,7 @@ enum op_status nlm_op_share(struct req *r)
 		return share_reply(r, NLM4_FAILED);
 	}
 	op->magic = NLM_OP_MAGIC;
+	op->d = d;
 	op->r = r;
 	op->ex = ex;
 	r->op = op;
@@ -928,8 +1060,9 @@ const char *nlm_check_why(const struct daemon *d)
 	DL_FOREACH(n->ops, op) {
 		if (op->magic != NLM_OP_MAGIC)
 			return "nlm: a call's magic number is wrong (freed?)";
-		if (!op->r || op->r->op != op)
-			return "nlm: a call in flight is not its request's";
+		if (op->r ? op->r->op != op : !op->lk.fh_len)
+			return "nlm: a call in flight is not its request's, "
+			       "nor a LOCK answered late";
 		count++;
 	}
 	if (count != n->nops)

@@ -38,12 +38,18 @@
  * forwarded as locks are (a read-only client may not reserve write
  * access: NLM4_ROFS).
  *
+ * A LOCK the upstream has not answered within upstream_timeout gets
+ * NLM4_DENIED_NOLOCKS then (a timer), but its upstream call is waited
+ * for NLM_LATE_FACTOR (4) times as long: a late grant is unlocked, so no
+ * lock is held upstream for a client told it has none.
+ *
  * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
  * the caller name, the forwarded calls in flight and the counters. Loop
  * thread throughout.
  * Invariants (nlm_check_why): every forwarded call in flight is on
  * d->nlm's list, once, with its magic number and its request pointing
- * back at it (r->op), nops counting them; each has exactly one of a call
+ * back at it (r->op), or, a LOCK answered late, with no request and its
+ * lock kept to unlock; nops counting them; each has exactly one of a call
  * in the pool, a write-back wait or a GETATTR upstream outstanding.
  */
 #ifndef NFSCACHED_DAEMON_NLM_OPS_H
@@ -74,13 +80,13 @@ struct req;
 	X(uint64_t, monitor_failures, counter, "nfscached_nlm_monitor_failures_total", \
 	  "SM_MON calls the local status monitor refused or did not answer: that client's reboot will not release its locks.") \
 	X(uint64_t, reboots, counter, "nfscached_nlm_client_reboots_total", \
-	  "Client reboots (the local statd's callback) and FREE_ALLs that released a known client's locks upstream.") \
+	  "Reboots of known clients (the local statd's callback) and FREE_ALLs that released some of a client's locks upstream.") \
 	X(uint64_t, released, counter, "nfscached_nlm_released_total", \
-	  "Locks released upstream for clients that rebooted (UNLOCKs the upstream lock manager granted).") \
+	  "Locks released upstream without their client's UNLOCK (UNLOCKs the upstream lock manager granted): a client rebooted or sent FREE_ALL, or a LOCK's answer was lost.") \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
-	  "Locks granted upstream on clients' behalf and not yet unlocked (an UNLOCK of part of a lock keeps it counted).")
+	  "Locks granted upstream on clients' behalf and not unlocked since, as ranges by owner and file.")
 
 struct nlm_stats {
 #define X(t, f, k, n, h) t f;

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <rpc/pmap_clnt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -569,8 +570,72 @@ static void test_restart_after(void)
 	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
 }
 
+/* The statd callback (procedure 16) over TCP from a port above 1023 is
+ * refused: only the local statd, from a privileged port, may say a
+ * client rebooted. */
+static void test_sm_notify_needs_statd(void)
+{
+	struct wb_fh fh;
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm_sm_status a;
+	double refused = wb_metric("nfscached_nlm_refused_total");
+
+	make_file("forged-reboot", "0123456789", &fh);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 10), NLM4_GRANTED);
+	memset(&a, 0, sizeof(a));
+	a.mon_name = unconst(A.caller);
+	a.state = 3;
+	CU_ASSERT_EQUAL(rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG, NLM4_VERS,
+				    NLMPROC4_SM_NOTIFY, &cred,
+				    (xdrproc_t)xdr_nlm_sm_status, &a, NULL,
+				    NULL, &rep), RAWRPC_OK);
+	CU_ASSERT_EQUAL(rep.accept, PROC_UNAVAIL);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_refused_total") - refused, 1);
+	/* A's lock is still held. */
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 10), NLM4_GRANTED);
+}
+
+/* Suite nlm_lost (integration.nlm_lost, upstream_timeout 5 s): a LOCK
+ * the upstream did not answer in time is refused to its client
+ * (NLM4_DENIED_NOLOCKS) and, once the upstream answers again, unlocked
+ * there, so the range is free for the next client. Ganesha is stopped
+ * (SIGSTOP) while the LOCK waits and continued at once after its
+ * refusal; the UNLOCK waits for it. */
+static void test_lost_lock_unlocked(void)
+{
+	char path[4096];
+	FILE *f;
+	int pid = 0;
+	struct wb_fh fh;
+	double released = wb_metric("nfscached_nlm_released_total");
+
+	make_file("lost", "0123456789", &fh);
+	snprintf(path, sizeof(path), "%s/ganesha/ganesha.pid",
+		 getenv("NFSC_TMP"));
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 10), NLM4_DENIED_NOLOCKS);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
+				    released + 1), released + 1);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
+}
+
 int test_register(void)
 {
+	CU_pSuite lost = CU_add_suite("nlm_lost", suite_init, suite_clean);
+
+	if (lost == NULL ||
+	    CU_add_test(lost, "lost_lock_unlocked",
+			test_lost_lock_unlocked) == NULL)
+		return -1;
+
 	CU_pSuite rs = CU_add_suite("nlm_restart", suite_init, suite_clean);
 
 	if (rs == NULL ||
@@ -592,6 +657,8 @@ int test_register(void)
 	    CU_add_test(s, "unlock_writes_back", test_unlock_writes_back) == NULL ||
 	    CU_add_test(s, "lock_revalidates", test_lock_revalidates) == NULL ||
 	    CU_add_test(s, "shares", test_shares) == NULL ||
+	    CU_add_test(s, "sm_notify_needs_statd",
+			test_sm_notify_needs_statd) == NULL ||
 	    CU_add_test(s, "bad_handle", test_bad_handle) == NULL)
 		return -1;
 	return 0;
