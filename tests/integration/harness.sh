@@ -6,6 +6,7 @@
 #
 #   harness.sh [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]
 #              [--proxy-export-conf FILE] [--proxy-resolv-conf FILE]
+#              [--ganesha-nlm] [--ganesha-nfsacl]
 #              [--ganesha-extra FILE] -- CMD ARGS...
 #
 #   --no-proxy             start Ganesha only (NFSC_PROXY_* stay unset)
@@ -59,7 +60,8 @@ NFSC_LIB=$(cd "$here/../../scripts" && pwd)/lib.sh
 
 usage() {
 	echo "usage: $0 [--no-proxy] [--proxy-may-exit] [--proxy-conf-extra FILE]" \
-		"[--proxy-export-conf FILE]" \
+		"[--proxy-export-conf FILE] [--proxy-resolv-conf FILE]" \
+		"[--ganesha-nlm] [--ganesha-nfsacl]" \
 		"[--ganesha-extra FILE] -- CMD ARGS..." >&2
 	exit 2
 }
