@@ -3,8 +3,9 @@
  * rpccall: ONC RPC calls (RFC 5531) the daemon makes as a client of
  * programs other than NFS: the upstream's lock manager (NLM) and the
  * clients' lock managers (NLM callbacks). Each call is made with
- * libtirpc's blocking client (clnt_create_timed / clnt_tli_create and
- * clnt_call, TCP) on one of the pool's worker threads, so that a host
+ * libtirpc's blocking client (clnt_tli_create and clnt_call, TCP; an
+ * IPv4 peer's port from its portmapper, pmap_getport, an IPv6 peer's
+ * through clnt_create_timed) on one of the pool's worker threads, so that a host
  * name's lookup, an rpcbind query or a slow peer never holds the event
  * loop; its result is handed back to the loop through an eventfd.
  *

@@ -71,8 +71,10 @@ struct nlm_op {
 					 * send; then the client is answered
 					 * and r let go (r NULL), the call
 					 * still waited for */
-	struct nlm_held lk;		/* LOCK: what was sent (oh borrows
-					 * this op's), to unlock a late grant */
+	struct nlm_held lk;		/* the lock as sent upstream (oh is
+					 * this op's oh, not owned): recorded
+					 * when granted, unlocked when a late
+					 * grant comes */
 	size_t oh_len;
 	uint8_t oh[NLM_OWNER_MAX];	/* the owner the upstream sees */
 };
@@ -223,27 +225,12 @@ static void note_granted(struct nlm *n, struct nlm_op *op)
 	if (!lk->caller_name || !lk->caller_name[0])
 		return;
 	if (r->ent->proc == NLMPROC4_LOCK) {
-		struct nlm_held h;
-
-		memset(&h, 0, sizeof(h));
-		h.export_id = op->ex->conf->id;
-		h.fh_len = lk->fh.nlm4_netobj_len;
-		if (h.fh_len > sizeof(h.fh))
-			return;
-		memcpy(h.fh, lk->fh.nlm4_netobj_val, h.fh_len);
-		h.oh = op->oh;
-		h.oh_len = op->oh_len;
-		h.svid = lk->svid;
-		h.off = lk->l_offset;
-		h.len = lk->l_len;
-		h.exclusive = exclusive;
-		if (nlm_locks_add(n->locks, lk->caller_name, &h) == 1)
+		if (nlm_locks_add(n->locks, lk->caller_name, &op->lk) == 1)
 			monitor_client(r->d, lk->caller_name);
 	} else if (r->ent->proc == NLMPROC4_UNLOCK) {
-		nlm_locks_unlock(n->locks, lk->caller_name,
-				 (const uint8_t *)lk->fh.nlm4_netobj_val,
-				 lk->fh.nlm4_netobj_len, op->oh, op->oh_len,
-				 lk->l_offset, lk->l_len);
+		nlm_locks_unlock(n->locks, lk->caller_name, op->lk.fh,
+				 op->lk.fh_len, op->oh, op->oh_len, op->lk.off,
+				 op->lk.len);
 	}
 }
 
@@ -346,8 +333,7 @@ static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
 	*h = op->lk;
 	h->next = NULL;
 	memcpy(oh, op->oh, op->oh_len);
-	h->oh = oh;
-	h->oh_len = op->oh_len;
+	h->oh = oh;		/* the list's own: freed with it */
 	release_locks(d, NULL, h, NULL);	/* frees h */
 }
 
@@ -399,7 +385,7 @@ static void lock_getattr_done(enum upstream_status status, void *decoded,
 
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &a);
 		if (cfile_attr_observe(d->cache, f, &a, daemon_now(),
-				       daemon_ac(op->ex, a.type)))
+				       daemon_ac(op->ex, a.type)) && d->nlm)
 			d->nlm->st.revalidated++;
 	} else if (f) {
 		cfile_attr_expire(f);	/* the next use asks upstream */
@@ -409,7 +395,6 @@ static void lock_getattr_done(enum upstream_status status, void *decoded,
 	op_finish(op, op->stat);
 }
 
-/* The upstream lock manager answered op's call (or did not). */
 /* Reply a TEST's upstream result res to op's client and free op: a
  * conflicting holder that is a client of the proxy's is shown by its own
  * owner. */
@@ -441,6 +426,7 @@ static bool maybe_sent(enum clnt_stat st)
 	return st == RPC_TIMEDOUT || st == RPC_CANTRECV;
 }
 
+/* The upstream lock manager answered op's call (or did not). */
 static void fwd_done(enum clnt_stat st, void *res, void *arg)
 {
 	struct nlm_op *op = arg;
@@ -559,21 +545,13 @@ static void fwd_send(struct nlm_op *op)
 	}
 	/* Encoded by rpccall_submit, then put back: the server frees the
 	 * arguments as decoded. */
-	if ((r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) &&
-	    lk->fh.nlm4_netobj_len <= sizeof(op->lk.fh)) {
+	if (r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) {
 		struct timeval tv = {
 			.tv_sec = (time_t)d->conf->upstream_timeout,
 			.tv_usec = (suseconds_t)((d->conf->upstream_timeout -
 				(double)(time_t)d->conf->upstream_timeout) * 1e6),
 		};
 
-		op->lk.export_id = op->ex->conf->id;
-		op->lk.fh_len = lk->fh.nlm4_netobj_len;
-		memcpy(op->lk.fh, lk->fh.nlm4_netobj_val, op->lk.fh_len);
-		op->lk.svid = lk->svid;
-		op->lk.off = lk->l_offset;
-		op->lk.len = lk->l_len;
-		op->lk.exclusive = exclusive;
 		op->late = evtimer_new(d->base, late_fire, op);
 		if (op->late && mclock_timer_add(op->late, &tv) == 0)
 			s.timeout *= NLM_LATE_FACTOR;
@@ -639,7 +617,8 @@ enum op_status nlm_op_forward(struct req *r)
 	if (!n)
 		return req_reply_accept_error(r, PROG_UNAVAIL);
 	lk = op_lock(r, &m, &exclusive);
-	if (nfs3_guard_unwrap(d, m, r->args, &ex) != NFS3_OK) {
+	if (nfs3_guard_unwrap(d, m, r->args, &ex) != NFS3_OK ||
+	    lk->fh.nlm4_netobj_len > NLM_LOCKS_FH_MAX) {
 		n->st.refused++;
 		return reply_stat(r, NLM4_STALE_FH);
 	}
@@ -673,6 +652,15 @@ enum op_status nlm_op_forward(struct req *r)
 	op->d = d;
 	op->r = r;
 	op->ex = ex;
+	op->lk.export_id = ex->conf->id;
+	op->lk.fh_len = lk->fh.nlm4_netobj_len;	/* unwrapped: FH_UP_MAX */
+	memcpy(op->lk.fh, lk->fh.nlm4_netobj_val, op->lk.fh_len);
+	op->lk.oh = op->oh;
+	op->lk.oh_len = op->oh_len;
+	op->lk.svid = lk->svid;
+	op->lk.off = lk->l_offset;
+	op->lk.len = lk->l_len;
+	op->lk.exclusive = exclusive;
 	nfs3_guard_cred(&r->call, &acc, &op->uc);
 	r->op = op;
 	DL_APPEND(n->ops, op);
@@ -1060,7 +1048,7 @@ const char *nlm_check_why(const struct daemon *d)
 	DL_FOREACH(n->ops, op) {
 		if (op->magic != NLM_OP_MAGIC)
 			return "nlm: a call's magic number is wrong (freed?)";
-		if (op->r ? op->r->op != op : !op->lk.fh_len)
+		if (op->r ? op->r->op != op : !op->late)
 			return "nlm: a call in flight is not its request's, "
 			       "nor a LOCK answered late";
 		count++;
