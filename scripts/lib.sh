@@ -380,22 +380,29 @@ nfsc_ganesha_config() {
 # for at most 120 s) because Ganesha clears 100003/100005 from rpcbind and
 # then sets them: two instances starting at once interleave those calls,
 # rpcbind refuses the second SET, and that instance logs "Cannot register
-# NFS V3 on TCP" and exits. An instance that still fails that way (one
-# started by something else at the same moment) is started again, three
-# tries in all.
+# NFS V3 on TCP" and exits. An instance that still fails that way is
+# started again, NFSC_GANESHA_TRIES tries in all (default 8, about 12 s of
+# waiting): besides another Ganesha starting at the same moment, a proxy
+# started with register_rpcbind = true and rpcbind_conflict = "replace"
+# (integration.rpcbind, integration.nlm_reboot) owns 100003 in the host's
+# rpcbind for the seconds it runs, and every Ganesha start fails until it
+# exits and puts the mapping back.
+#
+# Safe under `set -e` in the caller: a failed try is a status to look at,
+# never an exit (it was once, and one lost registration failed a test).
 nfsc_ganesha_launch() {
-	local w=$1 nfs_port=$2 mnt_port=$3 try rc
+	local w=$1 nfs_port=$2 mnt_port=$3 try rc tries=${NFSC_GANESHA_TRIES:-8}
 	local lockf="${TMPDIR:-/tmp}/nfscached-ganesha-start.lock"
 	w=$(cd "$w" && pwd) || return 1
-	for ((try = 1; try <= 3; try++)); do
+	for ((try = 1; try <= tries; try++)); do
+		rc=0
 		(
 			flock -w 120 9 || { nfsc_say "$lockf is still locked after 120 s"; exit 1; }
 			nfsc_ganesha_launch_once "$w" "$nfs_port" "$mnt_port"
-		) 9>>"$lockf"
-		rc=$?
+		) 9>>"$lockf" || rc=$?
 		((rc == 3)) || return "$rc"
-		nfsc_say "Ganesha ($w) could not register with rpcbind (try $try of 3)"
-		sleep 0.5
+		nfsc_say "Ganesha ($w) could not register with rpcbind (try $try of $tries)"
+		sleep "$((try < 3 ? 1 : 2))"
 	done
 	return 1
 }

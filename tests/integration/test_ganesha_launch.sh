@@ -8,7 +8,8 @@
 # whose reader (the launcher's pid check, after its log check) gets the
 # pid of an exited process only once the line is in the log. The launcher
 # must answer 3 (retry), not 1 (not ready), and nfsc_ganesha_launch must
-# start it three times in all.
+# start it NFSC_GANESHA_TRIES (3 here) times in all, also when its caller
+# runs under `set -e` (as harness.sh does).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,7 +44,7 @@ mkfifo "$pidf"
 exit 0
 STUB
 chmod +x "$tmp/bin/ganesha.nfsd"
-export PATH="$tmp/bin:$PATH" TMPDIR=$tmp
+export PATH="$tmp/bin:$PATH" TMPDIR=$tmp NFSC_GANESHA_TRIES=3
 
 fail=0
 rc=0
@@ -62,5 +63,16 @@ if ((rc != 1 || starts != 3)); then
 	cat "$tmp/err2" >&2
 	fail=1
 fi
-((fail == 0)) && echo "ok: launch_once returned 3; launch tried 3 times"
+# The harness's way: a bare call in a `set -e` shell.
+rm -f "$tmp/w/starts"
+rc=0
+bash -euc '. "$1"; nfsc_ganesha_launch "$2" 1 1' _ "$here/../../scripts/lib.sh" \
+	"$tmp/w" 2>"$tmp/err3" || rc=$?
+starts=$(wc -l <"$tmp/w/starts")
+if ((rc != 1 || starts != 3)); then
+	echo "FAIL: under set -e, nfsc_ganesha_launch exited $rc after $starts starts, want 1 after 3" >&2
+	cat "$tmp/err3" >&2
+	fail=1
+fi
+((fail == 0)) && echo "ok: launch_once returned 3; launch tried 3 times, also under set -e"
 exit "$fail"
