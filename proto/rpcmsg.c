@@ -206,6 +206,32 @@ reply_append(struct evbuffer *out, struct rpc_msg *msg)
 	return evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -1;
 }
 
+#define SUCCESS_HEAD_BYTES 24	/* xid .. accept_stat: 6 words */
+
+/*
+ * Store the header of an accepted SUCCESS reply for xid at p (24 bytes):
+ * xid, REPLY, MSG_ACCEPTED, an AUTH_NONE verifier (flavor, empty body)
+ * and SUCCESS, as xdr_replymsg writes them (RFC 5531 section 9).
+ */
+static void put_success_head(uint8_t *p, uint32_t xid)
+{
+	static const uint32_t w[SUCCESS_HEAD_BYTES / 4 - 1] = {
+		REPLY, MSG_ACCEPTED, AUTH_NONE, 0, SUCCESS
+	};
+
+	p[0] = (uint8_t)(xid >> 24);
+	p[1] = (uint8_t)(xid >> 16);
+	p[2] = (uint8_t)(xid >> 8);
+	p[3] = (uint8_t)xid;
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		p += 4;
+		p[0] = (uint8_t)(w[i] >> 24);
+		p[1] = (uint8_t)(w[i] >> 16);
+		p[2] = (uint8_t)(w[i] >> 8);
+		p[3] = (uint8_t)w[i];
+	}
+}
+
 /* Start a reply message for xid with the given reply_stat. */
 static void
 reply_init(struct rpc_msg *msg, uint32_t xid, enum reply_stat rs)
@@ -274,8 +300,7 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 {
 	static const uint8_t pad[4];
 	struct evbuffer *rec = NULL;
-	struct rpc_msg msg;
-	uint8_t head[RPCMSG_TAIL_HEAD_MAX];
+	_Alignas(8) uint8_t head[RPCMSG_TAIL_HEAD_MAX];
 	unsigned long sz;
 	size_t npad = (4 - (len & 3)) & 3, total;
 	XDR x;
@@ -283,16 +308,15 @@ rpcmsg_reply_success_tail(struct evbuffer *out, uint32_t xid, xdrproc_t proc,
 
 	if (proc == NULL)
 		goto fail;
-	reply_init(&msg, xid, MSG_ACCEPTED);
-	msg.acpted_rply.ar_stat = SUCCESS;
-	msg.acpted_rply.ar_results.proc = proc;
-	msg.acpted_rply.ar_results.where = (caddr_t)(uintptr_t)res;
 	/* One pass: encoded straight into head, whose room is the limit (an
-	 * xdr_sizeof pass first cost as much again, issue 42). */
-	xdrmem_create(&x, (char *)head + 4, (u_int)(sizeof(head) - 4),
+	 * xdr_sizeof pass first cost as much again, issue 42); the fixed
+	 * header stored, not run through xdr_replymsg's union walk. */
+	put_success_head(head + 4, xid);
+	xdrmem_create(&x, (char *)head + 4 + SUCCESS_HEAD_BYTES,
+		      (u_int)(sizeof(head) - 4 - SUCCESS_HEAD_BYTES),
 		      XDR_ENCODE);
-	ok = xdr_replymsg(&x, &msg);
-	sz = ok ? xdr_getpos(&x) : 0;
+	ok = proc(&x, (void *)(uintptr_t)res);
+	sz = ok ? SUCCESS_HEAD_BYTES + xdr_getpos(&x) : 0;
 	xdr_destroy(&x);
 	if (sz < 4 || len > RPCMSG_MARK_MAXLEN)
 		goto fail;

@@ -64,6 +64,7 @@
 #include "disk_tier.h"
 #include "log.h"
 #include "nfs3_guard.h"
+#include "nfs3_inline.h"
 #include "nfs3_ops.h"
 #include "nfs3_read.h"
 #include "nfs3_read_impl.h"
@@ -303,7 +304,8 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	nfs3_count_read(op->d, op->ex->conf->id, op->outcome, op->cache_bytes,
 			upstream_bytes, hole_bytes);
 	op_free(op);
-	req_reply_tail(r, (xdrproc_t)xdr_READ3res, &res, data, (size_t)count,
+	req_reply_tail(r, (xdrproc_t)nfs3_inline_xdr_READ3res, &res, data,
+		       (size_t)count,
 		       data == read_zeros ? read_zeros_keep : read_data_free,
 		       NULL);
 }

@@ -12,6 +12,7 @@
 #include <rpc/rpc.h>
 
 #include "cunit_main.h"
+#include "nfs3_inline.h"
 #include "nfs3_prot.h"
 #include "rpcmsg.h"
 
@@ -417,7 +418,7 @@ tail_release(const void *tail, size_t len, void *arg)
  * a tail over 4 KiB only when the buffer lets go of it, a smaller one
  * (copied) at once. */
 static void
-tail_matches_copy(size_t len)
+tail_matches_copy_with(size_t len, xdrproc_t proc)
 {
 	static uint8_t data[5000];
 	static uint8_t a[6000], b[6000];
@@ -441,7 +442,7 @@ tail_matches_copy(size_t len)
 	res.READ3res_u.resok.data.data_len = 0;
 	res.READ3res_u.resok.data.data_val = NULL;
 	CU_ASSERT_EQUAL_FATAL(rpcmsg_reply_success_tail(out, XID,
-	    (xdrproc_t)xdr_READ3res, &res, data, len, tail_release, &seen), 0);
+	    proc, &res, data, len, tail_release, &seen), 0);
 	/* Referenced, not copied: released only when drained. */
 	CU_ASSERT_EQUAL(seen.calls, len > 4096 ? 0 : 1);
 	na = evbuffer_get_length(want);
@@ -455,6 +456,14 @@ tail_matches_copy(size_t len)
 	evbuffer_free(want);
 	evbuffer_free(out);
 	CU_ASSERT_EQUAL(seen.calls, 1);
+}
+
+/* tail_matches_copy_with the generated encoder and the inline one. */
+static void
+tail_matches_copy(size_t len)
+{
+	tail_matches_copy_with(len, (xdrproc_t)xdr_READ3res);
+	tail_matches_copy_with(len, (xdrproc_t)nfs3_inline_xdr_READ3res);
 }
 
 static void
@@ -537,6 +546,120 @@ test_reply_success_tail_one_pass(void)
 	CU_ASSERT_EQUAL(seen.calls, 2);
 	CU_ASSERT_EQUAL(evbuffer_get_length(out), 0);
 	evbuffer_free(out);
+}
+
+/* Encode res with proc into buf[0..cap) at offset skew; the length
+ * encoded, or -1 when proc failed. */
+static long
+encode_read3res(xdrproc_t proc, READ3res *res, uint8_t *buf, size_t cap,
+		size_t skew)
+{
+	XDR x;
+	long n;
+
+	memset(buf, 0xa5, cap);
+	xdrmem_create(&x, (char *)buf + skew, (u_int)(cap - skew), XDR_ENCODE);
+	n = proc(&x, res) ? (long)xdr_getpos(&x) : -1;
+	xdr_destroy(&x);
+	return n;
+}
+
+/* nfs3_inline_xdr_READ3res writes what xdr_READ3res writes, byte for
+ * byte and length for length, on a buffer of cap bytes at skew. */
+static void
+inline_matches(READ3res *res, size_t cap, size_t skew)
+{
+	_Alignas(8) static uint8_t a[256], b[256];
+	long na, nb;
+
+	CU_ASSERT_FATAL(cap <= sizeof(a));
+	na = encode_read3res((xdrproc_t)xdr_READ3res, res, a, cap, skew);
+	nb = encode_read3res((xdrproc_t)nfs3_inline_xdr_READ3res, res, b,
+			     cap, skew);
+	CU_ASSERT_EQUAL(na, nb);
+	if (na > 0)
+		CU_ASSERT_EQUAL(memcmp(a, b, cap), 0);
+}
+
+/* The inline READ3res encoder (issue 42's hit path): every field at its
+ * place with its full width, booleans as 0/1, and the forms it does not
+ * cover (an error, data inline, no room, an unaligned buffer) exactly as
+ * the generated routine writes them; decoding goes to it too. */
+static void
+test_inline_read3res_same_bytes(void)
+{
+	_Alignas(8) uint8_t buf[256];
+	READ3res res, got;
+	fattr3 *a = &res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes;
+	static const char data[5] = "abcde";
+	long n;
+	XDR x;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
+	a->type = NF3REG;
+	a->mode = 0100644;
+	a->nlink = 0x01020304;
+	a->uid = 0xfffffffe;
+	a->gid = 0x80000001;
+	a->size = 0x0102030405060708ull;
+	a->used = 0xf1f2f3f4f5f6f7f8ull;
+	a->rdev.specdata1 = 11;
+	a->rdev.specdata2 = 0xdeadbeef;
+	a->fsid = 0x1122334455667788ull;
+	a->fileid = 0x99aabbccddeeff00ull;
+	a->atime.seconds = 1;
+	a->atime.nseconds = 999999999;
+	a->mtime.seconds = 0x7fffffff;
+	a->mtime.nseconds = 2;
+	a->ctime.seconds = 0x80000000u;
+	a->ctime.nseconds = 3;
+	res.READ3res_u.resok.count = 1048576;
+	res.READ3res_u.resok.eof = TRUE;
+	inline_matches(&res, sizeof(buf), 0);
+	/* 4 + 4 + 84 + 4 + 4 + 4 */
+	CU_ASSERT_EQUAL(encode_read3res((xdrproc_t)nfs3_inline_xdr_READ3res,
+					&res, buf, sizeof(buf), 0), 104);
+	res.READ3res_u.resok.eof = 7;		/* any non-zero: TRUE */
+	inline_matches(&res, sizeof(buf), 0);
+	/* A discriminant neither TRUE nor FALSE: refused by both. */
+	res.READ3res_u.resok.file_attributes.attributes_follow = 5;
+	inline_matches(&res, sizeof(buf), 0);
+	CU_ASSERT_EQUAL(encode_read3res((xdrproc_t)nfs3_inline_xdr_READ3res,
+					&res, buf, sizeof(buf), 0), -1);
+	res.READ3res_u.resok.file_attributes.attributes_follow = FALSE;
+	res.READ3res_u.resok.eof = FALSE;
+	inline_matches(&res, sizeof(buf), 0);
+	CU_ASSERT_EQUAL(encode_read3res((xdrproc_t)nfs3_inline_xdr_READ3res,
+					&res, buf, sizeof(buf), 0), 20);
+	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
+	inline_matches(&res, 103, 0);		/* one byte short: both fail */
+	inline_matches(&res, 104, 0);		/* exactly room */
+	inline_matches(&res, sizeof(buf), 1);	/* unaligned */
+	res.READ3res_u.resok.data.data_len = 5;	/* data inline */
+	res.READ3res_u.resok.data.data_val = (char *)(uintptr_t)data;
+	inline_matches(&res, sizeof(buf), 0);
+	res.READ3res_u.resok.data.data_len = 0;
+	res.READ3res_u.resok.data.data_val = NULL;
+	res.status = NFS3ERR_IO;		/* resfail */
+	res.READ3res_u.resfail.file_attributes.attributes_follow = FALSE;
+	inline_matches(&res, sizeof(buf), 0);
+	/* Decoding: the generated routine's. */
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.file_attributes.attributes_follow = TRUE;
+	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = *a;
+	n = encode_read3res((xdrproc_t)nfs3_inline_xdr_READ3res, &res, buf,
+			    sizeof(buf), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 104);
+	memset(&got, 0, sizeof(got));
+	xdrmem_create(&x, (char *)buf, (u_int)n, XDR_DECODE);
+	CU_ASSERT_FATAL(nfs3_inline_xdr_READ3res(&x, &got));
+	xdr_destroy(&x);
+	CU_ASSERT_EQUAL(got.READ3res_u.resok.file_attributes.post_op_attr_u.attributes.fileid,
+			0x99aabbccddeeff00ull);
+	CU_ASSERT_EQUAL(got.READ3res_u.resok.count, 1048576);
+	rpcmsg_free_args((xdrproc_t)nfs3_inline_xdr_READ3res, &got);
 }
 
 static void
@@ -774,6 +897,8 @@ test_register(void)
 			 test_reply_success_tail_failure) ||
 	    !CU_add_test(s, "reply_success_tail_one_pass",
 			 test_reply_success_tail_one_pass) ||
+	    !CU_add_test(s, "inline_read3res_same_bytes",
+			 test_inline_read3res_same_bytes) ||
 	    !CU_add_test(s, "reply_prog_mismatch", test_reply_prog_mismatch) ||
 	    !CU_add_test(s, "reply_accept_errors", test_reply_accept_errors) ||
 	    !CU_add_test(s, "reply_rpc_mismatch", test_reply_rpc_mismatch) ||
