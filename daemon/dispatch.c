@@ -52,9 +52,14 @@
 
 typedef char void_t;
 #define xdr_void_t rpcmsg_xdr_void
-/* WRITE's arguments, its data left in the record (dispatch.h). */
+/* WRITE's arguments, its handle and data left in the record; READ's and
+ * GETATTR's, their handle (dispatch.h). */
 typedef WRITE3args WRITE3args_inrec;
 #define xdr_WRITE3args_inrec dispatch_xdr_write3args
+typedef READ3args READ3args_inrec;
+#define xdr_READ3args_inrec dispatch_xdr_read3args
+typedef GETATTR3args GETATTR3args_inrec;
+#define xdr_GETATTR3args_inrec dispatch_xdr_getattr3args
 
 #define MUT DISPATCH_MUTATING
 #define NONIDEM (DISPATCH_MUTATING | DISPATCH_NONIDEMPOTENT)
@@ -76,7 +81,7 @@ typedef WRITE3args WRITE3args_inrec;
 
 static const struct dispatch_entry table[] = {
 	NFS(NFSPROC3_NULL, "null", void_t, void_t, nfs3_op_null, 0, .nfh = 0),
-	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args, GETATTR3res,
+	NFS(NFSPROC3_GETATTR, "getattr", GETATTR3args_inrec, GETATTR3res,
 	    nfs3_op_getattr, 0, .nfh = A1(GETATTR3args, object),
 	    .attr = { { AT_FATTR, RESOK(GETATTR3res, obj_attributes), 0 } },
 	    .stale = STALE_ATTRS, .present = nfs3_present_getattr,
@@ -107,7 +112,7 @@ static const struct dispatch_entry table[] = {
 	    nfs3_op_forward, 0, .nfh = A1(READLINK3args, symlink),
 	    .attr = { ATTRS(READLINK3res, symlink_attributes) },
 	    .names = nfs3_names_none),
-	NFS(NFSPROC3_READ, "read", READ3args, READ3res, nfs3_op_read, 0,
+	NFS(NFSPROC3_READ, "read", READ3args_inrec, READ3res, nfs3_op_read, 0,
 	    .nfh = A1(READ3args, file), .count = { offsetof(READ3args, count) },
 	    .names = nfs3_names_none),
 	NFS(NFSPROC3_WRITE, "write", WRITE3args_inrec, WRITE3res, nfs3_op_write, MUT,
@@ -234,6 +239,47 @@ static const struct dispatch_entry table[] = {
 	    nfsacl_op_forward),
 };
 
+/*
+ * Decode nfs_fh3 *fh (RFC 1813 section 2.5: opaque<NFS3_FHSIZE>) with its
+ * bytes left in the stream's buffer (xdr_inline), or, on XDR_FREE, forget
+ * them; FALSE on a handle over NFS3_FHSIZE or a stream that ends early or
+ * gives no inline room. A handle decoded the generated way cost a calloc,
+ * a free and xdr_bytes's calls on every cached READ (issue 42's profile).
+ */
+static bool_t fh_inrec(XDR *xdrs, nfs_fh3 *fh)
+{
+	u_int len;
+	char *p = NULL;
+
+	if (xdrs->x_op == XDR_FREE) {
+		fh->data.data_val = NULL;	/* the record's, not ours */
+		fh->data.data_len = 0;
+		return TRUE;
+	}
+	if (!xdr_u_int(xdrs, &len) || len > NFS3_FHSIZE)
+		return FALSE;
+	if (len && !(p = (char *)xdr_inline(xdrs, (int)((len + 3) & ~3u))))
+		return FALSE;
+	fh->data.data_len = len;
+	fh->data.data_val = p;
+	return TRUE;
+}
+
+bool_t dispatch_xdr_read3args(XDR *xdrs, READ3args *a)
+{
+	if (xdrs->x_op == XDR_ENCODE)
+		return xdr_READ3args(xdrs, a);
+	return fh_inrec(xdrs, &a->file) && (xdrs->x_op == XDR_FREE ||
+	    (xdr_offset3(xdrs, &a->offset) && xdr_count3(xdrs, &a->count)));
+}
+
+bool_t dispatch_xdr_getattr3args(XDR *xdrs, GETATTR3args *a)
+{
+	if (xdrs->x_op == XDR_ENCODE)
+		return xdr_GETATTR3args(xdrs, a);
+	return fh_inrec(xdrs, &a->object);
+}
+
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
 {
 	u_int len;
@@ -244,9 +290,9 @@ bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a)
 	if (xdrs->x_op == XDR_FREE) {
 		a->data.data_val = NULL;	/* the record's, not ours */
 		a->data.data_len = 0;
-		return xdr_nfs_fh3(xdrs, &a->file);
+		return fh_inrec(xdrs, &a->file);
 	}
-	if (!xdr_nfs_fh3(xdrs, &a->file) || !xdr_offset3(xdrs, &a->offset) ||
+	if (!fh_inrec(xdrs, &a->file) || !xdr_offset3(xdrs, &a->offset) ||
 	    !xdr_count3(xdrs, &a->count) ||
 	    !xdr_stable_how(xdrs, &a->stable) || !xdr_u_int(xdrs, &len) ||
 	    len > INT_MAX - 3)

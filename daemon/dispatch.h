@@ -18,9 +18,10 @@
 
 /*
  * The WRITE row's argument routine: xdr_WRITE3args (RFC 1813 section
- * 3.3.7), except that XDR_DECODE leaves a->data.data_val pointing into
- * the stream's own buffer (xdr_inline) instead of copying the data into a
- * new allocation, and XDR_FREE frees only the file handle. So decode only
+ * 3.3.7), except that XDR_DECODE leaves a->data.data_val and the file
+ * handle's bytes (a->file.data.data_val) pointing into the stream's own
+ * buffer (xdr_inline) instead of copying them into new allocations, and
+ * XDR_FREE frees nothing (it forgets the pointers). So decode only
  * from an xdrmem stream over a 4-byte aligned buffer that outlives *a
  * (libtirpc's xdr_inline returns NULL on an unaligned one, and the
  * decode then fails): the server decodes from the request's record
@@ -30,6 +31,18 @@
  * is refused too.
  */
 bool_t dispatch_xdr_write3args(XDR *xdrs, WRITE3args *a);
+
+/*
+ * The READ and GETATTR rows' argument routines: xdr_READ3args and
+ * xdr_GETATTR3args (RFC 1813 sections 3.3.6, 3.3.1) with the file
+ * handle's bytes left in the stream's buffer as dispatch_xdr_write3args
+ * leaves them, under the same rules (an aligned xdrmem buffer that
+ * outlives *a; XDR_FREE forgets the pointer; XDR_ENCODE is the generated
+ * routine). FALSE on a handle over NFS3_FHSIZE bytes or a stream that
+ * ends early. Any thread (pure).
+ */
+bool_t dispatch_xdr_read3args(XDR *xdrs, READ3args *a);
+bool_t dispatch_xdr_getattr3args(XDR *xdrs, GETATTR3args *a);
 
 /* The table the daemon serves (d->procs): its rows and programs. */
 extern const struct proc_table dispatch_table;

@@ -420,6 +420,79 @@ static void test_write_args_decoded_in_place(void)
 	free(enc);
 }
 
+/* The row of NFSv3 procedure proc. */
+static const struct dispatch_entry *nfs3_row(uint32_t proc)
+{
+	enum dispatch_miss miss;
+	uint32_t lo, hi;
+
+	return dispatch_find(NFS_PROGRAM, NFS_V3, proc, &miss, &lo, &hi);
+}
+
+/*
+ * READ's and GETATTR's file handles are decoded in place too (issue 42:
+ * no calloc and free per cached READ): the handle's bytes lie inside the
+ * record, freeing forgets them, and a handle over NFS3_FHSIZE (64) bytes
+ * or a record cut short is refused as the generated routine refuses it.
+ */
+static void test_read_getattr_handles_decoded_in_place(void)
+{
+	const struct dispatch_entry *er = nfs3_row(NFSPROC3_READ);
+	const struct dispatch_entry *eg = nfs3_row(NFSPROC3_GETATTR);
+	uint8_t fh[65];
+	READ3args a = { .offset = 1ull << 40, .count = 4096 }, b;
+	GETATTR3args ga, gb;
+	uint8_t *enc;
+	size_t len;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(er);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(eg);
+	for (size_t i = 0; i < sizeof(fh); i++)
+		fh[i] = (uint8_t)(i * 7 + 1);
+	a.file.data.data_val = (char *)fh;
+	a.file.data.data_len = 30;		/* 2 bytes of padding */
+	enc = rpcmsg_encode((xdrproc_t)xdr_READ3args, &a, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(enc);
+	memset(&b, 0, sizeof(b));
+	CU_ASSERT_EQUAL_FATAL(rpcmsg_decode_args(enc, len, 0, er->xdr_args, &b), 0);
+	CU_ASSERT_EQUAL(b.offset, 1ull << 40);
+	CU_ASSERT_EQUAL(b.count, 4096);
+	CU_ASSERT_EQUAL_FATAL(b.file.data.data_len, 30);
+	CU_ASSERT_TRUE((uint8_t *)b.file.data.data_val == enc + 4);
+	CU_ASSERT_EQUAL(memcmp(b.file.data.data_val, fh, 30), 0);
+	rpcmsg_free_args(er->xdr_args, &b);
+	CU_ASSERT_PTR_NULL(b.file.data.data_val);
+	memset(&b, 0, sizeof(b));		/* the count cut off */
+	CU_ASSERT_NOT_EQUAL(rpcmsg_decode_args(enc, len - 4, 0, er->xdr_args, &b), 0);
+	rpcmsg_free_args(er->xdr_args, &b);
+	free(enc);
+	/* A 65-byte handle (over NFS3_FHSIZE; no encoder makes one): its
+	 * length word, 68 bytes, the offset and the count. */
+	{
+		uint32_t w[1 + 17 + 2 + 1] = { htonl(65) };
+
+		memset(&b, 0, sizeof(b));
+		CU_ASSERT_NOT_EQUAL(rpcmsg_decode_args((uint8_t *)w, sizeof(w),
+				    0, er->xdr_args, &b), 0);
+		rpcmsg_free_args(er->xdr_args, &b);
+	}
+	ga.object.data.data_val = (char *)fh;
+	ga.object.data.data_len = 64;
+	enc = rpcmsg_encode((xdrproc_t)xdr_GETATTR3args, &ga, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(enc);
+	CU_ASSERT_EQUAL(len, 68);
+	memset(&gb, 0, sizeof(gb));
+	CU_ASSERT_EQUAL_FATAL(rpcmsg_decode_args(enc, len, 0, eg->xdr_args, &gb), 0);
+	CU_ASSERT_EQUAL(gb.object.data.data_len, 64);
+	CU_ASSERT_TRUE((uint8_t *)gb.object.data.data_val == enc + 4);
+	rpcmsg_free_args(eg->xdr_args, &gb);
+	CU_ASSERT_PTR_NULL(gb.object.data.data_val);
+	memset(&gb, 0, sizeof(gb));		/* the handle cut short */
+	CU_ASSERT_NOT_EQUAL(rpcmsg_decode_args(enc, len - 4, 0, eg->xdr_args, &gb), 0);
+	rpcmsg_free_args(eg->xdr_args, &gb);
+	free(enc);
+}
+
 /*
  * With dirty_limit = 0 (the default) background write-back starts past
  * the smaller of 256 MiB and a quarter of cache_size (dirty_threshold),
@@ -612,6 +685,8 @@ int test_register(void)
 	CU_add_test(s, "commit_with_nothing_held_answered_here", test_commit_with_nothing_held_answered_here);
 	CU_add_test(s, "writeback_writes_at_most_wsize", test_writeback_writes_at_most_wsize);
 	CU_add_test(s, "write_args_decoded_in_place", test_write_args_decoded_in_place);
+	CU_add_test(s, "read_getattr_handles_decoded_in_place",
+		    test_read_getattr_handles_decoded_in_place);
 	CU_add_test(s, "writeback_starts_at_quarter_of_cache", test_writeback_starts_at_quarter_of_cache);
 	CU_add_test(s, "write_and_commit_steps_are_counted", test_write_and_commit_steps_are_counted);
 	return 0;
