@@ -292,11 +292,13 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 	return n;
 }
 
-struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
-				bool *known)
+struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
+				   bool (*pick)(const void *arg,
+						const struct nlm_held *h),
+				   const void *arg, bool *known)
 {
 	struct nlm_client *c = NULL;
-	struct nlm_held *h;
+	struct nlm_held *out = NULL, **p;
 
 	*known = false;
 	if (!t || !caller)
@@ -305,17 +307,42 @@ struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
 	if (!c)
 		return NULL;
 	*known = true;
-	HASH_DEL(t->clients, c);
-	h = c->held;
-	c->held = NULL;
-	for (const struct nlm_held *r = h; r; r = r->next)
-		t->nheld--;
 	store_begin(t);
-	if (t->writing)
-		nlm_store_del_client(t->store, c->id);
+	for (p = &c->held; *p;) {
+		struct nlm_held *r = *p;
+
+		if (!pick(arg, r)) {
+			p = &r->next;
+			continue;
+		}
+		*p = r->next;
+		store_del(t, c, r);
+		r->next = out;
+		out = r;
+		t->nheld--;
+	}
+	if (!c->held) {
+		HASH_DEL(t->clients, c);
+		if (t->writing)		/* its records went with it above */
+			nlm_store_del_client(t->store, c->id);
+		client_free(c);
+	}
 	store_end(t);
-	client_free(c);
-	return h;
+	return out;
+}
+
+/* Every record. */
+static bool pick_all(const void *arg, const struct nlm_held *h)
+{
+	(void)arg;
+	(void)h;
+	return true;
+}
+
+struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
+				bool *known)
+{
+	return nlm_locks_take_if(t, caller, pick_all, NULL, known);
 }
 
 /* What nlm_locks_load fills: the table, the client read last, the count. */

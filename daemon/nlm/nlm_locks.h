@@ -77,6 +77,19 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
 				bool *known);
 
+/*
+ * Take out of client caller's records those pick(arg, record) is true
+ * for (pick must not change t), as a list the caller frees with
+ * nlm_held_free_list, or NULL; the others stay. A client left with none
+ * goes from the table. *known says whether the client was in the table.
+ * One change (one transaction of the store), as FREE_ALL needs: a
+ * client's locks from its own address go, in one step.
+ */
+struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
+				   bool (*pick)(const void *arg,
+						const struct nlm_held *h),
+				   const void *arg, bool *known);
+
 /* Free a list nlm_locks_take returned. */
 void nlm_held_free_list(struct nlm_held *h);
 

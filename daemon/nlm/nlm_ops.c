@@ -860,6 +860,12 @@ int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len)
 	return 0;
 }
 
+/* A record whose owner came from peer arg (owner_from). */
+static bool owner_from_peer(const void *arg, const struct nlm_held *h)
+{
+	return owner_from(h, arg);
+}
+
 enum op_status nlm_op_free_all(struct req *r)
 {
 	struct daemon *d = r->d;
@@ -870,9 +876,11 @@ enum op_status nlm_op_free_all(struct req *r)
 	if (!d->nlm)
 		return req_reply_accept_error(r, PROG_UNAVAIL);
 	/* A client frees its own locks only: those whose owner it sent
-	 * from its address go, any other stays. */
-	h = nlm_locks_take(d->nlm->locks, a->name, &known);
-	if (release_locks(d, a->name, h, req_peer(r)) > 0)
+	 * from its address go, any other stays (one change of the table,
+	 * and of its copy in state_dir). */
+	h = nlm_locks_take_if(d->nlm->locks, a->name, owner_from_peer,
+			      req_peer(r), &known);
+	if (release_locks(d, a->name, h, NULL) > 0)
 		d->nlm->st.reboots++;
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }

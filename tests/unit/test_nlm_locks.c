@@ -279,6 +279,63 @@ static void test_store_round_trip(void)
 	rm_dir(dir);
 }
 
+/* A record whose owner is arg (a string). */
+static bool owner_is(const void *arg, const struct nlm_held *h)
+{
+	return h->oh_len == strlen(arg) && memcmp(h->oh, arg, h->oh_len) == 0;
+}
+
+/* FREE_ALL's take: the picked records go, the others stay, on disk as in
+ * memory; a client left with none goes. */
+static void test_store_take_if(void)
+{
+	char dir[4096];
+	struct nlm_store *s;
+	struct nlm_locks *t;
+	struct nlm_held a1 = rec("F1", "oA", 0, 10), a2 = rec("F2", "oA", 0, 10);
+	struct nlm_held x1 = rec("F1", "oX", 20, 10);
+	struct nlm_held *got;
+	bool known;
+	int clients;
+
+	tmp_dir(dir, sizeof(dir));
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &a1), 1);
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &a2), 0);
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &x1), 0);
+	got = nlm_locks_take_if(t, "c", owner_is, "oA", &known);
+	CU_ASSERT_TRUE(known);
+	CU_ASSERT_EQUAL(list_len(got), 2);
+	CU_ASSERT_TRUE(has(got, "F1", "oA", 0, 10, false));
+	CU_ASSERT_TRUE(has(got, "F2", "oA", 0, 10, false));
+	nlm_held_free_list(got);
+	CU_ASSERT_EQUAL(nlm_locks_clients(t), 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 1);
+	CU_ASSERT_PTR_NULL(nlm_locks_check_why(t));
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
+
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(clients, 1);
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 1);
+	got = nlm_locks_take_if(t, "c", owner_is, "oA", &known);
+	CU_ASSERT_TRUE(known);
+	CU_ASSERT_PTR_NULL(got);
+	got = nlm_locks_take_if(t, "c", owner_is, "oX", &known);
+	CU_ASSERT_EQUAL(list_len(got), 1);
+	CU_ASSERT_TRUE(has(got, "F1", "oX", 20, 10, false));
+	nlm_held_free_list(got);
+	CU_ASSERT_EQUAL(nlm_locks_clients(t), 0);
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
+
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(clients, 0);
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
+	rm_dir(dir);
+}
+
 /* Counts the warnings logged. */
 static void count_warn(void *arg, enum log_level level, const char *text)
 {
@@ -456,6 +513,7 @@ int test_register(void)
 	    !CU_add_test(s, "split_and_repeat", test_split_and_repeat) ||
 	    !CU_add_test(s, "refused", test_refused) ||
 	    !CU_add_test(s, "store_round_trip", test_store_round_trip) ||
+	    !CU_add_test(s, "store_take_if", test_store_take_if) ||
 	    !CU_add_test(s, "store_unreadable", test_store_unreadable) ||
 	    !CU_add_test(s, "store_write_fails", test_store_write_fails))
 		return -1;
