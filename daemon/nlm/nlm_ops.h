@@ -91,7 +91,7 @@ struct req;
 	X(uint64_t, store_failures, counter, "nfscached_nlm_store_failures_total", \
 	  "Changes of the lock table that could not be written to state_dir (disk full, I/O error): locks work on, kept in memory; the table is written whole at the next change that can be.") \
 	X(uint64_t, store_resets, counter, "nfscached_nlm_store_resets_total", \
-	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check): the proxy started with no client's locks known.") \
+	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check), or that could not be opened: the proxy started with no client's locks known.") \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \

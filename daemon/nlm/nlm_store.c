@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <lmdb.h>
 #include <xxhash.h>
@@ -81,6 +82,25 @@ static void put_rec(struct nlm_store *s, uint64_t cid, uint64_t id,
 	s->rc = mdb_put(s->txn, s->dbi, &kv, &vv, 0);
 }
 
+/* MDB_CORRUPTED when the meta page names pages past the end of the
+ * file (a file cut short: reading them would fault), else 0. */
+static int size_check(MDB_env *env)
+{
+	MDB_envinfo ei;
+	MDB_stat ms;
+	struct stat sb;
+	int fd, rc;
+
+	if ((rc = mdb_env_info(env, &ei)) != 0 ||
+	    (rc = mdb_env_stat(env, &ms)) != 0 ||
+	    (rc = mdb_env_get_fd(env, &fd)) != 0)
+		return rc;
+	if (fstat(fd, &sb) != 0)
+		return errno;
+	return ((uint64_t)ei.me_last_pgno + 1) * ms.ms_psize >
+	       (uint64_t)sb.st_size ? MDB_CORRUPTED : 0;
+}
+
 /* Open s->path's environment and database, and check or write its format
  * record. 0 or an LMDB error (the environment closed). */
 static int env_open(struct nlm_store *s)
@@ -96,6 +116,7 @@ static int env_open(struct nlm_store *s)
 	if ((rc = mdb_env_set_mapsize(s->env, STORE_MAP)) == 0 &&
 	    (rc = mdb_env_open(s->env, s->path, MDB_NOSUBDIR | MDB_NOTLS |
 			       MDB_NOSYNC, 0600)) == 0 &&
+	    (rc = size_check(s->env)) == 0 &&
 	    (rc = mdb_txn_begin(s->env, NULL, 0, &txn)) == 0 &&
 	    (rc = mdb_dbi_open(txn, NULL, 0, &s->dbi)) == 0) {
 		be64_put(fmt, (uint64_t)STORE_MAGIC << 32 | STORE_FORMAT);
@@ -157,8 +178,10 @@ struct nlm_store *nlm_store_open(const char *dir)
 	if (rc == MDB_INVALID || rc == MDB_CORRUPTED ||
 	    rc == MDB_VERSION_MISMATCH || rc == MDB_PAGE_NOTFOUND ||
 	    rc == MDB_BAD_TXN) {
-		set_aside(s, rc);
+		set_aside(s, rc);	/* counted there */
 		rc = env_open(s);
+	} else if (rc != 0) {
+		s->st.resets++;
 	}
 	if (rc != 0)
 		log_warn("nlm: cannot keep the lock table in %s (%s): kept in "

@@ -17,13 +17,19 @@
  * every value ending with an XXH3-64 of its key and the rest of it.
  *
  * Opened with MDB_NOSYNC: a commit writes the changed pages into the
- * page cache and returns, no fsync. The table must survive a SIGKILL of
- * the proxy, which keeps the page cache; a crash of the proxy's host
- * loses what was not written back, but then the host's statd tells the
- * upstream on the way up (SM_NOTIFY) and the upstream's lock manager
- * drops all of the proxy's locks anyway, so a table lost with them costs
- * nothing and an fsync per lock would buy nothing. (A torn file after
- * such a crash opens as unreadable: see below.)
+ * page cache and returns, no fsync (which would also stall the event
+ * loop on the disk at every LOCK and UNLOCK). What the table must
+ * survive is a restart or a SIGKILL of the proxy, and both keep the page
+ * cache. A crash of the proxy's host is the lock manager's other case:
+ * the host's statd tells the upstream on the way up (SM_NOTIFY) and the
+ * upstream's lock manager drops all of the host's locks, which makes the
+ * table moot, so an fsync per lock would buy nothing there. That needs
+ * the host's statd to watch the upstream (sm-notify tells only the hosts
+ * it watches), which the proxy does not ask of it yet (docs/semantics.md,
+ * "The file server restarting"): until it does, a host crash can lose
+ * the table's last changes (a file cut short or torn opens as unreadable,
+ * below), and a lock recorded then and lost is one its client's reboot
+ * will not release, as before this table existed.
  *
  * Writes are grouped in a transaction (nlm_store_begin ... commit): one
  * per change of the table, in the same step as the change in memory. A
@@ -34,8 +40,9 @@
  * change). A store that does not open, whose format record is not this
  * one, or a record that does not decode or check: logged, counted
  * (resets), the file moved aside to nlm.mdb.bad and a new one made, and
- * the table starts empty; if no store can be made the table is kept in
- * memory only. Never fatal.
+ * the table starts empty; if no store can be made (a state_dir not
+ * writable) that is counted too and the table is kept in memory only.
+ * Never fatal.
  *
  * Loop thread (a commit is page-cache writes: the loop does not wait on
  * the disk). Invariants: with env NULL (in memory only) nothing is
@@ -55,7 +62,8 @@ struct nlm_store;
 /* The store's counters (nlm_stats_get shows them). */
 struct nlm_store_stats {
 	uint64_t write_failures;	/* transactions not written */
-	uint64_t resets;		/* stores unreadable, started empty */
+	uint64_t resets;		/* stores unreadable or not opened:
+					 * started empty */
 };
 
 /*
