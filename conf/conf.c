@@ -150,7 +150,8 @@ static const struct directive directives[] = {
 	    check_nonempty,
 	    "Directory for persistent state (the file handle key, mode 0600; "
 	    "the start refuses a key others may read or a directory others "
-	    "may write)."),
+	    "may write; with nlm, the table of the locks held upstream for "
+	    "each client, nlm.mdb)."),
 	NUM("max_record_size", GLOBAL(max_record_size), K_U32, "1114112", 4096,
 	    16777216, "bytes",
 	    "Largest RPC record a client may send; a larger one closes the "

@@ -176,6 +176,10 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 			 "NFSACL's call workers (memory, threads)");
 		return -1;
 	}
+	if ((flags & DAEMON_NLM_STATE) && nlm_restore(d) != 0) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
 	stale_restore(d, nfs3_meta_restore_name);	/* outage records */
 	d->procs = &dispatch_table;
 	d->server = server_new(d);

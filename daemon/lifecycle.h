@@ -16,8 +16,8 @@
  * (without listeners: a test adopts its own socket).
  *
  * Start order: the handle key's HMAC context (fh_key_init), names,
- * resolver, loop lag, cache, local commit's state, write-back, disk tier, invariant, service, upstreams, journal, outage
- * records, server, listeners, metrics, admin socket. Stop order: admin
+ * resolver, loop lag, cache, local commit's state, write-back, disk tier, invariant, service, upstreams, journal, the lock
+ * manager (and its held-lock table), outage records, server, listeners, metrics, admin socket. Stop order: admin
  * socket, fence waiters, disk tier (its last callbacks may still fetch),
  * metrics, server, upstreams, mount list, write-back, metadata cache, the
  * files' states, cache, local commit's state (whether or not lcommit_stop
@@ -48,9 +48,13 @@ enum daemon_part {
 	 * socket (admin_socket; a failure there is only logged); with it
 	 * daemon_announce registers with rpcbind when register_rpcbind. */
 	DAEMON_LISTENERS = 1u << 3,
+	/* The lock manager's held-lock table kept in state_dir (nlm_restore:
+	 * loaded, its clients watched again). Without it the table is in
+	 * memory only. */
+	DAEMON_NLM_STATE = 1u << 4,
 	/* Everything: what main() starts. */
 	DAEMON_ALL = DAEMON_UPSTREAMS | DAEMON_LOOPLAG | DAEMON_JOURNAL |
-		     DAEMON_LISTENERS,
+		     DAEMON_LISTENERS | DAEMON_NLM_STATE,
 };
 
 /*

@@ -8,9 +8,11 @@
 #include <uthash.h>
 
 #include "nlm_locks.h"
+#include "nlm_store.h"
 
 struct nlm_client {
 	char *caller;			/* the key, owned */
+	uint64_t id;			/* its record in the store */
 	struct nlm_held *held;		/* its records, owned */
 	UT_hash_handle hh;
 };
@@ -18,11 +20,76 @@ struct nlm_client {
 struct nlm_locks {
 	struct nlm_client *clients;	/* uthash head */
 	unsigned nheld;
+	uint64_t next_id;		/* the next client or record id */
+	struct nlm_store *store;	/* borrowed, or NULL: memory only */
+	bool writing;			/* a change's transaction is open */
+	bool behind;			/* the store missed a change */
 };
+
+/* Begin writing a change to t's store: incremental steps follow only
+ * when it is up to date. */
+static void store_begin(struct nlm_locks *t)
+{
+	t->writing = false;
+	if (!t->store || t->behind)
+		return;
+	t->writing = nlm_store_begin(t->store);
+	if (!t->writing && nlm_store_active(t->store))
+		t->behind = true;
+}
+
+/* Rewrite t's store whole (it missed a change). */
+static void store_rewrite(struct nlm_locks *t)
+{
+	struct nlm_client *c, *tmp;
+
+	if (!nlm_store_begin(t->store))
+		return;
+	nlm_store_clear(t->store);
+	HASH_ITER(hh, t->clients, c, tmp) {
+		nlm_store_put_client(t->store, c->id, c->caller);
+		for (const struct nlm_held *r = c->held; r; r = r->next)
+			nlm_store_put_lock(t->store, c->id, r->id, r);
+	}
+	if (nlm_store_commit(t->store) == 0)
+		t->behind = false;
+}
+
+/* End a change begun by store_begin: commit its steps, or rewrite a store
+ * that is behind. */
+static void store_end(struct nlm_locks *t)
+{
+	if (t->writing) {
+		t->writing = false;
+		if (nlm_store_commit(t->store) != 0)
+			t->behind = true;
+	} else if (t->store && t->behind && nlm_store_active(t->store)) {
+		store_rewrite(t);
+	}
+}
+
+/* The steps of a change, when its transaction is open. */
+static void store_put(struct nlm_locks *t, const struct nlm_client *c,
+		      const struct nlm_held *r)
+{
+	if (t->writing)
+		nlm_store_put_lock(t->store, c->id, r->id, r);
+}
+
+static void store_del(struct nlm_locks *t, const struct nlm_client *c,
+		      const struct nlm_held *r)
+{
+	if (t->writing)
+		nlm_store_del_lock(t->store, c->id, r->id);
+}
 
 struct nlm_locks *nlm_locks_new(void)
 {
-	return calloc(1, sizeof(struct nlm_locks));
+	struct nlm_locks *t = calloc(1, sizeof(struct nlm_locks));
+
+	if (t)
+		t->next_id = 1;
+	return t;
 }
 
 void nlm_held_free_list(struct nlm_held *h)
@@ -94,20 +161,28 @@ int nlm_locks_add(struct nlm_locks *t, const char *caller,
 				return 0;
 			}
 	}
+	store_begin(t);
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c || !(c->caller = strdup(caller))) {
 			free(c);
 			nlm_held_free_list(r);
+			store_end(t);
 			return -1;
 		}
+		c->id = t->next_id++;
 		HASH_ADD_KEYPTR(hh, t->clients, c->caller, strlen(c->caller),
 				c);
+		if (t->writing)
+			nlm_store_put_client(t->store, c->id, c->caller);
 		fresh = 1;
 	}
+	r->id = t->next_id++;
 	r->next = c->held;
 	c->held = r;
 	t->nheld++;
+	store_put(t, c, r);
+	store_end(t);
 	return fresh;
 }
 
@@ -137,6 +212,52 @@ static struct nlm_held *piece(const struct nlm_held *r, uint64_t from,
 	memcpy(p->oh, r->oh, r->oh_len);
 	p->off = from;
 	p->len = to == UINT64_MAX ? 0 : to - from;
+	p->id = 0;		/* numbered when it goes in */
+	return p;
+}
+
+/* Put piece q (numbered now) of client c's records in at *p; the place
+ * after it. */
+static struct nlm_held **put_piece(struct nlm_locks *t,
+				   const struct nlm_client *c,
+				   struct nlm_held **p, struct nlm_held *q)
+{
+	q->id = t->next_id++;
+	q->next = *p;
+	*p = q;
+	t->nheld++;
+	store_put(t, c, q);
+	return &q->next;
+}
+
+/* Take [off, uend) out of record *p of client c, which it overlaps:
+ * what it leaves of the record, the bytes before and after, as POSIX
+ * splits a lock, replaces it. Out of memory the record stays whole
+ * (released later for more than is held: harmless). The place after what
+ * replaced it; *n counts a record touched. */
+static struct nlm_held **cut(struct nlm_locks *t, const struct nlm_client *c,
+			     struct nlm_held **p, uint64_t off, uint64_t uend,
+			     unsigned *n)
+{
+	struct nlm_held *r = *p, *left = NULL, *right = NULL;
+	uint64_t rend = range_end(r->off, r->len);
+
+	if (r->off < off && !(left = piece(r, r->off, off)))
+		return &r->next;
+	if (uend < rend && !(right = piece(r, uend, rend))) {
+		nlm_held_free_list(left);
+		return &r->next;
+	}
+	*p = r->next;
+	r->next = NULL;
+	store_del(t, c, r);
+	nlm_held_free_list(r);
+	t->nheld--;
+	(*n)++;
+	if (right)
+		p = put_piece(t, c, p, right);
+	if (left)
+		p = put_piece(t, c, p, left);
 	return p;
 }
 
@@ -155,54 +276,29 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 	HASH_FIND_STR(t->clients, caller, c);
 	if (!c)
 		return 0;
+	store_begin(t);
 	for (p = &c->held; *p;) {
-		struct nlm_held *r = *p, *left = NULL, *right = NULL;
-		uint64_t rend = range_end(r->off, r->len);
+		struct nlm_held *r = *p;
 
 		if (r->fh_len != fh_len || memcmp(r->fh, fh, fh_len) != 0 ||
 		    r->oh_len != oh_len || memcmp(r->oh, oh, oh_len) != 0 ||
-		    rend <= off || uend <= r->off) {
+		    range_end(r->off, r->len) <= off || uend <= r->off) {
 			p = &r->next;
 			continue;
 		}
-		/* What the UNLOCK leaves of r: the bytes before and after
-		 * it, as POSIX splits a lock. Out of memory, r stays whole
-		 * (released later for more than is held: harmless). */
-		if (r->off < off && !(left = piece(r, r->off, off))) {
-			p = &r->next;
-			continue;
-		}
-		if (uend < rend && !(right = piece(r, uend, rend))) {
-			nlm_held_free_list(left);
-			p = &r->next;
-			continue;
-		}
-		*p = r->next;
-		r->next = NULL;
-		nlm_held_free_list(r);
-		t->nheld--;
-		n++;
-		if (right) {
-			right->next = *p;
-			*p = right;
-			t->nheld++;
-			p = &right->next;
-		}
-		if (left) {
-			left->next = *p;
-			*p = left;
-			t->nheld++;
-			p = &left->next;
-		}
+		p = cut(t, c, p, off, uend, &n);
 	}
+	store_end(t);
 	return n;
 }
 
-struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
-				bool *known)
+struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
+				   bool (*pick)(const void *arg,
+						const struct nlm_held *h),
+				   const void *arg, bool *known)
 {
 	struct nlm_client *c = NULL;
-	struct nlm_held *h;
+	struct nlm_held *out = NULL, **p;
 
 	*known = false;
 	if (!t || !caller)
@@ -211,13 +307,125 @@ struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
 	if (!c)
 		return NULL;
 	*known = true;
-	HASH_DEL(t->clients, c);
-	h = c->held;
-	c->held = NULL;
-	for (const struct nlm_held *r = h; r; r = r->next)
+	store_begin(t);
+	for (p = &c->held; *p;) {
+		struct nlm_held *r = *p;
+
+		if (!pick(arg, r)) {
+			p = &r->next;
+			continue;
+		}
+		*p = r->next;
+		store_del(t, c, r);
+		r->next = out;
+		out = r;
 		t->nheld--;
-	client_free(c);
-	return h;
+	}
+	if (!c->held) {
+		HASH_DEL(t->clients, c);
+		if (t->writing)		/* its records went with it above */
+			nlm_store_del_client(t->store, c->id);
+		client_free(c);
+	}
+	store_end(t);
+	return out;
+}
+
+/* Every record. */
+static bool pick_all(const void *arg, const struct nlm_held *h)
+{
+	(void)arg;
+	(void)h;
+	return true;
+}
+
+struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
+				bool *known)
+{
+	return nlm_locks_take_if(t, caller, pick_all, NULL, known);
+}
+
+/* What nlm_locks_load fills: the table, the client read last, the count. */
+struct load_ctx {
+	struct nlm_locks *t;
+	struct nlm_client *c;
+	int clients;
+};
+
+/* A client record of the store: into the table. */
+static int load_client(void *arg, uint64_t cid, const char *caller)
+{
+	struct load_ctx *x = arg;
+	struct nlm_client *c = NULL;
+
+	HASH_FIND_STR(x->t->clients, caller, c);
+	if (c)		/* one name twice: not a table this wrote */
+		return -1;
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->caller = strdup(caller))) {
+		free(c);
+		return -1;
+	}
+	c->id = cid;
+	HASH_ADD_KEYPTR(hh, x->t->clients, c->caller, strlen(c->caller), c);
+	if (cid >= x->t->next_id)
+		x->t->next_id = cid + 1;
+	x->c = c;
+	x->clients++;
+	return 0;
+}
+
+/* A lock record of the store: under its client (loaded just before). */
+static int load_lock(void *arg, uint64_t cid, uint64_t id,
+		     const struct nlm_held *h)
+{
+	struct load_ctx *x = arg;
+	struct nlm_held *r;
+
+	if (!x->c || x->c->id != cid || !(r = piece(h, h->off,
+						     range_end(h->off, h->len))))
+		return -1;
+	r->id = id;
+	r->next = x->c->held;
+	x->c->held = r;
+	x->t->nheld++;
+	if (id >= x->t->next_id)
+		x->t->next_id = id + 1;
+	return 0;
+}
+
+int nlm_locks_load(struct nlm_locks *t, struct nlm_store *s)
+{
+	struct load_ctx x = { .t = t };
+	struct nlm_client *c, *tmp;
+
+	if (!t || t->clients)
+		return -1;
+	t->store = s;
+	t->behind = false;
+	if (nlm_store_load(s, load_client, load_lock, &x) == 0)
+		return x.clients;
+	HASH_ITER(hh, t->clients, c, tmp) {
+		HASH_DEL(t->clients, c);
+		client_free(c);
+	}
+	t->nheld = 0;
+	/* Unreadable: emptied there. Out of memory: rewritten (empty, then
+	 * as the table grows) at the next change. */
+	t->behind = nlm_store_active(s);
+	return -1;
+}
+
+void nlm_locks_each_client(const struct nlm_locks *t,
+			   void (*fn)(void *arg, const char *caller),
+			   void *arg)
+{
+	const struct nlm_client *c, *tmp;
+
+	if (!t)
+		return;
+	HASH_ITER(hh, t->clients, c, tmp)
+		fn(arg, c->caller);
 }
 
 unsigned nlm_locks_clients(const struct nlm_locks *t)
@@ -241,10 +449,15 @@ const char *nlm_locks_check_why(const struct nlm_locks *t)
 		if (!c->caller || !c->caller[0] ||
 		    c->hh.keylen != strlen(c->caller))
 			return "nlm_locks: a client's name is not its key";
+		if (!c->id || c->id >= t->next_id)
+			return "nlm_locks: a client's id is 0 or not yet given";
 		for (const struct nlm_held *r = c->held; r; r = r->next) {
 			if (!r->fh_len || !r->oh_len || !r->oh)
 				return "nlm_locks: a record has no handle or "
 				       "owner";
+			if (!r->id || r->id >= t->next_id)
+				return "nlm_locks: a record's id is 0 or not "
+				       "yet given";
 			n++;
 		}
 	}

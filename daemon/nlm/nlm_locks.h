@@ -14,10 +14,18 @@
  * later unlocks bytes that may already be free, which a lock manager
  * answers GRANTED; over-approximating is safe, forgetting is not).
  *
- * No I/O, no clock: the caller sends the UNLOCKs. Loop thread.
+ * With a store attached (nlm_locks_load, nlm_store.h), each change is
+ * written to it in the same step as in memory, one transaction per
+ * change: a client by an id, each record by an id (nlm_held.id), both
+ * from one counter. A change the store could not take leaves the table
+ * "behind": the next change rewrites the store whole. The table in
+ * memory is the truth; a failed write never fails the change. No clock;
+ * the caller sends the UNLOCKs. Loop thread.
  * Invariants (nlm_locks_check_why): every client in the table has a
  * non-empty name equal to its key; nheld counts the records of all
- * clients; no record has an empty handle or owner.
+ * clients; no record has an empty handle or owner; every client and
+ * record id is non-zero and below the next one to give (one counter, so
+ * unique).
  */
 #ifndef NFSCACHED_DAEMON_NLM_LOCKS_H
 #define NFSCACHED_DAEMON_NLM_LOCKS_H
@@ -26,23 +34,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NLM_LOCKS_FH_MAX 64		/* NFSv3 handles (RFC 1813 FHSIZE3) */
-#define NLM_LOCKS_OH_MAX 1024		/* NLM_OWNER_MAX */
-
-/* One lock held upstream. */
-struct nlm_held {
-	unsigned export_id;
-	uint8_t fh[NLM_LOCKS_FH_MAX];	/* the upstream handle */
-	size_t fh_len;
-	uint8_t *oh;			/* the wrapped owner, owned */
-	size_t oh_len;
-	int32_t svid;
-	uint64_t off, len;		/* len 0: to the end of the file */
-	bool exclusive;
-	struct nlm_held *next;
-};
+#include "nlm_held.h"
 
 struct nlm_locks;
+struct nlm_store;
 
 /* An empty table, or NULL on ENOMEM. */
 struct nlm_locks *nlm_locks_new(void);
@@ -82,8 +77,37 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 struct nlm_held *nlm_locks_take(struct nlm_locks *t, const char *caller,
 				bool *known);
 
+/*
+ * Take out of client caller's records those pick(arg, record) is true
+ * for (pick must not change t), as a list the caller frees with
+ * nlm_held_free_list, or NULL; the others stay. A client left with none
+ * goes from the table. *known says whether the client was in the table.
+ * One change (one transaction of the store), as FREE_ALL needs: a
+ * client's locks from its own address go, in one step.
+ */
+struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
+				   bool (*pick)(const void *arg,
+						const struct nlm_held *h),
+				   const void *arg, bool *known);
+
 /* Free a list nlm_locks_take returned. */
 void nlm_held_free_list(struct nlm_held *h);
+
+/*
+ * Load the records of store s (nlm_store_load) into t, which must be
+ * empty, and attach s: every later change of t is written to s (s is
+ * borrowed: it outlives t, or t is freed first). Returns how many
+ * clients were loaded, or -1 when s was unreadable (logged and counted
+ * there; t stays empty, s attached and emptied) or on ENOMEM (t emptied,
+ * s attached and rewritten at the next change). Loop thread, at start.
+ */
+int nlm_locks_load(struct nlm_locks *t, struct nlm_store *s);
+
+/* Call fn(arg, caller) for each client of t (caller borrowed for the
+ * call; fn must not change t). */
+void nlm_locks_each_client(const struct nlm_locks *t,
+			   void (*fn)(void *arg, const char *caller),
+			   void *arg);
 
 /* Clients in the table, and records held by all of them. */
 unsigned nlm_locks_clients(const struct nlm_locks *t);

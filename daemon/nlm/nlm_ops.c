@@ -31,6 +31,7 @@
 #include "nlm_locks.h"
 #include "nlm_ops.h"
 #include "nlm_owner.h"
+#include "nlm_store.h"
 #include "ratelog.h"
 #include "rpccall.h"
 #include "rpcmsg.h"
@@ -48,6 +49,8 @@ struct nlm {
 					 * -1 (nlm_listen_udp) */
 	struct event *udp_ev;
 	struct nlm_locks *locks;	/* each client's locks held upstream */
+	struct nlm_store *store;	/* their copy in state_dir, or NULL
+					 * (nlm_restore) */
 	struct nlm_op *ops;		/* forwarded calls in flight (utlist) */
 	unsigned nops;
 	char caller[256];		/* nlm_caller_name, or the host name */
@@ -857,6 +860,12 @@ int nlm_listen_udp(struct daemon *d, int port, char *err, size_t len)
 	return 0;
 }
 
+/* A record whose owner came from peer arg (owner_from). */
+static bool owner_from_peer(const void *arg, const struct nlm_held *h)
+{
+	return owner_from(h, arg);
+}
+
 enum op_status nlm_op_free_all(struct req *r)
 {
 	struct daemon *d = r->d;
@@ -867,9 +876,11 @@ enum op_status nlm_op_free_all(struct req *r)
 	if (!d->nlm)
 		return req_reply_accept_error(r, PROG_UNAVAIL);
 	/* A client frees its own locks only: those whose owner it sent
-	 * from its address go, any other stays. */
-	h = nlm_locks_take(d->nlm->locks, a->name, &known);
-	if (release_locks(d, a->name, h, req_peer(r)) > 0)
+	 * from its address go, any other stays (one change of the table,
+	 * and of its copy in state_dir). */
+	h = nlm_locks_take_if(d->nlm->locks, a->name, owner_from_peer,
+			      req_peer(r), &known);
+	if (release_locks(d, a->name, h, NULL) > 0)
 		d->nlm->st.reboots++;
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
@@ -1027,8 +1038,39 @@ void nlm_stop(struct daemon *d)
 		event_free(n->udp_ev);
 	if (n->udp_fd >= 0)
 		close(n->udp_fd);
-	nlm_locks_free(&n->locks);
+	nlm_locks_free(&n->locks);	/* before the store it writes to */
+	nlm_store_close(&n->store);	/* the table stays there */
 	free(n);
+}
+
+/* A client of the table loaded at start: watched again. */
+static void remonitor(void *arg, const char *caller)
+{
+	monitor_client(arg, caller);
+}
+
+int nlm_restore(struct daemon *d)
+{
+	struct nlm *n = d->nlm;
+	int clients;
+
+	if (!n || n->store)
+		return 0;
+	if (!(n->store = nlm_store_open(d->conf->state_dir)))
+		return -1;
+	clients = nlm_locks_load(n->locks, n->store);
+	if (clients <= 0)
+		return 0;
+	n->st.restored = nlm_locks_held(n->locks);
+	log_info("nlm: %d clients held %u locks upstream before this start "
+		 "(%s/nlm.mdb): asking the status monitor to watch them "
+		 "again", clients, nlm_locks_held(n->locks),
+		 d->conf->state_dir);
+	/* statd may watch them still (harmless) or have lost them (its own
+	 * restart, a new /var/lib/nfs/sm): either way a reboot of theirs
+	 * then still releases their locks. */
+	nlm_locks_each_client(n->locks, remonitor, d);
+	return 0;
 }
 
 bool nlm_udp_listening(const struct daemon *d)
@@ -1063,9 +1105,14 @@ const char *nlm_check_why(const struct daemon *d)
 void nlm_stats_get(const struct daemon *d, struct nlm_stats *st)
 {
 	if (d->nlm) {
+		struct nlm_store_stats ss;
+
 		*st = d->nlm->st;
 		st->clients = nlm_locks_clients(d->nlm->locks);
 		st->held = nlm_locks_held(d->nlm->locks);
+		nlm_store_stats_get(d->nlm->store, &ss);
+		st->store_failures = ss.write_failures;
+		st->store_resets = ss.resets;
 	} else {
 		memset(st, 0, sizeof(*st));
 	}

@@ -28,7 +28,9 @@
  * caller name (SM_MON) and to call the proxy's NLM procedure 16 (Linux
  * lockd's) when it reboots; that callback, from the local host only, or
  * the client's own FREE_ALL, releases upstream every lock the proxy holds
- * for it (nlm_locks.h), and only those.
+ * for it (nlm_locks.h), and only those. That table is kept in state_dir
+ * (nlm_store.h, nlm_restore) and its clients watched again at start, so
+ * a reboot after a restart or a SIGKILL of the proxy releases them too.
  *
  * What is not forwarded yet: the GRANTED callbacks of blocked locks (an
  * upstream's GRANTED is answered NLM4_DENIED, its GRANTED_MSG with a
@@ -44,7 +46,8 @@
  * lock is held upstream for a client told it has none.
  *
  * State: d->nlm (struct nlm, owned; nlm_start/nlm_stop): the call pool,
- * the caller name, the forwarded calls in flight and the counters. Loop
+ * the caller name, the held-lock table and its store (nlm_restore), the
+ * forwarded calls in flight and the counters. Loop
  * thread throughout.
  * Invariants (nlm_check_why): every forwarded call in flight is on
  * d->nlm's list, once, with its magic number and its request pointing
@@ -76,13 +79,19 @@ struct req;
 	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \
 	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.") \
 	X(uint64_t, monitored, counter, "nfscached_nlm_monitors_total", \
-	  "Clients the local status monitor (rpc.statd) agreed to watch (SM_MON) when they first held a lock.") \
+	  "Clients the local status monitor (rpc.statd) agreed to watch (SM_MON) when they first held a lock, and at start the clients of the lock table in state_dir.") \
 	X(uint64_t, monitor_failures, counter, "nfscached_nlm_monitor_failures_total", \
 	  "SM_MON calls the local status monitor refused or did not answer: that client's reboot will not release its locks.") \
 	X(uint64_t, reboots, counter, "nfscached_nlm_client_reboots_total", \
 	  "Reboots of known clients (the local statd's callback) and FREE_ALLs that released some of a client's locks upstream.") \
 	X(uint64_t, released, counter, "nfscached_nlm_released_total", \
 	  "Locks released upstream without their client's UNLOCK (UNLOCKs the upstream lock manager granted): a client rebooted or sent FREE_ALL, or a LOCK's answer was lost.") \
+	X(uint64_t, restored, counter, "nfscached_nlm_restored_total", \
+	  "Locks loaded at start from the lock table in state_dir (nlm.mdb): held upstream for clients before the restart, released when such a client reboots.") \
+	X(uint64_t, store_failures, counter, "nfscached_nlm_store_failures_total", \
+	  "Changes of the lock table that could not be written to state_dir (disk full, I/O error): locks work on, kept in memory; the table is written whole at the next change that can be.") \
+	X(uint64_t, store_resets, counter, "nfscached_nlm_store_resets_total", \
+	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check), or that could not be opened: the proxy started with no client's locks known.") \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
@@ -103,6 +112,19 @@ struct nlm_stats {
  * -1 on ENOMEM or no thread. Loop thread, at start.
  */
 int nlm_start(struct daemon *d);
+
+/*
+ * Keep d->nlm's held-lock table in d->conf's state_dir (an existing
+ * directory; nlm_store.h: STATE_DIR/nlm.mdb, written at every change):
+ * load what an earlier run left there (counted in restored) and ask the
+ * local status monitor to watch each of its clients again (SM_MON), so
+ * that the reboot of a client that took locks before this start still
+ * releases them upstream. A store that cannot be read or written is
+ * logged and counted, never fatal. Returns 0 (also without d->nlm), or
+ * -1 on ENOMEM. Loop thread, at start, after nlm_start (main() only: the
+ * unit-test harness keeps the table in memory).
+ */
+int nlm_restore(struct daemon *d);
 
 /*
  * Bind UDP 127.0.0.1:port (the NFS port) for the local status monitor's

@@ -26,6 +26,8 @@
  * "rebooted" client's address makes statd call the proxy back, and the
  * proxy releases that client's locks upstream and no other's. FREE_ALL
  * does the same for the client that sends it, from its own address only.
+ * Suite nlm_reboot_restart does it across a SIGKILL of the proxy (its
+ * held-lock table kept in state_dir).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -570,6 +572,119 @@ static void test_restart_after(void)
 	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
 }
 
+/* Suite nlm_reboot_restart (test_nlm_reboot_restart.sh): the proxy's
+ * held-lock table outlives a SIGKILL (state_dir's nlm.mdb). Before it,
+ * RA and RB lock; after the restart the table is loaded, both watched
+ * again, and RA's reboot (its SM_NOTIFY to the host's statd, which calls
+ * the new proxy back) releases RA's lock upstream and not RB's. The
+ * upstream's own view is the witness: a TEST sent to Ganesha's lock
+ * manager directly (its NLM port, the upstream handle). */
+#define RR_FILE "reboot-restart"
+
+/* A TEST of [off, off + len), exclusive, as RC, sent to Ganesha's lock
+ * manager directly: its status, or -1. */
+static int direct_test(uint64_t off, uint64_t len)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	struct wb_conn D;
+	struct wb_fh dfh;
+	nlm4_testargs a;
+	nlm4_testres res;
+	fattr3 at;
+	int fd, st = -1;
+
+	CU_ASSERT_EQUAL_FATAL(wb_open(&D, "direct", 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&D, &D.root, RR_FILE, &dfh, &at),
+			      NFS3_OK);
+	fd = rawrpc_connect(rawrpc_env_port("NFSC_DIRECT_NLM_PORT"));
+	CU_ASSERT_FATAL(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	memset(&res, 0, sizeof(res));
+	a.cookie = cookie();
+	a.exclusive = TRUE;
+	lock_fill(&a.alock, &RC, &dfh, off, len);
+	if (rawrpc_call(fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, NLMPROC4_TEST,
+			&cred, (xdrproc_t)xdr_nlm4_testargs, &a,
+			(xdrproc_t)xdr_nlm4_testres, &res,
+			&rep) == RAWRPC_OK && rep.accept == SUCCESS)
+		st = (int)res.test_stat.stat;
+	xdr_free((xdrproc_t)xdr_nlm4_testres, (char *)&res);
+	close(fd);
+	wb_close(&D);
+	return st;
+}
+
+/* Client o "reboots": its statd's SM_NOTIFY to the host's statd, sent
+ * from its address (its caller name is one). */
+static void sm_notify_from(const struct owner *o, int state)
+{
+	struct sockaddr_in pm = { .sin_family = AF_INET,
+				  .sin_port = htons(111) };
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	sm_stat_chge chg = { .mon_name = unconst(o->caller), .state = state };
+	unsigned short sm_port;
+	int fd;
+
+	inet_pton(AF_INET, "127.0.0.1", &pm.sin_addr);
+	sm_port = pmap_getport(&pm, SM_PROG, SM_VERS, IPPROTO_TCP);
+	CU_ASSERT_FATAL(sm_port != 0);
+	fd = connect_from(o->caller, sm_port);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(rawrpc_call(fd, rawrpc_xid(), SM_PROG, SM_VERS,
+				    SM_NOTIFY, &cred,
+				    (xdrproc_t)xdr_sm_stat_chge, &chg, NULL,
+				    NULL, &rep), RAWRPC_OK);
+	close(fd);
+}
+
+static void test_reboot_restart_before(void)
+{
+	struct wb_fh fh;
+
+	make_file(RR_FILE, "0123456789", &fh);
+	CU_ASSERT_EQUAL(do_lock(&RA, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&RB, &fh, true, 50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_store_failures_total"), 0);
+	CU_ASSERT_EQUAL(direct_test(0, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(direct_test(50, 10), NLM4_DENIED);
+}
+
+static void test_reboot_restart_after(void)
+{
+	struct wb_fh fh;
+	fattr3 at;
+
+	/* The table of before the SIGKILL, its clients watched again. */
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_restored_total"), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_clients"), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_store_resets_total"), 0);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_monitor_failures_total"), 0);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_released_total"), 0);
+	CU_ASSERT_EQUAL(direct_test(0, 10), NLM4_DENIED);
+
+	sm_notify_from(&RA, 7);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total", 1), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_client_reboots_total"), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_clients"), 1);
+	/* Upstream: RA's range is free, RB's is not. */
+	CU_ASSERT_EQUAL(direct_test(0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(direct_test(50, 10), NLM4_DENIED);
+
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&C, &C.root, RR_FILE, &fh, &at),
+			      NFS3_OK);
+	CU_ASSERT_EQUAL(do_unlock(&RB, &fh, 50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 0);
+	CU_ASSERT_EQUAL(direct_test(50, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_store_failures_total"), 0);
+}
+
 /* The statd callback (procedure 16) over TCP from a port above 1023 is
  * refused: only the local statd, from a privileged port, may say a
  * client rebooted. */
@@ -641,6 +756,14 @@ int test_register(void)
 	if (rs == NULL ||
 	    CU_add_test(rs, "before", test_restart_before) == NULL ||
 	    CU_add_test(rs, "after", test_restart_after) == NULL)
+		return -1;
+
+	CU_pSuite rr = CU_add_suite("nlm_reboot_restart", suite_init,
+				    suite_clean);
+
+	if (rr == NULL ||
+	    CU_add_test(rr, "before", test_reboot_restart_before) == NULL ||
+	    CU_add_test(rr, "after", test_reboot_restart_after) == NULL)
 		return -1;
 
 	CU_pSuite r = CU_add_suite("nlm_reboot", suite_init, suite_clean);
