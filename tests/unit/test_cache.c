@@ -6,7 +6,8 @@
  * byte-exact valid ranges inside a page (no read-modify-write; fetched data
  * never overwrites valid bytes), truncation, the byte budget and 2Q's scan
  * resistance, attribute timeouts, own mutations against other writers,
- * file generations, per-credential ACCESS results and file references.
+ * file generations, per-credential ACCESS results, GETACL replies (kept
+ * per mask, bounded, dropped with attribute changes) and file references.
  * The key data tests run with 4 KiB, 64 KiB and 1 MiB pages.
  *
  * A randomized test drives writes, fills, truncations, invalidations,

@@ -3,7 +3,8 @@
  * unit.nfs3_guard: the security boundary in front of the upstream
  * (nfs3_prepare): client handles that do not unwrap, name no export or
  * cross exports, names holding a '/' or too long, and root squashing.
- * Each refused call is answered without any upstream call. The boundary's
+ * Each refused call is answered without any upstream call; a GETACL
+ * answered from the cache (NFSACL) passes the same checks first. The boundary's
  * functions (nfs3_guard.h) are also tested on their own, on plain values
  * and the procedure table's descriptors.
  */
