@@ -251,9 +251,10 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 				 (xdrproc_t)xdr_GETACL3res, res);
 }
 
-/* Before op is sent: a SETACL drops its file's kept GETACL replies (a
- * GETACL meanwhile asks the upstream); a GETACL holds its file and notes
- * its generations, so that its reply may be kept. */
+/* Before op is sent: a SETACL drops its file's kept GETACL replies (no
+ * GETACL is answered from one kept before it, and a GETACL in flight
+ * keeps nothing); a GETACL holds its file and notes its generations, so
+ * that its reply may be kept. */
 static void op_track(struct daemon *d, struct acl_op *op)
 {
 	size_t len;
