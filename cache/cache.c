@@ -833,6 +833,24 @@ static bool suspect_add(struct cache *c, struct cfile *f,
 	return false;
 }
 
+/* Before own post-state post is set: if it changed the mode, uid or gid,
+ * drop the ACCESS results and the GETACL replies (the ACL's entries
+ * follow the mode's bits); with no attributes to compare, the replies. */
+static void perms_forget(struct cache *c, struct cfile *f,
+			 const struct cattr *post)
+{
+	if (f->has_attr && post->mode == f->attr.mode &&
+	    post->uid == f->attr.uid && post->gid == f->attr.gid)
+		return;
+	if (f->has_attr) {
+		free(f->access);
+		f->access = NULL;
+		f->naccess = 0;
+		f->access_next = 0;
+	}
+	cfile_acl_drop(c, f);
+}
+
 bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
 			double now, const struct cache_ac *ac)
@@ -875,17 +893,7 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		own_push(f, &w);
 		if (!dropped && f->timeo < ac->min)
 			f->timeo = ac->min;
-		if (f->has_attr && (post->mode != f->attr.mode ||
-				    post->uid != f->attr.uid ||
-				    post->gid != f->attr.gid)) {
-			/* Permissions changed: ACCESS results are stale,
-			 * and the ACL's entries follow the mode's bits. */
-			free(f->access);
-			f->access = NULL;
-			f->naccess = 0;
-			f->access_next = 0;
-			cfile_acl_drop(c, f);
-		}
+		perms_forget(c, f, post);
 		/* A reply overtaken by a later one must not set older
 		 * attributes. */
 		if (dropped || !f->has_attr || time_ge(&post->ctime, &f->attr.ctime))

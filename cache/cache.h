@@ -388,7 +388,8 @@ void cfile_mutation_begin(struct cfile *f);
  * becomes the cached attributes unless a newer ctime is already cached,
  * and is remembered as an own state; a change of mode, uid or gid drops
  * the ACCESS results and the GETACL replies (so does a mutation that
- * ended without a reply). Returns true if cached data was dropped.
+ * ended without a reply, or of a file that had no attributes to compare
+ * with). Returns true if cached data was dropped.
  */
 bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
@@ -455,8 +456,9 @@ bool cfile_acl_gen_holds(const struct cfile *f, uint64_t gen);
  * 0 or over CACHE_ACL_MAX, when the cache's replies would pass budget /
  * CACHE_ACL_BUDGET_SHARE, or on ENOMEM. Kept until cfile_acl_drop, until
  * the file's attributes show another writer's change (cfile_attr_observe,
- * cfile_mutation_end), until an own mutation changes mode, uid or gid or
- * ends without a reply, or until the file is freed.
+ * cfile_mutation_end), until an own mutation changes mode, uid or gid
+ * (or ends without a reply, or finds no attributes to compare with), or
+ * until the file is freed.
  */
 bool cfile_acl_store(struct cache *c, struct cfile *f, uint32_t mask,
 		     const void *reply, size_t len);
