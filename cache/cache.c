@@ -18,7 +18,10 @@
  * buffers in use are the pages plus the loans, so what the pool maps
  * stays within the budget); each page's valid set lies inside
  * [0, page_size) and passes rangeset_check; a file's valid_bytes is the sum
- * of its pages' valid bytes; holes and valid bytes never overlap.
+ * of its pages' valid bytes; holes and valid bytes never overlap; a file
+ * keeps at most CACHE_ACL_SLOTS GETACL replies (nacl of them), of distinct
+ * masks, each 1..CACHE_ACL_MAX bytes, and the replies of all files, each
+ * charged acl_charge(), sum to st.acl_bytes <= acl_max.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +107,7 @@ struct cache *cache_new(const struct cache_params *p)
 	c->st.page_cost = c->page_cost;
 	c->hole_granularity = p->hole_granularity;
 	c->max_files = p->max_files;
+	c->acl_max = p->budget / CACHE_ACL_BUDGET_SHARE;
 	return c;
 }
 
@@ -372,6 +376,7 @@ static unsigned fh_key_hash(const uint8_t *key)
 }
 
 static void file_free(struct cache *c, struct cfile *f);
+static void acls_free(struct cache *c, struct cfile *f);
 
 /*
  * True if forgetting f loses nothing but cached knowledge: nobody holds
@@ -475,6 +480,7 @@ static void file_free(struct cache *c, struct cfile *f)
 	rangeset_clear(&f->wbpages);
 	free(f->runs);
 	free(f->access);
+	acls_free(c, f);
 	f->magic = 0;
 	free(f);
 	c->st.files--;
@@ -682,6 +688,7 @@ void cfile_invalidate(struct cache *c, struct cfile *f)
 	f->access = NULL;
 	f->naccess = 0;
 	f->access_next = 0;
+	cfile_acl_drop(c, f);
 }
 
 uint64_t cache_drop_clean(struct cache *c)
@@ -826,6 +833,24 @@ static bool suspect_add(struct cache *c, struct cfile *f,
 	return false;
 }
 
+/* Before own post-state post is set: if it changed the mode, uid or gid,
+ * drop the ACCESS results and the GETACL replies (the ACL's entries
+ * follow the mode's bits); with no attributes to compare, the replies. */
+static void perms_forget(struct cache *c, struct cfile *f,
+			 const struct cattr *post)
+{
+	if (f->has_attr && post->mode == f->attr.mode &&
+	    post->uid == f->attr.uid && post->gid == f->attr.gid)
+		return;
+	if (f->has_attr) {
+		free(f->access);
+		f->access = NULL;
+		f->naccess = 0;
+		f->access_next = 0;
+	}
+	cfile_acl_drop(c, f);
+}
+
 bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
 			double now, const struct cache_ac *ac)
@@ -868,21 +893,14 @@ bool cfile_mutation_end(struct cache *c, struct cfile *f,
 		own_push(f, &w);
 		if (!dropped && f->timeo < ac->min)
 			f->timeo = ac->min;
-		if (f->has_attr && (post->mode != f->attr.mode ||
-				    post->uid != f->attr.uid ||
-				    post->gid != f->attr.gid)) {
-			/* Permissions changed: ACCESS results are stale. */
-			free(f->access);
-			f->access = NULL;
-			f->naccess = 0;
-			f->access_next = 0;
-		}
+		perms_forget(c, f, post);
 		/* A reply overtaken by a later one must not set older
 		 * attributes. */
 		if (dropped || !f->has_attr || time_ge(&post->ctime, &f->attr.ctime))
 			attr_set(f, post, now);
 	} else {
 		f->timeo = 0;
+		cfile_acl_drop(c, f);	/* it may have changed the mode */
 	}
 	return dropped;
 }
@@ -898,6 +916,104 @@ bool cfile_wb_write_end(struct cache *c, struct cfile *f, uint64_t off,
 	if (!dropped && f->gen == gen + 1)
 		fetch_carry(f, gen, off, end);
 	return dropped;
+}
+
+/* ---- ACL replies ---- */
+
+/* What a kept reply of len bytes is charged (its allocation). */
+static uint64_t acl_charge(uint32_t len)
+{
+	return sizeof(struct acl_reply) + len + MALLOC_CHUNK;
+}
+
+/* Free r, one of f's replies, uncharged. */
+static void acl_free_one(struct cache *c, struct cfile *f,
+			 struct acl_reply *r)
+{
+	LL_DELETE(f->acls, r);
+	f->nacl--;
+	c->st.acl_bytes -= acl_charge(r->len);
+	free(r);
+}
+
+/* Free every reply of f (the ACL generation stays). */
+static void acls_free(struct cache *c, struct cfile *f)
+{
+	while (f->acls)
+		acl_free_one(c, f, f->acls);
+}
+
+uint64_t cfile_acl_gen(const struct cfile *f)
+{
+	return f->acl_gen;
+}
+
+bool cfile_acl_gen_holds(const struct cfile *f, uint64_t gen)
+{
+	return f->acl_gen == gen;
+}
+
+void cfile_acl_drop(struct cache *c, struct cfile *f)
+{
+	acls_free(c, f);
+	f->acl_gen++;
+}
+
+/* f's reply for mask, or NULL. */
+static struct acl_reply *acl_find(const struct cfile *f, uint32_t mask)
+{
+	struct acl_reply *r;
+
+	LL_FOREACH(f->acls, r)
+		if (r->mask == mask)
+			return r;
+	return NULL;
+}
+
+/* The reply a new one for mask replaces: the one for mask, else the
+ * oldest when every slot is taken, else NULL. */
+static struct acl_reply *acl_victim(const struct cfile *f, uint32_t mask)
+{
+	struct acl_reply *r = acl_find(f, mask);
+
+	if (r || f->nacl < CACHE_ACL_SLOTS)
+		return r;
+	for (r = f->acls; r && r->next; r = r->next)
+		;
+	return r;
+}
+
+bool cfile_acl_store(struct cache *c, struct cfile *f, uint32_t mask,
+		     const void *reply, size_t len)
+{
+	struct acl_reply *old = acl_victim(f, mask), *r;
+	uint64_t freed = old ? acl_charge(old->len) : 0;
+
+	if (len == 0 || len > CACHE_ACL_MAX ||
+	    c->st.acl_bytes - freed + acl_charge((uint32_t)len) > c->acl_max ||
+	    !(r = malloc(sizeof(*r) + len))) {
+		c->st.acl_refused++;
+		return false;
+	}
+	if (old)
+		acl_free_one(c, f, old);
+	r->mask = mask;
+	r->len = (uint32_t)len;
+	memcpy(r->bytes, reply, len);
+	LL_PREPEND(f->acls, r);
+	f->nacl++;
+	c->st.acl_bytes += acl_charge(r->len);
+	return true;
+}
+
+const void *cfile_acl_find(const struct cfile *f, uint32_t mask, size_t *len)
+{
+	const struct acl_reply *r = acl_find(f, mask);
+
+	if (!r)
+		return NULL;
+	*len = r->len;
+	return r->bytes;
 }
 
 /* ---- access ---- */
@@ -1527,7 +1643,7 @@ void cache_stats_get(const struct cache *c, struct cache_stats *st)
 		meta += rangeset_heap_bytes(&f->wbpages) +
 			f->capruns * sizeof(struct wbrun);
 	}
-	meta += c->nghosts * sizeof(struct ghost);
+	meta += c->nghosts * sizeof(struct ghost) + c->st.acl_bytes;
 	st->meta_bytes = meta;
 }
 
@@ -1550,6 +1666,28 @@ static bool file_epochs_check(const struct cfile *f)
 			return false;
 	}
 	return memcmp(sum, f->wbbytes, sizeof(sum)) == 0;
+}
+
+/* Why f's GETACL replies break an invariant, or NULL; their charge is
+ * added to *sum. */
+static const char *acl_check_why(const struct cfile *f, uint64_t *sum)
+{
+	const struct acl_reply *r, *q;
+	unsigned n = 0;
+
+	LL_FOREACH(f->acls, r) {
+		if (r->len == 0 || r->len > CACHE_ACL_MAX)
+			return "a kept GETACL reply is empty or over CACHE_ACL_MAX";
+		for (q = r->next; q; q = q->next)
+			if (q->mask == r->mask)
+				return "a file keeps two GETACL replies for one mask";
+		*sum += acl_charge(r->len);
+		n++;
+	}
+	if (n != f->nacl || n > CACHE_ACL_SLOTS)
+		return "a file's GETACL replies differ from nacl or exceed "
+		       "CACHE_ACL_SLOTS";
+	return NULL;
 }
 
 /* Why page p of f breaks an invariant, or NULL. */
@@ -1614,7 +1752,7 @@ const char *cache_check_why(const struct cache *c)
 {
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
-	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0;
+	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0, acl = 0;
 	const char *why;
 	struct pagepool_stats ps;
 
@@ -1636,7 +1774,7 @@ const char *cache_check_why(const struct cache *c)
 
 		if (f->magic != CFILE_MAGIC || !rangeset_check(&f->holes))
 			return "a file has a bad magic number or hole set";
-		if ((why = fetch_check(f)))
+		if ((why = fetch_check(f)) || (why = acl_check_why(f, &acl)))
 			return why;
 		HASH_ITER(hh, f->pages, p, ptmp) {
 			if ((why = page_check_why(c, f, p)))
@@ -1656,6 +1794,9 @@ const char *cache_check_why(const struct cache *c)
 	    pages != c->n_a1in + c->n_am + c->n_ra + pinned ||
 	    pinned != c->st.wb_pinned_pages || valid != c->st.valid_bytes)
 		return "page, pinned or valid byte counts differ from the pages";
+	if (acl != c->st.acl_bytes || acl > c->acl_max)
+		return "the GETACL replies' charges differ from acl_bytes or "
+		       "exceed acl_max";
 	return NULL;
 }
 

@@ -5,7 +5,8 @@
  * seconds of a monotonic clock.
  *
  * A cfile is one upstream file handle: its attributes with their adaptive
- * timeout, per-credential ACCESS results, pages, and (later) holes. A
+ * timeout, per-credential ACCESS results, GETACL replies by mask (NFSACL,
+ * opaque bytes, within budget / CACHE_ACL_BUDGET_SHARE), pages and holes. A
  * cpage is a page_size-aligned piece of the file with a data buffer and
  * the exact set of byte ranges in it that are valid (several per page,
  * merged when they touch). Valid bytes are never overwritten by fetched
@@ -41,6 +42,12 @@ struct fstate;		/* the cache user's per-file state (the daemon's
 #define CACHE_PAGE_MIN		4096
 #define CACHE_PAGE_MAX		(1024 * 1024)
 #define CACHE_ACCESS_SLOTS	8	/* credentials remembered per file */
+#define CACHE_ACL_SLOTS		4	/* GETACL replies kept per file (one
+					 * per mask asked) */
+#define CACHE_ACL_MAX		4096	/* bytes: a longer GETACL reply is
+					 * not kept */
+#define CACHE_ACL_BUDGET_SHARE	64	/* GETACL replies of all files take
+					 * at most budget / this */
 /*
  * Bytes at or past this offset (2^63 - 1, the largest off_t, which caps a
  * file on every POSIX upstream) are never cached: callers send such READs
@@ -225,7 +232,11 @@ struct cache_params {
 	  "nfscached_cache_invalidations_by_cause_total", "cause", inval_cause, \
 	  "The same invalidations, by what showed the other writer's change.") \
 	X(uint64_t, fill_skipped, counter, "nfscached_cache_fill_skipped_total", \
-	  "Fetched or written bytes not kept for lack of room.")
+	  "Fetched or written bytes not kept for lack of room.") \
+	X(uint64_t, acl_bytes, gauge, "nfscached_cache_acl_bytes", \
+	  "Memory held by cached NFSACL GETACL replies (part of the metadata bytes).") \
+	X(uint64_t, acl_refused, counter, "nfscached_cache_acl_refused_total", \
+	  "GETACL replies not kept: longer than 4 KiB, or past the share of cache_size cached ACLs may take.")
 
 struct cache_stats {
 #define X(t, f, k, n, h) t f;
@@ -335,7 +346,7 @@ bool cfile_attr_observe_gen(struct cache *c, struct cfile *f, uint64_t gen,
  * Record attributes a reply carried for a call that changed nothing
  * (GETATTR, LOOKUP, ACCESS, READ, ...). If size, mtime or ctime differ
  * from the cached ones, another writer changed the file: its cached data,
- * holes and ACCESS results are dropped and the timeout restarts at
+ * holes, ACCESS results and GETACL replies are dropped and the timeout restarts at
  * ac->min; unchanged attributes double the timeout up to ac->max (the
  * Linux client's nfs_refresh_inode / attrtimeo rule). While the proxy's
  * own mutations of this file are in flight, attributes that match none
@@ -376,7 +387,9 @@ void cfile_mutation_begin(struct cfile *f);
  * are revalidated at their timeout as usual. post (may be NULL)
  * becomes the cached attributes unless a newer ctime is already cached,
  * and is remembered as an own state; a change of mode, uid or gid drops
- * the ACCESS results. Returns true if cached data was dropped.
+ * the ACCESS results and the GETACL replies (so does a mutation that
+ * ended without a reply, or of a file that had no attributes to compare
+ * with). Returns true if cached data was dropped.
  */
 bool cfile_mutation_end(struct cache *c, struct cfile *f,
 			const struct cwcc *pre, const struct cattr *post,
@@ -417,6 +430,48 @@ bool cfile_access_allows(const struct cfile *f, const struct nfs_cred *cr,
  * answered from the cache. */
 bool cfile_access_known(const struct cfile *f, const struct nfs_cred *cr,
 			uint32_t bits, uint32_t *granted);
+
+/* ---- ACL replies (NFSACL GETACL) ---- */
+
+/*
+ * The file's ACL generation: it changes whenever the file's cached GETACL
+ * replies are dropped (cfile_acl_drop, another writer's change, an own
+ * mutation that changed mode, uid or gid or whose outcome is unknown). A
+ * caller records it when sending a GETACL upstream and stores the reply
+ * only while cfile_acl_gen_holds: a reply that may predate a drop is not
+ * kept.
+ */
+uint64_t cfile_acl_gen(const struct cfile *f);
+
+/* True if gen (a cfile_acl_gen value taken when a GETACL was sent) still
+ * holds: its reply may be stored. */
+bool cfile_acl_gen_holds(const struct cfile *f, uint64_t gen);
+
+/*
+ * Keep reply[0..len) (opaque to the cache: the caller's encoding of a
+ * GETACL3res, NFSACL v3) as f's reply for mask, replacing one kept for
+ * mask, else the oldest when CACHE_ACL_SLOTS are kept. The bytes are
+ * copied (reply may be NULL when len is over CACHE_ACL_MAX: nothing is
+ * read, the refusal is counted). Returns false (nothing kept, counted in acl_refused) when len is
+ * 0 or over CACHE_ACL_MAX, when the cache's replies would pass budget /
+ * CACHE_ACL_BUDGET_SHARE, or on ENOMEM. Kept until cfile_acl_drop, until
+ * the file's attributes show another writer's change (cfile_attr_observe,
+ * cfile_mutation_end), until an own mutation changes mode, uid or gid
+ * (or ends without a reply, or finds no attributes to compare with), or
+ * until the file is freed.
+ */
+bool cfile_acl_store(struct cache *c, struct cfile *f, uint32_t mask,
+		     const void *reply, size_t len);
+
+/* f's kept reply for mask (borrowed, valid until f's next ACL store or
+ * drop, or its attributes' next observation), its length in *len; NULL
+ * if none is kept. Whether the attributes are still trusted is the
+ * caller's test. */
+const void *cfile_acl_find(const struct cfile *f, uint32_t mask, size_t *len);
+
+/* Drop f's kept GETACL replies (a SETACL of f; the ACL changed or may
+ * have) and move its ACL generation. */
+void cfile_acl_drop(struct cache *c, struct cfile *f);
 
 /* ---- data ---- */
 
@@ -567,8 +622,9 @@ void cache_write(struct cache *c, struct cfile *f, uint64_t off,
  */
 void cfile_truncate(struct cache *c, struct cfile *f, uint64_t size);
 
-/* Drop the file's clean cached data, holes and ACCESS results; bytes in
- * write-back state stay (they are still to be written upstream). */
+/* Drop the file's clean cached data, holes, ACCESS results and GETACL
+ * replies; bytes in write-back state stay (they are still to be written
+ * upstream). */
 void cfile_invalidate(struct cache *c, struct cfile *f);
 
 /* cfile_invalidate() and cfile_attr_expire() on every file the cache

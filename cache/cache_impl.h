@@ -107,6 +107,14 @@ struct access_slot {
 	uint32_t granted;		/* of those, bits granted */
 };
 
+/* A kept GETACL reply (cfile_acl_store): the caller's bytes for mask. */
+struct acl_reply {
+	struct acl_reply *next;		/* on file->acls, newest first */
+	uint32_t mask;			/* the GETACL's mask (NFSACL v3) */
+	uint32_t len;			/* bytes, 1..CACHE_ACL_MAX */
+	uint8_t bytes[];
+};
+
 struct cfile {
 	uint32_t magic;
 	unsigned refs;
@@ -136,6 +144,9 @@ struct cfile {
 	struct access_slot *access;	/* CACHE_ACCESS_SLOTS at most */
 	unsigned naccess;
 	unsigned access_next;		/* round-robin replacement */
+	struct acl_reply *acls;		/* GETACL replies, distinct masks */
+	unsigned nacl;			/* <= CACHE_ACL_SLOTS */
+	uint64_t acl_gen;		/* see cfile_acl_gen */
 	struct cpage *pages;		/* hash by index */
 	uint64_t npages;
 	uint64_t valid_bytes;
@@ -200,6 +211,9 @@ struct cache {
 	uint32_t next_seq;
 	uint64_t wbbytes[WB_NSTATES];
 	struct cfile *dirty_files;	/* files with wb extents */
+	uint64_t acl_max;		/* bytes GETACL replies may take:
+					 * budget / CACHE_ACL_BUDGET_SHARE
+					 * (st.acl_bytes counts them) */
 	struct cache_stats st;
 };
 

@@ -18,11 +18,26 @@
  * upstream that does not answer gives NFS3ERR_JUKEBOX. A SETACL that the upstream took
  * expires the file's cached attributes (its mode's group bits follow the
  * ACL's mask). Replies carry no attributes (the upstream's know nothing
- * of the bytes the proxy holds for the file). GETACL results are not
- * cached.
+ * of the bytes the proxy holds for the file).
+ *
+ * GETACL replies are cached with the file's attributes (issue 40): an
+ * NFS3_OK reply, as sent to the client (XDR bytes, attributes cleared),
+ * is kept on the file's cache entry for the mask asked
+ * (cfile_acl_store: at most CACHE_ACL_SLOTS masks, CACHE_ACL_MAX bytes
+ * each), and a later GETACL of the same file and mask is answered from it,
+ * after the same handle, client-rule and credential steps, while the
+ * file's attributes would answer a GETATTR (nfs3_meta_attr_trusted). The
+ * attributes a forwarded GETACL's reply carries are observed as a
+ * GETATTR's would be. A reply is kept only if no drop came between its
+ * call and its reply (cfile_acl_gen). Kept replies are dropped by a SETACL
+ * through the proxy (when sent and when answered, however), by an own
+ * SETATTR that changes mode, uid or gid, by attributes that show another
+ * writer's change, and with the file's cache entry (cache.h).
  *
  * State: d->nfsacl (struct nfsacl, owned; nfsacl_start/nfsacl_stop): the
- * call pool and the counters. Loop thread throughout.
+ * call pool and the counters; a GETACL in flight holds a reference to its
+ * file (struct acl_op), let go when it is answered or the pool stops
+ * (before the cache is freed). Loop thread throughout.
  */
 #ifndef NFSCACHED_DAEMON_ACL_OPS_H
 #define NFSCACHED_DAEMON_ACL_OPS_H
@@ -41,7 +56,9 @@ struct req;
 	X(uint64_t, unserved, counter, "nfscached_nfsacl_unserved_total", \
 	  "Of them, calls an upstream that does not serve NFSACL refused: the client got PROG_UNAVAIL and uses the mode bits.") \
 	X(uint64_t, failed, counter, "nfscached_nfsacl_failures_total", \
-	  "Of them, calls the upstream did not answer (down, timeout): the client got NFS3ERR_JUKEBOX.")
+	  "Of them, calls the upstream did not answer (down, timeout): the client got NFS3ERR_JUKEBOX.") \
+	X(uint64_t, cache_hits, counter, "nfscached_nfsacl_cache_hits_total", \
+	  "GETACL calls answered from the reply cached with the file's attributes, with no upstream call.")
 
 struct nfsacl_stats {
 #define X(t, f, k, n, h) t f;

@@ -13,7 +13,8 @@
  *                (acregmin..acregmax, acdirmin..acdirmax) and their
  *                timeout is within the export's current maximum (a reload
  *                lowering it takes effect at once); never under the
- *                export's `strict`.
+ *                export's `strict` (nfs3_meta_attr_trusted, which
+ *                NFSACL's cached GETACL replies share).
  *   ACCESS       the per-credential results of the page cache, when every
  *                bit asked for is known to be granted and the attributes
  *                are fresh.
@@ -188,6 +189,11 @@ static bool fresh(const struct export_rt *ex, const struct cfile *f)
 	       cfile_attr_timeout(f) <= daemon_ac(ex, cfile_attr(f)->type)->max;
 }
 
+bool nfs3_meta_attr_trusted(const struct export_rt *ex, const struct cfile *f)
+{
+	return !ex->conf->strict && fresh(ex, f);
+}
+
 /* Fill p with f's shown attributes (none if it has none). */
 static void post_op_of(const struct cfile *f, post_op_attr *p)
 {
@@ -243,10 +249,8 @@ enum op_status nfs3_op_getattr(struct req *r)
 
 	if ((st = nfs3_prepare(r, &ex, &uc)) != NFS3_OK)
 		return nfs3_reply_status(r, st);
-	if (ex->conf->strict)
-		return miss(r, ex, &uc, NFS3_META_GETATTR);
 	f = fh_find(r->d, &a->object);
-	if (!fresh(ex, f)) {
+	if (!nfs3_meta_attr_trusted(ex, f)) {
 		cfile_put(r->d->cache, &f);
 		return miss(r, ex, &uc, NFS3_META_GETATTR);
 	}

@@ -71,6 +71,17 @@ int nfs3_meta_start(struct daemon *d);
  * zeros before the first metadata call). Event loop (metrics, tests). */
 void nfs3_meta_stats_get(const struct daemon *d, struct nfs3_meta_stats *st);
 
+/*
+ * True when f's (may be NULL) cached attributes may answer a GETATTR of
+ * export ex now without asking the upstream: within their timeout
+ * (acregmin..acregmax, acdirmin..acdirmax), that timeout within the
+ * export's current maximum (a reload lowering it takes effect at once),
+ * and ex not `strict`. What else is cached with the attributes (the
+ * NFSACL GETACL replies, daemon/acl) is trusted by the same test. Event
+ * loop.
+ */
+bool nfs3_meta_attr_trusted(const struct export_rt *ex, const struct cfile *f);
+
 /* The handlers (dispatch.c rows). RFC 1813 sections 3.3.1, 3.3.3,
  * 3.3.4, 3.3.16 and 3.3.17. */
 enum op_status nfs3_op_getattr(struct req *r);

@@ -12,6 +12,19 @@
  * is not seen here: the proxy passes the lists through unchanged.
  * (Ganesha 4.3 answers NFSACL on its NFS port whatever Enable_NFSACL
  * says, so an upstream without it is not produced here.)
+ *
+ * GETACL replies cached with the file's attributes (issue 40), counted
+ * exactly (nfscached_nfsacl_forwarded_total: upstream calls,
+ * nfscached_nfsacl_cache_hits_total: answered from the cache): a second
+ * GETACL of a file and mask is answered from the cache, equal to the
+ * first and to Ganesha's; a SETATTR of the mode, a SETACL (failing, on
+ * this Ganesha) and another mask each send the next GETACL upstream; a
+ * chmod made in the export directory behind the proxy's back is served
+ * from the cache until the proxy revalidates the attributes, then sends
+ * the next GETACL upstream. The proxy's export trusts attributes for 300 s
+ * (nfsacl_export.conf) and runs on its test clock
+ * (NFSCACHED_TEST_CLOCK=1): the test advances it past that instead of
+ * waiting.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,10 +81,16 @@ static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
-/* GETACL of fh over c; the reply's status, or -1 (no reply); with
- * accept (may be NULL) the RPC accept status. */
-static int getacl(struct wb_conn *c, const struct wb_fh *fh, GETACL3res *res,
-		  uint32_t *accept)
+#define FWD "nfscached_nfsacl_forwarded_total"
+#define HIT "nfscached_nfsacl_cache_hits_total"
+#define MASK_ALL (NA_ACL | NA_ACLCNT | NA_DFACL | NA_DFACLCNT)
+#define MASK_FILE (NA_ACL | NA_ACLCNT)
+#define AC_S 300	/* acregmin = acregmax (nfsacl_export.conf) */
+
+/* GETACL of fh for mask over c; the reply's status, or -1 (no reply);
+ * with accept (may be NULL) the RPC accept status. */
+static int getacl_mask(struct wb_conn *c, const struct wb_fh *fh,
+		       uint32_t mask, GETACL3res *res, uint32_t *accept)
 {
 	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
 	struct rawrpc_reply rep;
@@ -81,7 +100,7 @@ static int getacl(struct wb_conn *c, const struct wb_fh *fh, GETACL3res *res,
 	memset(res, 0, sizeof(*res));
 	a.fh.data.data_len = fh->len;
 	a.fh.data.data_val = (char *)(uintptr_t)fh->data;
-	a.mask = NA_ACL | NA_ACLCNT | NA_DFACL | NA_DFACLCNT;
+	a.mask = mask;
 	if (rawrpc_call(c->fd, rawrpc_xid(), NFSACL_PROGRAM, NFSACL_V3,
 			NFSACLPROC3_GETACL, &cred, (xdrproc_t)xdr_GETACL3args,
 			&a, (xdrproc_t)xdr_GETACL3res, res, &rep) != RAWRPC_OK)
@@ -90,6 +109,14 @@ static int getacl(struct wb_conn *c, const struct wb_fh *fh, GETACL3res *res,
 		*accept = rep.accept;
 
 	return rep.accept == SUCCESS ? (int)res->status : -1;
+}
+
+/* GETACL of fh for every list and count (what the Linux client asks of
+ * a directory). */
+static int getacl(struct wb_conn *c, const struct wb_fh *fh, GETACL3res *res,
+		  uint32_t *accept)
+{
+	return getacl_mask(c, fh, MASK_ALL, res, accept);
 }
 
 /* Print an ACL (a failing comparison's evidence). */
@@ -220,6 +247,139 @@ static void test_setacl_as_upstream(void)
 	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&dres);
 }
 
+/* The proxy's upstream GETACLs and cache hits since (*fwd, *hit) are
+ * want_fwd and want_hit (what: the step, for the log); then (*fwd, *hit)
+ * become the counts now. */
+static void expect_counts(const char *what, double *fwd, double *hit,
+			  double want_fwd, double want_hit)
+{
+	double f = wb_metric(FWD), h = wb_metric(HIT);
+
+	fprintf(stderr, "nfsacl: %s: %.0f upstream, %.0f from the cache "
+		"(want %.0f, %.0f)\n", what, f - *fwd, h - *hit, want_fwd,
+		want_hit);
+	CU_ASSERT_EQUAL(f - *fwd, want_fwd);
+	CU_ASSERT_EQUAL(h - *hit, want_hit);
+	*fwd = f;
+	*hit = h;
+}
+
+/* GETACL of fh for mask through the proxy answers NFS3_OK what first
+ * (may be NULL) answered. */
+static void getacl_same(const struct wb_fh *fh, uint32_t mask,
+			const GETACL3res *first)
+{
+	GETACL3res res;
+
+	CU_ASSERT_EQUAL(getacl_mask(&P, fh, mask, &res, NULL), NFS3_OK);
+	CU_ASSERT_EQUAL(res.GETACL3res_u.resok.acl.mask, mask);
+	if (first && !same_acl(&res, first)) {
+		acl_print("proxy, again", &res);
+		acl_print("proxy, first", first);
+		CU_FAIL("a GETACL through the proxy changed its answer");
+	}
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&res);
+}
+
+/* Create name in the export directory (mode 0644) and look it up through
+ * the proxy (its attributes then cached) into *fh. */
+static int make_file(const char *name, struct wb_fh *fh)
+{
+	char path[4096];
+	fattr3 at;
+
+	export_path(name, path, sizeof(path));
+	if (sh("echo data >'%s' && chmod 644 '%s'", path, path) != 0)
+		return -1;
+	return wb_lookup(&P, &P.root, name, fh, &at) == NFS3_OK ? 0 : -1;
+}
+
+/* A second GETACL of a file and mask is answered from the cache, equal
+ * to the first and to Ganesha's own; a SETATTR of the mode, a SETACL
+ * (failing or not) and another mask each send the next GETACL upstream,
+ * whose reply is then cached again. */
+static void test_getacl_cached(void)
+{
+	struct wb_fh pfh, dfh;
+	fattr3 at;
+	GETACL3res first, dres;
+	double fwd = wb_metric(FWD), hit = wb_metric(HIT);
+	int pst;
+
+	CU_ASSERT_EQUAL_FATAL(make_file("acl-cache", &pfh), 0);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&D, &D.root, "acl-cache", &dfh, &at),
+			      NFS3_OK);
+	CU_ASSERT_EQUAL_FATAL(getacl(&P, &pfh, &first, NULL), NFS3_OK);
+	expect_counts("first GETACL", &fwd, &hit, 1, 0);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("second GETACL", &fwd, &hit, 0, 1);
+	CU_ASSERT_EQUAL(getacl(&D, &dfh, &dres, NULL), NFS3_OK);
+	CU_ASSERT_TRUE(same_acl(&first, &dres));
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&dres);
+
+	/* A SETATTR of the mode through the proxy drops it. */
+	CU_ASSERT_EQUAL(wb_setattr(&P, &pfh, -1, 0600, NULL), NFS3_OK);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL after SETATTR mode", &fwd, &hit, 1, 0);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL again", &fwd, &hit, 0, 1);
+
+	/* So does a SETACL through the proxy, whatever it answers (this
+	 * Ganesha: GARBAGE_ARGS); it is one upstream call itself. */
+	pst = setacl(&P, &pfh);
+	fprintf(stderr, "nfsacl: SETACL through the proxy: %d\n", pst);
+	CU_ASSERT_NOT_EQUAL(pst, -100);
+	expect_counts("SETACL", &fwd, &hit, 1, 0);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL after SETACL", &fwd, &hit, 1, 0);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL again", &fwd, &hit, 0, 1);
+
+	/* Another mask is another reply: upstream once, then cached; the
+	 * first mask's reply stays. */
+	getacl_same(&pfh, MASK_FILE, NULL);
+	expect_counts("GETACL of another mask", &fwd, &hit, 1, 0);
+	getacl_same(&pfh, MASK_FILE, NULL);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("both masks again", &fwd, &hit, 0, 2);
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&first);
+}
+
+/* A chmod in the export directory behind the proxy's back: the cached
+ * reply is served while the proxy trusts the file's attributes; once a
+ * GETATTR past acregmax shows the new ctime it is dropped and the next
+ * GETACL goes upstream. Attributes revalidated unchanged keep it. */
+static void test_getacl_after_change_behind(void)
+{
+	char path[4096];
+	struct wb_fh pfh;
+	fattr3 at;
+	GETACL3res first;
+	double fwd = wb_metric(FWD), hit = wb_metric(HIT);
+
+	CU_ASSERT_EQUAL_FATAL(make_file("acl-behind", &pfh), 0);
+	CU_ASSERT_EQUAL_FATAL(getacl(&P, &pfh, &first, NULL), NFS3_OK);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL twice", &fwd, &hit, 1, 1);
+
+	export_path("acl-behind", path, sizeof(path));
+	CU_ASSERT_EQUAL_FATAL(sh("chmod 600 '%s'", path), 0);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL within acregmax of the chmod", &fwd, &hit, 0, 1);
+
+	CU_ASSERT_FATAL(tclock_advance(AC_S + 1) == 0);
+	CU_ASSERT_EQUAL(wb_getattr(&P, &pfh, &at), NFS3_OK);
+	CU_ASSERT_EQUAL(at.mode & 07777, 0600);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL once the chmod was seen", &fwd, &hit, 1, 0);
+
+	CU_ASSERT_FATAL(tclock_advance(AC_S + 1) == 0);
+	CU_ASSERT_EQUAL(wb_getattr(&P, &pfh, &at), NFS3_OK);
+	getacl_same(&pfh, MASK_ALL, &first);
+	expect_counts("GETACL after unchanged attributes", &fwd, &hit, 0, 1);
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&first);
+}
+
 static void test_bad_handle(void)
 {
 	struct wb_fh fh = { .len = 32 };
@@ -238,7 +398,10 @@ int test_register(void)
 	if (!s ||
 	    !CU_add_test(s, "getacl_as_upstream", test_getacl_as_upstream) ||
 	    !CU_add_test(s, "setacl_as_upstream", test_setacl_as_upstream) ||
-	    !CU_add_test(s, "bad_handle", test_bad_handle))
+	    !CU_add_test(s, "bad_handle", test_bad_handle) ||
+	    !CU_add_test(s, "getacl_cached", test_getacl_cached) ||
+	    !CU_add_test(s, "getacl_after_change_behind",
+			 test_getacl_after_change_behind))
 		return -1;
 	return 0;
 }

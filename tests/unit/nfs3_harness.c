@@ -219,6 +219,12 @@ uint32_t h_send_commit(struct nfs3_h *h, uint64_t id)
 uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 		const void *args)
 {
+	return h_call_prog(h, NFS_PROGRAM, NFS_V3, proc, xargs, args);
+}
+
+uint32_t h_call_prog(struct nfs3_h *h, uint32_t prog, uint32_t vers,
+		     uint32_t proc, xdrproc_t xargs, const void *args)
+{
 	size_t alen;
 	uint8_t *a = rpcmsg_encode(xargs, args, &alen);
 	uint8_t *rec = malloc(alen + 128), *p = rec + 4;
@@ -228,8 +234,8 @@ uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 	put32(&p, xid);
 	put32(&p, 0);			/* CALL */
 	put32(&p, 2);			/* RPC version */
-	put32(&p, NFS_PROGRAM);
-	put32(&p, NFS_V3);
+	put32(&p, prog);
+	put32(&p, vers);
 	put32(&p, proc);
 	put32(&p, AUTH_SYS);
 	put32(&p, 24);			/* stamp, "test", uid, gid, 0 gids */

@@ -111,6 +111,11 @@ void h_fh(struct nfs3_h *h, uint64_t fileid, nfs_fh3 *fh, uint8_t *buf);
 uint32_t h_call(struct nfs3_h *h, uint32_t proc, xdrproc_t xargs,
 		const void *args);
 
+/* Send a call of program prog version vers (the NFS port's other
+ * programs: NFSACL v3); returns its xid. */
+uint32_t h_call_prog(struct nfs3_h *h, uint32_t prog, uint32_t vers,
+		     uint32_t proc, xdrproc_t xargs, const void *args);
+
 /* Send a READ of toy fileid's [off, off + count); returns its xid. */
 uint32_t h_send_read(struct nfs3_h *h, uint64_t id, uint64_t off,
 		     uint32_t count);

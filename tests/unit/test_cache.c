@@ -6,7 +6,8 @@
  * byte-exact valid ranges inside a page (no read-modify-write; fetched data
  * never overwrites valid bytes), truncation, the byte budget and 2Q's scan
  * resistance, attribute timeouts, own mutations against other writers,
- * file generations, per-credential ACCESS results and file references.
+ * file generations, per-credential ACCESS results, GETACL replies (kept
+ * per mask, bounded, dropped with attribute changes) and file references.
  * The key data tests run with 4 KiB, 64 KiB and 1 MiB pages.
  *
  * A randomized test drives writes, fills, truncations, invalidations,
@@ -1896,6 +1897,226 @@ static void test_access_dropped_when_own_mutation_changes_mode(void)
 	cache_free(&c);
 }
 
+/* ---- GETACL replies ---- */
+
+/* NFSACL masks (NA_ACL, NA_ACLCNT, NA_DFACL, NA_DFACLCNT). */
+#define ACL_FILE	0x3u
+#define ACL_ALL		0xfu
+/* What a kept reply is charged beyond its bytes on x86-64: its 16-byte
+ * header (next, mask, len) and malloc's 16. */
+#define ACL_OVERHEAD	32u
+
+/* True if f keeps exactly bytes[0..len) for mask. */
+static bool acl_is(const struct cfile *f, uint32_t mask, const void *bytes,
+		   size_t len)
+{
+	size_t n = 0;
+	const void *got = cfile_acl_find(f, mask, &n);
+
+	return got && n == len && memcmp(got, bytes, len) == 0;
+}
+
+/* What the cache says its GETACL replies take. */
+static uint64_t acl_bytes(const struct cache *c)
+{
+	struct cache_stats st;
+
+	cache_stats_get(c, &st);
+	return st.acl_bytes;
+}
+
+/* Replies are kept per mask, copied, replaced for the same mask, the
+ * oldest one going past CACHE_ACL_SLOTS masks; empty or over-long
+ * replies are refused and counted; the bytes are charged, and count in
+ * the metadata bytes; a drop frees them and moves the ACL generation. */
+static void test_acl_kept_by_mask_and_bounded(void)
+{
+	struct cache *c = new_cache(4096, 1024);
+	struct cfile *f = get_file(c, 1), *g;
+	struct cache_stats st0, st1;
+	uint8_t a[24], b[40], big[CACHE_ACL_MAX + 4];
+	uint64_t gen = cfile_acl_gen(f);
+	struct cattr post;
+	size_t n;
+
+	memset(a, 0xa1, sizeof(a));
+	memset(b, 0xb2, sizeof(b));
+	memset(big, 0xcc, sizeof(big));
+	cache_stats_get(c, &st0);
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, a, sizeof(a)));
+	a[0] = 0;	/* copied: the caller's buffer is its own */
+	CU_ASSERT_FALSE(acl_is(f, ACL_ALL, a, sizeof(a)));
+	a[0] = 0xa1;
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, a, sizeof(a)));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_FILE, &n));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, b, sizeof(b)));
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, b, sizeof(b)));
+	cache_stats_get(c, &st1);
+	CU_ASSERT_EQUAL(st1.acl_bytes, acl_bytes(c));
+	CU_ASSERT_EQUAL(st1.acl_bytes, sizeof(b) + ACL_OVERHEAD);
+	CU_ASSERT_EQUAL(st1.meta_bytes - st0.meta_bytes, st1.acl_bytes);
+	CU_ASSERT_TRUE(cfile_acl_gen_holds(f, gen));
+
+	/* Refused: empty, over CACHE_ACL_MAX; the kept one stays. */
+	CU_ASSERT_FALSE(cfile_acl_store(c, f, ACL_ALL, a, 0));
+	CU_ASSERT_FALSE(cfile_acl_store(c, f, ACL_ALL, big, CACHE_ACL_MAX + 4));
+	CU_ASSERT_FALSE(cfile_acl_store(c, f, ACL_ALL, NULL, CACHE_ACL_MAX + 1));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_FILE, big, CACHE_ACL_MAX));
+	cache_stats_get(c, &st1);
+	CU_ASSERT_EQUAL(st1.acl_refused - st0.acl_refused, 3);
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, b, sizeof(b)));
+	CU_ASSERT_TRUE(acl_is(f, ACL_FILE, big, CACHE_ACL_MAX));
+	CHECK(c);
+
+	/* Past CACHE_ACL_SLOTS masks the oldest goes. */
+	for (uint32_t m = 0x10; m < 0x10 + CACHE_ACL_SLOTS - 2; m++)
+		CU_ASSERT_TRUE(cfile_acl_store(c, f, m, a, sizeof(a)));
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, b, sizeof(b)));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, 0x40, a, sizeof(a)));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+	CU_ASSERT_TRUE(acl_is(f, ACL_FILE, big, CACHE_ACL_MAX));
+	CU_ASSERT_TRUE(acl_is(f, 0x40, a, sizeof(a)));
+	CHECK(c);
+
+	cfile_acl_drop(c, f);
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_FILE, &n));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, 0x40, &n));
+	CU_ASSERT_FALSE(cfile_acl_gen_holds(f, gen));
+	CU_ASSERT_EQUAL(acl_bytes(c), 0);
+	CHECK(c);
+
+	/* An own mutation of a file with no attributes to compare with
+	 * (a GETACL may race a SETATTR whose reply brings the first ones):
+	 * dropped. */
+	g = get_file(c, 2);
+	CU_ASSERT_TRUE(cfile_acl_store(c, g, ACL_ALL, a, sizeof(a)));
+	gen = cfile_acl_gen(g);
+	post = mkattr(10, 1);
+	cfile_mutation_begin(g);
+	CU_ASSERT_FALSE(cfile_mutation_end(c, g, NULL, &post, 1.0, &AC));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(g, ACL_ALL, &n));
+	CU_ASSERT_FALSE(cfile_acl_gen_holds(g, gen));
+	cfile_put(c, &g);	/* kept: it has attributes now */
+	CHECK(c);
+
+	/* A file without references goes with its replies. */
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, a, sizeof(a)));
+	cfile_put(c, &f);
+	cache_stats_get(c, &st1);
+	CU_ASSERT_EQUAL(st1.files, 1);
+	CU_ASSERT_EQUAL(st1.acl_bytes, 0);
+	CHECK(c);
+	cache_free(&c);
+}
+
+/* The replies of all files take at most budget / CACHE_ACL_BUDGET_SHARE:
+ * past it a reply is refused, and room made by a drop is used again. */
+static void test_acl_replies_within_budget_share(void)
+{
+	struct cache *c = new_cache(4096, 16);	/* ~1.1 KiB of replies */
+	uint64_t max = 16 * (4096 + cache_page_meta_bytes()) /
+		       CACHE_ACL_BUDGET_SHARE;
+	struct cfile *f[64];
+	uint8_t r[200];
+	unsigned kept = 0;
+
+	memset(r, 0x5a, sizeof(r));
+	for (unsigned i = 0; i < NR(f); i++) {
+		f[i] = get_file(c, i + 1);
+		kept += cfile_acl_store(c, f[i], ACL_ALL, r, sizeof(r));
+		CU_ASSERT_TRUE(acl_bytes(c) <= max);
+		CHECK(c);
+	}
+	CU_ASSERT_EQUAL(kept, max / (sizeof(r) + ACL_OVERHEAD));
+	CU_ASSERT_EQUAL(acl_bytes(c), kept * (sizeof(r) + ACL_OVERHEAD));
+	CU_ASSERT_FALSE(cfile_acl_store(c, f[kept], ACL_ALL, r, sizeof(r)));
+	cfile_acl_drop(c, f[0]);
+	CU_ASSERT_TRUE(cfile_acl_store(c, f[kept], ACL_ALL, r, sizeof(r)));
+	CHECK(c);
+	for (unsigned i = 0; i < NR(f); i++)
+		cfile_put(c, &f[i]);
+	CU_ASSERT_EQUAL(acl_bytes(c), 0);
+	CHECK(c);
+	cache_free(&c);
+}
+
+/* Unchanged attributes and own changes of data keep the replies; another
+ * writer's change, an own change of mode, uid or gid, an own mutation
+ * without a reply and an invalidation drop them and move the ACL
+ * generation. */
+static void test_acl_dropped_with_attribute_changes(void)
+{
+	struct cfile *f;
+	struct cattr s0, s1, s2;
+	struct cache *c = mut_setup(&f, &s0);
+	struct cwcc pre;
+	uint8_t r[28];
+	uint64_t gen;
+	size_t n;
+
+	memset(r, 0x33, sizeof(r));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, r, sizeof(r)));
+	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &s0, 1.0, &AC));
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, r, sizeof(r)));
+
+	/* An own WRITE (size, mtime, ctime; same mode): kept. */
+	gen = cfile_acl_gen(f);
+	s1 = mkattr(12000, 101);
+	pre = wcc_of(&s0);
+	cfile_mutation_begin(f);
+	CU_ASSERT_FALSE(cfile_mutation_end(c, f, &pre, &s1, 2.0, &AC));
+	CU_ASSERT_TRUE(acl_is(f, ACL_ALL, r, sizeof(r)));
+	CU_ASSERT_TRUE(cfile_acl_gen_holds(f, gen));
+
+	/* An own SETATTR of mode, then of uid, then of gid: dropped. */
+	for (int k = 0; k < 3; k++) {
+		CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, r, sizeof(r)));
+		gen = cfile_acl_gen(f);
+		s2 = s1;
+		s2.ctime.sec += 1;
+		if (k == 0)
+			s2.mode = 0600;
+		else if (k == 1)
+			s2.uid = 4321;
+		else
+			s2.gid = 4321;
+		pre = wcc_of(&s1);
+		cfile_mutation_begin(f);
+		CU_ASSERT_FALSE(cfile_mutation_end(c, f, &pre, &s2, 3.0, &AC));
+		CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+		CU_ASSERT_FALSE(cfile_acl_gen_holds(f, gen));
+		s1 = s2;
+		CHECK(c);
+	}
+
+	/* An own mutation that ended without a reply: dropped. */
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, r, sizeof(r)));
+	cfile_mutation_begin(f);
+	CU_ASSERT_FALSE(cfile_mutation_end(c, f, NULL, NULL, 4.0, &AC));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+
+	/* Another writer's change, observed: dropped. */
+	CU_ASSERT_FALSE(cfile_attr_observe(c, f, &s1, 5.0, &AC));
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, r, sizeof(r)));
+	s2 = s1;
+	s2.ctime.nsec += 1;	/* a chmod behind the proxy: ctime only */
+	gen = cfile_acl_gen(f);
+	CU_ASSERT_TRUE(cfile_attr_observe(c, f, &s2, 6.0, &AC));
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+	CU_ASSERT_FALSE(cfile_acl_gen_holds(f, gen));
+
+	/* An invalidation (the admin's drop): dropped. */
+	CU_ASSERT_TRUE(cfile_acl_store(c, f, ACL_ALL, r, sizeof(r)));
+	CU_ASSERT_EQUAL(cache_drop_clean(c), 0);	/* the other writer
+							 * took the data */
+	CU_ASSERT_PTR_NULL(cfile_acl_find(f, ACL_ALL, &n));
+	CU_ASSERT_EQUAL(acl_bytes(c), 0);
+	CHECK(c);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 /* ---- randomized model test ---- */
 
 static uint64_t rng_state;
@@ -2228,6 +2449,9 @@ static const struct tcase access_tests[] = {
 	T(test_access_slots_are_bounded),
 	T(test_access_dropped_on_other_writer),
 	T(test_access_dropped_when_own_mutation_changes_mode),
+	T(test_acl_kept_by_mask_and_bounded),
+	T(test_acl_replies_within_budget_share),
+	T(test_acl_dropped_with_attribute_changes),
 };
 
 /* Add suite name with its n tests. */

@@ -3,7 +3,8 @@
  * unit.nfs3_guard: the security boundary in front of the upstream
  * (nfs3_prepare): client handles that do not unwrap, name no export or
  * cross exports, names holding a '/' or too long, and root squashing.
- * Each refused call is answered without any upstream call. The boundary's
+ * Each refused call is answered without any upstream call; a GETACL
+ * answered from the cache (NFSACL) passes the same checks first. The boundary's
  * functions (nfs3_guard.h) are also tested on their own, on plain values
  * and the procedure table's descriptors.
  */
@@ -12,6 +13,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "acl_ops.h"
+#include "cache.h"
 #include "conf.h"
 #include "cunit_main.h"
 #include "dispatch.h"
@@ -19,6 +22,7 @@
 #include "nfs3_guard.h"
 #include "nfs3_harness.h"
 #include "nfs3_proc.h"
+#include "nfsacl3_prot.h"
 #include "peername.h"
 #include "refusal.h"
 
@@ -264,6 +268,136 @@ static void test_client_not_listed_is_refused(void)
 	CU_ASSERT_EQUAL(upstream_calls(&h), 0);
 	CU_ASSERT_EQUAL(daemon_export(&h.d, 1)->refused
 			.n[REFUSAL_NFS][REFUSAL_NOT_IN_CLIENTS], 2);
+	h_fini(&h);
+}
+
+/* ---- NFSACL GETACL answered from the cache ---- */
+
+#define ACL_FILE_ID	7	/* a file only the cache knows */
+#define ACL_MASK	(NA_ACL | NA_ACLCNT | NA_DFACL | NA_DFACLCNT)
+
+/* Keep GETACL reply res for file id and mask in the proxy's cache, with
+ * the file's attributes confirmed now, as a forwarded GETACL leaves
+ * them. */
+static void keep_acl(struct nfs3_h *h, uint64_t id, uint32_t mask,
+		     GETACL3res *res)
+{
+	uint8_t up[8], buf[512];
+	struct cattr a;
+	struct cfile *f;
+	XDR x;
+
+	for (int i = 0; i < 8; i++)
+		up[i] = (uint8_t)(id >> (56 - 8 * i));
+	f = cache_get(h->d.cache, up, sizeof(up));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	memset(&a, 0, sizeof(a));
+	a.type = NF3REG;
+	a.mode = 0644;
+	a.nlink = 1;
+	a.size = 10;
+	a.fileid = id;
+	a.ctime.sec = 5;
+	cfile_attr_observe(h->d.cache, f, &a, daemon_now(),
+			   daemon_ac(&h->ex, a.type));
+	xdrmem_create(&x, (char *)buf, sizeof(buf), XDR_ENCODE);
+	CU_ASSERT_TRUE_FATAL(xdr_GETACL3res(&x, res));
+	CU_ASSERT_TRUE_FATAL(cfile_acl_store(h->d.cache, f, mask, buf,
+					     xdr_getpos(&x)));
+	xdr_destroy(&x);
+	cfile_put(h->d.cache, &f);
+}
+
+/* GETACL of handle fh for mask; the status, the reply in *res. */
+static nfsstat3 getacl_fh(struct nfs3_h *h, const nfs_fh3 *fh, uint32_t mask,
+			  GETACL3res *res)
+{
+	GETACL3args a = { .fh = *fh, .mask = mask };
+	uint32_t xid = h_call_prog(h, NFSACL_PROGRAM, NFSACL_V3,
+				   NFSACLPROC3_GETACL,
+				   (xdrproc_t)xdr_GETACL3args, &a);
+
+	memset(res, 0, sizeof(*res));
+	if (h_wait(h, xid, (xdrproc_t)xdr_GETACL3res, res) != 0)
+		return H_NO_REPLY;
+	return res->status;
+}
+
+/* The reply the tests keep: two entries, no default ACL. */
+static nfsacl_ent acl_ents[2] = { { 0x01, 0, 6 }, { 0x20, 0, 4 } };
+
+static void kept_reply(GETACL3res *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = NFS3_OK;
+	r->GETACL3res_u.resok.acl.mask = ACL_MASK;
+	r->GETACL3res_u.resok.acl.aclcnt = 2;
+	r->GETACL3res_u.resok.acl.aclent.aclent_len = 2;
+	r->GETACL3res_u.resok.acl.aclent.aclent_val = acl_ents;
+}
+
+/* A kept GETACL reply answers the same file and mask with no upstream
+ * call, exactly as kept; a handle that does not unwrap is still
+ * NFS3ERR_BADHANDLE. (Forwarded GETACLs go to the upstream's NFSACL
+ * through libtirpc, which the fake upstream does not serve: they are
+ * tested in integration.nfsacl.) */
+static void test_getacl_kept_is_answered_locally(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	struct nfs3_h h;
+	struct nfsacl_stats st;
+	GETACL3res kept, res;
+	const nfsacl_secattr *s;
+	nfs_fh3 fh;
+
+	h_init(&h, NULL);
+	kept_reply(&kept);
+	keep_acl(&h, ACL_FILE_ID, ACL_MASK, &kept);
+	h_fh(&h, ACL_FILE_ID, &fh, buf);
+	CU_ASSERT_EQUAL(getacl_fh(&h, &fh, ACL_MASK, &res), NFS3_OK);
+	s = &res.GETACL3res_u.resok.acl;
+	CU_ASSERT_FALSE(res.GETACL3res_u.resok.attr.attributes_follow);
+	CU_ASSERT_EQUAL(s->mask, ACL_MASK);
+	CU_ASSERT_EQUAL(s->aclcnt, 2);
+	CU_ASSERT_EQUAL_FATAL(s->aclent.aclent_len, 2);
+	CU_ASSERT_EQUAL(memcmp(s->aclent.aclent_val, acl_ents,
+			       sizeof(acl_ents)), 0);
+	CU_ASSERT_EQUAL(s->dfaclcnt, 0);
+	CU_ASSERT_EQUAL(s->dfaclent.dfaclent_len, 0);
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&res);
+
+	buf[fh.data.data_len - 1] ^= 0xff;	/* its authenticator fails */
+	CU_ASSERT_EQUAL(getacl_fh(&h, &fh, ACL_MASK, &res), NFS3ERR_BADHANDLE);
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&res);
+	nfsacl_stats_get(&h.d, &st);
+	CU_ASSERT_EQUAL(st.cache_hits, 1);
+	CU_ASSERT_EQUAL(st.forwarded, 0);
+	CU_ASSERT_EQUAL(upstream_calls(&h), 0);
+	h_fini(&h);
+}
+
+/* A client the export's rules refuse gets NFS3ERR_ACCES, not the kept
+ * ACL (an ACL is metadata a refused client must not see). */
+static void test_getacl_kept_is_refused_to_client_not_listed(void)
+{
+	uint8_t buf[FH_SIZE_MAX];
+	struct nfs3_h h;
+	struct nfsacl_stats st;
+	GETACL3res kept, res;
+	nfs_fh3 fh;
+
+	clients_spec = "192.0.2.0/24";
+	h_init(&h, tune_clients);
+	kept_reply(&kept);
+	keep_acl(&h, ACL_FILE_ID, ACL_MASK, &kept);
+	h_fh(&h, ACL_FILE_ID, &fh, buf);
+	CU_ASSERT_EQUAL(getacl_fh(&h, &fh, ACL_MASK, &res), NFS3ERR_ACCES);
+	xdr_free((xdrproc_t)xdr_GETACL3res, (char *)&res);
+	nfsacl_stats_get(&h.d, &st);
+	CU_ASSERT_EQUAL(st.cache_hits, 0);
+	CU_ASSERT_EQUAL(st.forwarded, 0);
+	CU_ASSERT_EQUAL(daemon_export(&h.d, 1)->refused
+			.n[REFUSAL_NFS][REFUSAL_NOT_IN_CLIENTS], 1);
 	h_fini(&h);
 }
 
@@ -664,6 +798,10 @@ int test_register(void)
 	CU_add_test(s, "guard_rewrap", test_guard_rewrap);
 	CU_add_test(s, "read_only_client_changes_nothing", test_read_only_client_changes_nothing);
 	CU_add_test(s, "client_not_listed_is_refused", test_client_not_listed_is_refused);
+	CU_add_test(s, "getacl_kept_is_answered_locally",
+		    test_getacl_kept_is_answered_locally);
+	CU_add_test(s, "getacl_kept_is_refused_to_client_not_listed",
+		    test_getacl_kept_is_refused_to_client_not_listed);
 	CU_add_test(s, "read_only_export", test_read_only_export);
 	CU_add_test(s, "wildcard_waits_for_the_name", test_wildcard_waits_for_the_name);
 	CU_add_test(s, "netgroup_uses_the_membership",
