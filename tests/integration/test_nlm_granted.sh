@@ -74,6 +74,7 @@ ip -n "$ns" link set lo up
 # socket fake_lockd registers through, are not the host's. The shell
 # execs fake_lockd, so $! is fake_lockd's pid.
 : >"$GRANTED_MODE"
+# shellcheck disable=SC2016 # expanded by the inner sh
 ip netns exec "$ns" unshare -m --propagation private sh -ec '
 	mount -t tmpfs tmpfs /run
 	mkdir -p /run/rpcbind
