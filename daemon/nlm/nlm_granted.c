@@ -142,10 +142,10 @@ static int granted_fill(struct granted *g, const nlm4_testargs *a,
 	return 0;
 }
 
-/* A relay of r's lock, or NULL (counted foreign) when its owner is not
- * one the proxy wrapped, its export is gone, r is not from that export's
- * upstream, or its fields do not fit. The upstream's address and NLM port
- * for a GRANTED_RES are taken now. */
+/* A relay of r's lock, or NULL: out of memory, or (counted foreign) its
+ * owner is not one the proxy wrapped, its export is gone, r is not from
+ * that export's upstream, or its fields do not fit. The upstream's
+ * address and NLM port for a GRANTED_RES are taken now. */
 static struct granted *granted_new(struct req *r, struct nlm_shared *sh)
 {
 	const nlm4_testargs *a = r->args;
@@ -245,7 +245,14 @@ static void relay_done(enum clnt_stat st, void *res, void *arg)
 
 	CHECK_OBJ(g, GRANTED_MAGIC);
 	if (!nlm_shared_get(g->d, &sh) || st == RPC_INTR) {
-		granted_finish(g, NLM4_DENIED);	/* stopping */
+		/* Stopping (the pool is going: no GRANTED_RES can be sent;
+		 * the upstream's own wait for one ends it). */
+		if (g->r) {
+			granted_finish(g, NLM4_DENIED);
+		} else {
+			g->magic = 0;
+			free(g);
+		}
 		return;
 	}
 	if (st == RPC_SUCCESS && nr && nr->stat.stat == NLM4_GRANTED) {
