@@ -135,10 +135,13 @@ static int granted_fill(struct granted *g, const nlm4_testargs *a,
 	g->lk.off = lk->l_offset;
 	g->lk.len = lk->l_len;
 	g->lk.exclusive = a->exclusive;
-	memcpy(g->caller, o->caller, o->caller_len);
+	/* An empty netobj or name may come with a NULL pointer. */
+	if (o->caller_len)
+		memcpy(g->caller, o->caller, o->caller_len);
 	g->caller[o->caller_len] = '\0';
 	g->cookie_len = a->cookie.nlm4_netobj_len;
-	memcpy(g->cookie, a->cookie.nlm4_netobj_val, g->cookie_len);
+	if (g->cookie_len)
+		memcpy(g->cookie, a->cookie.nlm4_netobj_val, g->cookie_len);
 	return 0;
 }
 

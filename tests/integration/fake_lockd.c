@@ -181,7 +181,7 @@ static int lock(char **argv)
 	struct timeval tv = { 60, 0 };
 	unsigned char fh[MAXNETOBJ_SZ];
 	char cookie[] = "w1";
-	int sock = RPC_ANYSOCK, fhlen;
+	int sock = RPC_ANYSOCK, fhlen, rc = 0;
 	nlm4_lockargs a;
 	nlm4_res res;
 	CLIENT *c;
@@ -215,10 +215,14 @@ static int lock(char **argv)
 		      (char *)&a, (xdrproc_t)xdr_nlm4_res, (char *)&res,
 		      tv) != RPC_SUCCESS) {
 		clnt_perror(c, "fake_lockd: lock");
-		return 1;
+		rc = 1;
+	} else {
+		printf("%d\n", (int)res.stat.stat);
+		xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
 	}
-	printf("%d\n", (int)res.stat.stat);
-	return 0;
+	auth_destroy(c->cl_auth);
+	clnt_destroy(c);
+	return rc;
 }
 
 int main(int argc, char **argv)

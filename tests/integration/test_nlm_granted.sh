@@ -13,8 +13,9 @@
 # tests/kernel: the guest sits behind QEMU's user networking, so the host
 # cannot call the guest's lockd, which the relay must. The namespace has
 # a veth pair to this host (10.213.N.1 here, 10.213.N.2 there, N from
-# this shell's pid), a mount namespace with a private /run so it runs its
-# own rpcbind (rpcbind -f: its socket and lock files in that /run), and
+# this shell's pid, the first not in use), a mount namespace with a
+# private /run so it runs its own rpcbind (rpcbind -f: its socket and
+# lock files in that /run), and
 # fake_lockd, registered there as NLM v4, recording each GRANTED it gets.
 # The waiter's LOCK is sent from the namespace (fake_lockd lock, through
 # `ip netns exec`) so the proxy sees the namespace's address.
@@ -32,7 +33,11 @@ fake=${2:?usage: $0 TEST_NLM_GRANTED FAKE_LOCKD}
 : "${NFSC_DIRECT_NLM_PORT:?run under harness.sh --ganesha-nlm}"
 : "${NFSC_TMP:?run under harness.sh}"
 
-sub=$(($$ % 200 + 20))
+# A subnet no interface of this host has yet (another run's, say).
+for ((k = 0; k < 200; k++)); do
+	sub=$((($$ + k) % 200 + 20))
+	ip -4 -o addr show | grep -q " 10\.213\.$sub\." || break
+done
 ns=nfsc-granted-$$
 hif=ngr$$h
 pif=ngr$$p
