@@ -97,7 +97,7 @@ struct rpccall_pool;
 	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check), or that could not be opened: the proxy started with no client's locks known.") \
 	X(uint64_t, granted_relayed, counter, \
 	  "nfscached_nlm_granted_total{result=\"relayed\"}", \
-	  "Upstream GRANTED callbacks of blocked locks, by what became of them: relayed (the client's lock manager took the lock), refused (it answered DENIED: not waiting), unreachable (no answer within upstream_timeout, not registered), foreign (not an owner the proxy wrapped, or its export is gone). All but relayed are answered NLM4_DENIED, so the upstream releases the lock.") \
+	  "Upstream GRANTED callbacks of blocked locks, by what became of them: relayed (the client's lock manager took the lock), refused (it answered DENIED: not waiting), unreachable (no answer within upstream_timeout, not registered), foreign (not an owner the proxy wrapped, its export gone, or not from its upstream). All but relayed are answered NLM4_DENIED, so the upstream releases the lock.") \
 	X(uint64_t, granted_refused, counter, \
 	  "nfscached_nlm_granted_total{result=\"refused\"}", NULL) \
 	X(uint64_t, granted_unreachable, counter, \
