@@ -29,6 +29,7 @@
 #include "acl_ops.h"
 #include "nfsacl3_prot.h"
 #include "nlm4_prot.h"
+#include "nlm_granted.h"
 #include "nlm_ops.h"
 #include "rpcmsg.h"
 

@@ -198,6 +198,28 @@ void nfs3_guard_clamp_args(const struct nfs3_proc *m, void *args,
 			clamp((count3 *)((char *)args + m->count[i]), rtmax);
 }
 
+int nfs3_guard_wrap_fh(struct daemon *d, struct export_rt *ex,
+		       const uint8_t *up, size_t up_len, uint8_t *out,
+		       size_t *out_len)
+{
+	if (fh_wrap(&d->fh_key, ex->conf->id, up, up_len, out, out_len) !=
+	    FH_OK) {
+		if (!ex->warned_fh_len)
+			log_error("export %s: upstream handle of %zu bytes is over %d; it cannot be served",
+				  ex->conf->path, up_len, FH_UP_MAX);
+		ex->warned_fh_len = true;
+		return -1;
+	}
+	if (up_len > FH_UP_FULLAUTH)
+		ex->long_handles = true;
+	if (up_len > FH_UP_FULLAUTH && !ex->warned_fh_len) {
+		log_warn("export %s: upstream handles of %zu bytes get a %zu-byte authenticator",
+			 ex->conf->path, up_len, fh_auth_len(up_len));
+		ex->warned_fh_len = true;
+	}
+	return 0;
+}
+
 /* Replace an upstream handle by its client handle. 0, or -1 if too long. */
 static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
 {
@@ -205,22 +227,9 @@ static int fh_rewrap(struct daemon *d, struct export_rt *ex, nfs_fh3 *fh)
 	size_t n;
 	char *buf;
 
-	if (fh_wrap(&d->fh_key, ex->conf->id, (const uint8_t *)fh->data.data_val,
-		    fh->data.data_len, out, &n) != FH_OK) {
-		if (!ex->warned_fh_len)
-			log_error("export %s: upstream handle of %u bytes is over %d; it cannot be served",
-				  ex->conf->path, fh->data.data_len, FH_UP_MAX);
-		ex->warned_fh_len = true;
+	if (nfs3_guard_wrap_fh(d, ex, (const uint8_t *)fh->data.data_val,
+			       fh->data.data_len, out, &n) != 0)
 		return -1;
-	}
-	if (fh->data.data_len > FH_UP_FULLAUTH)
-		ex->long_handles = true;
-	if (fh->data.data_len > FH_UP_FULLAUTH && !ex->warned_fh_len) {
-		log_warn("export %s: upstream handles of %u bytes get a %zu-byte authenticator",
-			 ex->conf->path, fh->data.data_len,
-			 fh_auth_len(fh->data.data_len));
-		ex->warned_fh_len = true;
-	}
 	buf = realloc(fh->data.data_val, n);
 	if (!buf)
 		return -1;

@@ -28,6 +28,7 @@
 #define NFSCACHED_DAEMON_NFS3_GUARD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "conf.h"
@@ -149,6 +150,18 @@ void nfs3_guard_clamp_args(const struct nfs3_proc *m, void *args,
  */
 nfsstat3 nfs3_guard_rewrap(struct daemon *d, struct export_rt *ex,
 			   const struct nfs3_proc *m, void *res);
+
+/*
+ * Wrap upstream handle up[0..up_len) of export ex into its client handle
+ * out[0..FH_SIZE_MAX) (fh_wrap with d's key), *out_len its length: the
+ * handle every reply of ex gives clients for that file, so a callback
+ * naming the file (NLM GRANTED) carries the bytes the client knows. 0, or
+ * -1 for a handle over FH_UP_MAX bytes (logged once per export, as
+ * nfs3_guard_rewrap does). Loop thread (the key's MAC context).
+ */
+int nfs3_guard_wrap_fh(struct daemon *d, struct export_rt *ex,
+		       const uint8_t *up, size_t up_len, uint8_t *out,
+		       size_t *out_len);
 
 /*
  * Never advertise more than the upstream link (rtmax, wtmax bytes; 0:

@@ -189,9 +189,7 @@ static void monitor_done(enum clnt_stat st, void *res, void *arg)
 			 "STAT_FAIL" : clnt_sperrno(st));
 }
 
-/* Ask the local statd to watch client caller and call NLM procedure 16
- * of this host when it reboots (as Linux's lockd does, nsm_monitor). */
-static void monitor_client(struct daemon *d, const char *caller)
+void nlm_monitor_client(struct daemon *d, const char *caller)
 {
 	struct nlm *n = d->nlm;
 	struct rpccall_spec s = {
@@ -229,7 +227,7 @@ static void note_granted(struct nlm *n, struct nlm_op *op)
 		return;
 	if (r->ent->proc == NLMPROC4_LOCK) {
 		if (nlm_locks_add(n->locks, lk->caller_name, &op->lk) == 1)
-			monitor_client(r->d, lk->caller_name);
+			nlm_monitor_client(r->d, lk->caller_name);
 	} else if (r->ent->proc == NLMPROC4_UNLOCK) {
 		nlm_locks_unlock(n->locks, lk->caller_name, op->lk.fh,
 				 op->lk.fh_len, op->oh, op->oh_len, op->lk.off,
@@ -369,32 +367,36 @@ static bool peer_is_local(const struct sockaddr *sa)
 	return false;
 }
 
-/* A granted LOCK's GETATTR came back: if the file changed upstream, the
- * cache drops what it held of it (cfile_attr_observe); then GRANTED. */
-static void lock_getattr_done(enum upstream_status status, void *decoded,
-			      void *arg)
+void nlm_observe_getattr(struct daemon *d, struct export_rt *ex,
+			 const uint8_t *fh, size_t fh_len,
+			 enum upstream_status status, const void *decoded)
 {
-	struct nlm_op *op = arg;
-	struct daemon *d = op->r->d;
-	GETATTR3res *res = decoded;
-	bool exclusive;
-	const struct nfs3_proc *m;
-	nlm4_lock *lk = op_lock(op->r, &m, &exclusive);
-	struct cfile *f = cache_find(d->cache, (const uint8_t *)lk->fh.nlm4_netobj_val,
-				     lk->fh.nlm4_netobj_len);
+	const GETATTR3res *res = decoded;
+	struct cfile *f = cache_find(d->cache, fh, fh_len);
 
 	if (f && status == UPSTREAM_OK && res && res->status == NFS3_OK) {
 		struct cattr a;
 
 		attr_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, &a);
 		if (cfile_attr_observe(d->cache, f, &a, daemon_now(),
-				       daemon_ac(op->ex, a.type)) && d->nlm)
+				       daemon_ac(ex, a.type)) && d->nlm)
 			d->nlm->st.revalidated++;
 	} else if (f) {
 		cfile_attr_expire(f);	/* the next use asks upstream */
 	}
 	if (f)
 		cfile_put(d->cache, &f);
+}
+
+/* A granted LOCK's GETATTR came back: if the file changed upstream, the
+ * cache drops what it held of it (nlm_observe_getattr); then GRANTED. */
+static void lock_getattr_done(enum upstream_status status, void *decoded,
+			      void *arg)
+{
+	struct nlm_op *op = arg;
+
+	nlm_observe_getattr(op->r->d, op->ex, op->lk.fh, op->lk.fh_len, status,
+			    decoded);
 	op_finish(op, op->stat);
 }
 
@@ -680,51 +682,6 @@ enum op_status nlm_op_forward(struct req *r)
 	return OP_PENDING;
 }
 
-enum op_status nlm_op_granted(struct req *r)
-{
-	nlm4_res res;
-
-	if (!r->d->nlm)
-		return req_reply_accept_error(r, PROG_UNAVAIL);
-	/* Not relayed yet: "not waiting for it", so the upstream releases
-	 * the lock (RFC 1813 section 6.2 GRANTED; the client's lock manager
-	 * asks again at its next poll). */
-	memset(&res, 0, sizeof(res));
-	res.cookie = ((nlm4_testargs *)r->args)->cookie;
-	res.stat.stat = NLM4_DENIED;
-	return req_reply(r, (xdrproc_t)xdr_nlm4_res, &res);
-}
-
-/* GRANTED_RES sent to an upstream (or not): nothing more to do. */
-static void granted_res_sent(enum clnt_stat st, void *res, void *arg)
-{
-	(void)st;
-	(void)res;
-	(void)arg;
-}
-
-enum op_status nlm_op_granted_msg(struct req *r)
-{
-	struct nlm *n = r->d->nlm;
-	nlm4_res res;
-	struct rpccall_spec s = {
-		.host = req_peer_host(r), .port = 0, .prog = NLM_PROG,
-		.vers = NLM4_VERS, .proc = NLMPROC4_GRANTED_RES,
-		.timeout = r->d->conf->upstream_timeout,
-	};
-
-	if (!n)
-		return req_reply_accept_error(r, PROG_UNAVAIL);
-	s.machine = n->caller;
-	memset(&res, 0, sizeof(res));
-	res.cookie = ((nlm4_testargs *)r->args)->cookie;
-	res.stat.stat = NLM4_DENIED;	/* as nlm_op_granted */
-	if (rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_res, &res, NULL,
-			   0, granted_res_sent, NULL) != 0)
-		n->st.failed++;
-	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
-}
-
 enum op_status nlm_op_void(struct req *r)
 {
 	if (!r->d->nlm)
@@ -997,6 +954,20 @@ enum op_status nlm_op_share(struct req *r)
 	return OP_PENDING;
 }
 
+bool nlm_shared_get(struct daemon *d, struct nlm_shared *sh)
+{
+	struct nlm *n = d->nlm;
+
+	if (!n)
+		return false;
+	sh->pool = n->pool;
+	sh->locks = n->locks;
+	sh->caller = n->caller;
+	sh->st = &n->st;
+	sh->fail_log = &n->fail_log;
+	return true;
+}
+
 int nlm_start(struct daemon *d)
 {
 	struct nlm *n;
@@ -1046,7 +1017,7 @@ void nlm_stop(struct daemon *d)
 /* A client of the table loaded at start: watched again. */
 static void remonitor(void *arg, const char *caller)
 {
-	monitor_client(arg, caller);
+	nlm_monitor_client(arg, caller);
 }
 
 int nlm_restore(struct daemon *d)

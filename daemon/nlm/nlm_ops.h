@@ -32,13 +32,11 @@
  * (nlm_store.h, nlm_restore) and its clients watched again at start, so
  * a reboot after a restart or a SIGKILL of the proxy releases them too.
  *
- * What is not forwarded yet: the GRANTED callbacks of blocked locks (an
- * upstream's GRANTED is answered NLM4_DENIED, its GRANTED_MSG with a
- * GRANTED_RES saying so: the upstream releases the lock and the client's
- * lock manager gets it at its next poll, 30 s on Linux), the _MSG/_RES
- * forms clients send (answered with no _RES). SHARE and UNSHARE are
- * forwarded as locks are (a read-only client may not reserve write
- * access: NLM4_ROFS).
+ * An upstream's GRANTED and GRANTED_MSG callbacks of blocked locks are
+ * relayed to the waiting client's lock manager (nlm_granted.h). What is
+ * not forwarded yet: the _MSG/_RES forms clients send (answered with no
+ * _RES). SHARE and UNSHARE are forwarded as locks are (a read-only client
+ * may not reserve write access: NLM4_ROFS).
  *
  * A LOCK the upstream has not answered within upstream_timeout gets
  * NLM4_DENIED_NOLOCKS then (a timer), but its upstream call is waited
@@ -63,9 +61,14 @@
 #include <stdint.h>
 
 #include "proc_table.h"
+#include "upstream.h"
 
 struct daemon;
+struct export_rt;
+struct nlm_locks;
+struct ratelog;
 struct req;
+struct rpccall_pool;
 
 /* The NLM counters (nlm_stats_get), declared once for struct nlm_stats
  * and /metrics (HACKING.md "Adding a counter"). */
@@ -92,6 +95,15 @@ struct req;
 	  "Changes of the lock table that could not be written to state_dir (disk full, I/O error): locks work on, kept in memory; the table is written whole at the next change that can be.") \
 	X(uint64_t, store_resets, counter, "nfscached_nlm_store_resets_total", \
 	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check), or that could not be opened: the proxy started with no client's locks known.") \
+	X(uint64_t, granted_relayed, counter, \
+	  "nfscached_nlm_granted_total{result=\"relayed\"}", \
+	  "Upstream GRANTED callbacks of blocked locks, by what became of them: relayed (the client's lock manager took the lock), refused (it answered DENIED: not waiting), unreachable (no answer within upstream_timeout, not registered), foreign (not an owner the proxy wrapped, its export gone, or not from its upstream). All but relayed are answered NLM4_DENIED, so the upstream releases the lock.") \
+	X(uint64_t, granted_refused, counter, \
+	  "nfscached_nlm_granted_total{result=\"refused\"}", NULL) \
+	X(uint64_t, granted_unreachable, counter, \
+	  "nfscached_nlm_granted_total{result=\"unreachable\"}", NULL) \
+	X(uint64_t, granted_foreign, counter, \
+	  "nfscached_nlm_granted_total{result=\"foreign\"}", NULL) \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
@@ -155,16 +167,53 @@ void nlm_stats_get(const struct daemon *d, struct nlm_stats *st);
 
 /* The handlers of the dispatch table's NLM v4 rows (RFC 1813 section
  * 6.2): NULL; TEST, LOCK, CANCEL, UNLOCK, NM_LOCK, SHARE and UNSHARE
- * forwarded; GRANTED and GRANTED_MSG from an upstream; statd's reboot
- * callback; FREE_ALL; the rest as the header says. */
+ * forwarded; statd's reboot callback; FREE_ALL; the rest as the header
+ * says (GRANTED and GRANTED_MSG from an upstream: nlm_granted.h). */
 enum op_status nlm_op_null(struct req *r);
 enum op_status nlm_op_forward(struct req *r);
-enum op_status nlm_op_granted(struct req *r);
-enum op_status nlm_op_granted_msg(struct req *r);
 enum op_status nlm_op_void(struct req *r);
 enum op_status nlm_op_share(struct req *r);
 enum op_status nlm_op_sm_notify(struct req *r);
 enum op_status nlm_op_free_all(struct req *r);
 enum op_status nlm_op_unavail(struct req *r);
+
+/*
+ * What the other modules of daemon/nlm (nlm_granted.c) share of d->nlm,
+ * borrowed while d->nlm lives (nlm_stop frees it): the call pool, the
+ * held-locks table, the caller name, the counters and the failure log.
+ */
+struct nlm_shared {
+	struct rpccall_pool *pool;
+	struct nlm_locks *locks;
+	char *caller;			/* d->nlm's own buffer */
+	struct nlm_stats *st;
+	struct ratelog *fail_log;
+};
+
+/* Fill *sh from d->nlm: true, or false (untouched) without one. Loop
+ * thread. */
+bool nlm_shared_get(struct daemon *d, struct nlm_shared *sh);
+
+/*
+ * Ask the local statd (127.0.0.1's rpcbind, SM_MON) to watch client caller
+ * (NUL-terminated, copied) and call NLM procedure 16 of this host when it
+ * reboots, as Linux's lockd does (nsm_monitor); the answer is only counted
+ * (nfscached_nlm_monitors_total, _monitor_failures_total). d->nlm
+ * required. Loop thread.
+ */
+void nlm_monitor_client(struct daemon *d, const char *caller);
+
+/*
+ * A granted lock's GETATTR of upstream handle fh[0..fh_len) of export ex
+ * came back with status and decoded (a GETATTR3res, or NULL): if the file
+ * changed upstream the cache drops what it held of it (cfile_attr_observe,
+ * counted in nfscached_nlm_revalidations_total); if the call failed its
+ * attributes expire, so the next use asks upstream (the Linux client's
+ * revalidation after a lock, nfs_revalidate_inode in do_setlk). Loop
+ * thread.
+ */
+void nlm_observe_getattr(struct daemon *d, struct export_rt *ex,
+			 const uint8_t *fh, size_t fh_len,
+			 enum upstream_status status, const void *decoded);
 
 #endif

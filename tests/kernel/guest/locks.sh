@@ -15,9 +15,9 @@
 #      free; a shared lock shares with a shared one and excludes an
 #      exclusive one;
 #   4. F_SETLKW blocks while the range is held and is granted after the
-#      holder unlocks (the client's lockd asks again: the GRANTED callback
-#      is not relayed through the proxy yet, and QEMU's user network lets
-#      no server call the guest anyway);
+#      holder unlocks (the client's lockd asks again: QEMU's user network
+#      lets no server call the guest, so the proxy's relay of the GRANTED
+#      callback cannot reach it; integration.nlm_granted tests the relay);
 #   5. sqlite3 through two mounts of the export (two superblocks,
 #      nosharecache): two writers of 50 transactions each, concurrently,
 #      give 100 rows and integrity_check ok.

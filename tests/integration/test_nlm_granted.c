@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_nlm_granted: an upstream's GRANTED callback of a blocked lock
+ * relayed to the waiting client's lock manager (integration.nlm_granted,
+ * run by test_nlm_granted.sh, which sets up the client host and says why
+ * it is a network namespace and not the kernel guest).
+ *
+ * The holder H locks through the proxy from this host; the waiter W, in
+ * the namespace (its own address, its caller name that address, its lock
+ * manager fake_lockd registered with the namespace's rpcbind), sends a
+ * blocking LOCK through the proxy: NLM4_BLOCKED. H unlocks; Ganesha calls
+ * the proxy back (GRANTED_MSG, at its caller name 127.0.0.1's rpcbind,
+ * where the proxy registered NLM); the proxy calls GRANTED at W's lock
+ * manager. Witnesses: fake_lockd's record of each GRANTED (W's own owner,
+ * svid, range, the client handle W used, the proxy's caller name and
+ * AUTH_UNIX machine), a TEST sent to Ganesha's lock manager directly
+ * (NFSC_DIRECT_NLM_PORT, the upstream handle, another owner) for whether
+ * the range is held, and the proxy's nfscached_nlm_granted_total{result}.
+ *
+ * Environment (test_nlm_granted.sh): GRANTED_NS (the namespace),
+ * GRANTED_FAKE (fake_lockd's path), GRANTED_HOST_IP (this host's end of
+ * the veth pair), GRANTED_PEER_IP (the namespace's), GRANTED_RECORD
+ * (fake_lockd's record) and GRANTED_MODE (its answer: "deny" or not).
+ *
+ * Suite granted, one test per run of this program, in this order (each
+ * case's counters start from the previous one's): relayed, refused, sync
+ * (the synchronous GRANTED, and a foreign owner), unreachable.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cunit_main.h"
+#include "nfs3_prot.h"
+#include "nlm4_prot.h"
+#include "rawrpc.h"
+#include "tcheck.h"
+#include "wbtest_util.h"
+
+static struct wb_conn C;	/* to the proxy, from this host */
+static struct wb_conn D;	/* to Ganesha directly */
+
+/* One lock owner. */
+struct owner {
+	const char *caller;
+	int svid;
+	const char *oh;
+};
+
+static const struct owner H = { "127.0.0.6", 4100, "4100@holder" };
+static const struct owner T = { "127.0.0.7", 4200, "4200@tester" };
+
+#define W_SVID 77
+#define W_OH "77@waiter"
+
+/* s for a field rpcgen declares char * (encoded, never written). */
+static char *unconst(const void *s)
+{
+	char *p;
+
+	memcpy(&p, &s, sizeof(p));
+	return p;
+}
+
+static void lock_fill(nlm4_lock *lk, const struct owner *o,
+		      const struct wb_fh *fh, uint64_t off, uint64_t len)
+{
+	memset(lk, 0, sizeof(*lk));
+	lk->caller_name = unconst(o->caller);
+	lk->fh.nlm4_netobj_len = fh->len;
+	lk->fh.nlm4_netobj_val = unconst(fh->data);
+	lk->oh.nlm4_netobj_len = (u_int)strlen(o->oh);
+	lk->oh.nlm4_netobj_val = unconst(o->oh);
+	lk->svid = o->svid;
+	lk->l_offset = off;
+	lk->l_len = len;
+}
+
+/* One NLM call with a nlm4_res result on fd: its status, or -1. */
+static int nlm_res_call(int fd, uint32_t proc, xdrproc_t xargs,
+			const void *args)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_res res;
+	int st = -1;
+
+	memset(&res, 0, sizeof(res));
+	if (rawrpc_call(fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, proc, &cred,
+			xargs, args, (xdrproc_t)xdr_nlm4_res, &res,
+			&rep) == RAWRPC_OK &&
+	    rep.stat == MSG_ACCEPTED && rep.accept == SUCCESS)
+		st = (int)res.stat.stat;
+	xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
+	return st;
+}
+
+/* A non-blocking exclusive LOCK of [0, 10) through the proxy. */
+static int do_lock(const struct owner *o, const struct wb_fh *fh)
+{
+	nlm4_lockargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.exclusive = TRUE;
+	a.state = 1;
+	lock_fill(&a.alock, o, fh, 0, 10);
+	return nlm_res_call(C.fd, NLMPROC4_LOCK, (xdrproc_t)xdr_nlm4_lockargs,
+			    &a);
+}
+
+/* UNLOCK of [0, 10) through the proxy. */
+static int do_unlock(const struct owner *o, const struct wb_fh *fh)
+{
+	nlm4_unlockargs a;
+
+	memset(&a, 0, sizeof(a));
+	lock_fill(&a.alock, o, fh, 0, 10);
+	return nlm_res_call(C.fd, NLMPROC4_UNLOCK,
+			    (xdrproc_t)xdr_nlm4_unlockargs, &a);
+}
+
+/* An exclusive TEST of [0, 10) by T, sent to Ganesha's lock manager
+ * directly with upstream handle dfh: its status, or -1. */
+static int direct_test(const struct wb_fh *dfh)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	nlm4_testargs a;
+	nlm4_testres res;
+	int fd = rawrpc_connect(rawrpc_env_port("NFSC_DIRECT_NLM_PORT"));
+	int st = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	memset(&res, 0, sizeof(res));
+	a.exclusive = TRUE;
+	lock_fill(&a.alock, &T, dfh, 0, 10);
+	if (rawrpc_call(fd, rawrpc_xid(), NLM_PROG, NLM4_VERS, NLMPROC4_TEST,
+			&cred, (xdrproc_t)xdr_nlm4_testargs, &a,
+			(xdrproc_t)xdr_nlm4_testres, &res,
+			&rep) == RAWRPC_OK && rep.accept == SUCCESS)
+		st = (int)res.test_stat.stat;
+	xdr_free((xdrproc_t)xdr_nlm4_testres, (char *)&res);
+	close(fd);
+	return st;
+}
+
+/* Poll (a bound for a hang, not a speed goal: 120 s) until direct_test
+ * answers want; its last answer. */
+static int wait_direct_test(const struct wb_fh *dfh, int want)
+{
+	int st = -1;
+
+	for (int i = 0; i < 2400; i++) {
+		st = direct_test(dfh);
+		if (st == want)
+			break;
+		usleep(50 * 1000);
+	}
+	return st;
+}
+
+/* Wait (120 s at most) until series reaches want; its last value. */
+static double wait_metric(const char *series, double want)
+{
+	double v = -1;
+
+	for (int i = 0; i < 2400; i++) {
+		v = wb_metric(series);
+		if (v >= want)
+			break;
+		usleep(50 * 1000);
+	}
+	return v;
+}
+
+/* The lines in fake_lockd's record now. */
+static int record_lines(void)
+{
+	FILE *f = fopen(getenv("GRANTED_RECORD"), "r");
+	int n = 0, c;
+
+	while (f && (c = fgetc(f)) != EOF)
+		n += c == '\n';
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Line n (1-based) of fake_lockd's record into buf, waiting (120 s at
+ * most) for it: 0, or -1. */
+static int wait_record_line(int n, char *buf, size_t len)
+{
+	const char *path = getenv("GRANTED_RECORD");
+
+	for (int i = 0; i < 2400; i++) {
+		FILE *f = fopen(path, "r");
+		int got = 0;
+
+		while (f && fgets(buf, (int)len, f))
+			if (++got == n)
+				break;
+		if (f)
+			fclose(f);
+		if (got == n)
+			return 0;
+		usleep(50 * 1000);
+	}
+	return -1;
+}
+
+/* fh as lowercase hex into out (2 * 64 + 1 bytes). */
+static void fh_hex(const struct wb_fh *fh, char *out)
+{
+	for (uint32_t i = 0; i < fh->len; i++)
+		sprintf(out + 2 * i, "%02x", fh->data[i]);
+	out[2 * fh->len] = '\0';
+}
+
+/* W's blocking LOCK of [0, 10) of fh (a proxy handle), sent from the
+ * namespace to the proxy: the status it got, or -1. */
+static int waiter_lock(const struct wb_fh *fh)
+{
+	char cmd[1024], hex[2 * NFS3_FHSIZE + 1], out[32] = "";
+	FILE *p;
+	int st = -1;
+
+	fh_hex(fh, hex);
+	snprintf(cmd, sizeof(cmd), "ip netns exec %s %s lock %s %u %s %s %d %s "
+		 "0 10", getenv("GRANTED_NS"), getenv("GRANTED_FAKE"),
+		 getenv("GRANTED_HOST_IP"),
+		 rawrpc_env_port("NFSC_PROXY_NFS_PORT"), hex,
+		 getenv("GRANTED_PEER_IP"), W_SVID, W_OH);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (fgets(out, sizeof(out), p))
+		st = atoi(out);
+	if (pclose(p) != 0)
+		st = -1;
+	return st;
+}
+
+/* The record line of a GRANTED of W's lock of fh answered answer. */
+static void want_line(const struct wb_fh *fh, const char *answer, char *buf,
+		      size_t len)
+{
+	char hex[2 * NFS3_FHSIZE + 1], oh[2 * sizeof(W_OH) + 1];
+
+	fh_hex(fh, hex);
+	for (size_t i = 0; i < strlen(W_OH); i++)
+		sprintf(oh + 2 * i, "%02x", (unsigned char)W_OH[i]);
+	/* The proxy's caller name (nlm_granted_proxy.conf) as caller and as
+	 * the AUTH_UNIX machine, uid 0; W's own owner, svid, range and the
+	 * handle W used. */
+	snprintf(buf, len, "GRANTED machine=127.0.0.1 uid=0 caller=127.0.0.1 "
+		 "excl=1 svid=%d off=0 len=10 oh=%s fh=%s answer=%s\n", W_SVID,
+		 oh, hex, answer);
+}
+
+/* A file name in the export, looked up through the proxy (fh) and
+ * directly (dfh). */
+static void make_file(const char *name, struct wb_fh *fh, struct wb_fh *dfh)
+{
+	char path[4096];
+	FILE *f;
+	fattr3 at;
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("NFSC_EXPORT_DIR"), name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("0123456789", f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&C, &C.root, name, fh, &at), NFS3_OK);
+	CU_ASSERT_EQUAL_FATAL(wb_lookup(&D, &D.root, name, dfh, &at), NFS3_OK);
+}
+
+/* H holds [0, 10) of name; W's blocking LOCK waits; H unlocks. */
+static void hold_block_release(const char *name, struct wb_fh *fh,
+			       struct wb_fh *dfh)
+{
+	make_file(name, fh, dfh);
+	CU_ASSERT_EQUAL_FATAL(do_lock(&H, fh), NLM4_GRANTED);
+	CU_ASSERT_EQUAL_FATAL(waiter_lock(fh), NLM4_BLOCKED);
+	CU_ASSERT_EQUAL(direct_test(dfh), NLM4_DENIED);
+	CU_ASSERT_EQUAL_FATAL(do_unlock(&H, fh), NLM4_GRANTED);
+}
+
+#define RELAYED "nfscached_nlm_granted_total{result=\"relayed\"}"
+#define REFUSED "nfscached_nlm_granted_total{result=\"refused\"}"
+#define UNREACHABLE "nfscached_nlm_granted_total{result=\"unreachable\"}"
+#define FOREIGN "nfscached_nlm_granted_total{result=\"foreign\"}"
+
+/* (a) W's lock manager takes the lock: GRANTED with W's own fields, the
+ * range held upstream, recorded under W, counted relayed. */
+static void test_relayed(void)
+{
+	struct wb_fh fh, dfh;
+	char got[4096], want[4096];
+
+	hold_block_release("relayed", &fh, &dfh);
+	CU_ASSERT_EQUAL_FATAL(wait_record_line(1, got, sizeof(got)), 0);
+	want_line(&fh, "granted", want, sizeof(want));
+	CU_ASSERT_STRING_EQUAL(got, want);
+	CU_ASSERT_EQUAL(wait_metric(RELAYED, 1), 1);
+	CU_ASSERT_EQUAL(wb_metric(REFUSED), 0);
+	CU_ASSERT_EQUAL(wb_metric(UNREACHABLE), 0);
+	CU_ASSERT_EQUAL(wb_metric(FOREIGN), 0);
+	/* Held upstream for W: another owner is refused, directly. */
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_DENIED);
+	/* H's record went with its UNLOCK; W's is the one left. */
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
+}
+
+/* (b) W's lock manager answers DENIED (no longer waiting): the upstream
+ * is told NLM4_DENIED and releases the range; no record stays. */
+static void test_refused(void)
+{
+	struct wb_fh fh, dfh;
+	char got[4096], want[4096];
+	FILE *m = fopen(getenv("GRANTED_MODE"), "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	fputs("deny\n", m);
+	fclose(m);
+	hold_block_release("refused", &fh, &dfh);
+	CU_ASSERT_EQUAL_FATAL(wait_record_line(2, got, sizeof(got)), 0);
+	want_line(&fh, "denied", want, sizeof(want));
+	CU_ASSERT_STRING_EQUAL(got, want);
+	CU_ASSERT_EQUAL(wait_metric(REFUSED, 1), 1);
+	CU_ASSERT_EQUAL(wait_direct_test(&dfh, NLM4_GRANTED), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric(RELAYED), 1);
+	CU_ASSERT_EQUAL(wb_metric(UNREACHABLE), 0);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
+}
+
+/* A GRANTED (procedure 5, answered in its reply) of [0, 10) of upstream
+ * handle dfh for owner oh[0..oh_len), sent to the proxy from this host
+ * (the export's upstream address, 127.0.0.1): its answer, or -1. */
+static int granted_call(const struct wb_fh *dfh, const uint8_t *oh,
+			size_t oh_len)
+{
+	nlm4_testargs a;
+
+	memset(&a, 0, sizeof(a));
+	a.exclusive = TRUE;
+	a.alock.caller_name = unconst("127.0.0.1");
+	a.alock.fh.nlm4_netobj_len = dfh->len;
+	a.alock.fh.nlm4_netobj_val = unconst(dfh->data);
+	a.alock.oh.nlm4_netobj_len = (u_int)oh_len;
+	a.alock.oh.nlm4_netobj_val = unconst(oh);
+	a.alock.svid = W_SVID;
+	a.alock.l_offset = 0;
+	a.alock.l_len = 10;
+	return nlm_res_call(C.fd, NLMPROC4_GRANTED,
+			    (xdrproc_t)xdr_nlm4_testargs, &a);
+}
+
+/* W's owner as the proxy wraps it for export 1 (proto/nlm_owner.h's
+ * layout, written out here): "NCO1", the export id, family 4 and W's
+ * address, its caller name's length (big-endian) and bytes, its own oh.
+ * Its length. */
+static size_t wrap_w(uint8_t *out)
+{
+	const char *caller = getenv("GRANTED_PEER_IP");
+	size_t cl = strlen(caller), n = 0;
+
+	memcpy(out, "NCO1", 4);
+	out[4] = 1;
+	out[5] = 4;
+	CU_ASSERT_FATAL(inet_pton(AF_INET, caller, out + 6) == 1);
+	out[10] = (uint8_t)(cl >> 8);
+	out[11] = (uint8_t)cl;
+	memcpy(out + 12, caller, cl);
+	n = 12 + cl;
+	memcpy(out + n, W_OH, strlen(W_OH));
+	return n + strlen(W_OH);
+}
+
+/* The synchronous GRANTED (Ganesha sends GRANTED_MSG): answered GRANTED
+ * in its reply once W's lock manager took it, with W's own fields and the
+ * client handle; an owner the proxy did not wrap is NLM4_DENIED at once,
+ * counted foreign, and reaches no one. */
+static void test_sync(void)
+{
+	struct wb_fh fh, dfh;
+	char got[4096], want[4096];
+	uint8_t oh[512];
+	size_t n;
+	FILE *m = fopen(getenv("GRANTED_MODE"), "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	fclose(m);		/* empty: answer GRANTED */
+	make_file("sync", &fh, &dfh);
+	n = wrap_w(oh);
+	CU_ASSERT_EQUAL(granted_call(&dfh, oh, n), NLM4_GRANTED);
+	CU_ASSERT_EQUAL_FATAL(wait_record_line(3, got, sizeof(got)), 0);
+	want_line(&fh, "granted", want, sizeof(want));
+	CU_ASSERT_STRING_EQUAL(got, want);
+	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
+	/* Recorded under W, as a granted LOCK is. */
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	CU_ASSERT_EQUAL(granted_call(&dfh, (const uint8_t *)W_OH,
+				     strlen(W_OH)), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric(FOREIGN), 1);
+	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
+}
+
+/* (c) W's lock manager is gone (test_nlm_granted.sh killed it): the
+ * GRANTED finds no one, the upstream releases the range. */
+static void test_unreachable(void)
+{
+	struct wb_fh fh, dfh;
+
+	hold_block_release("unreachable", &fh, &dfh);
+	CU_ASSERT_EQUAL(wait_metric(UNREACHABLE, 1), 1);
+	CU_ASSERT_EQUAL(wait_direct_test(&dfh, NLM4_GRANTED), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
+	CU_ASSERT_EQUAL(wb_metric(REFUSED), 1);
+	CU_ASSERT_EQUAL(wb_metric(FOREIGN), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	/* What the earlier cases relayed, and nothing since. */
+	CU_ASSERT_EQUAL(record_lines(), 3);
+}
+
+static int suite_init(void)
+{
+	if (wb_open(&C, "proxy", 0, 0) != 0)
+		return -1;
+	return wb_open(&D, "direct", 0, 0) == 0 ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+	wb_close(&C);
+	wb_close(&D);
+	return 0;
+}
+
+int test_register(void)
+{
+	CU_pSuite s = CU_add_suite("granted", suite_init, suite_clean);
+
+	return s && CU_add_test(s, "relayed", test_relayed) &&
+	       CU_add_test(s, "refused", test_refused) &&
+	       CU_add_test(s, "sync", test_sync) &&
+	       CU_add_test(s, "unreachable", test_unreachable) ? 0 : -1;
+}
