@@ -331,6 +331,52 @@ struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
 	return out;
 }
 
+unsigned nlm_locks_take_each_if(struct nlm_locks *t,
+					bool (*pick)(const void *arg,
+						     const struct nlm_held *h),
+					const void *arg,
+					void (*fn)(void *arg2,
+						   const char *caller,
+						   struct nlm_held *h),
+					void *arg2)
+{
+	struct nlm_client *c, *tmp;
+	unsigned taken = 0;
+
+	if (!t)
+		return 0;
+	HASH_ITER(hh, t->clients, c, tmp) {
+		struct nlm_held *out = NULL, **p;
+
+		store_begin(t);
+		for (p = &c->held; *p;) {
+			struct nlm_held *r = *p;
+
+			if (!pick(arg, r)) {
+				p = &r->next;
+				continue;
+			}
+			*p = r->next;
+			store_del(t, c, r);
+			r->next = out;
+			out = r;
+			t->nheld--;
+			taken++;
+		}
+		if (!c->held) {		/* out of the table before a rewrite */
+			HASH_DEL(t->clients, c);
+			if (t->writing)
+				nlm_store_del_client(t->store, c->id);
+		}
+		store_end(t);
+		if (out)
+			fn(arg2, c->caller, out);
+		if (!c->held)
+			client_free(c);
+	}
+	return taken;
+}
+
 /* Every record. */
 static bool pick_all(const void *arg, const struct nlm_held *h)
 {

@@ -90,6 +90,24 @@ struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
 						const struct nlm_held *h),
 				   const void *arg, bool *known);
 
+/*
+ * Take out of every client's records those pick(arg, record) is true for
+ * (pick must not change t), handing each client's taken records to
+ * fn(arg2, caller, list): caller borrowed for the call, list fn's to free
+ * with nlm_held_free_list (fn must not change t). A client left with none
+ * goes from the table. One change (one transaction of the store) per
+ * client touched. Returns how many records were taken. As an upstream's
+ * reboot needs: the locks of its exports are gone there, whoever held
+ * them. Loop thread.
+ */
+unsigned nlm_locks_take_each_if(struct nlm_locks *t,
+				bool (*pick)(const void *arg,
+					     const struct nlm_held *h),
+				const void *arg,
+				void (*fn)(void *arg2, const char *caller,
+					   struct nlm_held *h),
+				void *arg2);
+
 /* Free a list nlm_locks_take returned. */
 void nlm_held_free_list(struct nlm_held *h);
 

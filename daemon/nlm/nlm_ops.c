@@ -29,6 +29,7 @@
 #include "nfs3_status.h"
 #include "nlm4_prot.h"
 #include "nlm_locks.h"
+#include "nlm_nsm.h"
 #include "nlm_ops.h"
 #include "nlm_owner.h"
 #include "nlm_store.h"
@@ -51,6 +52,7 @@ struct nlm {
 	struct nlm_locks *locks;	/* each client's locks held upstream */
 	struct nlm_store *store;	/* their copy in state_dir, or NULL
 					 * (nlm_restore) */
+	struct nlm_nsm *nsm;		/* upstreams watched, the NSM state */
 	struct nlm_op *ops;		/* forwarded calls in flight (utlist) */
 	unsigned nops;
 	char caller[256];		/* nlm_caller_name, or the host name */
@@ -184,8 +186,8 @@ static void monitor_done(enum clnt_stat st, void *res, void *arg)
 	d->nlm->st.monitor_failures++;
 	if (ratelog_admit(&d->nlm->fail_log, daemon_now(), 10.0, NULL))
 		log_warn("nlm: the local status monitor (rpc.statd) did not "
-			 "take a client to watch: %s; its reboot will not "
-			 "release its locks", st == RPC_SUCCESS ?
+			 "take a host to watch: %s; its reboot will not "
+			 "be acted on", st == RPC_SUCCESS ?
 			 "STAT_FAIL" : clnt_sperrno(st));
 }
 
@@ -228,6 +230,9 @@ static void note_granted(struct nlm *n, struct nlm_op *op)
 	if (r->ent->proc == NLMPROC4_LOCK) {
 		if (nlm_locks_add(n->locks, lk->caller_name, &op->lk) == 1)
 			nlm_monitor_client(r->d, lk->caller_name);
+		/* Its upstream watched too, to pass its reboot on. */
+		if (nlm_nsm_watch(n->nsm, op->ex->conf->url.server))
+			nlm_monitor_client(r->d, op->ex->conf->url.server);
 	} else if (r->ent->proc == NLMPROC4_UNLOCK) {
 		nlm_locks_unlock(n->locks, lk->caller_name, op->lk.fh,
 				 op->lk.fh_len, op->oh, op->oh_len, op->lk.off,
@@ -689,12 +694,22 @@ enum op_status nlm_op_void(struct req *r)
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
 
-/* Client mon_name rebooted (state): release its locks upstream. */
+/* Host mon_name rebooted (state): an upstream's reboot is passed on to
+ * the clients that held locks there (nlm_nsm.h); a client's locks are
+ * released upstream. A name that is both is both, the upstream first. */
 static void client_rebooted(struct daemon *d, const char *mon_name, int state)
 {
 	struct nlm_held *h;
 	bool known;
 
+	if (nlm_nsm_is_upstream(d, mon_name)) {
+		struct nlm_nsm_ctx ctx = {
+			.d = d, .pool = d->nlm->pool, .locks = d->nlm->locks,
+			.caller = d->nlm->caller,
+		};
+
+		nlm_nsm_upstream_rebooted(d->nlm->nsm, &ctx, mon_name, state);
+	}
 	h = nlm_locks_take(d->nlm->locks, mon_name, &known);
 	if (known) {
 		d->nlm->st.reboots++;
@@ -985,9 +1000,11 @@ int nlm_start(struct daemon *d)
 		snprintf(n->caller, sizeof(n->caller), "nfscached");
 	n->pool = rpccall_pool_new(d->base, NLM_WORKERS);
 	n->locks = nlm_locks_new();
-	if (!n->pool || !n->locks) {
+	n->nsm = nlm_nsm_new(d->conf->state_dir);
+	if (!n->pool || !n->locks || !n->nsm) {
 		rpccall_pool_stop(&n->pool);
 		nlm_locks_free(&n->locks);
+		nlm_nsm_free(&n->nsm);
 		free(n);
 		return -1;
 	}
@@ -1011,6 +1028,7 @@ void nlm_stop(struct daemon *d)
 		close(n->udp_fd);
 	nlm_locks_free(&n->locks);	/* before the store it writes to */
 	nlm_store_close(&n->store);	/* the table stays there */
+	nlm_nsm_free(&n->nsm);		/* after the pool: no call left */
 	free(n);
 }
 
@@ -1041,6 +1059,13 @@ int nlm_restore(struct daemon *d)
 	 * restart, a new /var/lib/nfs/sm): either way a reboot of theirs
 	 * then still releases their locks. */
 	nlm_locks_each_client(n->locks, remonitor, d);
+	/* And the upstreams they were held on, whose reboot drops them. */
+	for (size_t i = 0; i < d->nexports; i++) {
+		const char *host = d->exports[i]->conf->url.server;
+
+		if (nlm_nsm_watch(n->nsm, host))
+			nlm_monitor_client(d, host);
+	}
 	return 0;
 }
 
@@ -1068,7 +1093,8 @@ const char *nlm_check_why(const struct daemon *d)
 	}
 	if (count != n->nops)
 		return "nlm: nops differs from the calls in flight";
-	if ((why = nlm_locks_check_why(n->locks)))
+	if ((why = nlm_locks_check_why(n->locks)) ||
+	    (why = nlm_nsm_check_why(n->nsm)))
 		return why;
 	return rpccall_check_why(n->pool);
 }
@@ -1077,8 +1103,13 @@ void nlm_stats_get(const struct daemon *d, struct nlm_stats *st)
 {
 	if (d->nlm) {
 		struct nlm_store_stats ss;
+		struct nlm_nsm_stats ns;
 
 		*st = d->nlm->st;
+		nlm_nsm_stats_get(d->nlm->nsm, &ns);
+		st->upstream_reboots = ns.upstream_reboots;
+		st->clients_notified = ns.notified;
+		st->clients_unreachable = ns.unreachable;
 		st->clients = nlm_locks_clients(d->nlm->locks);
 		st->held = nlm_locks_held(d->nlm->locks);
 		nlm_store_stats_get(d->nlm->store, &ss);

@@ -82,7 +82,7 @@ struct rpccall_pool;
 	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \
 	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.") \
 	X(uint64_t, monitored, counter, "nfscached_nlm_monitors_total", \
-	  "Clients the local status monitor (rpc.statd) agreed to watch (SM_MON) when they first held a lock, and at start the clients of the lock table in state_dir.") \
+	  "Hosts the local status monitor (rpc.statd) agreed to watch (SM_MON): a client when it first held a lock, an export's upstream host when a lock was first held there, and at start the clients of the lock table in state_dir and (when it had locks) every export's upstream host.") \
 	X(uint64_t, monitor_failures, counter, "nfscached_nlm_monitor_failures_total", \
 	  "SM_MON calls the local status monitor refused or did not answer: that client's reboot will not release its locks.") \
 	X(uint64_t, reboots, counter, "nfscached_nlm_client_reboots_total", \
@@ -104,6 +104,14 @@ struct rpccall_pool;
 	  "nfscached_nlm_granted_total{result=\"unreachable\"}", NULL) \
 	X(uint64_t, granted_foreign, counter, \
 	  "nfscached_nlm_granted_total{result=\"foreign\"}", NULL) \
+	X(uint64_t, upstream_reboots, counter, \
+	  "nfscached_nlm_upstream_reboots_total", \
+	  "Reboots of an export's upstream host (the local statd's callback naming it): the locks the proxy held there left its table, and the clients that held them were sent SM_NOTIFY to reclaim them.") \
+	X(uint64_t, clients_notified, counter, \
+	  "nfscached_nlm_clients_notified_total{result=\"notified\"}", \
+	  "SM_NOTIFYs sent to clients' status monitors after an upstream's reboot, by result: notified (the client's statd answered; its lock manager reclaims), unreachable (no answer within upstream_timeout, statd not registered, or not sent).") \
+	X(uint64_t, clients_unreachable, counter, \
+	  "nfscached_nlm_clients_notified_total{result=\"unreachable\"}", NULL) \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
