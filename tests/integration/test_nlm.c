@@ -505,8 +505,9 @@ static void test_reboot_releases_that_client(void)
 	CU_ASSERT_EQUAL(do_lock(&RB, &fh, true, 50, 10), NLM4_GRANTED);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 3);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_clients"), 2);
-	/* statd agreed to watch both (asked off the loop, after GRANTED). */
-	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	/* statd agreed to watch both, and the upstream (127.0.0.1) at the
+	 * first lock on it (asked off the loop, after GRANTED). */
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 3), 3);
 	CU_ASSERT_EQUAL(do_lock(&RC, &fh, true, 0, 10), NLM4_DENIED);
 
 	/* RA "reboots": its statd's SM_NOTIFY, from its address. */
@@ -647,7 +648,8 @@ static void test_reboot_restart_before(void)
 	CU_ASSERT_EQUAL(do_lock(&RA, &fh, true, 0, 10), NLM4_GRANTED);
 	CU_ASSERT_EQUAL(do_lock(&RB, &fh, true, 50, 10), NLM4_GRANTED);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
-	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	/* RA, RB and the upstream (127.0.0.1). */
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 3), 3);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_store_failures_total"), 0);
 	CU_ASSERT_EQUAL(direct_test(0, 10), NLM4_DENIED);
 	CU_ASSERT_EQUAL(direct_test(50, 10), NLM4_DENIED);
@@ -658,12 +660,13 @@ static void test_reboot_restart_after(void)
 	struct wb_fh fh;
 	fattr3 at;
 
-	/* The table of before the SIGKILL, its clients watched again. */
+	/* The table of before the SIGKILL, its clients and the export's
+	 * upstream watched again. */
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_restored_total"), 2);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_clients"), 2);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_store_resets_total"), 0);
-	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 2), 2);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_monitors_total", 3), 3);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_monitor_failures_total"), 0);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_released_total"), 0);
 	CU_ASSERT_EQUAL(direct_test(0, 10), NLM4_DENIED);
