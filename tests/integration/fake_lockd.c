@@ -9,10 +9,14 @@
  *       answering NULL and GRANTED (procedure 5). Each GRANTED is appended
  *       to RECORD as one line (below), then answered NLM4_DENIED when the
  *       file MODE holds "deny", else NLM4_GRANTED. READY is created once
- *       the registration is made. Runs until killed.
+ *       the registration is made. Also a client's status monitor: NSM
+ *       v1 over TCP, registered there too, answering NULL and SM_NOTIFY
+ *       (procedure 6), each SM_NOTIFY appended to RECORD as
+ *       "SM_NOTIFY mon_name=M state=S". Runs until killed.
  *
- *   fake_lockd lock ADDR PORT FH CALLER SVID OH OFF LEN
- *       a client's blocking LOCK (block = TRUE, exclusive) of FH (hex) by
+ *   fake_lockd lock ADDR PORT FH CALLER SVID OH OFF LEN [reclaim]
+ *       a client's blocking LOCK (block = TRUE, exclusive; with
+ *       "reclaim", reclaim = TRUE as after the server's reboot) of FH (hex) by
  *       owner OH (text), SVID, CALLER, over [OFF, OFF + LEN), sent to
  *       ADDR:PORT (the proxy) as AUTH_UNIX root of machine CALLER; prints
  *       the nlm4_stats answered and exits 0, or exits 1 with no answer.
@@ -136,6 +140,46 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 	svc_freeargs(xprt, (xdrproc_t)xdr_nlm4_testargs, (char *)&a);
 }
 
+/* Append line to RECORD. */
+static void append(const char *line, size_t n)
+{
+	int fd = open(S.record, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+	if (fd < 0 || write(fd, line, n) != (ssize_t)n)
+		fprintf(stderr, "fake_lockd: cannot append to %s: %s\n",
+			S.record, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The NSM v1 program's dispatch: NULL and SM_NOTIFY, recorded. */
+static void nsm_dispatch(struct svc_req *rq, SVCXPRT *xprt)
+{
+	sm_stat_chge a;
+	char line[2048];
+	int n;
+
+	if (rq->rq_proc == 0) {
+		svc_sendreply(xprt, (xdrproc_t)xdr_nothing, NULL);
+		return;
+	}
+	if (rq->rq_proc != SM_NOTIFY) {
+		svcerr_noproc(xprt);
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	if (!svc_getargs(xprt, (xdrproc_t)xdr_sm_stat_chge, (char *)&a)) {
+		svcerr_decode(xprt);
+		return;
+	}
+	n = snprintf(line, sizeof(line), "SM_NOTIFY mon_name=%s state=%d\n",
+		     a.mon_name, a.state);
+	if (n > 0 && (size_t)n < sizeof(line))
+		append(line, (size_t)n);
+	svc_sendreply(xprt, (xdrproc_t)xdr_nothing, NULL);
+	svc_freeargs(xprt, (xdrproc_t)xdr_sm_stat_chge, (char *)&a);
+}
+
 static int serve(char **argv)
 {
 	SVCXPRT *x;
@@ -151,6 +195,12 @@ static int serve(char **argv)
 	pmap_unset(NLM_PROG, NLM4_VERS);
 	if (!svc_register(x, NLM_PROG, NLM4_VERS, dispatch, IPPROTO_TCP)) {
 		fprintf(stderr, "fake_lockd: cannot register NLM v4 with "
+			"rpcbind\n");
+		return 1;
+	}
+	pmap_unset(SM_PROG, SM_VERS);
+	if (!svc_register(x, SM_PROG, SM_VERS, nsm_dispatch, IPPROTO_TCP)) {
+		fprintf(stderr, "fake_lockd: cannot register NSM v1 with "
 			"rpcbind\n");
 		return 1;
 	}
@@ -201,6 +251,7 @@ static int lock(char **argv)
 	a.cookie.nlm4_netobj_val = cookie;
 	a.cookie.nlm4_netobj_len = 2;
 	a.block = TRUE;
+	a.reclaim = argv[8] && strcmp(argv[8], "reclaim") == 0;
 	a.exclusive = TRUE;
 	a.state = 1;
 	a.alock.caller_name = argv[3];
@@ -229,10 +280,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "serve") == 0)
 		return serve(argv + 2);
-	if (argc == 10 && strcmp(argv[1], "lock") == 0)
+	if ((argc == 10 || argc == 11) && strcmp(argv[1], "lock") == 0)
 		return lock(argv + 2);
 	fprintf(stderr, "usage: fake_lockd serve RECORD MODE READY\n"
 			"       fake_lockd lock ADDR PORT FH CALLER SVID OH OFF "
-			"LEN\n");
+			"LEN [reclaim]\n");
 	return 2;
 }

@@ -7,7 +7,7 @@
 # NLM in the host's rpcbind, where Ganesha's callback looks for it) and
 # nlm_granted_export.conf (the namespace's addresses are clients):
 #
-#   test_nlm_granted.sh TEST_NLM_GRANTED FAKE_LOCKD
+#   test_nlm_granted.sh TEST_NLM_GRANTED FAKE_LOCKD [upreboot]
 #
 # The client host is a network namespace, not the kernel guest of
 # tests/kernel: the guest sits behind QEMU's user networking, so the host
@@ -16,7 +16,8 @@
 # this shell's pid, the first not in use), a mount namespace with a
 # private /run so it runs its own rpcbind (rpcbind -f: its socket and
 # lock files in that /run), and
-# fake_lockd, registered there as NLM v4, recording each GRANTED it gets.
+# fake_lockd, registered there as NLM v4 and NSM v1 (the client's statd),
+# recording each GRANTED and each SM_NOTIFY it gets.
 # The waiter's LOCK is sent from the namespace (fake_lockd lock, through
 # `ip netns exec`) so the proxy sees the namespace's address.
 #
@@ -26,10 +27,15 @@
 #    proxy from this host (Ganesha sends GRANTED_MSG), and one naming an
 #    owner the proxy did not wrap;
 # 4. fake_lockd killed; test_nlm_granted granted unreachable.
+#
+# With "upreboot" (integration.nlm_upreboot), only test_nlm_granted
+# upreboot notify: the upstream restarts (NFSC_UPSTREAMCTL) and its
+# reboot is passed on to the namespace's statd.
 set -euo pipefail
 
 prog=${1:?usage: $0 TEST_NLM_GRANTED FAKE_LOCKD}
 fake=${2:?usage: $0 TEST_NLM_GRANTED FAKE_LOCKD}
+mode=${3:-granted}
 : "${NFSC_DIRECT_NLM_PORT:?run under harness.sh --ganesha-nlm}"
 : "${NFSC_TMP:?run under harness.sh}"
 
@@ -107,6 +113,11 @@ echo "ok: fake_lockd registered NLM v4 at $GRANTED_PEER_IP's rpcbind"
 
 export GRANTED_NS=$ns GRANTED_FAKE=$fake GRANTED_HOST_IP GRANTED_PEER_IP \
 	GRANTED_RECORD GRANTED_MODE
+if [[ "$mode" == upreboot ]]; then
+	"$prog" upreboot notify
+	echo "test_nlm_granted upreboot: passed"
+	exit 0
+fi
 "$prog" granted relayed
 "$prog" granted refused
 "$prog" granted sync
