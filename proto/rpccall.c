@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -200,8 +201,28 @@ static void rc_client_drop(struct rc_client *k)
 	memset(k, 0, sizeof(*k));
 }
 
+/*
+ * True if kept client k's connection may still carry a call: an idle
+ * connection has nothing to read, so a readable one (the peer closed it:
+ * EOF, a reset; or sent what nobody asked for) is given up before a call
+ * is sent on it. Without this, the first call to a lock manager that
+ * restarted went out on the dead connection and failed as RPC_CANTRECV
+ * (the send itself succeeds), which cannot be retried safely; the Linux
+ * RPC client likewise reconnects when the socket leaves ESTABLISHED
+ * (xs_tcp_state_change).
+ */
+static bool rc_client_alive(struct rc_client *k)
+{
+	struct pollfd p = { .events = POLLIN };	/* EOF reads; POLLHUP, POLLERR always */
+
+	if (!clnt_control(k->clnt, CLGET_FD, (char *)&p.fd))
+		return false;
+	return poll(&p, 1, 0) == 0;
+}
+
 /* The worker's kept client for j's peer, made when it has none (the
- * oldest slot given up for it). *fresh says it was just made. */
+ * oldest slot given up for it) or when its connection has ended
+ * (rc_client_alive). *fresh says it was just made. */
 static struct rc_client *rc_client_get(struct rc_client *ks,
 				       const struct rc_job *j, bool *fresh,
 				       enum clnt_stat *st)
@@ -212,8 +233,13 @@ static struct rc_client *rc_client_get(struct rc_client *ks,
 	for (size_t i = 0; i < RC_CLIENTS; i++)
 		if (ks[i].clnt && ks[i].port == j->port &&
 		    ks[i].prog == j->prog && ks[i].vers == j->vers &&
-		    strcmp(ks[i].host, j->host) == 0)
-			return &ks[i];
+		    strcmp(ks[i].host, j->host) == 0) {
+			if (rc_client_alive(&ks[i]))
+				return &ks[i];
+			rc_client_drop(&ks[i]);
+			k = &ks[i];
+			break;
+		}
 	for (size_t i = 0; i < RC_CLIENTS && !k; i++)
 		if (!ks[i].clnt)
 			k = &ks[i];

@@ -134,7 +134,9 @@ static void test_owner_limits(void)
 
 /* A server thread: accepts one connection, answers each NLM UNLOCK call
  * with NLM4_GRANTED and its cookie; holds its answer to a call with
- * svid 99 until release is set. */
+ * svid 99 until release is set. With close_each, it closes each
+ * connection after one answer (a lock manager that restarted while the
+ * caller's connection was idle) and accepts the next. */
 struct toy {
 	int lfd;
 	unsigned short port;
@@ -142,7 +144,9 @@ struct toy {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool release;
+	bool close_each;
 	unsigned calls;
+	unsigned closed;			/* connections closed */
 	char machine[300];
 	uint32_t proc;
 };
@@ -159,12 +163,11 @@ static int read_full(int fd, void *p, size_t n)
 	return 0;
 }
 
-static void *toy_main(void *arg)
+/* Serve connection fd until it ends (or after one answer with
+ * close_each). */
+static void toy_serve(struct toy *t, int fd)
 {
-	struct toy *t = arg;
-	int fd = accept(t->lfd, NULL, NULL);
-
-	while (fd >= 0) {
+	for (;;) {
 		uint8_t hdr[4], *rec;
 		uint32_t len;
 		struct rpcmsg_call call;
@@ -204,9 +207,25 @@ static void *toy_main(void *arg)
 			if (evbuffer_write(out, fd) <= 0)
 				break;
 		evbuffer_free(out);
+		if (t->close_each)
+			break;
 	}
-	if (fd >= 0)
+}
+
+static void *toy_main(void *arg)
+{
+	struct toy *t = arg;
+	int fd;
+
+	while ((fd = accept(t->lfd, NULL, NULL)) >= 0) {
+		toy_serve(t, fd);
 		close(fd);
+		pthread_mutex_lock(&t->mu);
+		t->closed++;
+		pthread_mutex_unlock(&t->mu);
+		if (!t->close_each)
+			break;
+	}
 	return NULL;
 }
 
@@ -426,6 +445,57 @@ static void test_rpccall_stop_answers_pending(void)
 	event_base_free(base);
 }
 
+/*
+ * A kept connection the peer closed while idle (its lock manager
+ * restarted) is given up before the next call, which goes out on a new
+ * one and is answered: it used to fail as RPC_CANTRECV (the send on the
+ * dead connection succeeds, the reply never comes), so the first lock
+ * call after a file server's restart got ENOLCK.
+ */
+static void test_rpccall_peer_closed_idle(void)
+{
+	struct event_base *base = event_base_new();
+	struct rpccall_pool *p = rpccall_pool_new(base, 1);
+	struct toy t;
+	struct seen s[2];
+	nlm4_unlockargs a = unlock_args(1);
+	struct rpccall_spec spec = {
+		.host = "127.0.0.1", .prog = NLM_PROG, .vers = NLM4_VERS,
+		.proc = NLMPROC4_UNLOCK, .timeout = 60,
+	};
+	unsigned closed = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	toy_start(&t);
+	t.close_each = true;
+	spec.port = t.port;
+	memset(s, 0, sizeof(s));
+	CU_ASSERT_EQUAL(rpccall_submit(p, &spec, (xdrproc_t)xdr_nlm4_unlockargs,
+				       &a, (xdrproc_t)xdr_nlm4_res,
+				       sizeof(nlm4_res), seen_done, &s[0]), 0);
+	run_until(base, s, 1);
+	CU_ASSERT_EQUAL(s[0].st, RPC_SUCCESS);
+	while (closed == 0) {	/* until the server has closed it */
+		pthread_mutex_lock(&t.mu);
+		closed = t.closed;
+		pthread_mutex_unlock(&t.mu);
+		if (!closed)
+			usleep(1000);
+	}
+	CU_ASSERT_EQUAL(rpccall_submit(p, &spec, (xdrproc_t)xdr_nlm4_unlockargs,
+				       &a, (xdrproc_t)xdr_nlm4_res,
+				       sizeof(nlm4_res), seen_done, &s[1]), 0);
+	run_until(base, &s[1], 1);
+	CU_ASSERT_EQUAL(s[1].st, RPC_SUCCESS);
+	CU_ASSERT_EQUAL(s[1].stat, NLM4_GRANTED);
+	pthread_mutex_lock(&t.mu);
+	CU_ASSERT_EQUAL(t.calls, 2);
+	pthread_mutex_unlock(&t.mu);
+	rpccall_pool_stop(&p);
+	toy_stop(&t);
+	event_base_free(base);
+}
+
 int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("nlm_owner", NULL, NULL);
@@ -439,7 +509,9 @@ int test_register(void)
 	    !CU_add_test(r, "answers", test_rpccall_answers) ||
 	    !CU_add_test(r, "failures", test_rpccall_failures) ||
 	    !CU_add_test(r, "stop_answers_pending",
-			 test_rpccall_stop_answers_pending))
+			 test_rpccall_stop_answers_pending) ||
+	    !CU_add_test(r, "peer_closed_idle",
+			 test_rpccall_peer_closed_idle))
 		return -1;
 	return 0;
 }
