@@ -533,7 +533,7 @@ static bool rewatch_upstream(void)
  * restarts (its lock manager forgets it) and its reboot reaches the
  * proxy through the host's statd; the proxy forgets the lock and sends
  * W's statd one SM_NOTIFY naming the proxy by the address W reaches it
- * at, with an odd state. (W's reclaim is not checked yet: see the end.) */
+ * at, with an odd state; W's reclaim reaches the restarted upstream. */
 static void test_upreboot_notify(void)
 {
 	char want[256], line[512];
@@ -577,11 +577,18 @@ static void test_upreboot_notify(void)
 	CU_ASSERT_STRING_EQUAL(line, want);
 	CU_ASSERT_EQUAL(record_lines(), 1);
 
-	/* Not checked yet: W's reclaim (fake_lockd lock ... reclaim) through
-	 * the proxy. This harness's Ganesha runs Graceless (no grace period:
-	 * TESTING.md), and the forwarded LOCK with reclaim = TRUE came back
-	 * NLM4_DENIED_NOLOCKS (the proxy's call saw "Unable to receive");
-	 * a Ganesha with a grace period is needed to pin it. */
+	/* W's lockd reclaims: the LOCK with reclaim = TRUE reaches the
+	 * restarted lock manager (on a new connection: the proxy's kept one
+	 * died with the old Ganesha) and gets its answer. This harness's
+	 * Ganesha runs Graceless (no grace period), so it refuses a reclaim
+	 * as any server outside its grace period does:
+	 * NLM4_DENIED_GRACE_PERIOD, the range left free. A new LOCK then
+	 * takes it. */
+	CU_ASSERT_EQUAL(waiter_lock_as(&fh, "reclaim"), NLM4_DENIED_GRACE_PERIOD);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(waiter_lock(&fh), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_failures_total"), 0);
 }
 
 static int suite_init(void)
