@@ -76,6 +76,8 @@ struct nlm_op {
 	xdrproc_t xdr_args;
 	struct export_rt *ex;
 	struct nfs_cred uc;
+	char machine[256];		/* a _MSG call's copy of uc.machine,
+					 * which r (freed first) held */
 	struct cfile *f;		/* UNLOCK: the file flushed; counted */
 	nlm4_stats stat;		/* LOCK: the upstream's answer, replied
 					 * after the GETATTR */
@@ -745,6 +747,11 @@ static struct nlm_op *op_new(struct req *r, uint32_t proc, nlm4_lock *lk,
 	op->lk.len = lk->l_len;
 	op->lk.exclusive = exclusive;
 	nfs3_guard_cred(&r->call, acc, &op->uc);
+	if (op->msg && op->uc.machine) {
+		snprintf(op->machine, sizeof(op->machine), "%s",
+			 op->uc.machine);
+		op->uc.machine = op->machine;
+	}
 	if (!op->msg) {
 		op->r = r;
 		r->op = op;
