@@ -30,6 +30,7 @@
 #include "nlm4_prot.h"
 #include "nlm_granted.h"
 #include "nlm_locks.h"
+#include "nlm_msg.h"
 #include "nlm_ops.h"
 #include "nlm_owner.h"
 #include "ratelog.h"
@@ -281,11 +282,9 @@ static void relay_done(enum clnt_stat st, void *res, void *arg)
  * (nothing sent). */
 static int relay_send(struct granted *g, struct nlm_shared *sh)
 {
-	struct rpccall_spec s = {
-		.host = g->host, .port = 0, .prog = NLM_PROG,
-		.vers = NLM4_VERS, .proc = NLMPROC4_GRANTED,
+	struct nlm_msg_via via = {
+		.pool = sh->pool, .machine = sh->caller,
 		.timeout = g->d->conf->upstream_timeout,
-		.machine = sh->caller, .cred = NULL,
 	};
 	nlm4_testargs a;
 
@@ -301,9 +300,10 @@ static int relay_send(struct granted *g, struct nlm_shared *sh)
 	a.alock.svid = g->lk.svid;
 	a.alock.l_offset = g->lk.off;
 	a.alock.l_len = g->lk.len;
-	return rpccall_submit(sh->pool, &s, (xdrproc_t)xdr_nlm4_testargs, &a,
-			      (xdrproc_t)xdr_nlm4_res, sizeof(nlm4_res),
-			      relay_done, g);
+	return nlm_call_client(&via, g->host, NLMPROC4_GRANTED,
+			       (xdrproc_t)xdr_nlm4_testargs, &a,
+			       (xdrproc_t)xdr_nlm4_res, sizeof(nlm4_res),
+			       relay_done, g);
 }
 
 /* The granted file's GETATTR came back: the cache observes it, the lock

@@ -29,6 +29,7 @@
 #include "nfs3_status.h"
 #include "nlm4_prot.h"
 #include "nlm_locks.h"
+#include "nlm_msg.h"
 #include "nlm_nsm.h"
 #include "nlm_ops.h"
 #include "nlm_owner.h"
@@ -66,9 +67,17 @@ struct nlm_op {
 	struct nlm_op *prev, *next;
 	struct daemon *d;
 	struct req *r;			/* NULL once its client was answered
-					 * (late) */
+					 * (late), and for a _MSG call */
+	struct nlm_msg *msg;		/* a _MSG call: answered by its _RES
+					 * call (nlm_msg.h); NULL once it was */
+	uint32_t proc;			/* the synchronous form: TEST..UNLOCK,
+					 * NM_LOCK */
+	void *args;			/* r->args, or msg's copy of them */
+	xdrproc_t xdr_args;
 	struct export_rt *ex;
 	struct nfs_cred uc;
+	char machine[256];		/* a _MSG call's copy of uc.machine,
+					 * which r (freed first) held */
 	struct cfile *f;		/* UNLOCK: the file flushed; counted */
 	nlm4_stats stat;		/* LOCK: the upstream's answer, replied
 					 * after the GETATTR */
@@ -102,32 +111,32 @@ static const struct nfs3_proc unwrap_unlock = {
 
 /* The lock a forwarded call names, its handle's place and whether it
  * asks for an exclusive lock. */
-static nlm4_lock *op_lock(struct req *r, const struct nfs3_proc **m,
-			  bool *exclusive)
+static nlm4_lock *op_lock(uint32_t proc, void *args,
+			  const struct nfs3_proc **m, bool *exclusive)
 {
-	switch (r->ent->proc) {
+	switch (proc) {
 	case NLMPROC4_TEST:
 		*m = &unwrap_test;
-		*exclusive = ((nlm4_testargs *)r->args)->exclusive;
-		return &((nlm4_testargs *)r->args)->alock;
+		*exclusive = ((nlm4_testargs *)args)->exclusive;
+		return &((nlm4_testargs *)args)->alock;
 	case NLMPROC4_LOCK:
 	case NLMPROC4_NM_LOCK:
 		*m = &unwrap_lock;
-		*exclusive = ((nlm4_lockargs *)r->args)->exclusive;
-		return &((nlm4_lockargs *)r->args)->alock;
+		*exclusive = ((nlm4_lockargs *)args)->exclusive;
+		return &((nlm4_lockargs *)args)->alock;
 	case NLMPROC4_CANCEL:
 		*m = &unwrap_cancel;
-		*exclusive = ((nlm4_cancargs *)r->args)->exclusive;
-		return &((nlm4_cancargs *)r->args)->alock;
+		*exclusive = ((nlm4_cancargs *)args)->exclusive;
+		return &((nlm4_cancargs *)args)->alock;
 	default:
 		*m = &unwrap_unlock;
 		*exclusive = false;
-		return &((nlm4_unlockargs *)r->args)->alock;
+		return &((nlm4_unlockargs *)args)->alock;
 	}
 }
 
-/* Reply stat to r, a forwarded procedure's call, with its own cookie
- * (every argument struct starts with it). */
+/* Reply stat to r, a forwarded procedure's synchronous call, with its
+ * own cookie (every argument struct starts with it). */
 static enum op_status reply_stat(struct req *r, nlm4_stats stat)
 {
 	nlm4_netobj *cookie = r->args;
@@ -145,6 +154,72 @@ static enum op_status reply_stat(struct req *r, nlm4_stats stat)
 	return req_reply(r, (xdrproc_t)xdr_nlm4_res, &res);
 }
 
+/* How a _MSG call's _RES call went (nlm_msg_done_fn): counted; one not
+ * delivered logged, and the lock a LOCK_RES reported granted, which its
+ * client never heard of, taken out of the table and unlocked upstream. */
+static void msg_res_done(struct daemon *d, enum clnt_stat st,
+			 const char *caller, const char *host,
+			 const struct nlm_held *granted)
+{
+	struct nlm *n = d->nlm;
+
+	if (!n || st == RPC_INTR)	/* stopping: nothing can be sent */
+		return;
+	if (st == RPC_SUCCESS) {
+		n->st.msg_res_sent++;
+		return;
+	}
+	n->st.msg_res_unreachable++;
+	if (ratelog_admit(&n->fail_log, daemon_now(), 10.0, NULL))
+		log_warn("nlm: the lock manager of client %s (%s) did not take "
+			 "the _RES answer to its asynchronous call: %s%s",
+			 caller, host, clnt_sperrno(st), granted ?
+			 "; the lock it was granted is released upstream" : "");
+	if (!granted)
+		return;
+	if (caller[0])
+		nlm_locks_unlock(n->locks, caller, granted->fh,
+				 granted->fh_len, granted->oh, granted->oh_len,
+				 granted->off, granted->len);
+	nlm_unlock_held(d, granted);
+}
+
+/* Answer *m (a _MSG call) stat by its _RES call through d->nlm's pool
+ * (holder and granted as nlm_msg_answer); without d->nlm, drop it. */
+static void msg_answer(struct daemon *d, struct nlm_msg **m, nlm4_stats stat,
+		       const nlm4_holder *holder,
+		       const struct nlm_held *granted)
+{
+	struct nlm *n = d->nlm;
+	struct nlm_msg_via via;
+
+	if (!n) {
+		nlm_msg_free(m);
+		return;
+	}
+	via.pool = n->pool;
+	via.machine = n->caller;
+	via.timeout = d->conf->upstream_timeout;
+	nlm_msg_answer(m, &via, stat, holder, granted);
+}
+
+/* Answer r, a forwarded procedure's call refused before it was sent
+ * (lk its lock): the synchronous form in its reply; a _MSG form by its
+ * _RES call, after its empty reply. */
+static enum op_status refuse(struct req *r, const nlm4_lock *lk,
+			     nlm4_stats stat)
+{
+	struct nlm_msg *m;
+
+	if (!nlm_msg_is_msg(r->ent->proc))
+		return reply_stat(r, stat);
+	if ((m = nlm_msg_new(r, lk, msg_res_done)))
+		msg_answer(r->d, &m, stat, NULL, NULL);
+	else
+		r->d->nlm->st.msg_res_unreachable++;
+	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
+}
+
 static void op_free(struct daemon *d, struct nlm_op *op)
 {
 	CHECK_OBJ(op, NLM_OP_MAGIC);
@@ -157,18 +232,25 @@ static void op_free(struct daemon *d, struct nlm_op *op)
 		event_free(op->late);
 	if (op->f)
 		cfile_put(d->cache, &op->f);
+	nlm_msg_free(&op->msg);
 	free(op);
 }
 
-/* Answer op's call stat and free op. */
+/* Answer op's call stat (its reply, or its _RES call; a granted LOCK_MSG
+ * hands its lock over, released if that is not delivered) and free op. */
 static void op_finish(struct nlm_op *op, nlm4_stats stat)
 {
 	struct req *r = op->r;
-	struct daemon *d = r->d;
+	struct daemon *d = op->d;
 
-	r->op = NULL;
+	if (op->msg)
+		msg_answer(d, &op->msg, stat, NULL,
+			   op->proc == NLMPROC4_LOCK ? &op->lk : NULL);
+	if (r)
+		r->op = NULL;
 	op_free(d, op);
-	reply_stat(r, stat);
+	if (r)
+		reply_stat(r, stat);
 }
 
 /* SM_MON answered (or not). */
@@ -220,20 +302,19 @@ void nlm_monitor_client(struct daemon *d, const char *caller)
  * covers. NM_LOCK (non-monitored) and TEST record nothing. */
 static void note_granted(struct nlm *n, struct nlm_op *op)
 {
-	struct req *r = op->r;
 	bool exclusive;
 	const struct nfs3_proc *m;
-	nlm4_lock *lk = op_lock(r, &m, &exclusive);
+	nlm4_lock *lk = op_lock(op->proc, op->args, &m, &exclusive);
 
 	if (!lk->caller_name || !lk->caller_name[0])
 		return;
-	if (r->ent->proc == NLMPROC4_LOCK) {
+	if (op->proc == NLMPROC4_LOCK) {
 		if (nlm_locks_add(n->locks, lk->caller_name, &op->lk) == 1)
-			nlm_monitor_client(r->d, lk->caller_name);
+			nlm_monitor_client(op->d, lk->caller_name);
 		/* Its upstream watched too, to pass its reboot on. */
 		if (nlm_nsm_watch(n->nsm, op->ex->conf->url.server))
-			nlm_monitor_client(r->d, op->ex->conf->url.server);
-	} else if (r->ent->proc == NLMPROC4_UNLOCK) {
+			nlm_monitor_client(op->d, op->ex->conf->url.server);
+	} else if (op->proc == NLMPROC4_UNLOCK) {
 		nlm_locks_unlock(n->locks, lk->caller_name, op->lk.fh,
 				 op->lk.fh_len, op->oh, op->oh_len, op->lk.off,
 				 op->lk.len);
@@ -328,17 +409,22 @@ static unsigned release_locks(struct daemon *d, const char *caller,
  * only counted. */
 static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
 {
-	struct nlm_held *h = calloc(1, sizeof(*h));
-	uint8_t *oh = malloc(op->oh_len);
+	nlm_unlock_held(d, &op->lk);
+}
 
-	if (!h || !oh) {
+void nlm_unlock_held(struct daemon *d, const struct nlm_held *lk)
+{
+	struct nlm_held *h = calloc(1, sizeof(*h));
+	uint8_t *oh = malloc(lk->oh_len ? lk->oh_len : 1);
+
+	if (!h || !oh || !d->nlm) {
 		free(h);
 		free(oh);
 		return;
 	}
-	*h = op->lk;
+	*h = *lk;
 	h->next = NULL;
-	memcpy(oh, op->oh, op->oh_len);
+	memcpy(oh, lk->oh, lk->oh_len);
 	h->oh = oh;		/* the list's own: freed with it */
 	release_locks(d, NULL, h, NULL);	/* frees h */
 }
@@ -400,7 +486,7 @@ static void lock_getattr_done(enum upstream_status status, void *decoded,
 {
 	struct nlm_op *op = arg;
 
-	nlm_observe_getattr(op->r->d, op->ex, op->lk.fh, op->lk.fh_len, status,
+	nlm_observe_getattr(op->d, op->ex, op->lk.fh, op->lk.fh_len, status,
 			    decoded);
 	op_finish(op, op->stat);
 }
@@ -424,7 +510,12 @@ static void test_reply(struct nlm_op *op, void *res)
 		h->oh.nlm4_netobj_val += h->oh.nlm4_netobj_len - o.oh_len;
 		h->oh.nlm4_netobj_len = (u_int)o.oh_len;
 	}
-	t.cookie = *(nlm4_netobj *)r->args;
+	t.cookie = *(nlm4_netobj *)op->args;
+	if (!r) {		/* TEST_MSG: TEST_RES, with that holder */
+		msg_answer(op->d, &op->msg, t.test_stat.stat, h, NULL);
+		op_free(op->d, op);
+		return;
+	}
 	r->op = NULL;
 	op_free(op->d, op);
 	req_reply(r, (xdrproc_t)xdr_nlm4_testres, &t);
@@ -445,7 +536,7 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 	struct req *r = op->r;
 	struct daemon *d = op->d;
 
-	if (!r) {
+	if (!r && !op->msg) {
 		/* A LOCK its client was told failed (late_fire): unlock
 		 * what the upstream granted since, or may have. */
 		if (d->nlm && ((st == RPC_SUCCESS && res &&
@@ -461,8 +552,7 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 	}
 	if (st != RPC_SUCCESS) {
 		if (d->nlm && maybe_sent(st) &&
-		    (r->ent->proc == NLMPROC4_LOCK ||
-		     r->ent->proc == NLMPROC4_NM_LOCK))
+		    (op->proc == NLMPROC4_LOCK || op->proc == NLMPROC4_NM_LOCK))
 			unlock_unanswered(d, op);
 		if (st != RPC_INTR && d->nlm) {
 			d->nlm->st.failed++;
@@ -476,22 +566,19 @@ static void fwd_done(enum clnt_stat st, void *res, void *arg)
 		op_finish(op, NLM4_DENIED_NOLOCKS);
 		return;
 	}
-	if (r->ent->proc == NLMPROC4_TEST) {
+	if (op->proc == NLMPROC4_TEST) {
 		test_reply(op, res);
 		return;
 	}
 	op->stat = ((nlm4_res *)res)->stat.stat;
 	if (op->stat == NLM4_GRANTED && d->nlm)
 		note_granted(d->nlm, op);
-	if ((r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) &&
+	if ((op->proc == NLMPROC4_LOCK || op->proc == NLMPROC4_NM_LOCK) &&
 	    op->stat == NLM4_GRANTED) {
-		bool exclusive;
-		const struct nfs3_proc *m;
-		nlm4_lock *lk = op_lock(r, &m, &exclusive);
 		GETATTR3args ga;
 
-		ga.object.data.data_val = lk->fh.nlm4_netobj_val;
-		ga.object.data.data_len = lk->fh.nlm4_netobj_len;
+		ga.object.data.data_val = (char *)op->lk.fh;
+		ga.object.data.data_len = (u_int)op->lk.fh_len;
 		if (nfs3_send(op->ex, NFSPROC3_GETATTR,
 			      (xdrproc_t)xdr_GETATTR3args, &ga, &op->uc,
 			      lock_getattr_done, op) == 0)
@@ -517,7 +604,8 @@ static void late_fire(evutil_socket_t fd, short what, void *arg)
 	r = op->r;
 	d = op->d;
 	op->r = NULL;
-	r->op = NULL;
+	if (r)
+		r->op = NULL;
 	if (d->nlm) {
 		d->nlm->st.failed++;
 		if (ratelog_admit(&d->nlm->fail_log, daemon_now(), 10.0, NULL))
@@ -526,27 +614,29 @@ static void late_fire(evutil_socket_t fd, short what, void *arg)
 				 "NLM4_DENIED_NOLOCKS and a late grant is "
 				 "unlocked", op->ex->conf->upstream);
 	}
-	reply_stat(r, NLM4_DENIED_NOLOCKS);
+	if (r)
+		reply_stat(r, NLM4_DENIED_NOLOCKS);
+	else		/* LOCK_MSG: its LOCK_RES now, the op waits on */
+		msg_answer(d, &op->msg, NLM4_DENIED_NOLOCKS, NULL, NULL);
 }
 
 /* Send op's call, its lock rewritten for the upstream. */
 static void fwd_send(struct nlm_op *op)
 {
-	struct req *r = op->r;
-	struct daemon *d = r->d;
+	struct daemon *d = op->d;
 	struct nlm *n = d->nlm;
 	bool exclusive;
 	const struct nfs3_proc *m;
-	nlm4_lock *lk = op_lock(r, &m, &exclusive);
+	nlm4_lock *lk = op_lock(op->proc, op->args, &m, &exclusive);
 	const struct conf_export *e = op->ex->conf;
 	struct rpccall_spec s = {
 		.host = e->url.server, .port = (unsigned)e->url.nlm_port,
-		.prog = NLM_PROG, .vers = NLM4_VERS, .proc = r->ent->proc,
+		.prog = NLM_PROG, .vers = NLM4_VERS, .proc = op->proc,
 		.timeout = d->conf->upstream_timeout,
 		.machine = n ? n->caller : NULL,
 	};
-	bool test = r->ent->proc == NLMPROC4_TEST;
-	nlm4_lock mine = *lk;	/* the decoded fields, freed with r */
+	bool test = op->proc == NLMPROC4_TEST;
+	nlm4_lock mine = *lk;	/* the decoded fields, freed with them */
 	int rc;
 
 	if (!n) {		/* stopped while its write-back ran */
@@ -555,7 +645,7 @@ static void fwd_send(struct nlm_op *op)
 	}
 	/* Encoded by rpccall_submit, then put back: the server frees the
 	 * arguments as decoded. */
-	if (r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK) {
+	if (op->proc == NLMPROC4_LOCK || op->proc == NLMPROC4_NM_LOCK) {
 		struct timeval tv = {
 			.tv_sec = (time_t)d->conf->upstream_timeout,
 			.tv_usec = (suseconds_t)((d->conf->upstream_timeout -
@@ -569,7 +659,7 @@ static void fwd_send(struct nlm_op *op)
 	lk->caller_name = n->caller;
 	lk->oh.nlm4_netobj_val = (char *)op->oh;
 	lk->oh.nlm4_netobj_len = (u_int)op->oh_len;
-	rc = rpccall_submit(n->pool, &s, r->ent->xdr_args, r->args,
+	rc = rpccall_submit(n->pool, &s, op->xdr_args, op->args,
 			    test ? (xdrproc_t)xdr_nlm4_testres :
 				   (xdrproc_t)xdr_nlm4_res,
 			    test ? sizeof(nlm4_testres) : sizeof(nlm4_res),
@@ -611,44 +701,21 @@ enum op_status nlm_op_unavail(struct req *r)
 						     PROG_UNAVAIL);
 }
 
-enum op_status nlm_op_forward(struct req *r)
+/* A forwarded call of r (proc its synchronous form, lk its lock, ex and
+ * acc as checked) on d->nlm's list, its owner wrapped; NULL with *stat
+ * the answer: NLM4_DENIED_NOLOCKS (memory), NLM4_FAILED (an owner too
+ * long to wrap, counted). A _MSG call's arguments are copied (op->msg),
+ * anything else's stay r's, with r->op the op. */
+static struct nlm_op *op_new(struct req *r, uint32_t proc, nlm4_lock *lk,
+			     bool exclusive, struct export_rt *ex,
+			     const struct conf_access *acc, nlm4_stats *stat)
 {
-	struct daemon *d = r->d;
-	struct nlm *n = d->nlm;
-	struct export_rt *ex = NULL;
-	struct conf_access acc;
-	const struct nfs3_proc *m;
-	struct nlm_op *op;
-	struct cfile *f;
-	bool exclusive;
-	nlm4_lock *lk;
-	nfsstat3 st;
+	struct nlm *n = r->d->nlm;
+	struct nlm_op *op = calloc(1, sizeof(*op));
 
-	if (!n)
-		return req_reply_accept_error(r, PROG_UNAVAIL);
-	lk = op_lock(r, &m, &exclusive);
-	if (nfs3_guard_unwrap(d, m, r->args, &ex) != NFS3_OK ||
-	    lk->fh.nlm4_netobj_len > NLM_LOCKS_FH_MAX) {
-		n->st.refused++;
-		return reply_stat(r, NLM4_STALE_FH);
-	}
-	st = nfs3_guard_request(r, ex->conf, REFUSAL_NFS, NULL, &acc);
-	if (st == NFS3ERR_JUKEBOX)	/* the caller's name is looked up */
-		return reply_stat(r, NLM4_DENIED_GRACE_PERIOD);
-	if (st != NFS3_OK) {
-		n->st.refused++;
-		return reply_stat(r, NLM4_FAILED);
-	}
-	if (acc.read_only && exclusive &&
-	    (r->ent->proc == NLMPROC4_LOCK || r->ent->proc == NLMPROC4_NM_LOCK)) {
-		nfs3_guard_refused(r, ex->conf, REFUSAL_NFS, NULL,
-				   REFUSAL_READ_ONLY, "read-only for this client");
-		n->st.refused++;
-		return reply_stat(r, NLM4_ROFS);
-	}
-	op = calloc(1, sizeof(*op));
+	*stat = NLM4_DENIED_NOLOCKS;
 	if (!op)
-		return reply_stat(r, NLM4_DENIED_NOLOCKS);
+		return NULL;
 	op->oh_len = nlm_owner_wrap(ex->conf->id, req_peer(r), lk->caller_name,
 				    lk->caller_name ? strlen(lk->caller_name) : 0,
 				    (const uint8_t *)lk->oh.nlm4_netobj_val,
@@ -656,11 +723,19 @@ enum op_status nlm_op_forward(struct req *r)
 	if (op->oh_len == 0) {
 		free(op);
 		n->st.refused++;
-		return reply_stat(r, NLM4_FAILED);
+		*stat = NLM4_FAILED;
+		return NULL;
+	}
+	if (nlm_msg_is_msg(r->ent->proc) &&
+	    !(op->msg = nlm_msg_new(r, lk, msg_res_done))) {
+		free(op);
+		return NULL;
 	}
 	op->magic = NLM_OP_MAGIC;
-	op->d = d;
-	op->r = r;
+	op->d = r->d;
+	op->proc = proc;
+	op->args = op->msg ? nlm_msg_args(op->msg) : r->args;
+	op->xdr_args = r->ent->xdr_args;
 	op->ex = ex;
 	op->lk.export_id = ex->conf->id;
 	op->lk.fh_len = lk->fh.nlm4_netobj_len;	/* unwrapped: FH_UP_MAX */
@@ -671,20 +746,77 @@ enum op_status nlm_op_forward(struct req *r)
 	op->lk.off = lk->l_offset;
 	op->lk.len = lk->l_len;
 	op->lk.exclusive = exclusive;
-	nfs3_guard_cred(&r->call, &acc, &op->uc);
-	r->op = op;
+	nfs3_guard_cred(&r->call, acc, &op->uc);
+	if (op->msg && op->uc.machine) {
+		snprintf(op->machine, sizeof(op->machine), "%s",
+			 op->uc.machine);
+		op->uc.machine = op->machine;
+	}
+	if (!op->msg) {
+		op->r = r;
+		r->op = op;
+	}
 	DL_APPEND(n->ops, op);
 	n->nops++;
-	if (r->ent->proc == NLMPROC4_UNLOCK &&
+	return op;
+}
+
+/* TEST, LOCK, CANCEL, UNLOCK, NM_LOCK and the _MSG forms of the first
+ * four: checked, then forwarded (an UNLOCK once the file's written bytes
+ * are committed upstream). A _MSG call gets its empty reply now and its
+ * answer by its _RES call (nlm_msg.h). */
+enum op_status nlm_op_forward(struct req *r)
+{
+	struct daemon *d = r->d;
+	struct nlm *n = d->nlm;
+	uint32_t proc = nlm_msg_sync_proc(r->ent->proc);
+	bool msg = nlm_msg_is_msg(r->ent->proc);
+	struct export_rt *ex = NULL;
+	struct conf_access acc;
+	const struct nfs3_proc *m;
+	struct nlm_op *op;
+	struct cfile *f;
+	bool exclusive;
+	nlm4_lock *lk;
+	nlm4_stats stat;
+	nfsstat3 st;
+
+	if (!n)
+		return req_reply_accept_error(r, PROG_UNAVAIL);
+	lk = op_lock(proc, r->args, &m, &exclusive);
+	if (nfs3_guard_unwrap(d, m, r->args, &ex) != NFS3_OK ||
+	    lk->fh.nlm4_netobj_len > NLM_LOCKS_FH_MAX) {
+		n->st.refused++;
+		return refuse(r, lk, NLM4_STALE_FH);
+	}
+	st = nfs3_guard_request(r, ex->conf, REFUSAL_NFS, NULL, &acc);
+	if (st == NFS3ERR_JUKEBOX)	/* the caller's name is looked up */
+		return refuse(r, lk, NLM4_DENIED_GRACE_PERIOD);
+	if (st != NFS3_OK) {
+		n->st.refused++;
+		return refuse(r, lk, NLM4_FAILED);
+	}
+	if (acc.read_only && exclusive &&
+	    (proc == NLMPROC4_LOCK || proc == NLMPROC4_NM_LOCK)) {
+		nfs3_guard_refused(r, ex->conf, REFUSAL_NFS, NULL,
+				   REFUSAL_READ_ONLY, "read-only for this client");
+		n->st.refused++;
+		return refuse(r, lk, NLM4_ROFS);
+	}
+	if (!(op = op_new(r, proc, lk, exclusive, ex, &acc, &stat)))
+		return refuse(r, lk, stat);
+	if (proc == NLMPROC4_UNLOCK &&
 	    (f = cache_find(d->cache, (const uint8_t *)lk->fh.nlm4_netobj_val,
 			    lk->fh.nlm4_netobj_len))) {
 		op->f = f;
 		if (writeback_wait(d, f, ex, WB_WAIT_ALL, 0, 0, unlock_flushed,
-				   op) == 0)
-			return OP_PENDING;
+				   op) != 0)
+			fwd_send(op);
+	} else {
+		fwd_send(op);
 	}
-	fwd_send(op);
-	return OP_PENDING;
+	return msg ? req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL) :
+		     OP_PENDING;
 }
 
 enum op_status nlm_op_void(struct req *r)
@@ -1086,9 +1218,9 @@ const char *nlm_check_why(const struct daemon *d)
 	DL_FOREACH(n->ops, op) {
 		if (op->magic != NLM_OP_MAGIC)
 			return "nlm: a call's magic number is wrong (freed?)";
-		if (op->r ? op->r->op != op : !op->late)
+		if (op->r ? op->r->op != op : !op->msg && !op->late)
 			return "nlm: a call in flight is not its request's, "
-			       "nor a LOCK answered late";
+			       "nor a _MSG call's, nor a LOCK answered late";
 		count++;
 	}
 	if (count != n->nops)

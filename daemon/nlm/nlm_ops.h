@@ -33,10 +33,12 @@
  * a reboot after a restart or a SIGKILL of the proxy releases them too.
  *
  * An upstream's GRANTED and GRANTED_MSG callbacks of blocked locks are
- * relayed to the waiting client's lock manager (nlm_granted.h). What is
- * not forwarded yet: the _MSG/_RES forms clients send (answered with no
- * _RES). SHARE and UNSHARE are forwarded as locks are (a read-only client
- * may not reserve write access: NLM4_ROFS).
+ * relayed to the waiting client's lock manager (nlm_granted.h). A
+ * client's TEST_MSG .. UNLOCK_MSG are processed as TEST .. UNLOCK are and
+ * answered by the _RES call to its lock manager (nlm_msg.h); the _RES
+ * forms a client sends get an empty reply. SHARE and UNSHARE are
+ * forwarded as locks are (a read-only client may not reserve write
+ * access: NLM4_ROFS).
  *
  * A LOCK the upstream has not answered within upstream_timeout gets
  * NLM4_DENIED_NOLOCKS then (a timer), but its upstream call is waited
@@ -49,8 +51,9 @@
  * thread throughout.
  * Invariants (nlm_check_why): every forwarded call in flight is on
  * d->nlm's list, once, with its magic number and its request pointing
- * back at it (r->op), or, a LOCK answered late, with no request and its
- * lock kept to unlock; nops counting them; each has exactly one of a call
+ * back at it (r->op), or, a _MSG call, with its copy (nlm_msg.h) and no
+ * request, or, a LOCK answered late, with no request and its lock kept
+ * to unlock; nops counting them; each has exactly one of a call
  * in the pool, a write-back wait or a GETATTR upstream outstanding.
  */
 #ifndef NFSCACHED_DAEMON_NLM_OPS_H
@@ -65,6 +68,7 @@
 
 struct daemon;
 struct export_rt;
+struct nlm_held;
 struct nlm_locks;
 struct ratelog;
 struct req;
@@ -112,6 +116,11 @@ struct rpccall_pool;
 	  "SM_NOTIFYs sent to clients' status monitors after an upstream's reboot, by result: notified (the client's statd answered; its lock manager reclaims), unreachable (no answer within upstream_timeout, statd not registered, or not sent).") \
 	X(uint64_t, clients_unreachable, counter, \
 	  "nfscached_nlm_clients_notified_total{result=\"unreachable\"}", NULL) \
+	X(uint64_t, msg_res_sent, counter, \
+	  "nfscached_nlm_msg_res_total{result=\"sent\"}", \
+	  "Answers to clients' asynchronous calls (TEST_MSG, LOCK_MSG, CANCEL_MSG, UNLOCK_MSG) sent as the matching _RES call to the client's lock manager, by outcome: sent (it answered), unreachable (no answer within upstream_timeout, not registered with its rpcbind, or not sent). A LOCK_RES saying granted that is not delivered has its lock unlocked upstream.") \
+	X(uint64_t, msg_res_unreachable, counter, \
+	  "nfscached_nlm_msg_res_total{result=\"unreachable\"}", NULL) \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \
 	  "Clients known to hold or to have held locks through the proxy (watched for reboots).") \
 	X(uint64_t, held, gauge, "nfscached_nlm_locks_held", \
@@ -201,6 +210,15 @@ struct nlm_shared {
 /* Fill *sh from d->nlm: true, or false (untouched) without one. Loop
  * thread. */
 bool nlm_shared_get(struct daemon *d, struct nlm_shared *sh);
+
+/*
+ * Unlock upstream lock lk (borrowed; as held: its export, upstream handle,
+ * wrapped owner, range), as the proxy's host, for a lock nobody knows is
+ * held: a LOCK answered late, a LOCK_RES not delivered. The answer is
+ * only counted (nfscached_nlm_released_total). As Linux's lockd client
+ * unlocks after an interrupted LOCK. No-op without d->nlm. Loop thread.
+ */
+void nlm_unlock_held(struct daemon *d, const struct nlm_held *lk);
 
 /*
  * Ask the local statd (127.0.0.1's rpcbind, SM_MON) to watch client caller

@@ -8,10 +8,12 @@
  *       registered with the rpcbind it can reach (the namespace's own),
  *       answering NULL and GRANTED (procedure 5). Each GRANTED is appended
  *       to RECORD as one line (below), then answered NLM4_DENIED when the
- *       file MODE holds "deny", else NLM4_GRANTED. READY is created once
- *       the registration is made. Also a client's status monitor: NSM
- *       v1 over TCP, registered there too, answering NULL and SM_NOTIFY
- *       (procedure 6), each SM_NOTIFY appended to RECORD as
+ *       file MODE holds "deny", else NLM4_GRANTED. TEST_RES, LOCK_RES,
+ *       CANCEL_RES and UNLOCK_RES (11..14, the answers to the _MSG calls
+ *       below) are appended too and answered (void). READY is created
+ *       once the registration is made. Also a client's status monitor:
+ *       NSM v1 over TCP, registered there too, answering NULL and
+ *       SM_NOTIFY (procedure 6), each SM_NOTIFY appended to RECORD as
  *       "SM_NOTIFY mon_name=M state=S". Runs until killed.
  *
  *   fake_lockd lock ADDR PORT FH CALLER SVID OH OFF LEN [reclaim]
@@ -21,8 +23,17 @@
  *       ADDR:PORT (the proxy) as AUTH_UNIX root of machine CALLER; prints
  *       the nlm4_stats answered and exits 0, or exits 1 with no answer.
  *
- * A record line: "GRANTED machine=M uid=U caller=C excl=E svid=S off=O
- * len=L oh=HEX fh=HEX answer=granted|denied".
+ *   fake_lockd msg PROC ADDR PORT FH CALLER SVID OH OFF LEN COOKIE
+ *       a client's asynchronous call PROC (6 TEST_MSG, 7 LOCK_MSG (not
+ *       blocking), 8 CANCEL_MSG, 9 UNLOCK_MSG; exclusive) of FH by OH as
+ *       lock does, with cookie COOKIE (text); prints 0 once its (empty)
+ *       reply came and exits 0, or exits 1.
+ *
+ * Record lines: "GRANTED machine=M uid=U caller=C excl=E svid=S off=O
+ * len=L oh=HEX fh=HEX answer=granted|denied"; "TEST_RES machine=M uid=U
+ * cookie=HEX stat=N", followed by " excl=E svid=S off=O len=L oh=HEX"
+ * (the holder) when N is 1 (NLM4_DENIED); "LOCK_RES|CANCEL_RES|
+ * UNLOCK_RES machine=M uid=U cookie=HEX stat=N".
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -72,37 +83,6 @@ static bool mode_deny(void)
 	return strncmp(buf, "deny", 4) == 0;
 }
 
-/* Append GRANTED's arguments a, called with rq's credential, to RECORD. */
-static void record(struct svc_req *rq, const nlm4_testargs *a, bool deny)
-{
-	char oh[2 * MAXNETOBJ_SZ + 1], fh[2 * MAXNETOBJ_SZ + 1], line[8192];
-	const char *machine = "-";
-	unsigned uid = (unsigned)-1;
-	int fd, n;
-
-	if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred) {
-		const struct authunix_parms *p = rq->rq_clntcred;
-
-		machine = p->aup_machname;
-		uid = (unsigned)p->aup_uid;
-	}
-	hex(a->alock.oh.nlm4_netobj_val, a->alock.oh.nlm4_netobj_len, oh);
-	hex(a->alock.fh.nlm4_netobj_val, a->alock.fh.nlm4_netobj_len, fh);
-	n = snprintf(line, sizeof(line),
-		     "GRANTED machine=%s uid=%u caller=%s excl=%d svid=%d "
-		     "off=%llu len=%llu oh=%s fh=%s answer=%s\n", machine, uid,
-		     a->alock.caller_name, (int)a->exclusive, a->alock.svid,
-		     (unsigned long long)a->alock.l_offset,
-		     (unsigned long long)a->alock.l_len, oh, fh,
-		     deny ? "denied" : "granted");
-	fd = open(S.record, O_WRONLY | O_APPEND | O_CREAT, 0644);
-	if (fd < 0 || write(fd, line, (size_t)n) != n)
-		fprintf(stderr, "fake_lockd: cannot append to %s: %s\n",
-			S.record, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-}
-
 /* XDR of no data (NULL's arguments and result). */
 static bool_t xdr_nothing(XDR *x, void *p)
 {
@@ -111,7 +91,95 @@ static bool_t xdr_nothing(XDR *x, void *p)
 	return TRUE;
 }
 
-/* The NLM v4 program's dispatch: NULL and GRANTED. */
+/* rq's AUTH_SYS machine name and uid into *machine, *uid ("-" and -1
+ * for another flavour). */
+static void caller_of(struct svc_req *rq, const char **machine, unsigned *uid)
+{
+	*machine = "-";
+	*uid = (unsigned)-1;
+	if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred) {
+		const struct authunix_parms *p = rq->rq_clntcred;
+
+		*machine = p->aup_machname;
+		*uid = (unsigned)p->aup_uid;
+	}
+}
+
+/* Append line[0..n) to RECORD. */
+static void append(const char *line, size_t n)
+{
+	int fd = open(S.record, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+	if (fd < 0 || write(fd, line, n) != (ssize_t)n)
+		fprintf(stderr, "fake_lockd: cannot append to %s: %s\n",
+			S.record, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Append GRANTED's arguments a, called with rq's credential, to RECORD. */
+static void record(struct svc_req *rq, const nlm4_testargs *a, bool deny)
+{
+	char oh[2 * MAXNETOBJ_SZ + 1], fh[2 * MAXNETOBJ_SZ + 1], line[8192];
+	const char *machine;
+	unsigned uid;
+
+	caller_of(rq, &machine, &uid);
+	hex(a->alock.oh.nlm4_netobj_val, a->alock.oh.nlm4_netobj_len, oh);
+	hex(a->alock.fh.nlm4_netobj_val, a->alock.fh.nlm4_netobj_len, fh);
+	append(line, (size_t)snprintf(line, sizeof(line),
+		     "GRANTED machine=%s uid=%u caller=%s excl=%d svid=%d "
+		     "off=%llu len=%llu oh=%s fh=%s answer=%s\n", machine, uid,
+		     a->alock.caller_name, (int)a->exclusive, a->alock.svid,
+		     (unsigned long long)a->alock.l_offset,
+		     (unsigned long long)a->alock.l_len, oh, fh,
+		     deny ? "denied" : "granted"));
+}
+
+/* A _RES call (11..14): decoded, appended to RECORD, answered. */
+static void record_res(struct svc_req *rq, SVCXPRT *xprt)
+{
+	static const char *const names[] = { "TEST_RES", "LOCK_RES",
+					     "CANCEL_RES", "UNLOCK_RES" };
+	char cookie[2 * MAXNETOBJ_SZ + 1], oh[2 * MAXNETOBJ_SZ + 1];
+	char line[8192];
+	const char *machine;
+	unsigned uid;
+	bool test = rq->rq_proc == NLMPROC4_TEST_RES;
+	xdrproc_t x = test ? (xdrproc_t)xdr_nlm4_testres :
+			     (xdrproc_t)xdr_nlm4_res;
+	union { nlm4_testres t; nlm4_res r; } a;
+	int n;
+
+	memset(&a, 0, sizeof(a));
+	if (!svc_getargs(xprt, x, (char *)&a)) {
+		svcerr_decode(xprt);
+		return;
+	}
+	caller_of(rq, &machine, &uid);
+	/* Both results start with the cookie, then the stat. */
+	hex(a.r.cookie.nlm4_netobj_val, a.r.cookie.nlm4_netobj_len, cookie);
+	n = snprintf(line, sizeof(line), "%s machine=%s uid=%u cookie=%s "
+		     "stat=%d", names[rq->rq_proc - NLMPROC4_TEST_RES],
+		     machine, uid, cookie, test ? (int)a.t.test_stat.stat :
+						  (int)a.r.stat.stat);
+	if (test && a.t.test_stat.stat == NLM4_DENIED) {
+		const nlm4_holder *h = &a.t.test_stat.nlm4_testrply_u.holder;
+
+		hex(h->oh.nlm4_netobj_val, h->oh.nlm4_netobj_len, oh);
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      " excl=%d svid=%d off=%llu len=%llu oh=%s",
+			      (int)h->exclusive, h->svid,
+			      (unsigned long long)h->l_offset,
+			      (unsigned long long)h->l_len, oh);
+	}
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
+	append(line, (size_t)n);
+	svc_sendreply(xprt, (xdrproc_t)xdr_nothing, NULL);
+	svc_freeargs(xprt, x, (char *)&a);
+}
+
+/* The NLM v4 program's dispatch: NULL, GRANTED and the _RES calls. */
 static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 {
 	nlm4_testargs a;
@@ -120,6 +188,11 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 
 	if (rq->rq_proc == NLMPROC4_NULL) {
 		svc_sendreply(xprt, (xdrproc_t)xdr_nothing, NULL);
+		return;
+	}
+	if (rq->rq_proc >= NLMPROC4_TEST_RES &&
+	    rq->rq_proc <= NLMPROC4_UNLOCK_RES) {
+		record_res(rq, xprt);
 		return;
 	}
 	if (rq->rq_proc != NLMPROC4_GRANTED) {
@@ -138,18 +211,6 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 	res.stat.stat = deny ? NLM4_DENIED : NLM4_GRANTED;
 	svc_sendreply(xprt, (xdrproc_t)xdr_nlm4_res, (char *)&res);
 	svc_freeargs(xprt, (xdrproc_t)xdr_nlm4_testargs, (char *)&a);
-}
-
-/* Append line to RECORD. */
-static void append(const char *line, size_t n)
-{
-	int fd = open(S.record, O_WRONLY | O_APPEND | O_CREAT, 0644);
-
-	if (fd < 0 || write(fd, line, n) != (ssize_t)n)
-		fprintf(stderr, "fake_lockd: cannot append to %s: %s\n",
-			S.record, strerror(errno));
-	if (fd >= 0)
-		close(fd);
 }
 
 /* The NSM v1 program's dispatch: NULL and SM_NOTIFY, recorded. */
@@ -225,15 +286,37 @@ static int unhex(const char *s, unsigned char *out, size_t max)
 	return (int)n;
 }
 
-static int lock(char **argv)
+/* The arguments' XDR routine of LOCK or a _MSG form. */
+static xdrproc_t xargs_of(u_long proc)
+{
+	switch (proc) {
+	case NLMPROC4_TEST_MSG:
+		return (xdrproc_t)xdr_nlm4_testargs;
+	case NLMPROC4_CANCEL_MSG:
+		return (xdrproc_t)xdr_nlm4_cancargs;
+	case NLMPROC4_UNLOCK_MSG:
+		return (xdrproc_t)xdr_nlm4_unlockargs;
+	default:
+		return (xdrproc_t)xdr_nlm4_lockargs;
+	}
+}
+
+/* Send proc (LOCK, blocking, or a _MSG form; not blocking) of argv's
+ * lock ("ADDR PORT FH CALLER SVID OH OFF LEN", as lock) with cookie to
+ * the proxy; print the nlm4_stats answered (0 for a _MSG call's empty
+ * reply): 0, or 1 with no answer. */
+static int call(char **argv, u_long proc, char *cookie)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct timeval tv = { 60, 0 };
 	unsigned char fh[MAXNETOBJ_SZ];
-	char cookie[] = "w1";
 	int sock = RPC_ANYSOCK, fhlen, rc = 0;
-	nlm4_lockargs a;
+	nlm4_lockargs a;	/* the others' fields copied from it */
+	nlm4_testargs t;
+	nlm4_cancargs k;
+	nlm4_unlockargs u;
 	nlm4_res res;
+	bool msg = proc != NLMPROC4_LOCK;
 	CLIENT *c;
 
 	if (inet_pton(AF_INET, argv[0], &sin.sin_addr) != 1 ||
@@ -249,9 +332,9 @@ static int lock(char **argv)
 	memset(&a, 0, sizeof(a));
 	memset(&res, 0, sizeof(res));
 	a.cookie.nlm4_netobj_val = cookie;
-	a.cookie.nlm4_netobj_len = 2;
-	a.block = TRUE;
-	a.reclaim = argv[8] && strcmp(argv[8], "reclaim") == 0;
+	a.cookie.nlm4_netobj_len = (u_int)strlen(cookie);
+	a.block = !msg;
+	a.reclaim = !msg && argv[8] && strcmp(argv[8], "reclaim") == 0;
 	a.exclusive = TRUE;
 	a.state = 1;
 	a.alock.caller_name = argv[3];
@@ -262,14 +345,22 @@ static int lock(char **argv)
 	a.alock.oh.nlm4_netobj_len = (u_int)strlen(argv[5]);
 	a.alock.l_offset = strtoull(argv[6], NULL, 10);
 	a.alock.l_len = strtoull(argv[7], NULL, 10);
-	if (clnt_call(c, NLMPROC4_LOCK, (xdrproc_t)xdr_nlm4_lockargs,
-		      (char *)&a, (xdrproc_t)xdr_nlm4_res, (char *)&res,
-		      tv) != RPC_SUCCESS) {
+	t.cookie = u.cookie = k.cookie = a.cookie;
+	t.alock = u.alock = k.alock = a.alock;
+	t.exclusive = k.exclusive = a.exclusive;
+	k.block = a.block;
+	if (clnt_call(c, proc, xargs_of(proc),
+		      proc == NLMPROC4_TEST_MSG ? (char *)&t :
+		      proc == NLMPROC4_CANCEL_MSG ? (char *)&k :
+		      proc == NLMPROC4_UNLOCK_MSG ? (char *)&u : (char *)&a,
+		      msg ? (xdrproc_t)xdr_nothing : (xdrproc_t)xdr_nlm4_res,
+		      (char *)&res, tv) != RPC_SUCCESS) {
 		clnt_perror(c, "fake_lockd: lock");
 		rc = 1;
 	} else {
-		printf("%d\n", (int)res.stat.stat);
-		xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
+		printf("%d\n", msg ? 0 : (int)res.stat.stat);
+		if (!msg)
+			xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
 	}
 	auth_destroy(c->cl_auth);
 	clnt_destroy(c);
@@ -280,10 +371,20 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "serve") == 0)
 		return serve(argv + 2);
-	if ((argc == 10 || argc == 11) && strcmp(argv[1], "lock") == 0)
-		return lock(argv + 2);
+	if ((argc == 10 || argc == 11) && strcmp(argv[1], "lock") == 0) {
+		char cookie[] = "w1";
+
+		return call(argv + 2, NLMPROC4_LOCK, cookie);
+	}
+	if (argc == 12 && strcmp(argv[1], "msg") == 0) {
+		u_long proc = strtoul(argv[2], NULL, 10);
+
+		return call(argv + 3, proc, argv[11]);
+	}
 	fprintf(stderr, "usage: fake_lockd serve RECORD MODE READY\n"
 			"       fake_lockd lock ADDR PORT FH CALLER SVID OH OFF "
-			"LEN [reclaim]\n");
+			"LEN [reclaim]\n"
+			"       fake_lockd msg PROC ADDR PORT FH CALLER SVID OH "
+			"OFF LEN COOKIE\n");
 	return 2;
 }

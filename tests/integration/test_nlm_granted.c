@@ -227,21 +227,22 @@ static void fh_hex(const struct wb_fh *fh, char *out)
 	out[2 * fh->len] = '\0';
 }
 
-/* W's blocking LOCK of [0, 10) of fh (a proxy handle), sent from the
- * namespace to the proxy (extra: "" or "reclaim"): the status it got, or
- * -1. */
-static int waiter_lock_as(const struct wb_fh *fh, const char *extra)
+/* fake_lockd's what ("lock", or "msg PROC") of [0, 10) of fh (a proxy
+ * handle) by svid and oh (W's caller name), with tail after its
+ * arguments, run in the namespace: the number it printed, or -1. */
+static int ns_call(const char *what, const struct wb_fh *fh, int svid,
+		   const char *oh, const char *tail)
 {
 	char cmd[1024], hex[2 * NFS3_FHSIZE + 1], out[32] = "";
 	FILE *p;
 	int st = -1;
 
 	fh_hex(fh, hex);
-	snprintf(cmd, sizeof(cmd), "ip netns exec %s %s lock %s %u %s %s %d %s "
-		 "0 10 %s", getenv("GRANTED_NS"), getenv("GRANTED_FAKE"),
+	snprintf(cmd, sizeof(cmd), "ip netns exec %s %s %s %s %u %s %s %d %s "
+		 "0 10%s", getenv("GRANTED_NS"), getenv("GRANTED_FAKE"), what,
 		 getenv("GRANTED_HOST_IP"),
 		 rawrpc_env_port("NFSC_PROXY_NFS_PORT"), hex,
-		 getenv("GRANTED_PEER_IP"), W_SVID, W_OH, extra);
+		 getenv("GRANTED_PEER_IP"), svid, oh, tail);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -250,6 +251,17 @@ static int waiter_lock_as(const struct wb_fh *fh, const char *extra)
 	if (pclose(p) != 0)
 		st = -1;
 	return st;
+}
+
+/* W's blocking LOCK of [0, 10) of fh (a proxy handle), sent from the
+ * namespace to the proxy (extra: "" or "reclaim"): the status it got, or
+ * -1. */
+static int waiter_lock_as(const struct wb_fh *fh, const char *extra)
+{
+	char tail[32];
+
+	snprintf(tail, sizeof(tail), " %s", extra);
+	return ns_call("lock", fh, W_SVID, W_OH, tail);
 }
 
 static int waiter_lock(const struct wb_fh *fh)
@@ -435,8 +447,136 @@ static void test_unreachable(void)
 	CU_ASSERT_EQUAL(wb_metric(REFUSED), 1);
 	CU_ASSERT_EQUAL(wb_metric(FOREIGN), 1);
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
-	/* What the earlier cases relayed, and nothing since. */
-	CU_ASSERT_EQUAL(record_lines(), 3);
+	/* What the earlier cases relayed (3) and the msg suite's _RES
+	 * calls (5), and nothing since. */
+	CU_ASSERT_EQUAL(record_lines(), 8);
+}
+
+/* Suite msg: a client's asynchronous calls, sent from the namespace (W's
+ * address and caller name), answered by _RES calls to its lock manager;
+ * run after granted sync (record lines 4..8 theirs, 2 locks held before)
+ * and, msg unreachable, after granted unreachable. */
+#define O_SVID 78
+#define O_OH "78@other"
+#define SENT "nfscached_nlm_msg_res_total{result=\"sent\"}"
+#define MSG_UNREACHABLE "nfscached_nlm_msg_res_total{result=\"unreachable\"}"
+
+/* text s as lowercase hex into out (2 strlen(s) + 1 bytes). */
+static void text_hex(const char *s, char *out)
+{
+	for (size_t i = 0; s[i]; i++)
+		sprintf(out + 2 * i, "%02x", (unsigned char)s[i]);
+	out[2 * strlen(s)] = '\0';
+}
+
+/* The _MSG call proc of [0, 10) of file (made or rewritten) by svid/oh
+ * with cookie, from the namespace; fh and dfh its handles. Its empty
+ * reply must come. */
+static void msg_call(const char *file, uint32_t proc, int svid,
+		     const char *oh, const char *cookie, struct wb_fh *fh,
+		     struct wb_fh *dfh)
+{
+	char what[32], tail[64];
+
+	make_file(file, fh, dfh);
+	snprintf(what, sizeof(what), "msg %u", proc);
+	snprintf(tail, sizeof(tail), " %s", cookie);
+	CU_ASSERT_EQUAL_FATAL(ns_call(what, fh, svid, oh, tail), 0);
+}
+
+/* Record line n must come and be name's for cookie and stat, with rest
+ * (a TEST_RES's holder, or "") after them: the proxy's caller name as the
+ * AUTH_UNIX machine, uid 0. */
+static void want_res(int n, const char *name, const char *cookie, int stat,
+		     const char *rest)
+{
+	char got[4096], want[4096], hc[64];
+
+	text_hex(cookie, hc);
+	snprintf(want, sizeof(want), "%s machine=127.0.0.1 uid=0 cookie=%s "
+		 "stat=%d%s\n", name, hc, stat, rest);
+	CU_ASSERT_EQUAL_FATAL(wait_record_line(n, got, sizeof(got)), 0);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "record line %d: %swanted: %s", n, got, want);
+}
+
+/* TEST_MSG of a free range: TEST_RES granted with W's cookie. */
+static void test_msg_test(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msg", NLMPROC4_TEST_MSG, W_SVID, W_OH, "t1", &fh, &dfh);
+	want_res(4, "TEST_RES", "t1", NLM4_GRANTED, "");
+	CU_ASSERT_EQUAL(wait_metric(SENT, 1), 1);
+	CU_ASSERT_EQUAL(wb_metric(MSG_UNREACHABLE), 0);
+}
+
+/* LOCK_MSG: LOCK_RES granted; held upstream (directly) and recorded. */
+static void test_msg_lock(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msg", NLMPROC4_LOCK_MSG, W_SVID, W_OH, "l1", &fh, &dfh);
+	want_res(5, "LOCK_RES", "l1", NLM4_GRANTED, "");
+	CU_ASSERT_EQUAL(wait_metric(SENT, 2), 2);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 3);
+}
+
+/* TEST_MSG of another owner: TEST_RES denied, W's lock shown by W's own
+ * owner, svid and range. */
+static void test_msg_test_denied(void)
+{
+	struct wb_fh fh, dfh;
+	char oh[2 * sizeof(W_OH) + 1], rest[256];
+
+	msg_call("msg", NLMPROC4_TEST_MSG, O_SVID, O_OH, "t2", &fh, &dfh);
+	text_hex(W_OH, oh);
+	snprintf(rest, sizeof(rest), " excl=1 svid=%d off=0 len=10 oh=%s",
+		 W_SVID, oh);
+	want_res(6, "TEST_RES", "t2", NLM4_DENIED, rest);
+	CU_ASSERT_EQUAL(wait_metric(SENT, 3), 3);
+}
+
+/* UNLOCK_MSG: UNLOCK_RES granted, the range free upstream, the record
+ * gone. */
+static void test_msg_unlock(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msg", NLMPROC4_UNLOCK_MSG, W_SVID, W_OH, "u1", &fh, &dfh);
+	want_res(7, "UNLOCK_RES", "u1", NLM4_GRANTED, "");
+	CU_ASSERT_EQUAL(wait_metric(SENT, 4), 4);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+}
+
+/* CANCEL_MSG of a lock nobody waits for: CANCEL_RES with the upstream's
+ * answer (Ganesha 4.3's to a CANCEL that finds no blocked lock:
+ * NLM4_GRANTED, as Linux's nlmsvc_cancel_blocked answers). */
+static void test_msg_cancel(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msg", NLMPROC4_CANCEL_MSG, W_SVID, W_OH, "c1", &fh, &dfh);
+	want_res(8, "CANCEL_RES", "c1", NLM4_GRANTED, "");
+	CU_ASSERT_EQUAL(wait_metric(SENT, 5), 5);
+	CU_ASSERT_EQUAL(wb_metric(MSG_UNREACHABLE), 0);
+}
+
+/* W's lock manager is gone: a LOCK_MSG's LOCK_RES (granted) finds no
+ * one, so the lock is unlocked upstream and its record dropped. */
+static void test_msg_unreachable(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msgun", NLMPROC4_LOCK_MSG, W_SVID, W_OH, "l2", &fh, &dfh);
+	CU_ASSERT_EQUAL(wait_metric(MSG_UNREACHABLE, 1), 1);
+	CU_ASSERT_EQUAL(wait_direct_test(&dfh, NLM4_GRANTED), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	CU_ASSERT_EQUAL(wb_metric(SENT), 5);
+	CU_ASSERT_EQUAL(record_lines(), 8);
 }
 
 /* The upstream's statd tells this host's statd that the upstream
@@ -609,10 +749,17 @@ int test_register(void)
 {
 	CU_pSuite s = CU_add_suite("granted", suite_init, suite_clean);
 	CU_pSuite u = CU_add_suite("upreboot", suite_init, suite_clean);
+	CU_pSuite m = CU_add_suite("msg", suite_init, suite_clean);
 
-	return s && u && CU_add_test(u, "notify", test_upreboot_notify) &&
+	return s && u && m && CU_add_test(u, "notify", test_upreboot_notify) &&
 	       CU_add_test(s, "relayed", test_relayed) &&
 	       CU_add_test(s, "refused", test_refused) &&
 	       CU_add_test(s, "sync", test_sync) &&
-	       CU_add_test(s, "unreachable", test_unreachable) ? 0 : -1;
+	       CU_add_test(s, "unreachable", test_unreachable) &&
+	       CU_add_test(m, "test", test_msg_test) &&
+	       CU_add_test(m, "lock", test_msg_lock) &&
+	       CU_add_test(m, "test_denied", test_msg_test_denied) &&
+	       CU_add_test(m, "unlock", test_msg_unlock) &&
+	       CU_add_test(m, "cancel", test_msg_cancel) &&
+	       CU_add_test(m, "unreachable", test_msg_unreachable) ? 0 : -1;
 }

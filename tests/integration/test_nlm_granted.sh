@@ -26,7 +26,11 @@
 # 3. test_nlm_granted granted sync: a synchronous GRANTED sent to the
 #    proxy from this host (Ganesha sends GRANTED_MSG), and one naming an
 #    owner the proxy did not wrap;
-# 4. fake_lockd killed; test_nlm_granted granted unreachable.
+# 4. test_nlm_granted msg test, lock, test_denied, unlock, cancel: the
+#    client's TEST_MSG .. UNLOCK_MSG, sent from the namespace, answered by
+#    _RES calls that fake_lockd records;
+# 5. fake_lockd killed; test_nlm_granted granted unreachable, then msg
+#    unreachable (a LOCK_RES nobody takes: the lock is released).
 #
 # With "upreboot" (integration.nlm_upreboot), only test_nlm_granted
 # upreboot notify: the upstream restarts (NFSC_UPSTREAMCTL) and its
@@ -121,8 +125,12 @@ fi
 "$prog" granted relayed
 "$prog" granted refused
 "$prog" granted sync
+for t in test lock test_denied unlock cancel; do
+	"$prog" msg "$t"
+done
 kill "$lockd_pid"
 wait "$lockd_pid" 2>/dev/null || true
 lockd_pid=
 "$prog" granted unreachable
+"$prog" msg unreachable
 echo "test_nlm_granted: passed"
