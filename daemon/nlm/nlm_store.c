@@ -299,15 +299,17 @@ int nlm_store_load(struct nlm_store *s, nlm_store_client_fn client,
 		mdb_txn_abort(txn);
 	if (!bad && rc == MDB_NOTFOUND)
 		return 0;
-	s->st.resets++;
-	log_warn("nlm: the lock table %s %s: starting with no client's locks "
-		 "known, so the reboot of a client that held some before will "
-		 "not release them", s->path,
-		 bad ? "has a record that does not check" : mdb_strerror(rc));
-	if (nlm_store_begin(s)) {
-		nlm_store_clear(s);
-		nlm_store_commit(s);
-	}
+	/* Moved aside and made anew, never emptied in place: LMDB does not
+	 * survive deleting from its own damaged pages (a record that failed
+	 * its checksum, then mdb_cursor_del, aborted the daemon at every
+	 * start). */
+	mdb_env_close(s->env);
+	s->env = NULL;
+	set_aside(s, bad ? MDB_CORRUPTED : rc);	/* logged, counted */
+	rc = env_open(s);
+	if (rc != 0)
+		log_warn("nlm: cannot keep the lock table in %s (%s): kept in "
+			 "memory only", s->path, mdb_strerror(rc));
 	return -1;
 }
 

@@ -25,11 +25,14 @@
  * upstream's lock manager drops all of the host's locks, which makes the
  * table moot, so an fsync per lock would buy nothing there. That needs
  * the host's statd to watch the upstream (sm-notify tells only the hosts
- * it watches), which the proxy does not ask of it yet (docs/semantics.md,
- * "The file server restarting"): until it does, a host crash can lose
- * the table's last changes (a file cut short or torn opens as unreadable,
- * below), and a lock recorded then and lost is one its client's reboot
- * will not release, as before this table existed.
+ * it watches), which the proxy asks of it at the first lock on each
+ * upstream (nlm_nsm; docs/semantics.md, "The file server restarting").
+ * A host crash can still lose the table's last changes: a file cut short,
+ * or a record that fails its checksum, is moved aside (below), and a lock
+ * recorded then and lost is one its client's reboot will not release, as
+ * before this table existed. Damage that neither LMDB's checks nor the
+ * records' checksums see (page links LMDB follows only when writing) is
+ * not caught here.
  *
  * Writes are grouped in a transaction (nlm_store_begin ... commit): one
  * per change of the table, in the same step as the change in memory. A
@@ -95,8 +98,10 @@ typedef int (*nlm_store_lock_fn)(void *arg, uint64_t cid, uint64_t id,
  * Read every record, in key order (a client before its locks), into
  * client and lock. Returns 0, or -1 when a record does not decode or
  * check, the read fails or a callback stops it: the store is then
- * logged, counted (resets) and emptied, and the caller drops what it
- * loaded. Without a store, 0 and no calls. Loop thread, at start.
+ * logged, counted (resets), moved aside to nlm.mdb.bad and made anew
+ * (empty; never emptied in place: LMDB aborts deleting from damaged
+ * pages), and the caller drops what it loaded. Without a store, 0 and no
+ * calls. Loop thread, at start.
  */
 int nlm_store_load(struct nlm_store *s, nlm_store_client_fn client,
 		   nlm_store_lock_fn lock, void *arg);

@@ -392,6 +392,9 @@ static void test_store_unreadable(void)
 	nlm_store_stats_get(s, &st);
 	CU_ASSERT_EQUAL(st.resets, 1);
 	CU_ASSERT_EQUAL(warns, 1);
+	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);	/* moved aside, not emptied */
+	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
 	/* It goes on working, emptied. */
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "y", &h), 1);
 	nlm_locks_free(&t);
@@ -431,6 +434,29 @@ static void test_store_unreadable(void)
 	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
 	CU_ASSERT_EQUAL(stat(path, &sb), 0);
 	CU_ASSERT_EQUAL(sb.st_size, 8192);
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
+
+	/* Random bytes in its data pages: a record fails its checksum; the
+	 * file is set aside whole (deleting from its damaged pages aborted
+	 * the daemon in LMDB's mdb_node_move, at every start). */
+	snprintf(path, sizeof(path), "cp '%s' '%s/nlm.mdb'", NLM_DAMAGED_FIXTURE,
+		 dir);
+	CU_ASSERT_EQUAL_FATAL(system(path), 0);
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(clients, -1);
+	CU_ASSERT_EQUAL(nlm_locks_clients(t), 0);
+	nlm_store_stats_get(s, &st);
+	CU_ASSERT_EQUAL(st.resets, 1);
+	CU_ASSERT_EQUAL(warns, 4);
+	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_size, 221184);
+	CU_ASSERT_EQUAL(nlm_locks_add(t, "w", &h), 1);
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(clients, 1);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
 	log_set_sink(NULL, NULL);
