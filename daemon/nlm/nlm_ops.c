@@ -156,7 +156,11 @@ static enum op_status reply_stat(struct req *r, nlm4_stats stat)
 
 /* How a _MSG call's _RES call went (nlm_msg_done_fn): counted; one not
  * delivered logged, and the lock a LOCK_RES reported granted, which its
- * client never heard of, taken out of the table and unlocked upstream. */
+ * client never heard of, taken out of the table and unlocked upstream.
+ * A _RES is a message: no reply is due (FreeBSD's and illumos's lock
+ * managers send none), so one sent and not answered (RPC_TIMEDOUT: the
+ * connection was made and the call written) counts as delivered; only a
+ * call that could not be sent is "unreachable". */
 static void msg_res_done(struct daemon *d, enum clnt_stat st,
 			 const char *caller, const char *host,
 			 const struct nlm_held *granted)
@@ -165,7 +169,7 @@ static void msg_res_done(struct daemon *d, enum clnt_stat st,
 
 	if (!n || st == RPC_INTR)	/* stopping: nothing can be sent */
 		return;
-	if (st == RPC_SUCCESS) {
+	if (st == RPC_SUCCESS || st == RPC_TIMEDOUT) {
 		n->st.msg_res_sent++;
 		return;
 	}

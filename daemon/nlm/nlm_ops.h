@@ -118,7 +118,7 @@ struct rpccall_pool;
 	  "nfscached_nlm_clients_notified_total{result=\"unreachable\"}", NULL) \
 	X(uint64_t, msg_res_sent, counter, \
 	  "nfscached_nlm_msg_res_total{result=\"sent\"}", \
-	  "Answers to clients' asynchronous calls (TEST_MSG, LOCK_MSG, CANCEL_MSG, UNLOCK_MSG) sent as the matching _RES call to the client's lock manager, by outcome: sent (it answered), unreachable (no answer within upstream_timeout, not registered with its rpcbind, or not sent). A LOCK_RES saying granted that is not delivered has its lock unlocked upstream.") \
+	  "Answers to clients' asynchronous calls (TEST_MSG, LOCK_MSG, CANCEL_MSG, UNLOCK_MSG) sent as the matching _RES call to the client's lock manager, by outcome: sent (written to it; a _RES is a message, answered or not), unreachable (not sent: its rpcbind did not answer, not registered, the connection refused). A LOCK_RES saying granted that is not delivered has its lock unlocked upstream.") \
 	X(uint64_t, msg_res_unreachable, counter, \
 	  "nfscached_nlm_msg_res_total{result=\"unreachable\"}", NULL) \
 	X(uint64_t, clients, gauge, "nfscached_nlm_clients", \

@@ -524,6 +524,23 @@ static void test_msg_lock(void)
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 3);
 }
 
+/* Mode nores: W's lock manager sends no reply to a _RES call (a
+ * message; FreeBSD's and illumos's send none). The LOCK_RES granted it
+ * got counts as delivered once the call times out (upstream_timeout 5 s
+ * here), and the lock stays held upstream: W believes it holds it. */
+static void test_msg_lock_nores(void)
+{
+	struct wb_fh fh, dfh;
+
+	msg_call("msg", NLMPROC4_LOCK_MSG, W_SVID, W_OH, "l1", &fh, &dfh);
+	want_res(1, "LOCK_RES", "l1", NLM4_GRANTED, "");
+	CU_ASSERT_EQUAL(wait_metric(SENT, 1), 1);
+	CU_ASSERT_EQUAL(wb_metric(MSG_UNREACHABLE), 0);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_released_total"), 0);
+}
+
 /* TEST_MSG of another owner: TEST_RES denied, W's lock shown by W's own
  * owner, svid and range. */
 static void test_msg_test_denied(void)
@@ -758,6 +775,7 @@ int test_register(void)
 	       CU_add_test(s, "unreachable", test_unreachable) &&
 	       CU_add_test(m, "test", test_msg_test) &&
 	       CU_add_test(m, "lock", test_msg_lock) &&
+	       CU_add_test(m, "lock_nores", test_msg_lock_nores) &&
 	       CU_add_test(m, "test_denied", test_msg_test_denied) &&
 	       CU_add_test(m, "unlock", test_msg_unlock) &&
 	       CU_add_test(m, "cancel", test_msg_cancel) &&

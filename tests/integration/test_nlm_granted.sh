@@ -7,7 +7,7 @@
 # NLM in the host's rpcbind, where Ganesha's callback looks for it) and
 # nlm_granted_export.conf (the namespace's addresses are clients):
 #
-#   test_nlm_granted.sh TEST_NLM_GRANTED FAKE_LOCKD [upreboot]
+#   test_nlm_granted.sh TEST_NLM_GRANTED FAKE_LOCKD [upreboot|nores]
 #
 # The client host is a network namespace, not the kernel guest of
 # tests/kernel: the guest sits behind QEMU's user networking, so the host
@@ -34,7 +34,9 @@
 #
 # With "upreboot" (integration.nlm_upreboot), only test_nlm_granted
 # upreboot notify: the upstream restarts (NFSC_UPSTREAMCTL) and its
-# reboot is passed on to the namespace's statd.
+# reboot is passed on to the namespace's statd. With "nores"
+# (integration.nlm_nores), only test_nlm_granted msg lock_nores, with a
+# fake_lockd that answers no _RES call.
 set -euo pipefail
 
 prog=${1:?usage: $0 TEST_NLM_GRANTED FAKE_LOCKD}
@@ -89,6 +91,8 @@ ip -n "$ns" link set lo up
 # socket fake_lockd registers through, are not the host's. The shell
 # execs fake_lockd, so $! is fake_lockd's pid.
 : >"$GRANTED_MODE"
+# nores: the fake lock manager answers no _RES call (a message).
+if [[ "$mode" == nores ]]; then export FAKE_LOCKD_NO_RES_REPLY=1; fi
 # shellcheck disable=SC2016 # expanded by the inner sh
 ip netns exec "$ns" unshare -m --propagation private sh -ec '
 	mount -t tmpfs tmpfs /run
@@ -117,6 +121,11 @@ echo "ok: fake_lockd registered NLM v4 at $GRANTED_PEER_IP's rpcbind"
 
 export GRANTED_NS=$ns GRANTED_FAKE=$fake GRANTED_HOST_IP GRANTED_PEER_IP \
 	GRANTED_RECORD GRANTED_MODE
+if [[ "$mode" == nores ]]; then
+	"$prog" msg lock_nores
+	echo "test_nlm_granted nores: passed"
+	exit 0
+fi
 if [[ "$mode" == upreboot ]]; then
 	"$prog" upreboot notify
 	echo "test_nlm_granted upreboot: passed"
