@@ -292,21 +292,19 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 	return n;
 }
 
-struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
-				   bool (*pick)(const void *arg,
-						const struct nlm_held *h),
-				   const void *arg, bool *known)
+/*
+ * Take c's records that pick(arg, r) chooses out of t (and its store, in
+ * one transaction); *n counts them. c leaves the table when it has none
+ * left, and is then the caller's to free (client_free) once it no longer
+ * reads c->caller. Returns the records taken, a list the caller owns.
+ */
+static struct nlm_held *take_from(struct nlm_locks *t, struct nlm_client *c,
+				  bool (*pick)(const void *arg,
+					       const struct nlm_held *h),
+				  const void *arg, unsigned *n)
 {
-	struct nlm_client *c = NULL;
 	struct nlm_held *out = NULL, **p;
 
-	*known = false;
-	if (!t || !caller)
-		return NULL;
-	HASH_FIND_STR(t->clients, caller, c);
-	if (!c)
-		return NULL;
-	*known = true;
 	store_begin(t);
 	for (p = &c->held; *p;) {
 		struct nlm_held *r = *p;
@@ -320,14 +318,36 @@ struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
 		r->next = out;
 		out = r;
 		t->nheld--;
+		(*n)++;
 	}
-	if (!c->held) {
+	if (!c->held) {		/* out of the table before a rewrite */
 		HASH_DEL(t->clients, c);
-		if (t->writing)		/* its records went with it above */
+		if (t->writing)	/* its records went with it above */
 			nlm_store_del_client(t->store, c->id);
-		client_free(c);
 	}
 	store_end(t);
+	return out;
+}
+
+struct nlm_held *nlm_locks_take_if(struct nlm_locks *t, const char *caller,
+				   bool (*pick)(const void *arg,
+						const struct nlm_held *h),
+				   const void *arg, bool *known)
+{
+	struct nlm_client *c = NULL;
+	struct nlm_held *out;
+	unsigned n = 0;
+
+	*known = false;
+	if (!t || !caller)
+		return NULL;
+	HASH_FIND_STR(t->clients, caller, c);
+	if (!c)
+		return NULL;
+	*known = true;
+	out = take_from(t, c, pick, arg, &n);
+	if (!c->held)
+		client_free(c);
 	return out;
 }
 
@@ -346,29 +366,8 @@ unsigned nlm_locks_take_each_if(struct nlm_locks *t,
 	if (!t)
 		return 0;
 	HASH_ITER(hh, t->clients, c, tmp) {
-		struct nlm_held *out = NULL, **p;
+		struct nlm_held *out = take_from(t, c, pick, arg, &taken);
 
-		store_begin(t);
-		for (p = &c->held; *p;) {
-			struct nlm_held *r = *p;
-
-			if (!pick(arg, r)) {
-				p = &r->next;
-				continue;
-			}
-			*p = r->next;
-			store_del(t, c, r);
-			r->next = out;
-			out = r;
-			t->nheld--;
-			taken++;
-		}
-		if (!c->held) {		/* out of the table before a rewrite */
-			HASH_DEL(t->clients, c);
-			if (t->writing)
-				nlm_store_del_client(t->store, c->id);
-		}
-		store_end(t);
 		if (out)
 			fn(arg2, c->caller, out);
 		if (!c->held)

@@ -356,11 +356,9 @@ static void release_done(enum clnt_stat st, void *res, void *arg)
 		d->nlm->st.failed++;
 }
 
-/* Release upstream every lock of list h (freed here), keeping those whose
- * owner's address is not only's when only is not NULL (they go back to
- * the table under caller). Returns how many UNLOCKs were sent. */
-static unsigned release_locks(struct daemon *d, const char *caller,
-			      struct nlm_held *h, const struct sockaddr *only)
+/* Release upstream every lock of list h (freed here). Returns how many
+ * UNLOCKs were sent. */
+static unsigned release_locks(struct daemon *d, struct nlm_held *h)
 {
 	struct nlm *n = d->nlm;
 	unsigned sent = 0;
@@ -375,10 +373,6 @@ static unsigned release_locks(struct daemon *d, const char *caller,
 			.machine = n->caller,
 		};
 
-		if (only && !owner_from(r, only)) {
-			nlm_locks_add(n->locks, caller, r);
-			continue;
-		}
 		if (!ex)		/* removed by a reload */
 			continue;
 		s.host = ex->conf->url.server;
@@ -430,7 +424,7 @@ void nlm_unlock_held(struct daemon *d, const struct nlm_held *lk)
 	h->next = NULL;
 	memcpy(oh, lk->oh, lk->oh_len);
 	h->oh = oh;		/* the list's own: freed with it */
-	release_locks(d, NULL, h, NULL);	/* frees h */
+	release_locks(d, h);	/* frees h */
 }
 
 /* True for a source port below 1024 (a root process's: statd binds
@@ -852,7 +846,7 @@ static void client_rebooted(struct daemon *d, const char *mon_name, int state)
 		log_info("nlm: %s rebooted (state %d): releasing its locks "
 			 "upstream", mon_name, state);
 	}
-	release_locks(d, mon_name, h, NULL);
+	release_locks(d, h);
 }
 
 enum op_status nlm_op_sm_notify(struct req *r)
@@ -988,7 +982,7 @@ enum op_status nlm_op_free_all(struct req *r)
 	 * and of its copy in state_dir). */
 	h = nlm_locks_take_if(d->nlm->locks, a->name, owner_from_peer,
 			      req_peer(r), &known);
-	if (release_locks(d, a->name, h, NULL) > 0)
+	if (release_locks(d, h) > 0)
 		d->nlm->st.reboots++;
 	return req_reply(r, (xdrproc_t)rpcmsg_xdr_void, NULL);
 }
