@@ -48,6 +48,11 @@ struct granted {
 					 * for GRANTED_MSG (answered at once) */
 	struct export_rt *ex;
 	bool recorded;			/* in the held-locks table */
+	bool polled;			/* the client held the lock already
+					 * when it was recorded (its own LOCK,
+					 * a poll of its blocked lock) */
+	uint64_t grants;		/* the record's grants count just
+					 * after this relay's own add */
 	struct nlm_held lk;		/* the lock as the upstream holds it
 					 * (lk.oh is oh below, not owned) */
 	uint8_t oh[NLM_OWNER_MAX];	/* the wrapped owner */
@@ -240,6 +245,26 @@ static void granted_unrecord(struct granted *g, struct nlm_shared *sh)
 	g->recorded = false;
 }
 
+/*
+ * g's relay failed (refused, unreachable, not sent): does its client hold
+ * the lock anyway? Its lock manager polls a blocked lock (Linux's every
+ * 30 s); a poll granted before the relay recorded the lock, or while it
+ * was under way (the record's grants count went up), makes the client
+ * answer GRANTED "not waiting" or leaves it silent behind a firewall, yet
+ * it holds the lock. Then the upstream hears NLM4_GRANTED, the record
+ * stays, and this returns true (g answered and freed); else false.
+ */
+static bool client_holds(struct granted *g, struct nlm_shared *sh)
+{
+	if (!g->recorded ||
+	    (!g->polled &&
+	     nlm_locks_grants(sh->locks, g->caller, &g->lk) <= g->grants))
+		return false;
+	sh->st->granted_polled++;
+	granted_finish(g, NLM4_GRANTED);
+	return true;
+}
+
 /* The client's lock manager answered GRANTED (or did not). */
 static void relay_done(enum clnt_stat st, void *res, void *arg)
 {
@@ -264,6 +289,8 @@ static void relay_done(enum clnt_stat st, void *res, void *arg)
 		granted_finish(g, NLM4_GRANTED);
 		return;
 	}
+	if (client_holds(g, &sh))
+		return;
 	if (st == RPC_SUCCESS) {
 		sh.st->granted_refused++;
 	} else {
@@ -323,16 +350,20 @@ static void granted_getattr_done(enum upstream_status status, void *decoded,
 		return;
 	}
 	if (g->caller[0]) {
+		g->polled = nlm_locks_grants(sh.locks, g->caller, &g->lk) > 0;
 		rc = nlm_locks_add(sh.locks, g->caller, &g->lk);
 		g->recorded = rc >= 0;
+		g->grants = nlm_locks_grants(sh.locks, g->caller, &g->lk);
 		if (rc == 1)
 			nlm_monitor_client(g->d, g->caller);
 	}
-	if (relay_send(g, &sh) != 0) {
-		sh.st->granted_unreachable++;
-		granted_unrecord(g, &sh);
-		granted_finish(g, NLM4_DENIED);
-	}
+	if (relay_send(g, &sh) == 0)
+		return;
+	if (client_holds(g, &sh))
+		return;
+	sh.st->granted_unreachable++;
+	granted_unrecord(g, &sh);
+	granted_finish(g, NLM4_DENIED);
 }
 
 /* Start g: its file's GETATTR upstream (as the proxy's root). */

@@ -29,14 +29,21 @@
  *      NLM4_DENIED when the client answered anything else ("not waiting":
  *      it gave up or cancelled), did not answer or cannot be reached, so
  *      the upstream releases the lock (Linux's nlmsvc_grant_reply on
- *      "not waiting"); the table's record is removed then. GRANTED is
+ *      "not waiting"); the table's record is removed then. Except when
+ *      the client holds the lock by then through its own LOCK (its lock
+ *      manager polls a blocked lock, Linux's every 30 s, and a poll
+ *      granted before or during the relay makes its answer "not
+ *      waiting", or it is silent behind a firewall): the table's record
+ *      was there before the relay's, or was granted again meanwhile (its
+ *      grants count, nlm_locks_grants). Then the upstream hears
+ *      NLM4_GRANTED and the record stays ("polled"). GRANTED is
  *      answered in its reply (the request stays pending meanwhile);
  *      GRANTED_MSG gets its empty reply at once and a GRANTED_RES, with
  *      its cookie, to the export's upstream lock manager (the URL's
  *      nlmport, else its rpcbind) once the relay is over.
  *
  * Counted in nfscached_nlm_granted_total{result}: relayed, refused,
- * unreachable, foreign.
+ * unreachable, polled, foreign.
  *
  * State: none of its own beyond each relay in flight (struct granted, on
  * its request's r->op for GRANTED; owned by its own calls for

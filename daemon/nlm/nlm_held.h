@@ -27,6 +27,11 @@ struct nlm_held {
 	uint64_t id;			/* its record in the store: the
 					 * table's own, ignored in what
 					 * callers pass */
+	uint64_t grants;		/* times the table was given this
+					 * lock (nlm_locks_add) since it holds
+					 * it, 1 after a load; in memory only:
+					 * the table's own, ignored in what
+					 * callers pass */
 	struct nlm_held *next;
 };
 

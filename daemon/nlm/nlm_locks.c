@@ -125,11 +125,38 @@ void nlm_locks_free(struct nlm_locks **tp)
 	*tp = NULL;
 }
 
+/* c's record of h's file, owner and range, or NULL. */
+static struct nlm_held *same_held(const struct nlm_client *c,
+				  const struct nlm_held *h)
+{
+	for (struct nlm_held *q = c->held; q; q = q->next)
+		if (q->fh_len == h->fh_len &&
+		    memcmp(q->fh, h->fh, h->fh_len) == 0 &&
+		    q->oh_len == h->oh_len &&
+		    memcmp(q->oh, h->oh, h->oh_len) == 0 &&
+		    q->off == h->off && q->len == h->len)
+			return q;
+	return NULL;
+}
+
+uint64_t nlm_locks_grants(const struct nlm_locks *t, const char *caller,
+			  const struct nlm_held *h)
+{
+	struct nlm_client *c = NULL;
+	const struct nlm_held *q;
+
+	if (!t || !caller || !h)
+		return 0;
+	HASH_FIND_STR(t->clients, caller, c);
+	q = c ? same_held(c, h) : NULL;
+	return q ? q->grants : 0;
+}
+
 int nlm_locks_add(struct nlm_locks *t, const char *caller,
 		  const struct nlm_held *h)
 {
 	struct nlm_client *c = NULL;
-	struct nlm_held *r;
+	struct nlm_held *r, *q;
 	int fresh = 0;
 
 	if (!t || !caller || !caller[0] || !h || !h->fh_len ||
@@ -148,18 +175,12 @@ int nlm_locks_add(struct nlm_locks *t, const char *caller,
 	}
 	memcpy(r->oh, h->oh, h->oh_len);
 	HASH_FIND_STR(t->clients, caller, c);
-	if (c) {
-		for (const struct nlm_held *q = c->held; q; q = q->next)
-			if (q->fh_len == h->fh_len &&
-			    memcmp(q->fh, h->fh, h->fh_len) == 0 &&
-			    q->oh_len == h->oh_len &&
-			    memcmp(q->oh, h->oh, h->oh_len) == 0 &&
-			    q->off == h->off && q->len == h->len) {
-				/* The same lock again (a retry, an upgrade
-				 * or downgrade): one record. */
-				nlm_held_free_list(r);
-				return 0;
-			}
+	if (c && (q = same_held(c, h))) {
+		/* The same lock again (a retry, an upgrade or downgrade, a
+		 * poll and a relayed GRANTED): one record. */
+		q->grants++;
+		nlm_held_free_list(r);
+		return 0;
 	}
 	store_begin(t);
 	if (!c) {
@@ -178,6 +199,7 @@ int nlm_locks_add(struct nlm_locks *t, const char *caller,
 		fresh = 1;
 	}
 	r->id = t->next_id++;
+	r->grants = 1;
 	r->next = c->held;
 	c->held = r;
 	t->nheld++;
@@ -431,6 +453,7 @@ static int load_lock(void *arg, uint64_t cid, uint64_t id,
 						     range_end(h->off, h->len))))
 		return -1;
 	r->id = id;
+	r->grants = 1;
 	r->next = x->c->held;
 	x->c->held = r;
 	x->t->nheld++;

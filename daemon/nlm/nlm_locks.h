@@ -48,13 +48,26 @@ void nlm_locks_free(struct nlm_locks **t);
 /*
  * Record a granted lock of client caller (NUL-terminated, non-empty;
  * copied) with the given fields (copied); a record of the same file,
- * owner and range already there is not added again. Returns 1 when the
+ * owner and range already there is not added again (its grants count
+ * goes up). Returns 1 when the
  * client was not in the table (the caller asks the status monitor to
  * watch it), 0 when it was, -1 on ENOMEM or a field over its limit
  * (nothing recorded).
  */
 int nlm_locks_add(struct nlm_locks *t, const char *caller,
 		  const struct nlm_held *h);
+
+/*
+ * How many times client caller's record of h's file, owner and range
+ * (the one nlm_locks_add would not add again) was given to
+ * nlm_locks_add since it is in the table (1 for a loaded one); 0 when
+ * there is none (never added, or unlocked since) or on NULL arguments.
+ * A caller that added a lock compares the count later to learn whether
+ * the same lock was granted again meanwhile (nlm_granted.c: a client's
+ * own LOCK granted while its GRANTED callback was relayed).
+ */
+uint64_t nlm_locks_grants(const struct nlm_locks *t, const char *caller,
+			  const struct nlm_held *h);
 
 /*
  * An UNLOCK of [off, off + len) (len 0: to the end) by owner oh of file

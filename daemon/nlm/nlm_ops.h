@@ -78,11 +78,11 @@ struct rpccall_pool;
  * and /metrics (HACKING.md "Adding a counter"). */
 #define NLM_METRICS(X, A) \
 	X(uint64_t, forwarded, counter, "nfscached_nlm_forwarded_total", \
-	  "NLM calls (TEST, LOCK, CANCEL, UNLOCK, NM_LOCK) sent to an upstream lock manager.") \
+	  "NLM calls sent to an upstream lock manager: the clients' TEST, LOCK, CANCEL, UNLOCK, NM_LOCK, SHARE and UNSHARE (and their _MSG forms), and the proxy's own UNLOCKs releasing a rebooted client's locks.") \
 	X(uint64_t, failed, counter, "nfscached_nlm_failures_total", \
-	  "Of them, calls the upstream lock manager did not answer (down, timeout, not registered): the client got NLM4_DENIED_NOLOCKS.") \
+	  "Calls to an upstream lock manager that could not be sent or were not answered (down, timeout, not registered): a client's call got NLM4_DENIED_NOLOCKS; also a release UNLOCK or a GRANTED_RES that could not be sent.") \
 	X(uint64_t, refused, counter, "nfscached_nlm_refused_total", \
-	  "NLM calls answered by the proxy itself: a handle that does not check, the client rules, an exclusive lock of a read-only client, an owner too long to wrap.") \
+	  "NLM calls answered by the proxy itself: a handle that does not check, the client rules, an exclusive lock of a read-only client, an owner too long to wrap; and reboot notices (procedure 16) not from the local status monitor on a privileged port.") \
 	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \
 	  "Granted LOCKs whose file had changed upstream: its cached data was dropped before the client heard GRANTED.") \
 	X(uint64_t, monitored, counter, "nfscached_nlm_monitors_total", \
@@ -101,11 +101,13 @@ struct rpccall_pool;
 	  "Lock tables in state_dir found unreadable at start (moved to nlm.mdb.bad, or a record that does not check), or that could not be opened: the proxy started with no client's locks known.") \
 	X(uint64_t, granted_relayed, counter, \
 	  "nfscached_nlm_granted_total{result=\"relayed\"}", \
-	  "Upstream GRANTED callbacks of blocked locks, by what became of them: relayed (the client's lock manager took the lock), refused (it answered DENIED: not waiting), unreachable (no answer within upstream_timeout, not registered), foreign (not an owner the proxy wrapped, its export gone, or not from its upstream). All but relayed are answered NLM4_DENIED, so the upstream releases the lock.") \
+	  "Upstream GRANTED callbacks of blocked locks, by what became of them: relayed (the client's lock manager took the lock), refused (it answered DENIED: not waiting), unreachable (no answer within upstream_timeout, not registered), polled (refused or unreachable, but the client's own LOCK of that range was granted meanwhile: answered NLM4_GRANTED and kept), foreign (not an owner the proxy wrapped, its export gone, or not from its upstream). Refused, unreachable and foreign are answered NLM4_DENIED, so the upstream releases the lock.") \
 	X(uint64_t, granted_refused, counter, \
 	  "nfscached_nlm_granted_total{result=\"refused\"}", NULL) \
 	X(uint64_t, granted_unreachable, counter, \
 	  "nfscached_nlm_granted_total{result=\"unreachable\"}", NULL) \
+	X(uint64_t, granted_polled, counter, \
+	  "nfscached_nlm_granted_total{result=\"polled\"}", NULL) \
 	X(uint64_t, granted_foreign, counter, \
 	  "nfscached_nlm_granted_total{result=\"foreign\"}", NULL) \
 	X(uint64_t, upstream_reboots, counter, \

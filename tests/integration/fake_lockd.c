@@ -8,7 +8,8 @@
  *       registered with the rpcbind it can reach (the namespace's own),
  *       answering NULL and GRANTED (procedure 5). Each GRANTED is appended
  *       to RECORD as one line (below), then answered NLM4_DENIED when the
- *       file MODE holds "deny", else NLM4_GRANTED. TEST_RES, LOCK_RES,
+ *       file MODE holds "deny", else NLM4_GRANTED; while MODE holds
+ *       "hold", a GRANTED waits unanswered (MODE.held made). TEST_RES, LOCK_RES,
  *       CANCEL_RES and UNLOCK_RES (11..14, the answers to the _MSG calls
  *       below) are appended too and answered (void). READY is created
  *       once the registration is made. Also a client's status monitor:
@@ -46,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nlm4_prot.h"
@@ -69,8 +71,8 @@ static void hex(const void *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* Whether MODE says to refuse. */
-static bool mode_deny(void)
+/* Whether MODE's first line starts with word. */
+static bool mode_is(const char *word)
 {
 	char buf[16] = "";
 	FILE *f = fopen(S.mode, "r");
@@ -80,7 +82,32 @@ static bool mode_deny(void)
 			buf[0] = '\0';
 		fclose(f);
 	}
-	return strncmp(buf, "deny", 4) == 0;
+	return strncmp(buf, word, strlen(word)) == 0;
+}
+
+/* Whether MODE says to refuse. */
+static bool mode_deny(void)
+{
+	return mode_is("deny");
+}
+
+/* MODE "hold": a GRANTED is held unanswered (a lock manager behind a
+ * firewall, or slow) until the test writes another mode; MODE.held is
+ * made once it is, so the test knows the call arrived. */
+static void hold_while_asked(void)
+{
+	char held[4096];
+	const struct timespec tick = { .tv_nsec = 10 * 1000 * 1000 };
+	FILE *f;
+
+	if (!mode_is("hold"))
+		return;
+	snprintf(held, sizeof(held), "%s.held", S.mode);
+	f = fopen(held, "w");
+	if (f)
+		fclose(f);
+	while (mode_is("hold"))
+		nanosleep(&tick, NULL);
 }
 
 /* XDR of no data (NULL's arguments and result). */
@@ -207,6 +234,7 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 		svcerr_decode(xprt);
 		return;
 	}
+	hold_while_asked();
 	deny = mode_deny();
 	record(rq, &a, deny);
 	memset(&res, 0, sizeof(res));

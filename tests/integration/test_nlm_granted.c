@@ -24,7 +24,8 @@
  *
  * Suite granted, one test per run of this program, in this order (each
  * case's counters start from the previous one's): relayed, refused, sync
- * (the synchronous GRANTED, and a foreign owner), unreachable. Suite
+ * (the synchronous GRANTED, and a foreign owner), then suite msg's cases
+ * but its last, polled (the client's own LOCK granted first), unreachable. Suite
  * upreboot (integration.nlm_upreboot, its own proxy and namespace): an
  * upstream's reboot passed on to W's statd (fake_lockd's NSM side).
  */
@@ -434,6 +435,123 @@ static void test_sync(void)
 	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
 }
 
+#define POLLED "nfscached_nlm_granted_total{result=\"polled\"}"
+
+/* The mode fake_lockd reads (GRANTED_MODE) set to m. */
+static void set_mode(const char *m)
+{
+	FILE *f = fopen(getenv("GRANTED_MODE"), "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(m, f);
+	fclose(f);
+}
+
+/* GRANTED as granted_call sends it, its answer read later
+ * (granted_answer): 0, or -1 (not sent). */
+static int granted_send(const struct wb_fh *dfh, const uint8_t *oh,
+			size_t oh_len, uint32_t xid)
+{
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_buf b;
+	nlm4_testargs a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.exclusive = TRUE;
+	a.alock.caller_name = unconst("127.0.0.1");
+	a.alock.fh.nlm4_netobj_len = dfh->len;
+	a.alock.fh.nlm4_netobj_val = unconst(dfh->data);
+	a.alock.oh.nlm4_netobj_len = (u_int)oh_len;
+	a.alock.oh.nlm4_netobj_val = unconst(oh);
+	a.alock.svid = W_SVID;
+	a.alock.l_offset = 0;
+	a.alock.l_len = 10;
+	rawrpc_buf_init(&b);
+	rawrpc_put_call(&b, xid, NLM_PROG, NLM4_VERS, NLMPROC4_GRANTED, &cred);
+	rawrpc_put_xdr(&b, (xdrproc_t)xdr_nlm4_testargs, &a);
+	rc = rawrpc_send_record(C.fd, b.data, b.len);
+	rawrpc_buf_free(&b);
+	return rc;
+}
+
+/* The answer to granted_send's call xid (waiting 120 s at most, a bound
+ * for a hang): its status, or -1. */
+static int granted_answer(uint32_t xid)
+{
+	struct rawrpc_reply rep;
+	nlm4_res res;
+	uint8_t *rec = NULL;
+	size_t len = 0;
+	int st = -1;
+
+	memset(&res, 0, sizeof(res));
+	if (rawrpc_recv_record(C.fd, 120000, &rec, &len) == RAWRPC_OK &&
+	    rawrpc_parse_reply(rec, len, &rep) == 0 && rep.xid == xid &&
+	    rep.stat == MSG_ACCEPTED && rep.accept == SUCCESS &&
+	    rawrpc_decode(rec, len, rep.res_off, (xdrproc_t)xdr_nlm4_res,
+			  &res) == 0) {
+		st = (int)res.stat.stat;
+		xdr_free((xdrproc_t)xdr_nlm4_res, (char *)&res);
+	}
+	free(rec);
+	return st;
+}
+
+/* The file fake_lockd makes once it holds a GRANTED (mode "hold"),
+ * waited for (120 s at most): 0, or -1. */
+static int wait_held(void)
+{
+	char held[4096];
+
+	snprintf(held, sizeof(held), "%s.held", getenv("GRANTED_MODE"));
+	for (int i = 0; i < 2400; i++) {
+		if (access(held, F_OK) == 0)
+			return 0;
+		usleep(50 * 1000);
+	}
+	return -1;
+}
+
+/* (d) W holds the lock by its own LOCK (its lock manager polls a blocked
+ * lock) before the callback comes, or while the relay waits at its lock
+ * manager: the lock manager's refusal ("no such wait") must not release
+ * it. The upstream hears GRANTED, the record stays, counted polled; the
+ * range stays held upstream (Ganesha directly). Without the check, both
+ * are answered DENIED and the records removed. */
+static void test_polled(void)
+{
+	struct wb_fh fh, dfh, fh2, dfh2;
+	uint8_t oh[512];
+	size_t n = wrap_w(oh);
+	double held0 = wb_metric("nfscached_nlm_locks_held");
+	uint32_t xid = rawrpc_xid();
+
+	set_mode("deny\n");
+	/* Before: W's own LOCK granted, then the callback. */
+	make_file("polled", &fh, &dfh);
+	CU_ASSERT_EQUAL_FATAL(waiter_lock(&fh), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(granted_call(&dfh, oh, n), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric(POLLED), 1);
+	CU_ASSERT_EQUAL(direct_test(&dfh), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), held0 + 1);
+	/* During: the relay waits at W's lock manager while W's LOCK is
+	 * granted; then W's lock manager refuses. */
+	set_mode("hold\n");
+	make_file("polled2", &fh2, &dfh2);
+	CU_ASSERT_EQUAL_FATAL(granted_send(&dfh2, oh, n, xid), 0);
+	CU_ASSERT_EQUAL_FATAL(wait_held(), 0);
+	CU_ASSERT_EQUAL(waiter_lock(&fh2), NLM4_GRANTED);
+	set_mode("deny\n");
+	CU_ASSERT_EQUAL(granted_answer(xid), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(wb_metric(POLLED), 2);
+	CU_ASSERT_EQUAL(direct_test(&dfh2), NLM4_DENIED);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), held0 + 2);
+	CU_ASSERT_EQUAL(wb_metric(REFUSED), 1);
+	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
+	CU_ASSERT_EQUAL(wb_metric(UNREACHABLE), 0);
+}
+
 /* (c) W's lock manager is gone (test_nlm_granted.sh killed it): the
  * GRANTED finds no one, the upstream releases the range. */
 static void test_unreachable(void)
@@ -446,10 +564,11 @@ static void test_unreachable(void)
 	CU_ASSERT_EQUAL(wb_metric(RELAYED), 2);
 	CU_ASSERT_EQUAL(wb_metric(REFUSED), 1);
 	CU_ASSERT_EQUAL(wb_metric(FOREIGN), 1);
-	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
-	/* What the earlier cases relayed (3) and the msg suite's _RES
-	 * calls (5), and nothing since. */
-	CU_ASSERT_EQUAL(record_lines(), 8);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 4);
+	CU_ASSERT_EQUAL(wb_metric(POLLED), 2);
+	/* What the earlier cases relayed (3), the msg suite's _RES calls
+	 * (5) and polled's two GRANTEDs, and nothing since. */
+	CU_ASSERT_EQUAL(record_lines(), 10);
 }
 
 /* Suite msg: a client's asynchronous calls, sent from the namespace (W's
@@ -591,9 +710,9 @@ static void test_msg_unreachable(void)
 	msg_call("msgun", NLMPROC4_LOCK_MSG, W_SVID, W_OH, "l2", &fh, &dfh);
 	CU_ASSERT_EQUAL(wait_metric(MSG_UNREACHABLE, 1), 1);
 	CU_ASSERT_EQUAL(wait_direct_test(&dfh, NLM4_GRANTED), NLM4_GRANTED);
-	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 2);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 4);
 	CU_ASSERT_EQUAL(wb_metric(SENT), 5);
-	CU_ASSERT_EQUAL(record_lines(), 8);
+	CU_ASSERT_EQUAL(record_lines(), 10);
 }
 
 /* The upstream's statd tells this host's statd that the upstream
@@ -772,6 +891,7 @@ int test_register(void)
 	       CU_add_test(s, "relayed", test_relayed) &&
 	       CU_add_test(s, "refused", test_refused) &&
 	       CU_add_test(s, "sync", test_sync) &&
+	       CU_add_test(s, "polled", test_polled) &&
 	       CU_add_test(s, "unreachable", test_unreachable) &&
 	       CU_add_test(m, "test", test_msg_test) &&
 	       CU_add_test(m, "lock", test_msg_lock) &&

@@ -137,6 +137,7 @@ fi
 for t in test lock test_denied unlock cancel; do
 	"$prog" msg "$t"
 done
+"$prog" granted polled
 kill "$lockd_pid"
 wait "$lockd_pid" 2>/dev/null || true
 lockd_pid=

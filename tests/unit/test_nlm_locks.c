@@ -124,13 +124,27 @@ static void test_split_and_repeat(void)
 	struct nlm_held *got;
 	bool known;
 
-	/* The same lock granted again is one record. */
+	/* The same lock granted again is one record, granted twice. */
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r), 0);
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &r), 1);
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r), 1);
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &r), 0);
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r), 2);
 	CU_ASSERT_EQUAL(nlm_locks_held(t), 1);
+	/* Another client, range or owner is another record. */
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "d", &r), 0);
+	{
+		struct nlm_held r2 = rec("F", "o", 0, 99);
+		struct nlm_held r3 = rec("F", "q", 0, 100);
+
+		CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r2), 0);
+		CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r3), 0);
+	}
 	/* An UNLOCK in the middle splits it: [0,10) and [20,100). */
 	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 10, 10), 1);
 	CU_ASSERT_EQUAL(nlm_locks_held(t), 2);
+	/* Unlocked: no record of the whole range any more. */
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &r), 0);
 	/* Two halves of a lock unlocked in turn leave nothing. */
 	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 0, 10), 1);
 	CU_ASSERT_EQUAL(nlm_locks_unlock(t, "c", F, 1, o, 1, 20, 40), 1);
@@ -249,6 +263,8 @@ static void test_store_round_trip(void)
 	got = nlm_locks_take(t, "b", &known);
 	CU_ASSERT_FALSE(known);
 	CU_ASSERT_PTR_NULL(got);
+	/* A loaded lock counts as granted once. */
+	CU_ASSERT_EQUAL(nlm_locks_grants(t, "c", &c1), 1);
 	/* Ids go on after the loaded ones. */
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "c", &b1), 0);
 	CU_ASSERT_PTR_NULL(nlm_locks_check_why(t));
