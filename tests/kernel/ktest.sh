@@ -432,6 +432,9 @@ knfsd_proxy_start() {
 	# host's paths.
 	KT_KNFSD_ROOT=$(realpath -m "${NFSC_VM_HOME:-$here/../../build/kernel-vm}/pkg/nfs-kernel-server")
 	export KT_KNFSD_ROOT
+	# The guest loads nfsd (and what it needs) at boot.
+	[[ " ${NFSC_VM_MODULES:-} " == *" nfsd "* ]] ||
+		export NFSC_VM_MODULES="${NFSC_VM_MODULES:+$NFSC_VM_MODULES }nfsd"
 	echo "ktest: nfscached (port ${p[0]}) in front of the guest's knfsd: $up"
 }
 

@@ -6,10 +6,10 @@
 # tmpfs (POSIX ACLs on). The upstream of the tests' other scenarios,
 # Ganesha 4.3 FSAL_VFS, has no POSIX ACLs (it lists none, refuses SETACL).
 #
-#   1. knfsd: the nfsd module (NFSC_VM_MODULES) and its filesystem, a
-#      tmpfs /srv/acl exported to 10.0.2.0/24 (QEMU's NAT: the host's
-#      nfscached arrives from 10.0.2.2, from any port: insecure) and to
-#      loopback, rpcbind, then exportfs, rpc.mountd (port
+#   1. knfsd: the nfsd module (ktest.sh adds it to NFSC_VM_MODULES) and
+#      its filesystem, a tmpfs /srv/acl exported to 10.0.2.0/24 (QEMU's
+#      NAT: the host's nfscached arrives from 10.0.2.2, from any port:
+#      insecure) and to loopback, rpcbind, then exportfs, rpc.mountd (port
 #      KT_KNFSD_MOUNTD_PORT) and rpc.nfsd (NFSv3 only) from the unpacked
 #      nfs-kernel-server under KT_KNFSD_ROOT (vm.sh setup fetches it; it
 #      is not installed on the host). Any step failing fails the test
@@ -69,7 +69,7 @@ knfsd_start() {
 	[[ -n "$k" && -x "$k/usr/sbin/rpc.nfsd" ]] ||
 		fail "knfsd: no rpc.nfsd under KT_KNFSD_ROOT='$k' (vm.sh setup unpacks nfs-kernel-server there)"
 	grep -qw nfsd /proc/filesystems ||
-		knfsd_fail "the kernel has no nfsd filesystem (module nfsd not loaded: NFSC_VM_MODULES=nfsd)"
+		knfsd_fail "the kernel has no nfsd filesystem (module nfsd not loaded: NFSC_VM_MODULES)"
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
 		knfsd_fail "mount -t nfsd nfsd /proc/fs/nfsd"
 	mkdir -p "$ACL_SRV"
