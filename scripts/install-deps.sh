@@ -67,9 +67,13 @@ test_packages=(
 # The kernel tests: QEMU, mount.nfs (run in the guest), a static busybox
 # for the guest's initramfs, cpio and xz to build it and unpack the
 # kernel, fio for the guest's verify job, sqlite3 for the lock test's
-# two writers (run in the guest, checked on the host).
+# two writers (run in the guest, checked on the host), acl (getfacl,
+# setfacl) for the ACL test, whose guest runs knfsd from an unpacked,
+# never installed nfs-kernel-server (vm.sh setup): the libraries its
+# rpc.nfsd, exportfs and rpc.mountd link that nothing above brings.
 kernel_packages=(
 	qemu-system-x86 nfs-common busybox-static cpio xz-utils fio sqlite3
+	acl libwrap0 libsqlite3-0 libevent-core-2.1-7 libcap2 libblkid1 libuuid1
 )
 
 # Print the packages among $@ that are not installed.

@@ -9,7 +9,8 @@
  * handle that does not check is NFS3ERR_BADHANDLE, asked of no one.
  * Debian 12's Ganesha 4.3 lists no entries and cannot set them (its
  * FSAL_VFS is built without POSIX ACLs), so a round trip of real entries
- * is not seen here: the proxy passes the lists through unchanged.
+ * is not seen here: the proxy passes the lists through unchanged
+ * (kernel.nfsacl_knfsd round-trips real entries against knfsd).
  * (Ganesha 4.3 answers NFSACL on its NFS port whatever Enable_NFSACL
  * says, so an upstream without it is not produced here.)
  *

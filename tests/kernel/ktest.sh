@@ -9,11 +9,11 @@
 # host what each one left in the upstream's export directory and, through
 # nfscached, the proxy's /metrics deltas over each scenario.
 #
-# Scenarios: data fsx fio namespace cto restart lcommit locks (see
+# Scenarios: data fsx fio namespace cto restart lcommit locks nfsacl (see
 # guest/*.sh). With locks the guest mounts without nolock (NFSC_VM_LOCKS:
 # it runs rpcbind and rpc.statd) and so does its second mount.
 #
-#   ktest.sh [--lcommit-proxy] SCENARIO...
+#   ktest.sh [--lcommit-proxy | --knfsd-upstream] SCENARIO...
 #
 # --lcommit-proxy (under harness.sh --no-proxy): ktest.sh starts nfscached
 # itself, with commit = "local" on a cache_dir, writeback_delay = 3600 and
@@ -30,7 +30,19 @@
 # again on the same configuration ($KT_PROXY_PIDFILE holds its pid);
 # `ktest.sh --hook gate close|open|held` closes or opens its disk tier's
 # test gate, or waits until the gate holds work (docs/operations.md "Test
-# clock").
+# clock"); `ktest.sh --hook upstream up` waits until nfscached reports its
+# upstream connected (nfscached_upstream_up, 60 s at most).
+#
+# --knfsd-upstream (under harness.sh --no-proxy; scenario nfsacl): the
+# upstream is the Linux kernel's NFS server that the guest itself runs
+# (guest/nfsacl.sh), reached from here through QEMU's port forwards
+# (NFSC_VM_HOSTFWD: two reserved host ports to the guest's 2049 and its
+# mountd's KT_KNFSD_MOUNTD_PORT). ktest.sh starts nfscached with that
+# upstream before the guest boots (it serves, the upstream down, and
+# connects once the guest's knfsd answers); vm.sh mounts nothing: the
+# guest mounts nfscached itself once knfsd serves and the hook `upstream
+# up` returned. nfscached is stopped (SIGTERM, exit 0 wanted) before the
+# checks. Ganesha, started by harness.sh, is not used.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,6 +70,16 @@ hook() {
 		nfsc_metrics "$NFSC_METRICS_ADDR" >"$NFSC_TMP/metrics.$2"
 		;;
 	"upstream stop" | "upstream start") "$NFSC_UPSTREAMCTL" "$2" ;;
+	"upstream up")
+		local i up
+		for ((i = 0; i < 600; i++)); do
+			up=$(nfsc_metric "$NFSC_METRICS_ADDR" 'nfscached_upstream_up{export="/export"}' 2>/dev/null) || up=
+			[[ "$up" == 1 ]] && return 0
+			sleep 0.1
+		done
+		echo "ktest: nfscached's upstream is not up after 60 s" >&2
+		return 1
+		;;
 	"proxy kill")
 		[[ -n "${KT_PROXY_PIDFILE:-}" ]] || return 2
 		local pid
@@ -237,6 +259,44 @@ check_locks() {
 	fi
 }
 
+prepare_nfsacl() {
+	[[ -n "${KT_KNFSD_PORTS:-}" ]] || kt_fail "nfsacl needs --knfsd-upstream"
+}
+
+check_nfsacl() {
+	local c='nfscached_client_rpcs_total{program="nfsacl3",procedure=' set get fwd hits
+	# The guest compared every ACL with the server's own (getfacl on
+	# knfsd's tmpfs): SETACLs reached knfsd. Here: nfscached forwarded
+	# each one it did not answer from a kept reply, knfsd answered them
+	# all, and a repeated GETACL of an unchanged file was a cache hit.
+	set=$(delta nfsacl_proxy "$c\"setacl\"}")
+	get=$(delta nfsacl_proxy "$c\"getacl\"}")
+	fwd=$(delta nfsacl_proxy nfscached_nfsacl_forwarded_total)
+	hits=$(delta nfsacl_proxy nfscached_nfsacl_cache_hits_total)
+	echo "ktest:    the guest sent nfscached $set SETACL and $get GETACL;" \
+		"$fwd forwarded upstream, $hits answered from the cache"
+	# setfacl -m, setfacl -d -m, setfacl -b twice (the client may add
+	# its own SETACLs of the ACLs new files inherit).
+	kt_expect "$((set >= 4))" 1 "nfsacl: SETACLs through nfscached (at least 4)"
+	kt_expect "$fwd" $((set + get - hits)) \
+		"nfsacl: NFSACL calls forwarded (every SETACL and every GETACL not answered from the cache)"
+	# Eight reads of an ACL right after it changed (or of a new file's):
+	# no kept reply may answer those.
+	kt_expect "$((fwd - set >= 8))" 1 "nfsacl: GETACLs forwarded upstream (at least 8)"
+	kt_expect "$(delta nfsacl_proxy nfscached_nfsacl_unserved_total)" 0 \
+		"nfsacl: NFSACL calls the upstream refused (PROG_UNAVAIL)"
+	kt_expect "$(delta nfsacl_proxy nfscached_nfsacl_failures_total)" 0 \
+		"nfsacl: NFSACL calls the upstream did not answer"
+	# The GETACL asked again of an unchanged directory.
+	kt_expect "$(($(delta nfsacl_hit "$c\"getacl\"}") >= 1))" 1 \
+		"nfsacl: the repeated GETACL reached nfscached"
+	kt_expect "$(delta nfsacl_hit nfscached_nfsacl_cache_hits_total)" \
+		"$(delta nfsacl_hit "$c\"getacl\"}")" "nfsacl: repeated GETACLs answered from the cache"
+	kt_expect "$(delta nfsacl_hit nfscached_nfsacl_forwarded_total)" 0 \
+		"nfsacl: NFSACL calls forwarded for the repeated GETACL"
+	kt_expect "$((hits >= 1))" 1 "nfsacl: GETACLs answered from the cache (at least 1)"
+}
+
 prepare_restart() {
 	head -c $((64 * MiB)) /dev/urandom >"$KT_IN/copy.src"
 }
@@ -339,6 +399,66 @@ lcommit_proxy_cleanup() {
 	wbp_cleanup
 }
 
+# ------------------------------------- --knfsd-upstream: own nfscached
+
+KT_KNFSD_PORTS=
+KT_KNFSD_MOUNTD_PORT=20048
+KT_KNFSD_PROXY_PID=
+
+# Start nfscached in front of the guest's knfsd, reached through the host
+# ends of QEMU's port forwards (not listening until the guest boots).
+knfsd_proxy_start() {
+	local p dir=$NFSC_TMP/knfsd-proxy up
+	read -r -a p <<<"$(nfsc_free_ports 5)" || kt_fail "no free ports"
+	KT_KNFSD_PORTS="${p[*]}"
+	trap 'knfsd_proxy_cleanup' EXIT
+	mkdir -p "$dir/state"
+	NFSC_PROXY_NFS_PORT=${p[0]}
+	NFSC_PROXY_MOUNT_PORT=${p[1]}
+	NFSC_METRICS_ADDR=127.0.0.1:${p[2]}
+	NFSC_PROXY_CONF=$dir/nfscached.conf
+	NFSC_PROXY_LOG=$dir/nfscached.log
+	up="nfs://127.0.0.1/srv/acl?version=3&nfsport=${p[3]}&mountport=${p[4]}"
+	nfsc_proxy_config "$NFSC_PROXY_NFS_PORT" "$NFSC_PROXY_MOUNT_PORT" \
+		"$NFSC_METRICS_ADDR" "$dir/state" "$up" "" "$here/knfsd_export.conf" \
+		>"$NFSC_PROXY_CONF" || kt_fail "nfscached's configuration"
+	nfsc_proxy_start "$NFSC_PROXY_LOG" "$NFSC_PROXY_NFS_PORT" \
+		"$NFSC_PROXY_MOUNT_PORT" "$NFSCACHED_BIN" --config "$NFSC_PROXY_CONF" ||
+		kt_fail "nfscached did not start (upstream $up, not up yet)"
+	KT_KNFSD_PROXY_PID=$NFSC_PROXY_PID
+	export NFSC_METRICS_ADDR NFSC_PROXY_NFS_PORT NFSC_PROXY_MOUNT_PORT KT_KNFSD_MOUNTD_PORT
+	export NFSC_VM_HOSTFWD="tcp:127.0.0.1:${p[3]}-:2049 tcp:127.0.0.1:${p[4]}-:$KT_KNFSD_MOUNTD_PORT"
+	# vm.sh setup unpacks nfs-kernel-server there; the guest sees this
+	# host's paths.
+	KT_KNFSD_ROOT=$(realpath -m "${NFSC_VM_HOME:-$here/../../build/kernel-vm}/pkg/nfs-kernel-server")
+	export KT_KNFSD_ROOT
+	# The guest loads nfsd (and what it needs) at boot.
+	[[ " ${NFSC_VM_MODULES:-} " == *" nfsd "* ]] ||
+		export NFSC_VM_MODULES="${NFSC_VM_MODULES:+$NFSC_VM_MODULES }nfsd"
+	echo "ktest: nfscached (port ${p[0]}) in front of the guest's knfsd: $up"
+}
+
+# Stop nfscached (SIGTERM) and fail unless it exited 0.
+knfsd_proxy_stop() {
+	local st=0
+	nfsc_proxy_stop "$KT_KNFSD_PROXY_PID" || st=$?
+	KT_KNFSD_PROXY_PID=
+	((st == 0)) || kt_fail "nfscached exited $st on SIGTERM (want 0)"
+}
+
+# On exit: kill what still runs, release the ports; the log on failure.
+knfsd_proxy_cleanup() {
+	local rc=$?
+	if ((rc != 0)) && [[ -s "${NFSC_PROXY_LOG:-}" ]]; then
+		echo "----- last 40 lines of $NFSC_PROXY_LOG -----" >&2
+		tail -n 40 "$NFSC_PROXY_LOG" >&2
+	fi
+	[[ -n "$KT_KNFSD_PROXY_PID" ]] && kill -KILL "$KT_KNFSD_PROXY_PID" 2>/dev/null
+	# shellcheck disable=SC2086 # the port list, word by word
+	[[ -n "$KT_KNFSD_PORTS" ]] && nfsc_release_ports $KT_KNFSD_PORTS
+	return "$rc"
+}
+
 # ------------------------------------------------------------------ main
 
 main() {
@@ -346,13 +466,21 @@ main() {
 	if [[ "${1:-}" == --lcommit-proxy ]]; then
 		shift
 		lcommit_proxy_start
+	elif [[ "${1:-}" == --knfsd-upstream ]]; then
+		shift
+		knfsd_proxy_start
 	fi
-	(($#)) || kt_fail "usage: $0 [--lcommit-proxy] SCENARIO..."
+	(($#)) || kt_fail "usage: $0 [--lcommit-proxy | --knfsd-upstream] SCENARIO..."
 	for s in "$@"; do
 		declare -F "check_$s" >/dev/null || kt_fail "no scenario $s"
 	done
 	[[ -x "${KFSX_BIN:-}" ]] || kt_fail "KFSX_BIN is not set to the kfsx program"
-	if via_proxy; then
+	if [[ -n "$KT_KNFSD_PORTS" ]]; then
+		# The guest mounts nfscached itself once its knfsd serves.
+		nfs=0 mnt=0
+		KT_PROXY_MOUNT_OPTS="vers=3,proto=tcp,port=$NFSC_PROXY_NFS_PORT,mountport=$NFSC_PROXY_MOUNT_PORT,mountproto=tcp,nolock,retry=0"
+		export KT_PROXY_MOUNT_OPTS
+	elif via_proxy; then
 		nfs=$NFSC_PROXY_NFS_PORT mnt=$NFSC_PROXY_MOUNT_PORT
 		echo "ktest: the guest mounts nfscached (port $nfs), upstream Ganesha"
 	else
@@ -367,13 +495,15 @@ main() {
 		KT_MOUNT2_OPTS=${KT_MOUNT2_OPTS/,nolock,/,lock,}
 	fi
 	export KT_IN KT_FSX_SEEDS KT_FSX_OPS KT_FIO_JOB KT_MOUNT2_OPTS KFSX_BIN
-	export NFSC_VM_PASSENV="KT_IN KT_FSX_SEEDS KT_FSX_OPS KT_FIO_JOB KT_MOUNT2_OPTS KFSX_BIN"
+	export NFSC_VM_PASSENV="KT_IN KT_FSX_SEEDS KT_FSX_OPS KT_FIO_JOB KT_MOUNT2_OPTS KFSX_BIN
+ KT_PROXY_MOUNT_OPTS KT_KNFSD_ROOT KT_KNFSD_MOUNTD_PORT"
 	export NFSC_VM_HOOK="$here/ktest.sh --hook"
 	export NFSC_VM_TIMEOUT=${NFSC_VM_TIMEOUT:-$((${NFSC_CMD_TIMEOUT:-540} - 60))}
 	t0=$EPOCHREALTIME
 	"$here/vm.sh" "$nfs" "$mnt" -- "$here/guest/run.sh" "$@" || rc=$?
 	t1=$EPOCHREALTIME
 	((rc == 0)) || kt_fail "the guest's run exited $rc"
+	[[ -z "$KT_KNFSD_PROXY_PID" ]] || knfsd_proxy_stop
 	for s in "$@"; do
 		echo "ktest: $s: the upstream's side"
 		"check_$s"

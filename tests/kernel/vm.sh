@@ -43,6 +43,18 @@
 #   NFSC_VM_MOUNT_TRIES   mount attempts, 1 s apart (3)
 #   NFSC_VM_UMOUNT_TIMEOUT  seconds the final umount may take (60)
 #   NFSC_VM_MODULES  extra modules to modprobe in the guest (e.g. "nfsd")
+#   NFSC_VM_HOSTFWD  QEMU user-network port forwards from this host into
+#                    the guest, space-separated, each as QEMU's hostfwd
+#                    takes it: "tcp:127.0.0.1:HOSTPORT-:GUESTPORT" (a
+#                    connection to HOSTPORT here reaches the guest's
+#                    GUESTPORT from 10.0.2.2; e.g. a knfsd in the guest
+#                    serving an nfscached on this host)
+#   NFSC_VM_PKGS     Debian packages `vm.sh setup` fetches (apt-get
+#                    download) and unpacks (dpkg-deb -x) under NFSC_VM_HOME/
+#                    pkg/NAME, never installed, for the guest to run from
+#                    there (nfs-kernel-server: rpc.nfsd, exportfs and
+#                    rpc.mountd for a knfsd in the guest; installing it here
+#                    would start an NFS server on this host)
 #   NFSC_VM_LOCKS    1: mount without nolock (lock); the guest starts
 #                    rpcbind first, and mount.nfs starts rpc.statd, so its
 #                    lockd asks the server's rpcbind for NLM
@@ -132,6 +144,29 @@ fetch_kernel() {
 	dpkg-deb -x "$deb" "$KDIR/root" || die "dpkg-deb -x $deb failed"
 }
 
+# Download package $1 (apt-get download: never installed) and unpack it
+# into $NFSC_VM_HOME/pkg/$1 unless done already. Without package lists,
+# as root, run apt-get update once first.
+setup_pkg() {
+	local pkg=$1 dir=$NFSC_VM_HOME/pkg/$1 deb
+	[[ -e "$dir/.unpacked" ]] && return 0
+	mkdir -p "$NFSC_VM_HOME/pkg" || die "cannot create $NFSC_VM_HOME/pkg"
+	deb=$(ls -t "$NFSC_VM_HOME/pkg/${pkg}_"*.deb 2>/dev/null | head -1)
+	if [[ -z "$deb" ]]; then
+		if ! apt-cache show "$pkg" >/dev/null 2>&1 && [[ $EUID == 0 ]]; then
+			say "no package lists know $pkg: apt-get update"
+			apt-get update -qq >&2
+		fi
+		say "fetching $pkg (apt-get download)"
+		(cd "$NFSC_VM_HOME/pkg" && apt-get download "$pkg" >&2) ||
+			die "apt-get download $pkg failed"
+		deb=$(ls -t "$NFSC_VM_HOME/pkg/${pkg}_"*.deb | head -1)
+	fi
+	rm -rf "$dir"
+	dpkg-deb -x "$deb" "$dir" || die "dpkg-deb -x $deb failed"
+	: >"$dir/.unpacked"
+}
+
 # Fetch and unpack the kernel, index its modules (the host may have no
 # kmod: busybox depmod) and unpack its bzImage's xz payload into an ELF
 # vmlinux that QEMU boots through its PVH entry point: under software
@@ -208,7 +243,7 @@ setup_initramfs() {
 
 # Prepare everything (one caller at a time) and print the kernel release.
 setup_all() {
-	local r
+	local r p
 	mkdir -p "$NFSC_VM_HOME" || die "cannot create $NFSC_VM_HOME"
 	NFSC_VM_HOME=$(cd "$NFSC_VM_HOME" && pwd)
 	KDIR=$NFSC_VM_HOME/kernel
@@ -218,6 +253,10 @@ setup_all() {
 	setup_kernel
 	r=$(kernel_release) || die "kernel setup failed"
 	setup_initramfs "$r"
+	for p in ${NFSC_VM_PKGS-nfs-kernel-server}; do
+		[[ "$p" =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || die "NFSC_VM_PKGS: bad package name '$p'"
+		setup_pkg "$p"
+	done
 	exec 8>&-
 	echo "$r"
 }
@@ -314,6 +353,17 @@ run_hook() {
 	echo "$rc"
 }
 
+# Print the -netdev user option's hostfwd= items for NFSC_VM_HOSTFWD
+# (",hostfwd=RULE" each); fail on a rule that is not PROTO:ADDR:PORT-:PORT.
+hostfwd_opts() {
+	local f
+	for f in ${NFSC_VM_HOSTFWD:-}; do
+		[[ "$f" =~ ^(tcp|udp):[0-9.]*:[0-9]+-[0-9.]*:[0-9]+$ ]] ||
+			die "NFSC_VM_HOSTFWD: bad rule '$f' (want tcp:127.0.0.1:HOSTPORT-:GUESTPORT)"
+		printf ',hostfwd=%s' "$f"
+	done
+}
+
 # Boot QEMU in the background (sets QPID) for kernel release $1.
 start_qemu() {
 	local r=$1 quiet=quiet con_args serial_args args
@@ -357,7 +407,7 @@ start_qemu() {
 		-device virtserialport,bus=vser.0,nr=4,chardev=ghook,name=nfsc_vm.hook \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
-		-netdev user,id=net0,ipv6=off -device virtio-net-pci,netdev=net0,romfile=)
+		-netdev "user,id=net0,ipv6=off$FWD" -device virtio-net-pci,netdev=net0,romfile=)
 	# A background job's stdin is /dev/null unless given: the shell's
 	# terminal is fd 9 (main).
 	if [[ "${NFSC_VM_SHELL:-0}" == 1 ]]; then
@@ -466,6 +516,7 @@ main() {
 		[[ -n "${NFSC_VM_OPTS:-}" ]] && NFSC_VM_MOUNT_OPTS+=",$NFSC_VM_OPTS"
 	fi
 	pick_accel
+	FWD=$(hostfwd_opts) || exit 125
 	[[ "${NFSC_VM_TIMEOUT:-1800}" =~ ^[0-9]+$ ]] ||
 		die "NFSC_VM_TIMEOUT must be whole seconds, not '$NFSC_VM_TIMEOUT'"
 
