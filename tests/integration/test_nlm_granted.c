@@ -341,17 +341,30 @@ static void test_relayed(void)
 	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_locks_held"), 1);
 }
 
+/* The mode fake_lockd reads (GRANTED_MODE) set to m, replaced whole by
+ * a rename: fake_lockd polls the file, and a truncate-then-write would
+ * let it read an empty mode (answer "granted") in between. */
+static void set_mode(const char *m)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", getenv("GRANTED_MODE"));
+	f = fopen(tmp, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(m, f);
+	CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+	CU_ASSERT_EQUAL_FATAL(rename(tmp, getenv("GRANTED_MODE")), 0);
+}
+
 /* (b) W's lock manager answers DENIED (no longer waiting): the upstream
  * is told NLM4_DENIED and releases the range; no record stays. */
 static void test_refused(void)
 {
 	struct wb_fh fh, dfh;
 	char got[4096], want[4096];
-	FILE *m = fopen(getenv("GRANTED_MODE"), "w");
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-	fputs("deny\n", m);
-	fclose(m);
+	set_mode("deny\n");
 	hold_block_release("refused", &fh, &dfh);
 	CU_ASSERT_EQUAL_FATAL(wait_record_line(2, got, sizeof(got)), 0);
 	want_line(&fh, "denied", want, sizeof(want));
@@ -416,10 +429,8 @@ static void test_sync(void)
 	char got[4096], want[4096];
 	uint8_t oh[512];
 	size_t n;
-	FILE *m = fopen(getenv("GRANTED_MODE"), "w");
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-	fclose(m);		/* empty: answer GRANTED */
+	set_mode("");		/* empty: answer GRANTED */
 	make_file("sync", &fh, &dfh);
 	n = wrap_w(oh);
 	CU_ASSERT_EQUAL(granted_call(&dfh, oh, n), NLM4_GRANTED);
@@ -437,15 +448,6 @@ static void test_sync(void)
 
 #define POLLED "nfscached_nlm_granted_total{result=\"polled\"}"
 
-/* The mode fake_lockd reads (GRANTED_MODE) set to m. */
-static void set_mode(const char *m)
-{
-	FILE *f = fopen(getenv("GRANTED_MODE"), "w");
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs(m, f);
-	fclose(f);
-}
 
 /* GRANTED as granted_call sends it, its answer read later
  * (granted_answer): 0, or -1 (not sent). */
