@@ -1034,18 +1034,22 @@ static void read_continue(struct read_op *op)
 
 enum op_status nfs3_op_read(struct req *r)
 {
-	struct read_op *op = calloc(1, sizeof(*op));
+	/* malloc and a whole assignment, not calloc (daemon/rpc/server.c
+	 * req_new says why). */
+	struct read_op *op = malloc(sizeof(*op));
 	READ3args *a = r->args;
 	GETATTR3args ga;
 	nfsstat3 st;
 
 	if (!op)
 		return nfs3_reply_status(r, NFS3ERR_SERVERFAULT);
-	op->d = r->d;
-	op->r = r;
-	op->err = NFS3_OK;
-	op->outcome = CACHE_MISS;
-	op->step = NFS3_READ_NSTEPS;
+	*op = (struct read_op){
+		.d = r->d,
+		.r = r,
+		.err = NFS3_OK,
+		.outcome = CACHE_MISS,
+		.step = NFS3_READ_NSTEPS,
+	};
 	rangeset_init(&op->need);
 	if ((st = nfs3_prepare(r, &op->ex, &op->uc)) != NFS3_OK) {
 		free(op);

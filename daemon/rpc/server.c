@@ -613,30 +613,36 @@ static bool conn_check_header(struct conn *c, const uint8_t *rec, size_t len,
 		      _Alignof(max_align_t) * _Alignof(max_align_t))
 
 /* Make a request for a routed call; takes ownership of rec. Its zeroed
- * arguments (ent->args_size) come in the same allocation: one calloc and
- * one free per call, not two. */
+ * arguments (ent->args_size) come in the same allocation: one allocation
+ * and one free per call, not two. malloc, not calloc: glibc 2.36's calloc
+ * never takes a block from the thread cache (issue 42's profile: 170
+ * instructions a call more); the request is set whole below and only
+ * the arguments are zeroed. */
 static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
 			   uint8_t *rec, size_t len,
 			   const struct dispatch_entry *ent)
 {
 	struct server *s = c->srv;
-	struct req *r = calloc(1, REQ_ARGS_OFF +
-				  (ent->args_size ? ent->args_size : 1));
+	struct req *r = malloc(REQ_ARGS_OFF + (ent->args_size ?
+					       ent->args_size : 1));
 
 	if (!r) {
 		free(rec);
 		return NULL;
 	}
-	r->magic = REQ_MAGIC;
-	r->args = (char *)r + REQ_ARGS_OFF;
-	r->d = s->d;
-	r->conn = c;
+	*r = (struct req){
+		.magic = REQ_MAGIC,
+		.d = s->d,
+		.conn = c,
+		.call = *call,
+		.rec = rec,
+		.rec_len = len,
+		.ent = ent,
+		.args = (char *)r + REQ_ARGS_OFF,
+		.start = daemon_now(),
+	};
+	memset(r->args, 0, ent->args_size ? ent->args_size : 1);
 	conn_get(c);
-	r->call = *call;
-	r->rec = rec;
-	r->rec_len = len;
-	r->ent = ent;
-	r->start = daemon_now();
 	held_change(c, &c->rec_bytes, len, 0);
 	c->inflight++;
 	s->inflight++;
