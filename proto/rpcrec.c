@@ -15,6 +15,9 @@
  * data actually arrives (never to the announced size up front), so a peer
  * that announces a large fragment and sends nothing pins no memory.
  * The reassembler owns buf until it hands the record to the caller.
+ * A record of one fragment of at most RPCREC_WHOLE_MAX bytes found whole
+ * in the buffer, in MARK state with nothing assembled, skips the states:
+ * it is taken, mark and all, with one evbuffer_remove (rpcrec_take_whole).
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -28,6 +31,10 @@
 #define RPCREC_LAST_FRAG	0x80000000u
 #define RPCREC_LEN_MASK		0x7fffffffu
 #define RPCREC_MIN_CAP		512
+/* Largest record taken whole, mark and all, and moved down over its mark:
+ * a call's (a READ is about 150 bytes) but not a large WRITE's, where
+ * the move would cost more than the second evbuffer_remove it saves. */
+#define RPCREC_WHOLE_MAX	4096
 
 struct rpcrec {
 	size_t max;		/* largest record payload accepted, bytes */
@@ -167,6 +174,47 @@ rpcrec_hand_out(struct rpcrec *r, uint8_t **rec, size_t *len)
 	return RPCREC_RECORD;
 }
 
+/*
+ * The common case, a small record of one fragment already whole in in
+ * (a call arrives in one segment): mark and payload taken by one
+ * evbuffer_remove, then the payload moved down over the mark. Each
+ * evbuffer_remove drains, and a drain runs the buffer's callbacks; two
+ * per call were about 560 instructions of a cached READ's 7,500 (issue
+ * 42's profile). RPCREC_NEED_MORE: not that case, nothing taken, the
+ * states go on; else as rpcrec_pull.
+ */
+static enum rpcrec_status
+rpcrec_take_whole(struct rpcrec *r, struct evbuffer *in, uint8_t **rec,
+		  size_t *len)
+{
+	uint8_t m[4];
+	uint32_t mark;
+	size_t flen, have = evbuffer_get_length(in);
+	uint8_t *buf;
+
+	if (r->in_frag || r->started || have < sizeof(m) ||
+	    evbuffer_copyout(in, m, sizeof(m)) != (ev_ssize_t)sizeof(m))
+		return RPCREC_NEED_MORE;
+	mark = (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 |
+	    (uint32_t)m[2] << 8 | (uint32_t)m[3];
+	flen = mark & RPCREC_LEN_MASK;
+	if (!(mark & RPCREC_LAST_FRAG) || flen > RPCREC_WHOLE_MAX ||
+	    flen > r->max || have - sizeof(m) < flen)
+		return RPCREC_NEED_MORE;
+	buf = malloc(sizeof(m) + flen);
+	if (buf == NULL)
+		return rpcrec_die(r, RPCREC_ENOMEM);
+	if (evbuffer_remove(in, buf, sizeof(m) + flen) !=
+	    (int)(sizeof(m) + flen)) {
+		free(buf);
+		return rpcrec_die(r, RPCREC_ENOMEM);
+	}
+	memmove(buf, buf + sizeof(m), flen);
+	*rec = buf;
+	*len = flen;
+	return RPCREC_RECORD;
+}
+
 enum rpcrec_status
 rpcrec_pull(struct rpcrec *r, struct evbuffer *in, uint8_t **rec,
 	    size_t *len)
@@ -175,6 +223,9 @@ rpcrec_pull(struct rpcrec *r, struct evbuffer *in, uint8_t **rec,
 
 	if (r->dead != RPCREC_RECORD)
 		return r->dead;
+	st = rpcrec_take_whole(r, in, rec, len);
+	if (st != RPCREC_NEED_MORE)
+		return st;
 	for (;;) {
 		if (!r->in_frag) {
 			st = rpcrec_read_mark(r, in);

@@ -403,6 +403,127 @@ test_large_record_in_random_pieces(void)
 	rpcrec_free(&r);
 }
 
+/* evbuffer callback: count the drains of a buffer (arg: a size_t). */
+static void
+count_drains(struct evbuffer *b, const struct evbuffer_cb_info *info,
+	     void *arg)
+{
+	(void)b;
+	if (info->n_deleted > 0)
+		(*(size_t *)arg)++;
+}
+
+/* Pull one record from in, counting in's drains: its status, and the
+ * record checked against want[0..want_len) and freed. */
+static enum rpcrec_status
+pull_counted(struct rpcrec *r, struct evbuffer *in, size_t *drains,
+	     const uint8_t *want, size_t want_len)
+{
+	uint8_t *rec = NULL;
+	size_t len = 0;
+	enum rpcrec_status st;
+
+	*drains = 0;
+	st = rpcrec_pull(r, in, &rec, &len);
+	if (st == RPCREC_RECORD) {
+		CU_ASSERT_EQUAL(len, want_len);
+		CU_ASSERT_PTR_NOT_NULL(rec);
+		if (len == want_len && want_len > 0)
+			CU_ASSERT_EQUAL(memcmp(rec, want, len), 0);
+		free(rec);
+	}
+	return st;
+}
+
+/* A small record of one fragment found whole is taken with one drain
+ * (mark and payload together), across evbuffer chains too; an empty one
+ * as well; a record over 4096 bytes, one of several fragments or one not
+ * yet whole takes the mark and the data apart, and comes out the same. */
+static void
+test_whole_record_taken_in_one_drain(void)
+{
+	struct rpcrec *r = rpcrec_new(8000);
+	struct evbuffer *in = evbuffer_new();
+	struct stream s = { .n = 0 };
+	uint8_t data[5000];
+	size_t drains = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	evbuffer_add_cb(in, count_drains, &drains);
+	pattern(data, sizeof(data), 5);
+	/* 150 bytes, whole, followed by 2 bytes of the next mark. */
+	put_frag(&s, LAST, data, 150);
+	evbuffer_add(in, s.b, s.n);
+	evbuffer_add(in, "\x80\x00", 2);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 150), RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 1);
+	CU_ASSERT_EQUAL(evbuffer_get_length(in), 2);
+	CU_ASSERT_FALSE(rpcrec_in_record(r));
+	/* The rest of that mark (a 4096-byte record), its data in 3 chains. */
+	evbuffer_add(in, "\x10\x00", 2);
+	evbuffer_add(in, data, 1000);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 4096),
+			RPCREC_NEED_MORE);
+	/* Not whole: the states took the mark and the 1000 bytes. */
+	CU_ASSERT_EQUAL(drains, 2);
+	CU_ASSERT_TRUE(rpcrec_in_record(r));
+	evbuffer_add(in, data + 1000, 3096);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 4096),
+			RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 1);
+	/* 4096 bytes whole, its mark split over two chains. */
+	s.n = 0;
+	put_frag(&s, LAST, data, 4096);
+	evbuffer_add(in, s.b, 3);
+	evbuffer_add(in, s.b + 3, s.n - 3);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 4096),
+			RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 1);
+	/* An empty record. */
+	s.n = 0;
+	put_frag(&s, LAST, NULL, 0);
+	evbuffer_add(in, s.b, s.n);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 0), RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 1);
+	/* 4097 bytes: mark and data apart. */
+	s.n = 0;
+	put_frag(&s, LAST, data, 4097);
+	evbuffer_add(in, s.b, s.n);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 4097),
+			RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 2);
+	/* Two fragments, each whole: two marks, two data. */
+	s.n = 0;
+	put_frag(&s, MORE, data, 20);
+	put_frag(&s, LAST, data + 20, 30);
+	evbuffer_add(in, s.b, s.n);
+	CU_ASSERT_EQUAL(pull_counted(r, in, &drains, data, 50), RPCREC_RECORD);
+	CU_ASSERT_EQUAL(drains, 4);
+	CU_ASSERT_EQUAL(evbuffer_get_length(in), 0);
+	evbuffer_free(in);
+	rpcrec_free(&r);
+}
+
+/* Over max (100), a small record found whole is still refused. */
+static void
+test_whole_record_over_max_refused(void)
+{
+	struct rpcrec *r = rpcrec_new(100);
+	struct evbuffer *in = evbuffer_new();
+	struct stream s = { .n = 0 };
+	uint8_t data[101] = { 0 }, *rec = NULL;
+	size_t len = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	put_frag(&s, LAST, data, sizeof(data));
+	evbuffer_add(in, s.b, s.n);
+	CU_ASSERT_EQUAL(rpcrec_pull(r, in, &rec, &len), RPCREC_OVERSIZE);
+	CU_ASSERT_PTR_NULL(rec);
+	CU_ASSERT_EQUAL(rpcrec_pull(r, in, &rec, &len), RPCREC_OVERSIZE);
+	evbuffer_free(in);
+	rpcrec_free(&r);
+}
+
 int
 test_register(void)
 {
@@ -431,7 +552,11 @@ test_register(void)
 	    !CU_add_test(s, "frame_writes_last_fragment_mark",
 			 test_frame_writes_last_fragment_mark) ||
 	    !CU_add_test(s, "large_record_in_random_pieces",
-			 test_large_record_in_random_pieces))
+			 test_large_record_in_random_pieces) ||
+	    !CU_add_test(s, "whole_record_taken_in_one_drain",
+			 test_whole_record_taken_in_one_drain) ||
+	    !CU_add_test(s, "whole_record_over_max_refused",
+			 test_whole_record_over_max_refused))
 		return -1;
 	return 0;
 }
