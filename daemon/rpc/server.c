@@ -92,6 +92,8 @@
 #define CONN_IO_CHUNK (1024 * 1024)	/* bytes per socket read or write */
 #define CONN_LIBEVENT_READ 4096		/* libevent 2.1's EVBUFFER_MAX_READ */
 #define CONN_READ_SPACE (256 * 1024)	/* bytes per recv of conn_drain */
+#define CONN_OUT_ROOM (16 * 1024 - 128) /* an output chain of 16 KiB, less
+					 * libevent's chain header */
 #define REQ_MAGIC 0x52455121u
 #define SWEEP_MAX_S 0.5		/* longest pause between timeout sweeps */
 #define LIMIT_LOG_S 10.0	/* refused connections: one line per */
@@ -429,13 +431,25 @@ static void req_deliver(struct req *r, struct evbuffer *reply)
  * output, or a scratch buffer when the DRC needs a copy. NULL if unwanted. */
 static struct evbuffer *reply_target(struct req *r, bool *scratch)
 {
+	struct evbuffer *out;
+
 	CHECK_OBJ(r, REQ_MAGIC);
 	*scratch = r->drc != NULL;
 	if (*scratch)
 		return evbuffer_new();
 	if (r->conn->closed)
 		return NULL;
-	return bufferevent_get_output(r->conn->bev);
+	out = bufferevent_get_output(r->conn->bev);
+	/* Other calls of the connection (in flight, or read and not yet
+	 * pulled) will answer before the flush: room for their replies in
+	 * one chain, made while out is empty (libevent otherwise makes a
+	 * chain just large enough for each reply, and copies the last one's
+	 * bytes over: a new chain every second cached READ, issue 42's
+	 * profile). A failure only leaves it to libevent. */
+	if ((r->conn->inflight > 1 || evbuffer_get_length(r->conn->in) > 0) &&
+	    evbuffer_get_length(out) == 0)
+		(void)evbuffer_expand(out, CONN_OUT_ROOM);
+	return out;
 }
 
 /* After encoding a success reply into out (rc: the encoder's 0 or -1):
