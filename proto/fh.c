@@ -23,7 +23,7 @@
  * An unwrap of a handle equal, byte for byte, to its slot's needs no MAC:
  * it was authenticated under the same key, which never changes while
  * the process runs. The comparison runs in constant time over the
- * handle's length (CRYPTO_memcmp; a length says nothing of the key) and
+ * handle's length (same_bytes; a length says nothing of the key) and
  * can only match a handle that authenticates anyway, so its timing
  * tells a client nothing the answer does not. Invariant: every used
  * slot holds a valid handle of this key.
@@ -125,6 +125,28 @@ memo_slot(const struct fh_key *k, const uint8_t *fh, size_t len)
 	return &k->memo->slot[fh[len - 1] % FH_MEMO_SLOTS];
 }
 
+/*
+ * True if a[0..n) equals b[0..n), in a time that depends on n alone: the
+ * differences of all the bytes, 8 at a time, or-ed together, with no
+ * early exit (as CRYPTO_memcmp, which goes a byte at a time: 250
+ * instructions of a cached READ's 6,500 for a 60-byte handle, issue 42).
+ */
+static bool
+same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint64_t diff = 0, x, y;
+	size_t i = 0;
+
+	for (; i + sizeof(x) <= n; i += sizeof(x)) {
+		memcpy(&x, a + i, sizeof(x));
+		memcpy(&y, b + i, sizeof(y));
+		diff |= x ^ y;
+	}
+	for (; i < n; i++)
+		diff |= (uint64_t)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
 /* True if fh[0..len) is its slot's handle (constant time). */
 static bool
 memo_holds(const struct fh_key *k, const uint8_t *fh, size_t len)
@@ -134,7 +156,7 @@ memo_holds(const struct fh_key *k, const uint8_t *fh, size_t len)
 	if (!k->memo)
 		return false;
 	s = memo_slot(k, fh, len);
-	if (s->len != len || CRYPTO_memcmp(s->fh, fh, len) != 0)
+	if (s->len != len || !same_bytes(s->fh, fh, len))
 		return false;
 	k->memo->hits++;
 	return true;

@@ -333,6 +333,19 @@ test_memo_counts_macs(void)
 	fh_key_counts(&k, &macs, &hits);
 	CU_ASSERT_EQUAL(macs, 3);
 	CU_ASSERT_EQUAL(hits, 3);
+	/* One bit off at any byte but the last (so in the remembered
+	 * handle's slot): never taken from the memo. */
+	for (size_t i = 0; i + 1 < n; i++) {
+		memcpy(bad, fh, n);
+		bad[i] ^= 0x80;
+		CU_ASSERT_NOT_EQUAL(fh_unwrap(&k, bad, n, &exp, &got, &glen),
+				    FH_OK);
+	}
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(hits, 3);
+	CU_ASSERT_EQUAL(fh_unwrap(&k, fh, n, &exp, &got, &glen), FH_OK);
+	fh_key_counts(&k, &macs, &hits);
+	CU_ASSERT_EQUAL(hits, 4);
 	/* A handle made elsewhere (the unkeyed path) is checked once. */
 	up[0] ^= 0xff;
 	CU_ASSERT_EQUAL_FATAL(fh_wrap(key, 4, up, 24, other, &no), FH_OK);
