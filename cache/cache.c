@@ -8,7 +8,8 @@
  * Ownership: the cache owns every cfile (hash by upstream handle) and every
  * cpage (hash per file by page index, and on exactly one of the queues A1in
  * or Am). Callers hold counted references to files; pages are never handed
- * out. A file is freed when it has no reference, no page and no
+ * out (cache_peek lends a page's bytes until the next call into the
+ * cache). A file is freed when it has no reference, no page and no
  * attributes, or with the cache.
  *
  * Invariants (cache_check): every page is on the queue its `queue` field
@@ -1268,6 +1269,21 @@ uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
 	if (hole_bytes)
 		*hole_bytes = holes;
 	return copied;
+}
+
+const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
+			  uint64_t len)
+{
+	uint64_t idx = off >> c->shift, ps = idx << c->shift;
+	struct cpage *p;
+
+	if (!len || off + len < off || (off + len - 1) >> c->shift != idx ||
+	    !(p = page_find(f, idx)) ||
+	    !rangeset_contains(&p->valid, off - ps, off - ps + len))
+		return NULL;
+	/* Valid bytes are never holes (the invariants): nothing to zero. */
+	page_touch(c, p);
+	return p->data + (off - ps);
 }
 
 void page_store(struct cache *c, struct cfile *f, struct cpage *p,

@@ -529,6 +529,20 @@ uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
 		       uint64_t len, uint8_t *out, uint64_t *hole_bytes);
 
 /*
+ * The bytes [off, off + len) of f in place, when they lie in one page and
+ * are all valid there: a pointer into that page, and the page counted as
+ * read (as cache_copy). Borrowed: it stays valid only until the next call
+ * into the cache (a fill, a write or an eviction may change or free the
+ * page), so the caller copies them before that, on the same loop. NULL
+ * when len is 0, the range crosses a page, or any byte of it is not valid
+ * in the page (missing, or a hole): use cache_copy_ex then. A cached
+ * READ's reply is copied from here straight into the connection's output
+ * (nfs3_read.c), not through a buffer of its own (issue 42).
+ */
+const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
+			  uint64_t len);
+
+/*
  * Record [start, end) of f as known to read as zeros (a hole): the
  * proxy's own SETATTR grew the file, or a write past EOF left a gap.
  * Clean cached bytes there are dropped (pages left empty are freed);

@@ -32,9 +32,6 @@
 /* Room for the encoded part of a reply with a tail (a READ3res header is
  * 124 bytes: 24 of reply header, 88 of post_op_attr, 12 more). */
 #define RPCMSG_TAIL_HEAD_MAX	1024
-/* A tail up to this many bytes is copied into the record, not referenced
- * (rpcmsg.h). */
-#define RPCMSG_TAIL_COPY_MAX	4096
 
 /* A bounds-checked big-endian reader over a borrowed byte range. */
 struct rd {

@@ -75,6 +75,10 @@ int rpcmsg_reply_success(struct evbuffer *out, uint32_t xid,
  */
 typedef void (*rpcmsg_tail_release)(const void *tail, size_t len, void *arg);
 
+/* A tail up to this many bytes is copied into the record before
+ * rpcmsg_reply_success_tail returns, never referenced. */
+#define RPCMSG_TAIL_COPY_MAX	4096
+
 /*
  * rpcmsg_reply_success for a result whose last field is a variable-length
  * opaque (READ3resok's data, RFC 1813 section 3.3.6), with that opaque's
@@ -83,9 +87,11 @@ typedef void (*rpcmsg_tail_release)(const void *tail, size_t len, void *arg);
  * after the encoded part, whose final length word is set to len, and
  * followed by the XDR padding (RFC 4506 section 4.10). One record (a
  * record mark's 31-bit length at most), appended whole or not at all.
- * A tail of at most 4 KiB is copied instead, with the rest of the record
- * into one piece of out, and released before the return: for a small
- * READ a copy costs less than the scratch buffer and the reference.
+ * A tail of at most RPCMSG_TAIL_COPY_MAX bytes is copied instead, with
+ * the rest of the record into one piece of out, and released before the
+ * return: for a small READ a copy costs less than the scratch buffer and
+ * the reference, and such a tail may be memory the caller only borrows
+ * for the call (with a release that does nothing).
  * Ownership of tail passes to the call: release(tail, len, arg) runs once,
  * when out no longer needs it, also on failure (before the return).
  * release must not be NULL. Returns 0, or -1 when encoding failed, res's

@@ -270,8 +270,9 @@ static void read_data_free(const void *data, size_t len, void *arg)
 	free((void *)(uintptr_t)data);
 }
 
-/* Release callback of read_zeros: nothing to release. */
-static void read_zeros_keep(const void *data, size_t len, void *arg)
+/* Release callback of data the reply does not own (read_zeros, or a
+ * page's bytes lent by cache_peek): nothing to release. */
+static void read_data_keep(const void *data, size_t len, void *arg)
 {
 	(void)data;
 	(void)len;
@@ -281,11 +282,12 @@ static void read_zeros_keep(const void *data, size_t len, void *arg)
 /*
  * Reply data[0..count) of the window, eof as the upstream sets it. data is
  * malloc'd and owned by the call (sent without a copy, then freed), or
- * read_zeros.
+ * not owned (read_zeros, or at most RPCMSG_TAIL_COPY_MAX bytes lent by
+ * cache_peek: copied into the reply before this returns) when keep.
  */
-static void read_reply(struct read_op *op, uint8_t *data,
+static void read_reply(struct read_op *op, const uint8_t *data,
 		       uint64_t count, uint64_t upstream_bytes,
-		       uint64_t hole_bytes)
+		       uint64_t hole_bytes, bool keep)
 {
 	struct req *r = op->r;
 	READ3res res;
@@ -306,14 +308,17 @@ static void read_reply(struct read_op *op, uint8_t *data,
 	op_free(op);
 	req_reply_tail(r, (xdrproc_t)nfs3_inline_xdr_READ3res, &res, data,
 		       (size_t)count,
-		       data == read_zeros ? read_zeros_keep : read_data_free,
+		       keep ? read_data_keep : read_data_free,
 		       NULL);
 }
 
-/* Answer a HIT or HOLE straight from the pages and holes. */
+/* Answer a HIT or HOLE straight from the pages and holes: a small READ
+ * within one page copied from the page into the reply (cache_peek), any
+ * other through a buffer of its own. */
 static void read_from_cache(struct read_op *op)
 {
 	uint64_t n = op->end - op->off, holes = 0;
+	const uint8_t *lent;
 	uint8_t *data;
 
 	if (op->outcome == CACHE_HOLE && n <= READ_ZEROS_MAX) {
@@ -322,7 +327,15 @@ static void read_from_cache(struct read_op *op)
 		op->cache_bytes = 0;
 		if (op->stale)
 			stale_count(op->d, NFSPROC3_READ);
-		read_reply(op, read_zeros, n, 0, n);
+		read_reply(op, read_zeros, n, 0, n, true);
+		return;
+	}
+	if (n <= RPCMSG_TAIL_COPY_MAX &&
+	    (lent = cache_peek(op->d->cache, op->f, op->off, n))) {
+		op->cache_bytes = n;
+		if (op->stale)
+			stale_count(op->d, NFSPROC3_READ);
+		read_reply(op, lent, n, 0, 0, true);
 		return;
 	}
 	data = malloc(n ? n : 1);
@@ -341,7 +354,7 @@ static void read_from_cache(struct read_op *op)
 	op->cache_bytes -= holes;
 	if (op->stale)
 		stale_count(op->d, NFSPROC3_READ);
-	read_reply(op, data, n, 0, holes);
+	read_reply(op, data, n, 0, holes, false);
 }
 
 /* Park op on fetch fe. 0, or -1 on ENOMEM. */
@@ -391,7 +404,7 @@ static void read_finish(struct read_op *op)
 	buf = op->buf;
 	op->buf = NULL;		/* read_reply owns it now */
 	read_reply(op, buf, op->end - op->off,
-		   op->end - op->off - op->cache_bytes, 0);
+		   op->end - op->off - op->cache_bytes, 0, false);
 }
 
 /* The file ended at eof_at: trim op's window and needs. Past the

@@ -926,6 +926,53 @@ static void test_write_overwrites_fill_does_not(void)
 	cache_free(&c);
 }
 
+/* cache_peek lends a page's bytes in place: a range inside one page,
+ * every byte of it valid, or nothing; a peek counts as a read of the page
+ * (a readahead page's bytes used), as cache_copy does. */
+static void test_peek_lends_valid_bytes_of_one_page(void)
+{
+	struct cache *c = new_cache(4096, 16);
+	struct cfile *f = get_file(c, 1);
+	uint8_t *want = pat_buf(0, 16384, 1, false);
+	const uint8_t *p;
+	uint64_t used;
+
+	set_size(c, f, 20480);
+	fill_pat(c, f, 0, 4096, 1, false);
+	fill_pat(c, f, 4096, 1000, 1, false);	/* page 1: [4096, 5096) */
+	p = cache_peek(c, f, 100, 1024);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(memcmp(p, want + 100, 1024), 0);
+	p = cache_peek(c, f, 0, 4096);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(memcmp(p, want, 4096), 0);
+	p = cache_peek(c, f, 4096, 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(memcmp(p, want + 4096, 1000), 0);
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 100, 0));
+	/* Every byte valid, but across two pages. */
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 4000, 200));
+	/* Partly valid; no page; a hole; past any offset. */
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 5000, 200));
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 5096, 1));
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 12288, 10));
+	cfile_hole_add(c, f, 16384, 20480);
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, 16384, 100));
+	CU_ASSERT_PTR_NULL(cache_peek(c, f, UINT64_MAX - 10, 100));
+	/* A readahead page's bytes count as used at the first peek. */
+	cache_fill_ex(c, f, 8192, want + 8192, 4096, true);
+	CHECK(c);
+	used = stats(c).ra_used_bytes;
+	p = cache_peek(c, f, 8192, 512);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(memcmp(p, want + 8192, 512), 0);
+	CU_ASSERT_EQUAL(stats(c).ra_used_bytes, used + 4096);
+	CHECK(c);
+	free(want);
+	cfile_put(c, &f);
+	cache_free(&c);
+}
+
 /* ---- truncate ---- */
 
 static void truncate_trims(uint32_t P)
@@ -2411,6 +2458,7 @@ static const struct tcase data_tests[] = {
 	TV(write_no_rmw),
 	TV(fill_spreads),
 	T(test_write_overwrites_fill_does_not),
+	T(test_peek_lends_valid_bytes_of_one_page),
 	TV(truncate_trims),
 	TV(budget_evicts),
 	T(test_budget_edges),
