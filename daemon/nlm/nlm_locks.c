@@ -314,6 +314,43 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 	return n;
 }
 
+struct nlm_held *nlm_locks_owned(const struct nlm_locks *t,
+				 const char *caller, const struct nlm_held *h,
+				 bool *failed)
+{
+	struct nlm_client *c = NULL;
+	struct nlm_held *out = NULL, *q;
+	uint64_t off, uend;
+
+	*failed = false;
+	if (!t || !caller || !h)
+		return NULL;
+	HASH_FIND_STR(t->clients, caller, c);
+	if (!c)
+		return NULL;
+	off = h->off;
+	uend = range_end(h->off, h->len);
+	for (struct nlm_held *r = c->held; r; r = r->next) {
+		uint64_t rend = range_end(r->off, r->len);
+
+		if (r->fh_len != h->fh_len ||
+		    memcmp(r->fh, h->fh, h->fh_len) != 0 ||
+		    r->oh_len != h->oh_len ||
+		    memcmp(r->oh, h->oh, h->oh_len) != 0 ||
+		    rend <= off || uend <= r->off)
+			continue;
+		q = piece(r, r->off > off ? r->off : off,
+			  rend < uend ? rend : uend);
+		if (!q) {
+			*failed = true;
+			break;
+		}
+		q->next = out;
+		out = q;
+	}
+	return out;
+}
+
 /*
  * Take c's records that pick(arg, r) chooses out of t (and its store, in
  * one transaction); *n counts them. c leaves the table when it has none

@@ -83,6 +83,20 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 			  uint64_t len);
 
 /*
+ * Copies of client caller's records of h's file and owner (fh, oh) that
+ * overlap h's range [off, off + len) (len 0: to the end), each cut to
+ * that range (len 0 for one reaching the end), in no order: a list the
+ * caller frees with nlm_held_free_list, or NULL (none, no such client,
+ * NULL arguments). Records may overlap one another (one per grant of a
+ * distinct range). *failed is set on ENOMEM (the list then misses some).
+ * t is not changed. What an owner holds of a range a failed LOCK asked
+ * for, which undoing that LOCK upstream must leave held (nlm_ops.c).
+ */
+struct nlm_held *nlm_locks_owned(const struct nlm_locks *t,
+				 const char *caller, const struct nlm_held *h,
+				 bool *failed);
+
+/*
  * Take client caller out of the table: its records, as a list the caller
  * frees with nlm_held_free_list, or NULL (none, or no such client).
  * *known says whether the client was in the table.

@@ -91,6 +91,11 @@ struct nlm_op {
 					 * grant comes */
 	size_t oh_len;
 	uint8_t oh[NLM_OWNER_MAX];	/* the owner the upstream sees */
+	char caller[NLM_STORE_CALLER_MAX + 1]; /* the client's caller name
+					 * (its key in the lock table), kept
+					 * past r and its arguments */
+	int32_t state;			/* LOCK: the client's NSM state, as
+					 * its call gave it */
 };
 
 /* How much longer than upstream_timeout a LOCK's upstream call is waited
@@ -356,19 +361,38 @@ static void release_done(enum clnt_stat st, void *res, void *arg)
 		d->nlm->st.failed++;
 }
 
-/* Release upstream every lock of list h (freed here). Returns how many
- * UNLOCKs were sent. */
-static unsigned release_locks(struct daemon *d, struct nlm_held *h)
+/* The LOCK that gives an owner back what undoing a failed LOCK took
+ * (unlock_unanswered) came back: counted failed unless granted. */
+static void relock_done(enum clnt_stat st, void *res, void *arg)
+{
+	struct daemon *d = arg;
+	nlm4_res *nr = res;
+
+	if (!d->nlm || st == RPC_INTR)
+		return;
+	if (st != RPC_SUCCESS || !nr || nr->stat.stat != NLM4_GRANTED)
+		d->nlm->st.failed++;
+}
+
+/* Send proc upstream, as the proxy, for every lock of list h (freed
+ * here): NLMPROC4_UNLOCK (release_done counts the answers), or
+ * NLMPROC4_LOCK, not blocking, exclusive as each lock is, with the
+ * client's NSM state (Ganesha 4.3 keys a lock's state by it: with
+ * another, the LOCK is another state's and DENIED) (relock_done).
+ * Returns how many calls were sent. */
+static unsigned held_calls(struct daemon *d, struct nlm_held *h,
+			   uint32_t proc, int32_t state)
 {
 	struct nlm *n = d->nlm;
 	unsigned sent = 0;
 
 	for (struct nlm_held *r = h; r; r = r->next) {
 		struct export_rt *ex = daemon_export(d, r->export_id);
-		nlm4_unlockargs a;
+		nlm4_unlockargs ua;
+		nlm4_lockargs la;
+		nlm4_lock *lk = proc == NLMPROC4_LOCK ? &la.alock : &ua.alock;
 		struct rpccall_spec s = {
-			.prog = NLM_PROG, .vers = NLM4_VERS,
-			.proc = NLMPROC4_UNLOCK,
+			.prog = NLM_PROG, .vers = NLM4_VERS, .proc = proc,
 			.timeout = d->conf->upstream_timeout,
 			.machine = n->caller,
 		};
@@ -377,18 +401,25 @@ static unsigned release_locks(struct daemon *d, struct nlm_held *h)
 			continue;
 		s.host = ex->conf->url.server;
 		s.port = (unsigned)ex->conf->url.nlm_port;
-		memset(&a, 0, sizeof(a));
-		a.alock.caller_name = n->caller;
-		a.alock.fh.nlm4_netobj_val = (char *)r->fh;
-		a.alock.fh.nlm4_netobj_len = (u_int)r->fh_len;
-		a.alock.oh.nlm4_netobj_val = (char *)r->oh;
-		a.alock.oh.nlm4_netobj_len = (u_int)r->oh_len;
-		a.alock.svid = r->svid;
-		a.alock.l_offset = r->off;
-		a.alock.l_len = r->len;
-		if (rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_unlockargs,
-				   &a, (xdrproc_t)xdr_nlm4_res,
-				   sizeof(nlm4_res), release_done, d) == 0) {
+		memset(&ua, 0, sizeof(ua));
+		memset(&la, 0, sizeof(la));
+		lk->caller_name = n->caller;
+		lk->fh.nlm4_netobj_val = (char *)r->fh;
+		lk->fh.nlm4_netobj_len = (u_int)r->fh_len;
+		lk->oh.nlm4_netobj_val = (char *)r->oh;
+		lk->oh.nlm4_netobj_len = (u_int)r->oh_len;
+		lk->svid = r->svid;
+		lk->l_offset = r->off;
+		lk->l_len = r->len;
+		la.exclusive = r->exclusive;
+		la.state = state;
+		if ((proc == NLMPROC4_LOCK ?
+		     rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_lockargs,
+				    &la, (xdrproc_t)xdr_nlm4_res,
+				    sizeof(nlm4_res), relock_done, d) :
+		     rpccall_submit(n->pool, &s, (xdrproc_t)xdr_nlm4_unlockargs,
+				    &ua, (xdrproc_t)xdr_nlm4_res,
+				    sizeof(nlm4_res), release_done, d)) == 0) {
 			n->st.forwarded++;
 			sent++;
 		} else {
@@ -399,15 +430,118 @@ static unsigned release_locks(struct daemon *d, struct nlm_held *h)
 	return sent;
 }
 
-/* Unlock upstream the lock op asked for: its client was told
- * NLM4_DENIED_NOLOCKS (no answer within upstream_timeout) and the
- * upstream granted it late, or its call failed after it may have been
+/* Release upstream every lock of list h (freed here). Returns how many
+ * UNLOCKs were sent. */
+static unsigned release_locks(struct daemon *d, struct nlm_held *h)
+{
+	return held_calls(d, h, NLMPROC4_UNLOCK, 0);
+}
+
+/* Order of held ranges by their start (qsort). */
+static int held_by_off(const void *a, const void *b)
+{
+	const struct nlm_held *x = *(struct nlm_held *const *)a;
+	const struct nlm_held *y = *(struct nlm_held *const *)b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The end of [off, off + len), len 0 (to the end of the file) as
+ * UINT64_MAX. */
+static uint64_t held_end(const struct nlm_held *h)
+{
+	return h->len == 0 || h->len > UINT64_MAX - h->off ? UINT64_MAX :
+							     h->off + h->len;
+}
+
+/* Append to *tail a copy of lk limited to [from, to) (to UINT64_MAX: to
+ * the end): 0, or -1 on ENOMEM. */
+static int held_piece(struct nlm_held ***tail, const struct nlm_held *lk,
+		      uint64_t from, uint64_t to)
+{
+	struct nlm_held *p = calloc(1, sizeof(*p));
+	uint8_t *oh = malloc(lk->oh_len ? lk->oh_len : 1);
+
+	if (!p || !oh) {
+		free(p);
+		free(oh);
+		return -1;
+	}
+	*p = *lk;
+	p->next = NULL;
+	memcpy(oh, lk->oh, lk->oh_len);
+	p->oh = oh;
+	p->off = from;
+	p->len = to == UINT64_MAX ? 0 : to - from;
+	**tail = p;
+	*tail = &p->next;
+	return 0;
+}
+
+/*
+ * Undo upstream what the LOCK op asked for may have granted: its client
+ * was told NLM4_DENIED_NOLOCKS (no answer within upstream_timeout) and
+ * the upstream granted it late, or its call failed after it may have been
  * sent. So no lock stays held for a client told it has none (as Linux's
- * lockd client unlocks after an interrupted LOCK). The UNLOCK's answer is
- * only counted. */
+ * lockd client unlocks after an interrupted LOCK) -- and none the client
+ * held before is taken from it: a lock request that fails leaves the
+ * owner's locks as they were (POSIX fcntl), so the ranges the lock table
+ * holds for this owner and file are left out of the UNLOCKs, and each of
+ * them whose mode differs from the request's (which the upstream may
+ * have applied to it: an exclusive lock made shared, or the reverse) is
+ * asked for again in its own mode, not blocking.
+ * Out of memory the whole range is unlocked, as before. The answers are
+ * only counted.
+ */
 static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
 {
-	nlm_unlock_held(d, &op->lk);
+	struct nlm_held *held = NULL, *gaps = NULL, **tail = &gaps;
+	struct nlm_held *again = NULL, **atail = &again, **v = NULL;
+	uint64_t at = op->lk.off, end = held_end(&op->lk);
+	size_t n = 0, i;
+	bool failed = false;
+
+	if (d->nlm && op->caller[0])
+		held = nlm_locks_owned(d->nlm->locks, op->caller, &op->lk,
+				       &failed);
+	for (struct nlm_held *h = held; h; h = h->next)
+		n++;
+	if (!failed && n && !(v = calloc(n, sizeof(*v))))
+		failed = true;
+	if (failed || !n) {
+		free(v);
+		nlm_held_free_list(held);
+		nlm_unlock_held(d, &op->lk);
+		return;
+	}
+	i = 0;
+	for (struct nlm_held *h = held; h; h = h->next)
+		v[i++] = h;
+	qsort(v, n, sizeof(*v), held_by_off);
+	for (i = 0; i < n && !failed; i++) {
+		uint64_t hend = held_end(v[i]);
+
+		if (v[i]->off > at && held_piece(&tail, &op->lk, at,
+						 v[i]->off) != 0)
+			failed = true;
+		if (hend > at)
+			at = hend;
+		if (v[i]->exclusive != op->lk.exclusive &&
+		    held_piece(&atail, v[i], v[i]->off, hend) != 0)
+			failed = true;
+	}
+	if (!failed && at < end && held_piece(&tail, &op->lk, at, end) != 0)
+		failed = true;
+	free(v);
+	nlm_held_free_list(held);
+	if (failed) {
+		nlm_held_free_list(gaps);
+		nlm_held_free_list(again);
+		nlm_unlock_held(d, &op->lk);
+		return;
+	}
+	held_calls(d, gaps, NLMPROC4_UNLOCK, 0);	/* frees gaps */
+	held_calls(d, again, NLMPROC4_LOCK, op->state);	/* frees again */
 }
 
 void nlm_unlock_held(struct daemon *d, const struct nlm_held *lk)
@@ -744,6 +878,10 @@ static struct nlm_op *op_new(struct req *r, uint32_t proc, nlm4_lock *lk,
 	op->lk.off = lk->l_offset;
 	op->lk.len = lk->l_len;
 	op->lk.exclusive = exclusive;
+	snprintf(op->caller, sizeof(op->caller), "%s",
+		 lk->caller_name ? lk->caller_name : "");
+	if (proc == NLMPROC4_LOCK || proc == NLMPROC4_NM_LOCK)
+		op->state = ((nlm4_lockargs *)op->args)->state;
 	nfs3_guard_cred(&r->call, acc, &op->uc);
 	if (op->msg && op->uc.machine) {
 		snprintf(op->machine, sizeof(op->machine), "%s",

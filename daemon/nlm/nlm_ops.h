@@ -78,9 +78,9 @@ struct rpccall_pool;
  * and /metrics (HACKING.md "Adding a counter"). */
 #define NLM_METRICS(X, A) \
 	X(uint64_t, forwarded, counter, "nfscached_nlm_forwarded_total", \
-	  "NLM calls sent to an upstream lock manager: the clients' TEST, LOCK, CANCEL, UNLOCK, NM_LOCK, SHARE and UNSHARE (and their _MSG forms), and the proxy's own UNLOCKs releasing a rebooted client's locks.") \
+	  "NLM calls sent to an upstream lock manager: the clients' TEST, LOCK, CANCEL, UNLOCK, NM_LOCK, SHARE and UNSHARE (and their _MSG forms), and the proxy's own UNLOCKs releasing a rebooted client's locks or undoing a late grant, and LOCKs giving an owner back its mode after one.") \
 	X(uint64_t, failed, counter, "nfscached_nlm_failures_total", \
-	  "Calls to an upstream lock manager that could not be sent or were not answered (down, timeout, not registered): a client's call got NLM4_DENIED_NOLOCKS; also a release UNLOCK or a GRANTED_RES that could not be sent.") \
+	  "Calls to an upstream lock manager that could not be sent or were not answered (down, timeout, not registered): a client's call got NLM4_DENIED_NOLOCKS; also a release UNLOCK or a GRANTED_RES that could not be sent, and a LOCK giving an owner back its mode after a late grant that was not granted.") \
 	X(uint64_t, refused, counter, "nfscached_nlm_refused_total", \
 	  "NLM calls answered by the proxy itself: a handle that does not check, the client rules, an exclusive lock of a read-only client, an owner too long to wrap; and reboot notices (procedure 16) not from the local status monitor on a privileged port.") \
 	X(uint64_t, revalidated, counter, "nfscached_nlm_revalidations_total", \

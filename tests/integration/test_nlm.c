@@ -745,13 +745,94 @@ static void test_lost_lock_unlocked(void)
 	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
 }
 
+/* Ganesha's pid (its pid file in the harness's directory). */
+static int ganesha_pid(void)
+{
+	char path[4096];
+	FILE *f;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/ganesha/ganesha.pid",
+		 getenv("NFSC_TMP"));
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	return pid;
+}
+
+/* B's TEST (exclusive or shared) of [off, off + len) of fh until it
+ * answers want (at most 120 s, a bound for a hang): the last answer. */
+static int wait_test(const struct wb_fh *fh, bool exclusive, uint64_t off,
+		     uint64_t len, int want)
+{
+	int st = -1;
+
+	for (int i = 0; i < 2400; i++) {
+		st = do_test(&B, fh, exclusive, off, len, NULL, NULL, 0);
+		if (st == want)
+			break;
+		usleep(50 * 1000);
+	}
+	return st;
+}
+
+/* A LOCK refused for want of an answer (the upstream stopped) and granted
+ * late over a range its owner already holds part of: undoing the late
+ * grant leaves what A held as it was (POSIX: a failed lock request
+ * changes none of the owner's locks). An exclusive [0, 100) over A's
+ * exclusive [0, 10): only [10, 100) is unlocked. A shared [0, 100) over
+ * A's exclusive [200, 210): [200, 210) is exclusive again (the late grant
+ * made it shared) and the rest unlocked. Before the fix the UNLOCK of the
+ * whole range freed A's [0, 10) for B while A held it. */
+static void test_lost_lock_keeps_held(void)
+{
+	int pid = ganesha_pid();
+	struct wb_fh fh;
+	double released = wb_metric("nfscached_nlm_released_total");
+
+	make_file("lost-held", "0123456789", &fh);
+	CU_ASSERT_EQUAL_FATAL(do_lock(&A, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 100), NLM4_DENIED_NOLOCKS);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
+				    released + 1), released + 1);
+	CU_ASSERT_EQUAL(do_test(&B, &fh, true, 0, 10, NULL, NULL, 0),
+			NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 10, 90), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 10, 90), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 10), NLM4_GRANTED);
+
+	CU_ASSERT_EQUAL_FATAL(do_lock(&A, &fh, true, 200, 10), NLM4_GRANTED);
+	released = wb_metric("nfscached_nlm_released_total");
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
+	CU_ASSERT_EQUAL(do_lock(&A, &fh, false, 150, 100),
+			NLM4_DENIED_NOLOCKS);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
+	/* [150, 200) and [210, 250) unlocked, [200, 210) locked again. */
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
+				    released + 2), released + 2);
+	/* A shared TEST: denied once [200, 210) is exclusive again. */
+	CU_ASSERT_EQUAL(wait_test(&fh, false, 200, 10, NLM4_DENIED),
+			NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, false, 200, 10), NLM4_DENIED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 150, 50), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 210, 40), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 150, 100), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 200, 10), NLM4_GRANTED);
+}
+
 int test_register(void)
 {
 	CU_pSuite lost = CU_add_suite("nlm_lost", suite_init, suite_clean);
 
 	if (lost == NULL ||
 	    CU_add_test(lost, "lost_lock_unlocked",
-			test_lost_lock_unlocked) == NULL)
+			test_lost_lock_unlocked) == NULL ||
+	    CU_add_test(lost, "lost_lock_keeps_held",
+			test_lost_lock_keeps_held) == NULL)
 		return -1;
 
 	CU_pSuite rs = CU_add_suite("nlm_restart", suite_init, suite_clean);

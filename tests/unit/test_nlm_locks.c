@@ -227,6 +227,53 @@ static bool has(const struct nlm_held *h, const char *fh, const char *oh,
 	return false;
 }
 
+/* nlm_locks_owned: the owner's records of the file that overlap the
+ * range, cut to it, exclusive as recorded; others, none, or another
+ * client's, not; the table unchanged. */
+static void test_owned(void)
+{
+	struct nlm_locks *t = nlm_locks_new();
+	struct nlm_held r1 = rec("F", "o", 0, 10), r2 = rec("F", "o", 20, 10);
+	struct nlm_held r3 = rec("F", "o", 40, 0), r4 = rec("F", "p", 0, 10);
+	struct nlm_held r5 = rec("G", "o", 0, 10), q;
+	struct nlm_held *got;
+	bool failed = true;
+
+	r2.exclusive = true;
+	nlm_locks_add(t, "c", &r1);
+	nlm_locks_add(t, "c", &r2);
+	nlm_locks_add(t, "c", &r3);
+	nlm_locks_add(t, "c", &r4);
+	nlm_locks_add(t, "c", &r5);
+	nlm_locks_add(t, "d", &r1);
+	/* [5, 45): [5,10), [20,30) exclusive, [40,45). */
+	q = rec("F", "o", 5, 40);
+	got = nlm_locks_owned(t, "c", &q, &failed);
+	CU_ASSERT_FALSE(failed);
+	CU_ASSERT_EQUAL(list_len(got), 3);
+	CU_ASSERT_TRUE(has(got, "F", "o", 5, 5, false));
+	CU_ASSERT_TRUE(has(got, "F", "o", 20, 10, true));
+	CU_ASSERT_TRUE(has(got, "F", "o", 40, 5, false));
+	nlm_held_free_list(got);
+	/* To the end from 25: [25,30) and [40,end). */
+	q = rec("F", "o", 25, 0);
+	got = nlm_locks_owned(t, "c", &q, &failed);
+	CU_ASSERT_EQUAL(list_len(got), 2);
+	CU_ASSERT_TRUE(has(got, "F", "o", 25, 5, true));
+	CU_ASSERT_TRUE(has(got, "F", "o", 40, 0, false));
+	nlm_held_free_list(got);
+	/* A gap; another client; none such. */
+	q = rec("F", "o", 10, 10);
+	CU_ASSERT_PTR_NULL(nlm_locks_owned(t, "c", &q, &failed));
+	CU_ASSERT_FALSE(failed);
+	q = rec("F", "o", 20, 10);
+	CU_ASSERT_PTR_NULL(nlm_locks_owned(t, "d", &q, &failed));
+	CU_ASSERT_PTR_NULL(nlm_locks_owned(t, "e", &q, &failed));
+	CU_ASSERT_EQUAL(nlm_locks_held(t), 6);
+	CU_ASSERT_PTR_NULL(nlm_locks_check_why(t));
+	nlm_locks_free(&t);
+}
+
 static void test_store_round_trip(void)
 {
 	char dir[4096];
@@ -570,6 +617,7 @@ int test_register(void)
 			 test_unlock_takes_ranges_out) ||
 	    !CU_add_test(s, "split_and_repeat", test_split_and_repeat) ||
 	    !CU_add_test(s, "refused", test_refused) ||
+	    !CU_add_test(s, "owned", test_owned) ||
 	    !CU_add_test(s, "store_round_trip", test_store_round_trip) ||
 	    !CU_add_test(s, "store_take_if", test_store_take_if) ||
 	    !CU_add_test(s, "store_unreadable", test_store_unreadable) ||
