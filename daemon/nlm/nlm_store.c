@@ -169,11 +169,16 @@ static void set_aside(struct nlm_store *s, int rc)
 struct nlm_store *nlm_store_open(const char *dir)
 {
 	struct nlm_store *s = calloc(1, sizeof(*s));
+	struct stat sb;
 	int rc;
 
 	if (!s)
 		return NULL;
 	snprintf(s->path, sizeof(s->path), "%s/nlm.mdb", dir);
+	/* A file cut to nothing (a crash of the host, a mistake) would be
+	 * taken by LMDB for a new store, with no word of what was lost. */
+	if (stat(s->path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+		set_aside(s, MDB_INVALID);
 	rc = env_open(s);
 	if (rc == MDB_INVALID || rc == MDB_CORRUPTED ||
 	    rc == MDB_VERSION_MISMATCH || rc == MDB_PAGE_NOTFOUND ||

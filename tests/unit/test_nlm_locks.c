@@ -522,6 +522,21 @@ static void test_store_unreadable(void)
 	CU_ASSERT_EQUAL(clients, 1);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
+
+	/* Cut to nothing: LMDB would take it for a new store, silently;
+	 * it is set aside as any cut file is (a fresh tester's find). */
+	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
+	CU_ASSERT_EQUAL_FATAL(truncate(path, 0), 0);
+	t = reopen(dir, &s, &clients);
+	CU_ASSERT_EQUAL(clients, 0);
+	nlm_store_stats_get(s, &st);
+	CU_ASSERT_EQUAL(st.resets, 1);
+	CU_ASSERT_EQUAL(warns, 5);
+	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_size, 0);
+	nlm_locks_free(&t);
+	nlm_store_close(&s);
 	log_set_sink(NULL, NULL);
 	rm_dir(dir);
 }
