@@ -28,8 +28,8 @@
  * it watches), which the proxy asks of it at the first lock on each
  * upstream (nlm_nsm; docs/semantics.md, "The file server restarting").
  * A host crash can still lose the table's last changes: a file cut short
- * (to nothing too),
- * or a record that fails its checksum, is moved aside (below), and a lock
+ * (to nothing too), or a record that fails its checksum, is moved aside
+ * (below), and a lock
  * recorded then and lost is one its client's reboot will not release, as
  * before this table existed. Damage that neither LMDB's checks nor the
  * records' checksums see (page links LMDB follows only when writing) is
