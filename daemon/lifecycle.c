@@ -21,6 +21,7 @@
 #include "log.h"
 #include "acl_ops.h"
 #include "looplag.h"
+#include "nlm4_prot.h"
 #include "nlm_ops.h"
 #include "metrics.h"
 #include "mount3_prot.h"
@@ -185,6 +186,12 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 	d->server = server_new(d);
 	if (!d->server) {
 		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	/* nlm = false: the program refused whole (PROG_UNAVAIL), as if the
+	 * table had no NLM rows. */
+	if (!d->conf->nlm && server_refuse_program(d->server, NLM_PROG) != 0) {
+		snprintf(err, len, "cannot turn NLM off");
 		return -1;
 	}
 	if ((flags & DAEMON_LISTENERS) && start_listeners(d, err, len) != 0)

@@ -173,6 +173,8 @@ struct server {
 					 * known */
 	bool budget_waiters;		/* a connection may be budget_paused */
 	struct event *resume;		/* resumes budget-paused connections */
+	uint32_t refused[SERVER_REFUSED_MAX]; /* programs turned off: every
+					 * call PROG_UNAVAIL; 0: a free slot */
 	struct server_stats st;
 };
 
@@ -587,9 +589,13 @@ static const struct dispatch_entry *conn_route(struct conn *c,
 	uint32_t low = 0, high = 0;
 	const struct dispatch_entry *ent = NULL;
 
+	for (size_t i = 0; i < SERVER_REFUSED_MAX; i++)
+		if (c->srv->refused[i] && c->srv->refused[i] == call->prog)
+			goto refuse;	/* miss: DISPATCH_PROG_UNAVAIL */
 	if (!c->only_prog || call->prog == c->only_prog)
 		ent = proc_table_find(c->srv->procs, call->prog, call->vers,
 				      call->proc, &miss, &low, &high);
+refuse:
 	if (!ent)
 		conn_reject(c, call, by_miss[miss], low, high);
 	return ent;
@@ -1507,6 +1513,19 @@ void server_stats_get(const struct server *s, struct server_stats *st)
 	st->drc_entries = drc_count(s->drc);
 	st->buffer_bytes = s->held;
 	st->buffer_limit = server_budget(s);
+}
+
+int server_refuse_program(struct server *s, uint32_t prog)
+{
+	for (size_t i = 0; i < SERVER_REFUSED_MAX; i++) {
+		if (s->refused[i] == prog)
+			return 0;
+		if (!s->refused[i]) {
+			s->refused[i] = prog;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 void server_free(struct server **sp)

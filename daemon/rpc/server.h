@@ -177,6 +177,18 @@ struct server *server_new(struct daemon *d);
 
 #define SERVER_FD_RESERVE 64	/* descriptors kept from client connections */
 
+/*
+ * Answer every call to program prog (any version, any procedure, its
+ * arguments unread) with PROG_UNAVAIL, as for a program the table does
+ * not have: a program the configuration turns off (nlm = false), which
+ * the table still lists. At most SERVER_REFUSED_MAX programs. Returns 0
+ * (also when prog is refused already), or -1 when all slots are taken.
+ * Loop thread, before the listeners start.
+ */
+int server_refuse_program(struct server *s, uint32_t prog);
+
+#define SERVER_REFUSED_MAX 4
+
 struct accept_guard;
 struct evconnlistener;
 struct event_base;

@@ -824,8 +824,43 @@ static void test_lost_lock_keeps_held(void)
 	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 200, 10), NLM4_GRANTED);
 }
 
+/* Suite nlm_off (integration.nlm_off, nlm = false): every NLM call is
+ * PROG_UNAVAIL, whatever its version, procedure or arguments (before,
+ * an unknown procedure got PROC_UNAVAIL and a procedure with empty
+ * arguments GARBAGE_ARGS); NFS is served beside it. */
+static void test_off_prog_unavail(void)
+{
+	static const uint32_t calls[][2] = {
+		{ NLM4_VERS, 0 }, { NLM4_VERS, NLMPROC4_TEST },
+		{ NLM4_VERS, NLMPROC4_LOCK }, { NLM4_VERS, NLMPROC4_FREE_ALL },
+		{ NLM4_VERS, 99 }, { 1, 1 }, { 3, 20 }, { 5, 0 },
+	};
+	struct rawrpc_cred cred = rawrpc_cred_sys(0, 0);
+	struct rawrpc_reply rep;
+	struct wb_fh fh;
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		memset(&rep, 0, sizeof(rep));
+		CU_ASSERT_EQUAL_FATAL(rawrpc_call(C.fd, rawrpc_xid(), NLM_PROG,
+						  calls[i][0], calls[i][1],
+						  &cred, NULL, NULL, NULL,
+						  NULL, &rep),
+				      RAWRPC_OK);
+		CU_ASSERT_EQUAL(rep.stat, MSG_ACCEPTED);
+		CU_ASSERT_EQUAL(rep.accept, PROG_UNAVAIL);
+	}
+	make_file("off", "0123456789", &fh);
+	CU_ASSERT_EQUAL(wb_metric("nfscached_nlm_forwarded_total"), 0);
+}
+
 int test_register(void)
 {
+	CU_pSuite off = CU_add_suite("nlm_off", suite_init, suite_clean);
+
+	if (off == NULL ||
+	    CU_add_test(off, "prog_unavail", test_off_prog_unavail) == NULL)
+		return -1;
+
 	CU_pSuite lost = CU_add_suite("nlm_lost", suite_init, suite_clean);
 
 	if (lost == NULL ||
