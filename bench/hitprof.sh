@@ -17,9 +17,11 @@
 # Instructions per READ = the dump's total Ir / READS.
 # perf: nfscached runs natively and `perf record -g` samples it during a
 # timed read phase of 5 s (OUTDIR/perf.data). cpu: natively, unprofiled,
-# for 5 s. In every mode OUTDIR/cpu.txt gets the daemon's CPU ticks
-# (utime + stime, /proc/PID/stat) at the phase's start and end: a time,
-# so only a rough figure on a shared machine.
+# for 5 s. In every mode OUTDIR/cpu.txt gets the daemon's CPU ticks at
+# the phase's start and end, "LABEL TOTAL UTIME STIME" (/proc/PID/stat;
+# stime is the kernel's share: on loopback about half of a cached READ's
+# CPU, the TCP send and receive): a time, so only a rough figure on a
+# shared machine.
 #
 # Everything runs on 127.0.0.1 with ports from scripts/lib.sh.
 set -uo pipefail
@@ -59,7 +61,7 @@ nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 cat >"$x/hook.sh" <<EOF
 #!/usr/bin/env bash
 reads() { curl -s "http://127.0.0.1:$metrics/metrics" | grep '^nfscached_reads_total' >>"$out/reads.txt"; }
-cpu() { awk -v l="\$1" '{ print l, \$14 + \$15 }' /proc/\$(cat "$x/pid")/stat >>"$out/cpu.txt"; }
+cpu() { awk -v l="\$1" '{ print l, \$14 + \$15, \$14, \$15 }' /proc/\$(cat "$x/pid")/stat >>"$out/cpu.txt"; }
 case \$1 in
 r0)	echo "before:" >"$out/reads.txt"; reads; : >"$out/cpu.txt"; cpu r0
 	if [[ $mode == callgrind ]]; then callgrind_control -z \$(cat "$x/pid") >/dev/null
