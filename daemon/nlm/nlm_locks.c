@@ -215,10 +215,13 @@ static uint64_t range_end(uint64_t off, uint64_t len)
 	return len == 0 || len > UINT64_MAX - off ? UINT64_MAX : off + len;
 }
 
-/* A copy of r limited to [from, to) (to UINT64_MAX: to the end), or
- * NULL on ENOMEM. */
-static struct nlm_held *piece(const struct nlm_held *r, uint64_t from,
-			      uint64_t to)
+uint64_t nlm_held_end(const struct nlm_held *h)
+{
+	return range_end(h->off, h->len);
+}
+
+struct nlm_held *nlm_held_piece(const struct nlm_held *r, uint64_t from,
+				uint64_t to)
 {
 	struct nlm_held *p = calloc(1, sizeof(*p));
 
@@ -226,7 +229,7 @@ static struct nlm_held *piece(const struct nlm_held *r, uint64_t from,
 		return NULL;
 	*p = *r;
 	p->next = NULL;
-	p->oh = malloc(r->oh_len);
+	p->oh = malloc(r->oh_len ? r->oh_len : 1);
 	if (!p->oh) {
 		free(p);
 		return NULL;
@@ -264,9 +267,9 @@ static struct nlm_held **cut(struct nlm_locks *t, const struct nlm_client *c,
 	struct nlm_held *r = *p, *left = NULL, *right = NULL;
 	uint64_t rend = range_end(r->off, r->len);
 
-	if (r->off < off && !(left = piece(r, r->off, off)))
+	if (r->off < off && !(left = nlm_held_piece(r, r->off, off)))
 		return &r->next;
-	if (uend < rend && !(right = piece(r, uend, rend))) {
+	if (uend < rend && !(right = nlm_held_piece(r, uend, rend))) {
 		nlm_held_free_list(left);
 		return &r->next;
 	}
@@ -332,6 +335,7 @@ struct nlm_held *nlm_locks_owned(const struct nlm_locks *t,
 	uend = range_end(h->off, h->len);
 	for (struct nlm_held *r = c->held; r; r = r->next) {
 		uint64_t rend = range_end(r->off, r->len);
+		struct nlm_held **at = &out;
 
 		if (r->fh_len != h->fh_len ||
 		    memcmp(r->fh, h->fh, h->fh_len) != 0 ||
@@ -339,14 +343,16 @@ struct nlm_held *nlm_locks_owned(const struct nlm_locks *t,
 		    memcmp(r->oh, h->oh, h->oh_len) != 0 ||
 		    rend <= off || uend <= r->off)
 			continue;
-		q = piece(r, r->off > off ? r->off : off,
-			  rend < uend ? rend : uend);
+		q = nlm_held_piece(r, r->off > off ? r->off : off,
+				   rend < uend ? rend : uend);
 		if (!q) {
 			*failed = true;
 			break;
 		}
-		q->next = out;
-		out = q;
+		while (*at && (*at)->off <= q->off)	/* by start */
+			at = &(*at)->next;
+		q->next = *at;
+		*at = q;
 	}
 	return out;
 }
@@ -486,7 +492,7 @@ static int load_lock(void *arg, uint64_t cid, uint64_t id,
 	struct load_ctx *x = arg;
 	struct nlm_held *r;
 
-	if (!x->c || x->c->id != cid || !(r = piece(h, h->off,
+	if (!x->c || x->c->id != cid || !(r = nlm_held_piece(h, h->off,
 						     range_end(h->off, h->len))))
 		return -1;
 	r->id = id;

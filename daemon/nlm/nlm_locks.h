@@ -85,7 +85,7 @@ unsigned nlm_locks_unlock(struct nlm_locks *t, const char *caller,
 /*
  * Copies of client caller's records of h's file and owner (fh, oh) that
  * overlap h's range [off, off + len) (len 0: to the end), each cut to
- * that range (len 0 for one reaching the end), in no order: a list the
+ * that range (len 0 for one reaching the end), ordered by start: a list the
  * caller frees with nlm_held_free_list, or NULL (none, no such client,
  * NULL arguments). Records may overlap one another (one per grant of a
  * distinct range). *failed is set on ENOMEM (the list then misses some).
@@ -137,6 +137,16 @@ unsigned nlm_locks_take_each_if(struct nlm_locks *t,
 
 /* Free a list nlm_locks_take returned. */
 void nlm_held_free_list(struct nlm_held *h);
+
+/* The end of h's range [off, off + len): UINT64_MAX for len 0 (to the
+ * end of the file) and for a range past 2^64. */
+uint64_t nlm_held_end(const struct nlm_held *h);
+
+/* A copy of r (its oh copied too, next NULL, id 0) limited to [from, to)
+ * (to UINT64_MAX: to the end, len 0), for a list freed with
+ * nlm_held_free_list; NULL on ENOMEM. Any thread; no table. */
+struct nlm_held *nlm_held_piece(const struct nlm_held *r, uint64_t from,
+				uint64_t to);
 
 /*
  * Load the records of store s (nlm_store_load) into t, which must be

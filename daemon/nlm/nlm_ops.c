@@ -437,42 +437,15 @@ static unsigned release_locks(struct daemon *d, struct nlm_held *h)
 	return held_calls(d, h, NLMPROC4_UNLOCK, 0);
 }
 
-/* Order of held ranges by their start (qsort). */
-static int held_by_off(const void *a, const void *b)
+/* Append to *tail a copy of lk limited to [from, to) (nlm_held_piece):
+ * 0, or -1 on ENOMEM. */
+static int held_append(struct nlm_held ***tail, const struct nlm_held *lk,
+		       uint64_t from, uint64_t to)
 {
-	const struct nlm_held *x = *(struct nlm_held *const *)a;
-	const struct nlm_held *y = *(struct nlm_held *const *)b;
+	struct nlm_held *p = nlm_held_piece(lk, from, to);
 
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* The end of [off, off + len), len 0 (to the end of the file) as
- * UINT64_MAX. */
-static uint64_t held_end(const struct nlm_held *h)
-{
-	return h->len == 0 || h->len > UINT64_MAX - h->off ? UINT64_MAX :
-							     h->off + h->len;
-}
-
-/* Append to *tail a copy of lk limited to [from, to) (to UINT64_MAX: to
- * the end): 0, or -1 on ENOMEM. */
-static int held_piece(struct nlm_held ***tail, const struct nlm_held *lk,
-		      uint64_t from, uint64_t to)
-{
-	struct nlm_held *p = calloc(1, sizeof(*p));
-	uint8_t *oh = malloc(lk->oh_len ? lk->oh_len : 1);
-
-	if (!p || !oh) {
-		free(p);
-		free(oh);
+	if (!p)
 		return -1;
-	}
-	*p = *lk;
-	p->next = NULL;
-	memcpy(oh, lk->oh, lk->oh_len);
-	p->oh = oh;
-	p->off = from;
-	p->len = to == UINT64_MAX ? 0 : to - from;
 	**tail = p;
 	*tail = &p->next;
 	return 0;
@@ -496,43 +469,27 @@ static int held_piece(struct nlm_held ***tail, const struct nlm_held *lk,
 static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
 {
 	struct nlm_held *held = NULL, *gaps = NULL, **tail = &gaps;
-	struct nlm_held *again = NULL, **atail = &again, **v = NULL;
-	uint64_t at = op->lk.off, end = held_end(&op->lk);
-	size_t n = 0, i;
+	struct nlm_held *again = NULL, **atail = &again;
+	uint64_t at = op->lk.off, end = nlm_held_end(&op->lk);
 	bool failed = false;
 
 	if (d->nlm && op->caller[0])
 		held = nlm_locks_owned(d->nlm->locks, op->caller, &op->lk,
 				       &failed);
-	for (struct nlm_held *h = held; h; h = h->next)
-		n++;
-	if (!failed && n && !(v = calloc(n, sizeof(*v))))
-		failed = true;
-	if (failed || !n) {
-		free(v);
-		nlm_held_free_list(held);
-		nlm_unlock_held(d, &op->lk);
-		return;
-	}
-	i = 0;
-	for (struct nlm_held *h = held; h; h = h->next)
-		v[i++] = h;
-	qsort(v, n, sizeof(*v), held_by_off);
-	for (i = 0; i < n && !failed; i++) {
-		uint64_t hend = held_end(v[i]);
+	/* held is ordered by start: the gaps between its ranges. */
+	for (struct nlm_held *h = held; h && !failed; h = h->next) {
+		uint64_t hend = nlm_held_end(h);
 
-		if (v[i]->off > at && held_piece(&tail, &op->lk, at,
-						 v[i]->off) != 0)
+		if (h->off > at && held_append(&tail, &op->lk, at, h->off) != 0)
 			failed = true;
 		if (hend > at)
 			at = hend;
-		if (v[i]->exclusive != op->lk.exclusive &&
-		    held_piece(&atail, v[i], v[i]->off, hend) != 0)
+		if (h->exclusive != op->lk.exclusive &&
+		    held_append(&atail, h, h->off, hend) != 0)
 			failed = true;
 	}
-	if (!failed && at < end && held_piece(&tail, &op->lk, at, end) != 0)
+	if (!failed && at < end && held_append(&tail, &op->lk, at, end) != 0)
 		failed = true;
-	free(v);
 	nlm_held_free_list(held);
 	if (failed) {
 		nlm_held_free_list(gaps);
@@ -546,18 +503,12 @@ static void unlock_unanswered(struct daemon *d, struct nlm_op *op)
 
 void nlm_unlock_held(struct daemon *d, const struct nlm_held *lk)
 {
-	struct nlm_held *h = calloc(1, sizeof(*h));
-	uint8_t *oh = malloc(lk->oh_len ? lk->oh_len : 1);
+	struct nlm_held *h = nlm_held_piece(lk, lk->off, nlm_held_end(lk));
 
-	if (!h || !oh || !d->nlm) {
-		free(h);
-		free(oh);
+	if (!h || !d->nlm) {
+		nlm_held_free_list(h);
 		return;
 	}
-	*h = *lk;
-	h->next = NULL;
-	memcpy(oh, lk->oh, lk->oh_len);
-	h->oh = oh;		/* the list's own: freed with it */
 	release_locks(d, h);	/* frees h */
 }
 

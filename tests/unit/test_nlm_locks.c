@@ -228,8 +228,8 @@ static bool has(const struct nlm_held *h, const char *fh, const char *oh,
 }
 
 /* nlm_locks_owned: the owner's records of the file that overlap the
- * range, cut to it, exclusive as recorded; others, none, or another
- * client's, not; the table unchanged. */
+ * range, cut to it, exclusive as recorded, ordered by start; others,
+ * none, or another client's, not; the table unchanged. */
 static void test_owned(void)
 {
 	struct nlm_locks *t = nlm_locks_new();
@@ -240,9 +240,10 @@ static void test_owned(void)
 	bool failed = true;
 
 	r2.exclusive = true;
-	nlm_locks_add(t, "c", &r1);
+	/* Added out of order: the copies still come by start. */
 	nlm_locks_add(t, "c", &r2);
 	nlm_locks_add(t, "c", &r3);
+	nlm_locks_add(t, "c", &r1);
 	nlm_locks_add(t, "c", &r4);
 	nlm_locks_add(t, "c", &r5);
 	nlm_locks_add(t, "d", &r1);
@@ -254,6 +255,11 @@ static void test_owned(void)
 	CU_ASSERT_TRUE(has(got, "F", "o", 5, 5, false));
 	CU_ASSERT_TRUE(has(got, "F", "o", 20, 10, true));
 	CU_ASSERT_TRUE(has(got, "F", "o", 40, 5, false));
+	/* Ordered by start. */
+	CU_ASSERT_EQUAL_FATAL(list_len(got), 3);
+	CU_ASSERT_EQUAL(got->off, 5);
+	CU_ASSERT_EQUAL(got->next->off, 20);
+	CU_ASSERT_EQUAL(got->next->next->off, 40);
 	nlm_held_free_list(got);
 	/* To the end from 25: [25,30) and [40,end). */
 	q = rec("F", "o", 25, 0);
@@ -428,14 +434,42 @@ static bool flip(const char *path, const char *needle)
 	return done;
 }
 
+/* Reopen dir's store after its file was damaged: the load returned
+ * want_clients, the file was set aside whole (nlm.mdb.bad, of bad_size
+ * bytes unless bad_size is -1), counted once and logged as the
+ * want_warns-th warning (*warns); the table starts empty. The table
+ * returned and *s are open. */
+static struct nlm_locks *reopen_set_aside(const char *dir,
+					  struct nlm_store **s,
+					  int want_clients,
+					  const unsigned *warns,
+					  unsigned want_warns, off_t bad_size)
+{
+	char path[4200];
+	struct nlm_store_stats st;
+	struct nlm_locks *t;
+	struct stat sb;
+	int clients;
+
+	t = reopen(dir, s, &clients);
+	CU_ASSERT_EQUAL(clients, want_clients);
+	CU_ASSERT_EQUAL(nlm_locks_clients(t), 0);
+	nlm_store_stats_get(*s, &st);
+	CU_ASSERT_EQUAL(st.resets, 1);
+	CU_ASSERT_EQUAL(*warns, want_warns);
+	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
+	CU_ASSERT_EQUAL(stat(path, &sb), 0);	/* moved aside, not emptied */
+	if (bad_size >= 0)
+		CU_ASSERT_EQUAL(sb.st_size, bad_size);
+	return t;
+}
+
 static void test_store_unreadable(void)
 {
 	char dir[4096], path[4200];
 	struct nlm_store *s;
 	struct nlm_locks *t;
 	struct nlm_held h = rec("F", "o", 0, 1);
-	struct nlm_store_stats st;
-	struct stat sb;
 	unsigned warns = 0;
 	int clients;
 	FILE *f;
@@ -449,15 +483,7 @@ static void test_store_unreadable(void)
 	nlm_store_close(&s);
 	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
 	CU_ASSERT_TRUE_FATAL(flip(path, "client-name-x"));
-	t = reopen(dir, &s, &clients);
-	CU_ASSERT_EQUAL(clients, -1);
-	CU_ASSERT_EQUAL(nlm_locks_clients(t), 0);
-	nlm_store_stats_get(s, &st);
-	CU_ASSERT_EQUAL(st.resets, 1);
-	CU_ASSERT_EQUAL(warns, 1);
-	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
-	CU_ASSERT_EQUAL(stat(path, &sb), 0);	/* moved aside, not emptied */
-	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
+	t = reopen_set_aside(dir, &s, -1, &warns, 1, -1);
 	/* It goes on working, emptied. */
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "y", &h), 1);
 	nlm_locks_free(&t);
@@ -473,30 +499,15 @@ static void test_store_unreadable(void)
 	for (int i = 0; i < 4096; i++)
 		fputc('x', f);
 	fclose(f);
-	t = reopen(dir, &s, &clients);
-	CU_ASSERT_EQUAL(clients, 0);
-	nlm_store_stats_get(s, &st);
-	CU_ASSERT_EQUAL(st.resets, 1);
-	CU_ASSERT_EQUAL(warns, 2);
-	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
-	CU_ASSERT_EQUAL(stat(path, &sb), 0);
-	CU_ASSERT_EQUAL(sb.st_size, 4096);
+	t = reopen_set_aside(dir, &s, 0, &warns, 2, 4096);
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "z", &h), 1);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
 
 	/* Cut short (as a crash of the host may leave it): its meta page
 	 * names pages past the end; set aside, never read. */
-	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
 	CU_ASSERT_EQUAL_FATAL(truncate(path, 8192), 0);
-	t = reopen(dir, &s, &clients);
-	CU_ASSERT_EQUAL(clients, 0);
-	nlm_store_stats_get(s, &st);
-	CU_ASSERT_EQUAL(st.resets, 1);
-	CU_ASSERT_EQUAL(warns, 3);
-	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
-	CU_ASSERT_EQUAL(stat(path, &sb), 0);
-	CU_ASSERT_EQUAL(sb.st_size, 8192);
+	t = reopen_set_aside(dir, &s, 0, &warns, 3, 8192);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
 
@@ -506,15 +517,7 @@ static void test_store_unreadable(void)
 	snprintf(path, sizeof(path), "cp '%s' '%s/nlm.mdb'", NLM_DAMAGED_FIXTURE,
 		 dir);
 	CU_ASSERT_EQUAL_FATAL(system(path), 0);
-	t = reopen(dir, &s, &clients);
-	CU_ASSERT_EQUAL(clients, -1);
-	CU_ASSERT_EQUAL(nlm_locks_clients(t), 0);
-	nlm_store_stats_get(s, &st);
-	CU_ASSERT_EQUAL(st.resets, 1);
-	CU_ASSERT_EQUAL(warns, 4);
-	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
-	CU_ASSERT_EQUAL(stat(path, &sb), 0);
-	CU_ASSERT_EQUAL(sb.st_size, 221184);
+	t = reopen_set_aside(dir, &s, -1, &warns, 4, 221184);
 	CU_ASSERT_EQUAL(nlm_locks_add(t, "w", &h), 1);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
@@ -527,14 +530,7 @@ static void test_store_unreadable(void)
 	 * it is set aside as any cut file is (a fresh tester's find). */
 	snprintf(path, sizeof(path), "%s/nlm.mdb", dir);
 	CU_ASSERT_EQUAL_FATAL(truncate(path, 0), 0);
-	t = reopen(dir, &s, &clients);
-	CU_ASSERT_EQUAL(clients, 0);
-	nlm_store_stats_get(s, &st);
-	CU_ASSERT_EQUAL(st.resets, 1);
-	CU_ASSERT_EQUAL(warns, 5);
-	snprintf(path, sizeof(path), "%s/nlm.mdb.bad", dir);
-	CU_ASSERT_EQUAL(stat(path, &sb), 0);
-	CU_ASSERT_EQUAL(sb.st_size, 0);
+	t = reopen_set_aside(dir, &s, 0, &warns, 5, 0);
 	nlm_locks_free(&t);
 	nlm_store_close(&s);
 	log_set_sink(NULL, NULL);
