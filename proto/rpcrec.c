@@ -82,6 +82,14 @@ rpcrec_die(struct rpcrec *r, enum rpcrec_status st)
 	return st;
 }
 
+/* The fragment mark m[0..4) (big-endian). */
+static uint32_t
+mark_value(const uint8_t m[4])
+{
+	return (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 |
+	    (uint32_t)m[2] << 8 | (uint32_t)m[3];
+}
+
 /* Read the next fragment mark from in and check the running total. */
 static enum rpcrec_status
 rpcrec_read_mark(struct rpcrec *r, struct evbuffer *in)
@@ -94,8 +102,7 @@ rpcrec_read_mark(struct rpcrec *r, struct evbuffer *in)
 		return RPCREC_NEED_MORE;
 	if (evbuffer_remove(in, m, sizeof(m)) != (int)sizeof(m))
 		return rpcrec_die(r, RPCREC_ENOMEM);
-	mark = (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 |
-	    (uint32_t)m[2] << 8 | (uint32_t)m[3];
+	mark = mark_value(m);
 	flen = mark & RPCREC_LEN_MASK;
 	if (flen > r->max - r->announced)
 		return rpcrec_die(r, RPCREC_OVERSIZE);
@@ -195,8 +202,7 @@ rpcrec_take_whole(struct rpcrec *r, struct evbuffer *in, uint8_t **rec,
 	if (r->in_frag || r->started || have < sizeof(m) ||
 	    evbuffer_copyout(in, m, sizeof(m)) != (ev_ssize_t)sizeof(m))
 		return RPCREC_NEED_MORE;
-	mark = (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 |
-	    (uint32_t)m[2] << 8 | (uint32_t)m[3];
+	mark = mark_value(m);
 	flen = mark & RPCREC_LEN_MASK;
 	if (!(mark & RPCREC_LAST_FRAG) || flen > RPCREC_WHOLE_MAX ||
 	    flen > r->max || have - sizeof(m) < flen)

@@ -174,7 +174,8 @@ struct server {
 	bool budget_waiters;		/* a connection may be budget_paused */
 	struct event *resume;		/* resumes budget-paused connections */
 	uint32_t refused[SERVER_REFUSED_MAX]; /* programs turned off: every
-					 * call PROG_UNAVAIL; 0: a free slot */
+					 * call PROG_UNAVAIL */
+	unsigned nrefused;		/* of refused[] in use */
 	struct server_stats st;
 };
 
@@ -576,7 +577,17 @@ static void conn_reject(struct conn *c, const struct rpcmsg_call *call,
 	}
 }
 
-/* Find the dispatch row for call, or reject it. */
+/* Whether program prog is turned off (server_refuse_program). */
+static bool prog_refused(const struct server *s, uint32_t prog)
+{
+	for (unsigned i = 0; i < s->nrefused; i++)
+		if (s->refused[i] == prog)
+			return true;
+	return false;
+}
+
+/* Find the dispatch row for call, or reject it (a refused program:
+ * PROG_UNAVAIL, miss's initial value). */
 static const struct dispatch_entry *conn_route(struct conn *c,
 					       const struct rpcmsg_call *call)
 {
@@ -589,13 +600,10 @@ static const struct dispatch_entry *conn_route(struct conn *c,
 	uint32_t low = 0, high = 0;
 	const struct dispatch_entry *ent = NULL;
 
-	for (size_t i = 0; i < SERVER_REFUSED_MAX; i++)
-		if (c->srv->refused[i] && c->srv->refused[i] == call->prog)
-			goto refuse;	/* miss: DISPATCH_PROG_UNAVAIL */
-	if (!c->only_prog || call->prog == c->only_prog)
+	if ((!c->only_prog || call->prog == c->only_prog) &&
+	    !prog_refused(c->srv, call->prog))
 		ent = proc_table_find(c->srv->procs, call->prog, call->vers,
 				      call->proc, &miss, &low, &high);
-refuse:
 	if (!ent)
 		conn_reject(c, call, by_miss[miss], low, high);
 	return ent;
@@ -1517,15 +1525,12 @@ void server_stats_get(const struct server *s, struct server_stats *st)
 
 int server_refuse_program(struct server *s, uint32_t prog)
 {
-	for (size_t i = 0; i < SERVER_REFUSED_MAX; i++) {
-		if (s->refused[i] == prog)
-			return 0;
-		if (!s->refused[i]) {
-			s->refused[i] = prog;
-			return 0;
-		}
-	}
-	return -1;
+	if (prog_refused(s, prog))
+		return 0;
+	if (s->nrefused == SERVER_REFUSED_MAX)
+		return -1;
+	s->refused[s->nrefused++] = prog;
+	return 0;
 }
 
 void server_free(struct server **sp)
