@@ -715,36 +715,6 @@ static void test_sm_notify_needs_statd(void)
 	CU_ASSERT_EQUAL(do_unlock(&A, &fh, 0, 10), NLM4_GRANTED);
 }
 
-/* Suite nlm_lost (integration.nlm_lost, upstream_timeout 5 s): a LOCK
- * the upstream did not answer in time is refused to its client
- * (NLM4_DENIED_NOLOCKS) and, once the upstream answers again, unlocked
- * there, so the range is free for the next client. Ganesha is stopped
- * (SIGSTOP) while the LOCK waits and continued at once after its
- * refusal; the UNLOCK waits for it. */
-static void test_lost_lock_unlocked(void)
-{
-	char path[4096];
-	FILE *f;
-	int pid = 0;
-	struct wb_fh fh;
-	double released = wb_metric("nfscached_nlm_released_total");
-
-	make_file("lost", "0123456789", &fh);
-	snprintf(path, sizeof(path), "%s/ganesha/ganesha.pid",
-		 getenv("NFSC_TMP"));
-	f = fopen(path, "r");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL_FATAL(fscanf(f, "%d", &pid), 1);
-	fclose(f);
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
-	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 10), NLM4_DENIED_NOLOCKS);
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
-	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
-				    released + 1), released + 1);
-	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_GRANTED);
-	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
-}
-
 /* Ganesha's pid (its pid file in the harness's directory). */
 static int ganesha_pid(void)
 {
@@ -759,6 +729,41 @@ static int ganesha_pid(void)
 	CU_ASSERT_EQUAL_FATAL(fscanf(f, "%d", &pid), 1);
 	fclose(f);
 	return pid;
+}
+
+/* o's LOCK of [off, off + len) of fh sent while Ganesha (pid) is stopped,
+ * then Ganesha continued: the LOCK's answer (NLM4_DENIED_NOLOCKS after
+ * upstream_timeout); its upstream call is still waited for. */
+static int lock_while_stopped(int pid, const struct owner *o,
+			      const struct wb_fh *fh, bool exclusive,
+			      uint64_t off, uint64_t len)
+{
+	int st;
+
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
+	st = do_lock(o, fh, exclusive, off, len);
+	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
+	return st;
+}
+
+/* Suite nlm_lost (integration.nlm_lost, upstream_timeout 5 s): a LOCK
+ * the upstream did not answer in time is refused to its client
+ * (NLM4_DENIED_NOLOCKS) and, once the upstream answers again, unlocked
+ * there, so the range is free for the next client. Ganesha is stopped
+ * (SIGSTOP) while the LOCK waits and continued at once after its
+ * refusal; the UNLOCK waits for it. */
+static void test_lost_lock_unlocked(void)
+{
+	struct wb_fh fh;
+	double released = wb_metric("nfscached_nlm_released_total");
+
+	make_file("lost", "0123456789", &fh);
+	CU_ASSERT_EQUAL(lock_while_stopped(ganesha_pid(), &A, &fh, true, 0, 10),
+			NLM4_DENIED_NOLOCKS);
+	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
+				    released + 1), released + 1);
+	CU_ASSERT_EQUAL(do_lock(&B, &fh, true, 0, 10), NLM4_GRANTED);
+	CU_ASSERT_EQUAL(do_unlock(&B, &fh, 0, 10), NLM4_GRANTED);
 }
 
 /* B's TEST (exclusive or shared) of [off, off + len) of fh until it
@@ -793,9 +798,8 @@ static void test_lost_lock_keeps_held(void)
 
 	make_file("lost-held", "0123456789", &fh);
 	CU_ASSERT_EQUAL_FATAL(do_lock(&A, &fh, true, 0, 10), NLM4_GRANTED);
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
-	CU_ASSERT_EQUAL(do_lock(&A, &fh, true, 0, 100), NLM4_DENIED_NOLOCKS);
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
+	CU_ASSERT_EQUAL(lock_while_stopped(pid, &A, &fh, true, 0, 100),
+			NLM4_DENIED_NOLOCKS);
 	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
 				    released + 1), released + 1);
 	CU_ASSERT_EQUAL(do_test(&B, &fh, true, 0, 10, NULL, NULL, 0),
@@ -807,10 +811,8 @@ static void test_lost_lock_keeps_held(void)
 
 	CU_ASSERT_EQUAL_FATAL(do_lock(&A, &fh, true, 200, 10), NLM4_GRANTED);
 	released = wb_metric("nfscached_nlm_released_total");
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGSTOP), 0);
-	CU_ASSERT_EQUAL(do_lock(&A, &fh, false, 150, 100),
+	CU_ASSERT_EQUAL(lock_while_stopped(pid, &A, &fh, false, 150, 100),
 			NLM4_DENIED_NOLOCKS);
-	CU_ASSERT_EQUAL_FATAL(kill(pid, SIGCONT), 0);
 	/* [150, 200) and [210, 250) unlocked, [200, 210) locked again. */
 	CU_ASSERT_EQUAL(wait_metric("nfscached_nlm_released_total",
 				    released + 2), released + 2);
