@@ -163,6 +163,11 @@ static const struct directive directives[] = {
 	    1, 16, "connections",
 	    "TCP connections to each export's upstream, as the Linux "
 	    "client's nconnect; calls go to the least busy one."),
+	NUM("threads", GLOBAL(threads), K_U32, "1", 1, 64, "loops",
+	    "Event loops serving clients, each on a thread of its own: "
+	    "client connections are spread over them (reading calls, "
+	    "writing replies) and loop 0 runs every call's handler; 1 "
+	    "serves everything on one loop. Fixed at start."),
 	BOOL("register_rpcbind", GLOBAL(register_rpcbind), "true",
 	     "Register NFS and MOUNT with the local rpcbind at start."),
 	BOOL("nlm", GLOBAL(nlm), "true",

@@ -150,6 +150,7 @@ struct conf {
 	uint32_t max_transfer;		/* bytes, cap on rsize/wsize */
 	uint32_t upstream_connections;	/* TCP connections per export's
 					 * upstream (nconnect), 1..16 */
+	uint32_t threads;		/* event loops, 1..64 */
 	bool register_rpcbind;
 	bool nlm;			/* serve NLM v4, forwarded upstream */
 	char *nlm_caller_name;		/* the proxy's name towards upstream

@@ -35,21 +35,23 @@
 
 /* An NFSv3 row: procedure P named name with arguments A and result R
  * (rpcgen types), handler h, flags fl and the descriptor's fields. */
-#define NFS(P, name, A, R, h, fl, ...) \
+#define NFS_ROW(P, name, A, R, h, fl, by_arg, arg, ...) \
 	{ NFS_PROGRAM, NFS_V3, P, "nfs3", name, (xdrproc_t)xdr_##A, \
 	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, fl, \
-	  &(const struct nfs3_proc){ __VA_ARGS__ } }
+	  &(const struct nfs3_proc){ __VA_ARGS__ }, by_arg, arg }
+#define NFS(P, name, A, R, h, fl, ...) \
+	NFS_ROW(P, name, A, R, h, fl, false, 0, __VA_ARGS__)
 #define MNT(P, name, A, R, h) \
 	{ MOUNT_PROGRAM, MOUNT_V3, P, "mount3", name, (xdrproc_t)xdr_##A, \
-	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL, false, 0 }
 /* An NFSACL v3 row (acl/acl_ops.h). */
 #define ACL(P, name, A, R, h) \
 	{ NFSACL_PROGRAM, NFSACL_V3, P, "nfsacl3", name, (xdrproc_t)xdr_##A, \
-	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL, false, 0 }
 /* An NLM v4 row (nlm/nlm_ops.h says what each handler does). */
 #define NLM(P, name, A, R, h) \
 	{ NLM_PROG, NLM4_VERS, P, "nlm4", name, (xdrproc_t)xdr_##A, \
-	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL }
+	  (xdrproc_t)xdr_##R, sizeof(A), sizeof(R), h, 0, NULL, false, 0 }
 
 typedef char void_t;
 #define xdr_void_t rpcmsg_xdr_void
@@ -113,9 +115,11 @@ static const struct dispatch_entry table[] = {
 	    nfs3_op_forward, 0, .nfh = A1(READLINK3args, symlink),
 	    .attr = { ATTRS(READLINK3res, symlink_attributes) },
 	    .names = nfs3_names_none),
-	NFS(NFSPROC3_READ, "read", READ3args_inrec, READ3res, nfs3_op_read, 0,
-	    .nfh = A1(READ3args, file), .count = { offsetof(READ3args, count) },
-	    .names = nfs3_names_none),
+	NFS_ROW(NFSPROC3_READ, "read", READ3args_inrec, READ3res, nfs3_op_read,
+		0, true, offsetof(READ3args, count),
+		.nfh = A1(READ3args, file),
+		.count = { offsetof(READ3args, count) },
+		.names = nfs3_names_none),
 	NFS(NFSPROC3_WRITE, "write", WRITE3args_inrec, WRITE3res, nfs3_op_write, MUT,
 	    .nfh = A1(WRITE3args, file), .mutates_first = true,
 	    .attr = { SLOT(AT_WCC, WRITE3res, file_wcc, file_wcc) },

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "acl_ops.h"
 #include "looplag.h"
+#include "loops.h"
 #include "nlm4_prot.h"
 #include "nlm_ops.h"
 #include "metrics.h"
@@ -56,6 +57,8 @@ static int start_loop_helpers(struct daemon *d, unsigned flags, char *err,
 		snprintf(err, len, "cannot create the resolver (/etc/resolv.conf)");
 		return -1;
 	}
+	if (!(d->loops = loops_new(d->base, d->conf->threads, err, len)))
+		return -1;
 	if (flags & DAEMON_LOOPLAG)
 		d->lag = looplag_new(d->base, 0);
 	if (!d->names || ((flags & DAEMON_LOOPLAG) && !d->lag) ||
@@ -196,7 +199,9 @@ int daemon_start(struct daemon *d, unsigned flags, char *err, size_t len)
 	}
 	if ((flags & DAEMON_LISTENERS) && start_listeners(d, err, len) != 0)
 		return -1;
-	return 0;
+	/* The other loops' threads, once the server's events are on their
+	 * bases. */
+	return loops_run(d->loops, err, len);
 }
 
 int daemon_announce(struct daemon *d, char *err, size_t len)
@@ -228,6 +233,7 @@ void daemon_stop(struct daemon *d)
 	nlm_stop(d);		/* its pending calls answered */
 	nfsacl_stop(d);
 	metrics_free(&d->metrics);
+	loops_stop_threads(d->loops);	/* this thread runs every loop now */
 	server_free(&d->server);
 	if (d->start_flags & DAEMON_UPSTREAMS)
 		reload_exports_free(d);
@@ -243,6 +249,7 @@ void daemon_stop(struct daemon *d)
 	nfs3_ops_stop(d);
 	peername_free(&d->names);
 	looplag_free(&d->lag);
+	loops_free(&d->loops);	/* after every event on their bases */
 	service_shutdown(d);
 	free(d->rpcb);		/* unregistered by the orderly stop */
 	d->rpcb = NULL;

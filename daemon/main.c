@@ -42,6 +42,7 @@
 #include "fh.h"
 #include "lcommit.h"
 #include "log.h"
+#include "loops.h"
 #include "invariant.h"
 #include "lifecycle.h"
 #include "nfs3_prot.h"
@@ -393,6 +394,7 @@ static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 					      cache_wb_bytes(d->cache, WB_WRITING) +
 					      cache_wb_bytes(d->cache, WB_UNSTABLE)));
 	lcommit_stop(d);
+	loops_stop_threads(d->loops);	/* this thread runs every loop now */
 	server_close_all(d->server);
 	event_base_loopexit(d->base, NULL);
 }

@@ -53,6 +53,47 @@ static inline void histogram_observe(struct histogram *h, double secs)
 	h->sum += secs;
 }
 
+/*
+ * histogram_observe for a histogram that one thread writes and others
+ * read (relaxed atomic stores of each field: a reader's sum may lag by
+ * the observation under way, never tear). Only its writer's thread.
+ */
+static inline void histogram_observe_relaxed(struct histogram *h,
+					     double secs)
+{
+	unsigned i = 0;
+	double sum;
+
+	if (!(secs > 0))
+		secs = 0;
+	while (i < HISTOGRAM_NBOUNDS && secs > histogram_bound(i))
+		i++;
+	__atomic_store_n(&h->buckets[i],
+			 __atomic_load_n(&h->buckets[i], __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&h->count,
+			 __atomic_load_n(&h->count, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	__atomic_load(&h->sum, &sum, __ATOMIC_RELAXED);
+	sum += secs;
+	__atomic_store(&h->sum, &sum, __ATOMIC_RELAXED);
+}
+
+/* Add the observations of src, which another thread writes with
+ * histogram_observe_relaxed, to dst (relaxed atomic loads). Any thread. */
+static inline void histogram_merge_relaxed(struct histogram *dst,
+					   const struct histogram *src)
+{
+	double sum;
+
+	for (unsigned i = 0; i < HISTOGRAM_NBUCKETS; i++)
+		dst->buckets[i] += __atomic_load_n(&src->buckets[i],
+						   __ATOMIC_RELAXED);
+	dst->count += __atomic_load_n(&src->count, __ATOMIC_RELAXED);
+	__atomic_load(&src->sum, &sum, __ATOMIC_RELAXED);
+	dst->sum += sum;
+}
+
 /* Add src's observations to dst. */
 static inline void histogram_merge(struct histogram *dst,
 				   const struct histogram *src)

@@ -35,6 +35,16 @@ static struct mtimer *timers;
 static size_t ntimers, captimers, purge_at = 64;
 static uint64_t seq;
 
+/* The test clock's offset: moved by loop 0 (mclock_advance), read by
+ * every loop's mclock_now (relaxed: a loop may see the move late). */
+static double mclock_offset(void)
+{
+	double o;
+
+	__atomic_load(&offset, &o, __ATOMIC_RELAXED);
+	return o;
+}
+
 bool mclock_test_enabled(void)
 {
 	if (enabled < 0) {
@@ -59,7 +69,7 @@ double mclock_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 +
-	       (mclock_test_enabled() ? offset : 0.0);
+	       (mclock_test_enabled() ? mclock_offset() : 0.0);
 }
 
 /* Order by event address, then by arming order. */
@@ -190,13 +200,14 @@ int mclock_timer_add(struct event *ev, const struct timeval *tv)
 
 int mclock_advance(struct event_base *base, double seconds)
 {
-	double now;
+	double now, moved;
 	size_t keep = 0;
 
 	if (!mclock_test_enabled() || !isfinite(seconds) || seconds <= 0 ||
 	    seconds > MCLOCK_MAX_ADVANCE)
 		return -1;
-	offset += seconds;
+	moved = mclock_offset() + seconds;
+	__atomic_store(&offset, &moved, __ATOMIC_RELAXED);
 	if (purge(base) != 0)
 		return 0;	/* the clock moved; timers keep real time */
 	if (ntimers > 1)

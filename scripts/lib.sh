@@ -505,7 +505,8 @@ nfsc_ganesha_stop() {
 # 127.0.0.1 without root squashing. $6, if given, is a file appended as it
 # is; $7, if given, a file of directives added inside the export section.
 # A directive either file sets replaces the base line (nfscached refuses a
-# directive given twice).
+# directive given twice). With NFSC_PROXY_THREADS set, the configuration
+# says threads = $NFSC_PROXY_THREADS (the tests registered twice, ".t4").
 nfsc_proxy_config() {
 	local nfs_port=$1 mnt_port=$2 metrics=$3 state=$4 upstream=$5 extra=${6:-}
 	local export_extra=${7:-} line name
@@ -524,6 +525,7 @@ metrics_listen = "$metrics"
 state_dir = "$state"
 admin_socket = "$state/admin.sock"
 register_rpcbind = false
+${NFSC_PROXY_THREADS:+threads = $NFSC_PROXY_THREADS}
 EOF
 	echo 'export "/export" {'
 	while IFS= read -r line; do

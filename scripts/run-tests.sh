@@ -9,7 +9,8 @@
 #   3. build-asan/  Debug, -DNFSCACHED_SANITIZE=ON (ASan + UBSan); ctest
 #   4. build-tsan/  RelWithDebInfo, -DNFSCACHED_SANITIZE=thread (TSan);
 #                   the tests labelled tsan only (ctest -L tsan: the ones
-#                   that run the daemon's threads, tests/CMakeLists.txt);
+#                   that run the daemon's threads, tests/CMakeLists.txt),
+#                   their daemons with threads = 4;
 #                   any report fails the step (tests/tsan.supp: third-party
 #                   code only, each entry with its reason)
 #   5. build-fuzz/  clang, -DNFSCACHED_FUZZ=ON: the libFuzzer targets only,
@@ -137,11 +138,14 @@ tsan_tree() {
 	# Third-party code only in tsan.supp, each entry with its reason.
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp:print_suppressions=0:log_path=$reports/report}
 	ctest_extra=(-L tsan)
+	# Every daemon of the tree's integration tests runs 4 event loops
+	# (threads = 4): the connections' loops against loop 0.
+	export NFSC_PROXY_THREADS=4
 	build_and_test tsan build-tsan \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNFSCACHED_SANITIZE=thread \
 		-DNFSCACHED_WERROR=ON -DBUILD_TESTING=ON
 	ctest_extra=()
-	unset TSAN_OPTIONS
+	unset TSAN_OPTIONS NFSC_PROXY_THREADS
 	n=$(find "$reports" -type f | wc -l)
 	if ((n > 0)); then
 		echo "==> [tsan] $n report file(s) in $reports:"

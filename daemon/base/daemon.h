@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon: the state one nfscached process shares between its listeners,
- * op handlers and drivers. There is one event loop; everything here is
- * touched from it only.
+ * op handlers and drivers. Everything here is touched from loop 0 only
+ * (d->base, the main thread): the other loops (`threads`, loops.h) run
+ * client connections, and meet loop 0 only inside the server
+ * (rpc/server.c).
  */
 #ifndef NFSCACHED_DAEMON_DAEMON_H
 #define NFSCACHED_DAEMON_DAEMON_H
@@ -86,7 +88,9 @@ struct conf_hold {
 };
 
 struct daemon {
-	struct event_base *base;
+	struct event_base *base;	/* loop 0's (loops.h) */
+	struct loops *loops;		/* the `threads` event loops; owned,
+					 * made by daemon_start */
 	struct conf *conf;		/* owned */
 	struct fh_key fh_key;		/* keyed in daemon_start */
 	struct export_rt **exports;	/* the live exports, conf->nexports:

@@ -34,7 +34,8 @@ int log_set_level_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
 		if (strcmp(name, level_names[i]) == 0) {
-			threshold = (enum log_level)i;
+			__atomic_store_n(&threshold, (enum log_level)i,
+					 __ATOMIC_RELAXED);
 			return 0;
 		}
 	}
@@ -49,7 +50,8 @@ void log_set_sink(log_sink_fn fn, void *arg)
 
 int log_enabled(enum log_level level)
 {
-	return level <= threshold;
+	/* Set on loop 0 by a reload, read on every loop and thread. */
+	return level <= __atomic_load_n(&threshold, __ATOMIC_RELAXED);
 }
 
 /* Tell whether stderr is the journal's stream. */
@@ -87,13 +89,16 @@ void log_format_time(const struct timespec *ts, char *buf, size_t len)
 static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	char buf[1024];
+	int j = __atomic_load_n(&journal, __ATOMIC_RELAXED);
 
-	if (journal < 0)
-		journal = stderr_is_journal();
+	if (j < 0) {	/* any thread may find it first: the same answer */
+		j = stderr_is_journal();
+		__atomic_store_n(&journal, j, __ATOMIC_RELAXED);
+	}
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	if (sink) {
 		sink(sink_arg, level, buf);
-	} else if (journal) {
+	} else if (j) {
 		fprintf(stderr, "<%d>%s\n", level_prio[level], buf);
 	} else {
 		struct timespec ts;

@@ -770,9 +770,11 @@ void metrics_render(struct daemon *d, struct evbuffer *o)
 	render_config(o, d->conf);
 	render_export_changes(o, d);
 	render_refusals(o, d);
-	server_stats_get(d->server, &st);
-	render_client(o, d->procs, &st);
-	RENDER(o, server_rows, &st);
+	if (server_stats_get(d->server, &st) == 0) {
+		render_client(o, d->procs, &st);
+		RENDER(o, server_rows, &st);
+		server_stats_release(&st);
+	}
 	render_loop_lag(o, d);
 	render_upstream(o, d);
 	nfs3_ops_stats_get(d, &ns);
@@ -1039,6 +1041,7 @@ static void clock_advance_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, HTTP_BADREQUEST, NULL);
 		return;
 	}
+	server_sweep_loops(m->d->server);	/* the other loops' timeouts */
 	if ((out = evbuffer_new()))
 		evbuffer_add_printf(out, "now %.6f\n", mclock_now());
 	debug_reply(req, out);

@@ -37,6 +37,7 @@
 #include "fstate.h"
 #include "log.h"
 #include "reload.h"
+#include "server.h"
 #include "service.h"
 #include "writeback.h"
 
@@ -120,6 +121,7 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += KEEP_NUM(cur, next, max_reply_buffer);
 	n += KEEP_NUM(cur, next, max_transfer);
 	n += KEEP_NUM(cur, next, upstream_connections);
+	n += KEEP_NUM(cur, next, threads);
 	n += KEEP_NUM(cur, next, drc_entries);
 	n += KEEP_NUM(cur, next, drc_timeout);
 	n += KEEP_NUM(cur, next, page_size);
@@ -582,6 +584,7 @@ int reload_apply(struct daemon *d, struct conf **nextp, unsigned *kept,
 	    log_set_level_name(next->log_level) == 0)
 		log_info("reload: log_level is now %s", next->log_level);
 	d->conf = next;
+	server_reconf(d->server);
 	if (pl.hold) {
 		pl.hold->conf = old;
 		pl.hold->next = d->holds;

@@ -9,6 +9,7 @@
 #ifndef NFSCACHED_DAEMON_PROC_TABLE_H
 #define NFSCACHED_DAEMON_PROC_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <rpc/rpc.h>
@@ -43,6 +44,13 @@ struct dispatch_entry {
 	const struct nfs3_proc *nfs3;	/* NFSv3: the rest of what the
 					 * procedure does (nfs3_proc.h);
 					 * NULL for MOUNT */
+	bool reply_by_arg;		/* the reply's data is bounded by the
+					 * uint32 argument at reply_arg in the
+					 * decoded arguments (READ's count):
+					 * what a call handed to loop 0 holds
+					 * of the client buffer budget until
+					 * its reply is back (server.c) */
+	size_t reply_arg;
 };
 
 enum dispatch_miss {

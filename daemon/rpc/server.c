@@ -60,9 +60,28 @@
  * max_connections or the descriptor limit, the oldest open connection
  * from an address no export lists (judged again at that moment, the
  * host name only if already known) is closed instead (CLOSE_NOT_LISTED).
+ *
+ * Loops (`threads`, docs/design.md): the server has one struct sloop per
+ * event loop (daemon/base/loops.h). Listeners, admission (limits, the
+ * per-address counts, strangers) and the DRC live on loop 0, which also
+ * runs every handler. With threads > 1 each accepted connection is handed
+ * to one of loops 1..n-1 in turn and lives there for its life: its
+ * bufferevent, records, decoding, replies, timeouts and pauses are that
+ * loop's. A decoded call is posted to loop 0 (r->handed); the handler's
+ * reply is encoded there into a buffer of its own (a referenced tail
+ * copied in, so that no page of the cache is released on another loop)
+ * and posted back with the request, which the connection's loop delivers
+ * and releases. So a connection's fields are touched by its loop only,
+ * but for the immutable peer names the handlers read and the reference
+ * count (atomic). Shared by the loops: the held bytes, the calls in
+ * flight and the open count (atomics), the per-address counts and the
+ * list of every connection (s->mu), the knobs a reload changes (relaxed
+ * atomics, server_reconf); each loop's counters are its own, written
+ * with relaxed atomic stores and summed by server_stats_get.
  */
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -81,6 +100,7 @@
 #include "checkobj.h"
 #include "drc.h"
 #include "log.h"
+#include "loops.h"
 #include "mclock.h"
 #include "nfs3_prot.h"
 #include "peername.h"
@@ -110,9 +130,12 @@ struct peer_count {
 	UT_hash_handle hh;
 };
 
+struct sloop;
+
 struct conn {
 	uint32_t magic;
-	unsigned refs;
+	unsigned refs;			/* atomic: a handed request's DRC
+					 * waiter may drop one on loop 0 */
 	bool closed;
 	bool paused;
 	bool half_closed;		/* the client sent EOF with calls in
@@ -120,9 +143,16 @@ struct conn {
 					 * once the last is answered */
 	bool lingering;			/* closed, flushing its last replies */
 	bool budget_paused;		/* paused (also) for the budget */
-	bool flush_queued;		/* on srv->flush_list */
+	bool flush_queued;		/* on sl->flush_list */
+	bool doomed;			/* picked to make room (s->mu) */
+	enum conn_close_reason close_pending; /* conn_close_deferred's; 0
+					 * (CLOSE_EOF, never deferred): none */
 	struct conn *flush_next;
 	struct server *srv;
+	struct sloop *sl;		/* the loop it lives on */
+	struct loop_msg msg;		/* its adoption, then a close for
+					 * room, posted to its loop */
+	evutil_socket_t fd;		/* until adopted by its loop */
 	struct bufferevent *bev;
 	struct evbuffer *in;		/* read, not yet pulled as records */
 	struct sockaddr_storage peer;
@@ -138,8 +168,27 @@ struct conn {
 	size_t out_bytes;		/* bytes in bev's output */
 	size_t in_bytes;		/* bytes in in */
 	size_t rec_bytes;		/* records of calls in flight */
-	struct peer_count *pc;		/* this address's count */
-	struct conn *prev, *next;
+	struct peer_count *pc;		/* this address's count (s->mu) */
+	struct conn *prev, *next;	/* its loop's open or lingering list */
+	struct conn *gprev, *gnext;	/* s->all (s->mu) */
+};
+
+/* One event loop's part of the server: its connections and events. */
+struct sloop {
+	struct server *srv;
+	unsigned idx;			/* the loop's number */
+	struct event_base *base;	/* borrowed */
+	struct conn *conns;		/* open, on this loop */
+	struct conn *lingering;		/* closed, still flushing replies */
+	struct event *sweep;		/* timeout sweep timer */
+	struct event *flush;		/* writes flush_list's outputs */
+	struct conn *flush_list;	/* open connections with replies */
+	struct event *resume;		/* resumes budget-paused connections */
+	bool budget_waiters;		/* a connection may be budget_paused */
+	struct loop_msg resume_msg;	/* another loop's resume, posted */
+	bool resume_posted;		/* atomic: resume_msg is posted */
+	struct loop_msg drain_msg;	/* server_drain's, posted */
+	struct server_stats st;		/* what this loop counted */
 };
 
 struct listener {
@@ -153,35 +202,101 @@ struct listener {
 struct server {
 	struct daemon *d;
 	const struct proc_table *procs;	/* d->procs: the rows it serves */
-	struct listener *listeners;
-	struct conn *conns;
-	struct conn *lingering;		/* closed, still flushing replies */
-	bool draining;			/* stopping: read no more calls */
-	unsigned inflight;
-	struct drc *drc;
+	struct loops *loops;		/* d->loops, borrowed; NULL: one */
+	unsigned nloops;
+	struct sloop *sl;		/* nloops of them; owned */
+	unsigned nsl;			/* of sl[] made (server_new) */
+	uint32_t max_reply_buffer;	/* fixed at start */
+	uint32_t max_transfer;		/* fixed at start */
+	unsigned next_sl;		/* the loop the next connection gets */
+	struct listener *listeners;	/* loop 0 */
+	bool draining;			/* atomic: stopping, read no calls */
+	unsigned inflight;		/* atomic */
+	uint64_t connections_open;	/* atomic */
+	struct drc *drc;		/* loop 0 */
+	pthread_mutex_t mu;		/* guards peers, all, c->pc, doomed */
 	struct peer_count *peers;	/* uthash by host */
-	struct event *sweep;		/* timeout sweep timer */
-	struct event *flush;		/* writes flush_list's outputs */
-	struct conn *flush_list;	/* open connections with replies to write */
+	struct conn *all;		/* every open connection, oldest first */
 	uint32_t fd_cap;		/* connections the descriptors allow */
 	double limit_logged;		/* last "refusing" line, daemon_now */
 	uint64_t limit_unlogged;	/* refusals since that line */
-	uint64_t held;			/* bytes held, all connections */
-	uint64_t held_detached;		/* records in flight of closed
+	uint64_t held;			/* atomic: bytes held, all connections */
+	uint64_t held_detached;		/* atomic: records in flight of closed
 					 * connections without a socket */
 	uint64_t mem_limit;		/* bytes the process may use; 0: none
 					 * known */
-	bool budget_waiters;		/* a connection may be budget_paused */
-	struct event *resume;		/* resumes budget-paused connections */
+	uint64_t budget_waiting;	/* atomic: bit k, loop k's
+					 * budget_waiters */
+	/* The knobs the loops read (relaxed atomics; server_reconf): */
+	uint64_t budget;		/* server_budget's */
+	double idle_timeout, record_timeout;
+	uint32_t max_requests_per_conn;
 	uint32_t refused[SERVER_REFUSED_MAX]; /* programs turned off: every
 					 * call PROG_UNAVAIL */
 	unsigned nrefused;		/* of refused[] in use */
-	struct server_stats st;
 };
+
+/* A counter of a loop's own stats: written by that loop only, read by
+ * server_stats_get on loop 0 (relaxed: a sum, no order). */
+#define STAT_ADD(field, n) \
+	__atomic_store_n(&(field), \
+			 __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n), \
+			 __ATOMIC_RELAXED)
+#define STAT_INC(field) STAT_ADD(field, 1)
+#define RLOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define RSTORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* A knob of seconds: written by loop 0, read by every loop (relaxed). */
+static double dload(const double *p)
+{
+	double v;
+
+	__atomic_load(p, &v, __ATOMIC_RELAXED);
+	return v;
+}
+
+static void dstore(double *p, double v)
+{
+	__atomic_store(p, &v, __ATOMIC_RELAXED);
+}
 
 static void conn_pump(struct conn *c);
 static void conn_output_cb(struct evbuffer *out,
 			   const struct evbuffer_cb_info *info, void *arg);
+
+/* Run loop sl's resume: posted by another loop (resume_msg). */
+static void resume_msg_fn(struct loop_msg *m);
+static void resume_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Post m to loop k (at once when there is one loop). */
+static void sl_post(struct server *s, unsigned k, struct loop_msg *m)
+{
+	if (s->nloops == 1) {
+		m->next = NULL;
+		m->fn(m);
+		return;
+	}
+	loops_post(s->loops, k, m);
+}
+
+/* Wake the loops whose connections wait for the budget: own's at once,
+ * the others' through their inboxes (once until it runs). */
+static void budget_wake(struct server *s, struct sloop *own)
+{
+	uint64_t mask = RLOAD(s->budget_waiting);
+
+	for (unsigned k = 0; mask && k < s->nloops; k++) {
+		struct sloop *sl = &s->sl[k];
+
+		if (!(mask & (1ull << k)))
+			continue;
+		if (sl == own)
+			event_active(sl->resume, 0, 0);
+		else if (!__atomic_exchange_n(&sl->resume_posted, true,
+					      __ATOMIC_ACQ_REL))
+			sl_post(s, k, &sl->resume_msg);
+	}
+}
 
 /* Change one of c's held-byte counts, *field, by +add -sub, and the
  * server's total; wake the budget's waiters when it fell low enough. */
@@ -189,12 +304,14 @@ static void held_change(struct conn *c, size_t *field, size_t add,
 			size_t sub)
 {
 	struct server *s = c->srv;
+	uint64_t held;
 
 	*field = *field + add - sub;
-	s->held = s->held + add - sub;
-	if (sub > add && s->budget_waiters && s->resume &&
-	    s->held < server_budget(s) / BUDGET_RESUME_DEN * BUDGET_RESUME_NUM)
-		event_active(s->resume, 0, 0);
+	held = __atomic_add_fetch(&s->held, (uint64_t)add - sub,
+				  __ATOMIC_RELAXED);
+	if (sub > add && RLOAD(s->budget_waiting) &&
+	    held < RLOAD(s->budget) / BUDGET_RESUME_DEN * BUDGET_RESUME_NUM)
+		budget_wake(s, c->sl);
 }
 
 /* Callback of c's in buffer: count what was added and taken. */
@@ -208,22 +325,28 @@ static void conn_in_cb(struct evbuffer *in, const struct evbuffer_cb_info *info,
 	held_change(c, &c->in_bytes, info->n_added, info->n_deleted);
 }
 
-/* Drop c's share of its address's connection count. */
+/* Drop c's share of its address's connection count, and c from the list
+ * of every connection. */
 static void peer_release(struct server *s, struct conn *c)
 {
-	struct peer_count *pc = c->pc;
+	struct peer_count *pc;
 
+	pthread_mutex_lock(&s->mu);
+	pc = c->pc;
 	c->pc = NULL;
 	if (pc && --pc->n == 0) {
 		HASH_DEL(s->peers, pc);
 		free(pc);
 	}
+	if (pc)
+		DL_DELETE2(s->all, c, gprev, gnext);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Take a reference on c. */
 static void conn_get(struct conn *c)
 {
-	c->refs++;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
 /* Drop a reference; free c at the last one. */
@@ -232,7 +355,7 @@ static void conn_put(struct conn **cp)
 	struct conn *c = *cp;
 
 	*cp = NULL;
-	if (!c || --c->refs > 0)
+	if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	rpcrec_free(&c->rec);
 	if (c->in)
@@ -247,11 +370,11 @@ static void conn_release_socket(struct conn *c)
 	struct server *s = c->srv;
 
 	if (c->lingering)
-		DL_DELETE(s->lingering, c);
+		DL_DELETE(c->sl->lingering, c);
 	c->lingering = false;
 	evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
 	held_change(c, &c->out_bytes, 0, c->out_bytes);
-	s->held_detached += c->rec_bytes;
+	__atomic_add_fetch(&s->held_detached, c->rec_bytes, __ATOMIC_RELAXED);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_put(&c);
@@ -279,11 +402,35 @@ static void conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
+ * On a loop that hands its calls to loop 0, a close for what the client
+ * sent (a bad or oversized record, one never finished) waits for the
+ * calls read before it: their replies go out first, in the order one
+ * loop would have sent them, since one loop answers a call it can answer
+ * at once before it reads the next record. Reading stops now; the
+ * release of the last call closes c (req_release). True if deferred.
+ */
+static bool conn_close_deferred(struct conn *c,
+				enum conn_close_reason reason)
+{
+	if (c->sl->idx == 0 || c->inflight == 0 ||
+	    (reason != CLOSE_BAD_RECORD && reason != CLOSE_OVERSIZE &&
+	     reason != CLOSE_RECORD_TIMEOUT))
+		return false;
+	if (!c->close_pending) {
+		c->close_pending = reason;
+		c->paused = true;
+		bufferevent_disable(c->bev, EV_READ);
+		evbuffer_drain(c->in, evbuffer_get_length(c->in));
+	}
+	return true;
+}
+
+/*
  * Close c for reason. Replies already queued are still sent (the socket
  * lingers with reading off while its writes progress at least every 5 s,
  * or idle_timeout for a half-closed one) unless the socket failed or the
  * daemon is stopping; requests still in flight keep the struct alive and
- * their replies are dropped.
+ * their replies are dropped. c's loop.
  */
 static void conn_close(struct conn *c, enum conn_close_reason reason)
 {
@@ -295,16 +442,18 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	struct server *s = c->srv;
 	/* A half-closed client asked for its replies (shutdown(SHUT_WR) then
 	 * reads): a reader that pauses keeps them for idle_timeout, not 5 s. */
-	struct timeval tv = mclock_tv(c->half_closed ? s->d->conf->idle_timeout
+	struct timeval tv = mclock_tv(c->half_closed ? dload(&s->idle_timeout)
 						   : 5.0);
 
 	if (c->closed)
 		return;
+	if (conn_close_deferred(c, reason))
+		return;
 	c->closed = true;
-	s->st.closed[reason]++;
-	s->st.connections_open--;
+	STAT_INC(c->sl->st.closed[reason]);
+	__atomic_sub_fetch(&s->connections_open, 1, __ATOMIC_RELAXED);
 	log_debug("connection %s closed: %s", c->peer_name, names[reason]);
-	DL_DELETE(s->conns, c);
+	DL_DELETE(c->sl->conns, c);
 	peer_release(s, c);
 	evbuffer_drain(c->in, evbuffer_get_length(c->in));  /* never parsed */
 	if (reason == CLOSE_ERROR || reason == CLOSE_SHUTDOWN ||
@@ -313,7 +462,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 		return;
 	}
 	c->lingering = true;
-	DL_APPEND(s->lingering, c);
+	DL_APPEND(c->sl->lingering, c);
 	bufferevent_disable(c->bev, EV_READ);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	bufferevent_setcb(c->bev, NULL, conn_linger_write_cb,
@@ -329,22 +478,25 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
  */
 static bool conn_over_budget(const struct conn *c)
 {
-	const struct server *s = c->srv;
-	uint64_t budget = server_budget(s);
-	uint64_t open = s->st.connections_open ? s->st.connections_open : 1;
+	struct server *s = c->srv;
+	uint64_t budget = RLOAD(s->budget);
+	uint64_t open = RLOAD(s->connections_open);
 
-	return s->held >= budget && c->out_bytes + c->rec_bytes > budget / open;
+	if (!open)
+		open = 1;
+	return RLOAD(s->held) >= budget &&
+	       c->out_bytes + c->rec_bytes > budget / open;
 }
 
 /* Tell whether c must stop reading for now. */
 static bool conn_should_pause(const struct conn *c)
 {
-	const struct conf *cf = c->srv->d->conf;
+	struct server *s = c->srv;
 
-	return c->srv->draining ||
-	       c->inflight >= cf->max_requests_per_conn ||
+	return RLOAD(s->draining) || c->close_pending ||
+	       c->inflight >= RLOAD(s->max_requests_per_conn) ||
 	       evbuffer_get_length(bufferevent_get_output(c->bev)) >=
-		       cf->max_reply_buffer ||
+		       s->max_reply_buffer ||
 	       conn_over_budget(c);
 }
 
@@ -364,7 +516,9 @@ static void conn_maybe_resume(struct conn *c)
 				    BEV_TRIG_DEFER_CALLBACKS);
 }
 
-/* Release a request: its record, arguments and connection reference. */
+/* Release a request: its record, arguments and connection reference.
+ * The connection's loop (a DRC entry still held: loop 0's too, so a
+ * handed request has given it up before it came back). */
 static void req_release(struct req *r)
 {
 	struct conn *c;
@@ -377,44 +531,106 @@ static void req_release(struct req *r)
 		drc_abandon(s->drc, r->drc);
 	if (r->args)
 		xdr_free(r->ent->xdr_args, r->args);	/* in r's block */
+	if (r->reply)
+		evbuffer_free(r->reply);
 	free(r->rec);
 	held_change(c, &c->rec_bytes, 0, r->rec_len);
 	if (!c->bev)
-		s->held_detached -= r->rec_len;
+		__atomic_sub_fetch(&s->held_detached, r->rec_len,
+				   __ATOMIC_RELAXED);
 	r->magic = 0;
 	free(r);
 	c->last_active = daemon_now();
 	c->inflight--;
-	s->inflight--;
-	s->st.requests_inflight = s->inflight;
+	__atomic_sub_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
 	if (c->half_closed && c->inflight == 0 && !c->closed)
 		conn_close(c, CLOSE_EOF);	/* its replies linger out */
+	if (c->close_pending && c->inflight == 0 && !c->closed)
+		conn_close(c, c->close_pending);	/* likewise */
 	conn_maybe_resume(c);
 	conn_put(&c);
 }
 
 /*
- * Account for r's finished call; res is its result (NULL for an RPC-level
- * error). Every NFSv3 result but NULL's is an rpcgen union whose first
- * member is its nfsstat3 discriminant (RFC 1813 s3.3), counted by value.
+ * The nfs3_status_index of r's reply res (NULL for an RPC-level error),
+ * or -1 when it is not counted by status. Every NFSv3 result but NULL's
+ * is an rpcgen union whose first member is its nfsstat3 discriminant
+ * (RFC 1813 s3.3), counted by value.
  */
-static void count_reply(struct server *s, const struct req *r, const void *res)
+static int reply_status_idx(const struct req *r, const void *res)
 {
-	if (!r->ent)
-		return;
-	if (res && r->ent->prog == NFS_PROGRAM && r->ent->vers == NFS_V3 &&
-	    r->ent->proc != NFSPROC3_NULL) {
-		uint32_t status;
+	uint32_t status;
 
-		memcpy(&status, res, sizeof(status));
-		s->st.nfs3_replies[nfs3_status_index(status)]++;
-	}
-	s->st.replies[proc_table_index(s->procs, r->ent)]++;
-	histogram_observe(&s->st.latency[proc_table_index(s->procs, r->ent)],
-			  daemon_now() - r->start);
+	if (!res || r->ent->prog != NFS_PROGRAM || r->ent->vers != NFS_V3 ||
+	    r->ent->proc == NFSPROC3_NULL)
+		return -1;
+	memcpy(&status, res, sizeof(status));
+	return (int)nfs3_status_index(status);
 }
 
-/* Hand a complete framed reply to the DRC (if tracked) and the client. */
+/* Account on r's connection's loop for its finished call, whose reply had
+ * status index idx (reply_status_idx). */
+static void count_reply(struct req *r, int idx)
+{
+	struct server_stats *st = &r->conn->sl->st;
+	unsigned row;
+
+	if (!r->ent)
+		return;
+	row = proc_table_index(r->conn->srv->procs, r->ent);
+	if (idx >= 0)
+		STAT_INC(st->nfs3_replies[idx]);
+	STAT_INC(st->replies[row]);
+	histogram_observe_relaxed(&st->latency[row], daemon_now() - r->start);
+}
+
+/* Note r's reply for counting: now on the connection's loop, else when it
+ * comes back (req_back_fn). */
+static void note_reply(struct req *r, const void *res)
+{
+	int idx = reply_status_idx(r, res);
+
+	if (!r->handed) {
+		count_reply(r, idx);
+		return;
+	}
+	r->counted = true;
+	r->status_idx = idx;
+}
+
+/* Back on the connection's loop: deliver a handed request's reply (or
+ * close for the handler), count it and release it. */
+static void req_back_fn(struct loop_msg *m)
+{
+	struct req *r = (struct req *)((char *)m - offsetof(struct req, msg));
+	struct conn *c = r->conn;
+
+	CHECK_OBJ(r, REQ_MAGIC);
+	r->handed = false;
+	held_change(c, &c->rec_bytes, 0, r->reserved);
+	if (!c->bev)	/* closed meanwhile: counted as detached */
+		__atomic_sub_fetch(&c->srv->held_detached, r->reserved,
+				   __ATOMIC_RELAXED);
+	r->reserved = 0;
+	if (r->counted)
+		count_reply(r, r->status_idx);
+	if (r->reply && !c->closed)
+		evbuffer_add_buffer(bufferevent_get_output(c->bev), r->reply);
+	if (r->close)
+		conn_close(c, CLOSE_HANDLER);
+	req_release(r);
+}
+
+/* On loop 0: hand r (answered, or to be closed or dropped) back to its
+ * connection's loop. */
+static void req_hand_back(struct req *r)
+{
+	r->msg.fn = req_back_fn;
+	sl_post(r->conn->srv, r->conn->sl->idx, &r->msg);
+}
+
+/* Finish r once its reply is in reply (owned by the call, or NULL): to
+ * the DRC if tracked, then to the client; r is released. */
 static void req_deliver(struct req *r, struct evbuffer *reply)
 {
 	struct conn *c = r->conn;
@@ -426,18 +642,26 @@ static void req_deliver(struct req *r, struct evbuffer *reply)
 		drc_complete(c->srv->drc, r->drc, bytes, len, daemon_now());
 		r->drc = NULL;
 	}
+	if (r->handed) {
+		r->reply = reply;
+		req_hand_back(r);
+		return;
+	}
 	if (!c->closed)
 		evbuffer_add_buffer(bufferevent_get_output(c->bev), reply);
+	evbuffer_free(reply);
+	req_release(r);
 }
 
 /* The buffer a reply for r should be encoded into: the connection's
- * output, or a scratch buffer when the DRC needs a copy. NULL if unwanted. */
+ * output, or a scratch buffer when the DRC needs a copy or r is handed
+ * (the connection is another loop's). NULL if unwanted. */
 static struct evbuffer *reply_target(struct req *r, bool *scratch)
 {
 	struct evbuffer *out;
 
 	CHECK_OBJ(r, REQ_MAGIC);
-	*scratch = r->drc != NULL;
+	*scratch = r->drc != NULL || r->handed;
 	if (*scratch)
 		return evbuffer_new();
 	if (r->conn->closed)
@@ -467,8 +691,12 @@ static enum op_status reply_encoded(struct req *r, struct evbuffer *out,
 		rpcmsg_reply_accept_error(out, r->call.xid, SYSTEM_ERR, 0, 0);
 	}
 	if (scratch) {
+		/* A tail referenced from the cache is copied in here, on
+		 * the loop that owns the page, which releases it now. */
+		if (r->handed)
+			(void)evbuffer_pullup(out, -1);
 		req_deliver(r, out);
-		evbuffer_free(out);
+		return OP_DONE;
 	}
 	req_release(r);
 	return OP_DONE;
@@ -479,7 +707,7 @@ enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res)
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
-	count_reply(r->conn->srv, r, res);
+	note_reply(r, res);
 	if (!out) {
 		req_release(r);
 		return OP_DONE;
@@ -495,7 +723,7 @@ enum op_status req_reply_tail(struct req *r, xdrproc_t proc, const void *res,
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
-	count_reply(r->conn->srv, r, res);
+	note_reply(r, res);
 	if (!out) {
 		release(tail, len, arg);
 		req_release(r);
@@ -512,26 +740,65 @@ enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat)
 	bool scratch;
 	struct evbuffer *out = reply_target(r, &scratch);
 
-	count_reply(r->conn->srv, r, NULL);
-	if (out) {
-		rpcmsg_reply_accept_error(out, r->call.xid, stat, 0, 0);
-		if (scratch) {
-			req_deliver(r, out);
-			evbuffer_free(out);
-		}
+	note_reply(r, NULL);
+	if (!out) {
+		req_release(r);
+		return OP_DONE;
+	}
+	rpcmsg_reply_accept_error(out, r->call.xid, stat, 0, 0);
+	if (scratch) {
+		req_deliver(r, out);
+		return OP_DONE;
 	}
 	req_release(r);
 	return OP_DONE;
 }
 
-/* Deliver a DRC reply to a parked duplicate (a connection reference). */
+/* A DRC reply on its way to a parked duplicate on another loop. */
+struct drc_out {
+	struct loop_msg msg;
+	struct conn *c;			/* a reference */
+	struct evbuffer *buf;		/* owned */
+};
+
+/* On the duplicate's loop: queue the DRC's reply, drop the reference. */
+static void drc_out_fn(struct loop_msg *m)
+{
+	struct drc_out *o = (struct drc_out *)m;
+
+	if (!o->c->closed)
+		evbuffer_add_buffer(bufferevent_get_output(o->c->bev), o->buf);
+	evbuffer_free(o->buf);
+	conn_put(&o->c);
+	free(o);
+}
+
+/* Deliver a DRC reply to a parked duplicate (a connection reference).
+ * Loop 0; the connection may be another loop's. */
 static void drc_deliver(void *waiter, const uint8_t *reply, size_t len)
 {
 	struct conn *c = waiter;
+	struct drc_out *o;
 
-	if (!c->closed)
-		evbuffer_add(bufferevent_get_output(c->bev), reply, len);
-	conn_put(&c);
+	if (c->sl->idx == 0) {
+		if (!c->closed)
+			evbuffer_add(bufferevent_get_output(c->bev), reply,
+				     len);
+		conn_put(&c);
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o || !(o->buf = evbuffer_new()) ||
+	    evbuffer_add(o->buf, reply, len) != 0) {
+		if (o && o->buf)
+			evbuffer_free(o->buf);
+		free(o);
+		conn_put(&c);	/* the duplicate goes unanswered */
+		return;
+	}
+	o->c = c;
+	o->msg.fn = drc_out_fn;
+	sl_post(c->srv, c->sl->idx, &o->msg);
 }
 
 /* Drop a parked duplicate without a reply. */
@@ -548,7 +815,7 @@ static void conn_reject(struct conn *c, const struct rpcmsg_call *call,
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
-	c->srv->st.rejected[why]++;
+	STAT_INC(c->sl->st.rejected[why]);
 	switch (why) {
 	case REJECT_RPC_MISMATCH:
 		rpcmsg_reply_rpc_mismatch(out, call->xid);
@@ -577,7 +844,8 @@ static void conn_reject(struct conn *c, const struct rpcmsg_call *call,
 	}
 }
 
-/* Whether program prog is turned off (server_refuse_program). */
+/* Whether program prog is turned off (server_refuse_program; set before
+ * the loops serve, read-only after). */
 static bool prog_refused(const struct server *s, uint32_t prog)
 {
 	for (unsigned i = 0; i < s->nrefused; i++)
@@ -585,7 +853,6 @@ static bool prog_refused(const struct server *s, uint32_t prog)
 			return true;
 	return false;
 }
-
 /* Find the dispatch row for call, or reject it (a refused program:
  * PROG_UNAVAIL, miss's initial value). */
 static const struct dispatch_entry *conn_route(struct conn *c,
@@ -668,23 +935,70 @@ static struct req *req_new(struct conn *c, const struct rpcmsg_call *call,
 		.ent = ent,
 		.args = (char *)r + REQ_ARGS_OFF,
 		.start = daemon_now(),
+		.status_idx = -1,
 	};
 	memset(r->args, 0, ent->args_size ? ent->args_size : 1);
 	conn_get(c);
 	held_change(c, &c->rec_bytes, len, 0);
 	c->inflight++;
-	s->inflight++;
-	s->st.requests_inflight = s->inflight;
-	s->st.calls[proc_table_index(s->procs, ent)]++;
+	__atomic_add_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+	STAT_INC(c->sl->st.calls[proc_table_index(s->procs, ent)]);
 	return r;
 }
 
-/* Run the duplicate request cache for r. True if r was answered from it. */
+/* r is done on loop 0 without a reply of its own (answered from the DRC
+ * into reply, or none): release it, on its connection's loop. */
+static void req_finish_unanswered(struct req *r, struct evbuffer *reply)
+{
+	if (r->handed) {
+		r->reply = reply;
+		req_hand_back(r);
+		return;
+	}
+	if (reply) {
+		if (!r->conn->closed)
+			evbuffer_add_buffer(
+				bufferevent_get_output(r->conn->bev), reply);
+		evbuffer_free(reply);
+	}
+	req_release(r);
+}
+
+/* Bytes a handed call's reply is reserved beside its data: the RPC and
+ * NFS headers and attributes of a READ reply, with room to spare. */
+#define REPLY_RESERVE_HEAD 256
+
+/*
+ * Hold r's likely reply in the budget while r is handed to loop 0 (its
+ * record's bytes count already): the data its row's reply_by_arg bounds,
+ * at most max_transfer, and a header. One loop reads no record while a
+ * connection is over its share, and a reply it can give at once is
+ * queued before the next record is read; a loop that hands its calls
+ * reads on, so without this a burst of READs would all be read before
+ * their replies counted (integration.buffer_budget.t4). Released when
+ * the reply is back (req_back_fn).
+ */
+static void req_reserve(struct req *r)
+{
+	const struct dispatch_entry *ent = r->ent;
+	uint32_t n = 0;
+
+	if (ent->reply_by_arg)
+		memcpy(&n, (const char *)r->args + ent->reply_arg, sizeof(n));
+	if (n > r->conn->srv->max_transfer)
+		n = r->conn->srv->max_transfer;
+	r->reserved = (size_t)n + REPLY_RESERVE_HEAD;
+	held_change(r->conn, &r->conn->rec_bytes, r->reserved, 0);
+}
+
+/* Run the duplicate request cache for r (loop 0). True if r was answered
+ * from it. */
 static bool req_check_drc(struct req *r)
 {
 	struct conn *c = r->conn;
 	struct server *s = c->srv;
 	struct drc_entry *e;
+	struct evbuffer *copy;
 	const uint8_t *reply;
 	size_t len;
 
@@ -695,17 +1009,21 @@ static bool req_check_drc(struct req *r)
 		r->drc = e;
 		return false;
 	case DRC_DONE:
-		s->st.drc_hits++;
+		STAT_INC(s->sl[0].st.drc_hits);
 		reply = drc_entry_reply(e, &len);
-		evbuffer_add(bufferevent_get_output(c->bev), reply, len);
-		req_release(r);
+		copy = evbuffer_new();
+		if (copy && evbuffer_add(copy, reply, len) != 0) {
+			evbuffer_free(copy);
+			copy = NULL;	/* out of memory: the client resends */
+		}
+		req_finish_unanswered(r, copy);
 		return true;
 	case DRC_INPROGRESS:
-		s->st.drc_hits++;
+		STAT_INC(s->sl[0].st.drc_hits);
 		conn_get(c);
 		if (drc_add_waiter(e, c) != 0)
 			conn_put(&c);
-		req_release(r);
+		req_finish_unanswered(r, NULL);
 		return true;
 	case DRC_DISABLED:
 		return false;
@@ -713,7 +1031,35 @@ static bool req_check_drc(struct req *r)
 	return false;
 }
 
-/* Handle one whole record; takes ownership of rec. */
+/* Run r's handler (loop 0), after the DRC for a non-idempotent call. */
+static void req_run(struct req *r)
+{
+	if ((r->ent->flags & DISPATCH_NONIDEMPOTENT) && req_check_drc(r))
+		return;
+	if (r->ent->handler(r) != OP_CLOSE)
+		return;
+	if (r->handed) {
+		if (r->drc)
+			drc_abandon(r->conn->srv->drc, r->drc);
+		r->drc = NULL;
+		r->close = true;
+		req_hand_back(r);
+		return;
+	}
+	conn_close(r->conn, CLOSE_HANDLER);
+	req_release(r);
+}
+
+/* On loop 0: a call handed from its connection's loop. */
+static void req_run_fn(struct loop_msg *m)
+{
+	struct req *r = (struct req *)((char *)m - offsetof(struct req, msg));
+
+	CHECK_OBJ(r, REQ_MAGIC);
+	req_run(r);
+}
+
+/* Handle one whole record; takes ownership of rec. c's loop. */
 static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 {
 	struct rpcmsg_call call;
@@ -732,16 +1078,18 @@ static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 		return;
 	}
 	if (rpcmsg_decode_args(rec, len, call.args_off, ent->xdr_args, r->args)) {
-		c->srv->st.rejected[REJECT_GARBAGE_ARGS]++;
+		STAT_INC(c->sl->st.rejected[REJECT_GARBAGE_ARGS]);
 		req_reply_accept_error(r, GARBAGE_ARGS);
 		return;
 	}
-	if ((ent->flags & DISPATCH_NONIDEMPOTENT) && req_check_drc(r))
+	if (c->sl->idx == 0) {
+		req_run(r);
 		return;
-	if (ent->handler(r) == OP_CLOSE) {
-		conn_close(c, CLOSE_HANDLER);
-		req_release(r);
 	}
+	req_reserve(r);
+	r->handed = true;
+	r->msg.fn = req_run_fn;
+	sl_post(c->srv, 0, &r->msg);
 }
 
 /* Read and dispatch whole records until input runs dry or limits hit. */
@@ -753,11 +1101,14 @@ static void conn_pump(struct conn *c)
 	while (!c->closed) {
 		if (conn_should_pause(c)) {
 			c->paused = true;
-			c->srv->st.reads_paused++;
+			STAT_INC(c->sl->st.reads_paused);
 			if (conn_over_budget(c)) {
 				c->budget_paused = true;
-				c->srv->budget_waiters = true;
-				c->srv->st.budget_pauses++;
+				c->sl->budget_waiters = true;
+				__atomic_or_fetch(&c->srv->budget_waiting,
+						  1ull << c->sl->idx,
+						  __ATOMIC_RELAXED);
+				STAT_INC(c->sl->st.budget_pauses);
 			}
 			bufferevent_disable(c->bev, EV_READ);
 			return;
@@ -770,7 +1121,7 @@ static void conn_pump(struct conn *c)
 		case RPCREC_NEED_MORE:
 			return;
 		case RPCREC_OVERSIZE:
-			c->srv->st.records_oversize++;
+			STAT_INC(c->sl->st.records_oversize);
 			log_debug("client %s sent a record over max_record_size; closing",
 				  c->peer_name);
 			conn_close(c, CLOSE_OVERSIZE);
@@ -917,15 +1268,15 @@ static void conn_name(struct conn *c, socklen_t len)
 }
 
 /* Refuse a new connection past a limit: close it, count it, log a line
- * at most every LIMIT_LOG_S seconds. */
+ * at most every LIMIT_LOG_S seconds. Loop 0. */
 static void conn_refuse(struct server *s, evutil_socket_t fd,
 			const char *host, const char *limit)
 {
 	double now = daemon_now();
 
 	evutil_closesocket(fd);
-	s->st.connections_accepted++;
-	s->st.closed[CLOSE_LIMIT]++;
+	STAT_INC(s->sl[0].st.connections_accepted);
+	STAT_INC(s->sl[0].st.closed[CLOSE_LIMIT]);
 	s->limit_unlogged++;
 	if (s->limit_logged == 0 || now - s->limit_logged >= LIMIT_LOG_S) {
 		log_warn("refused a connection from %s: %s reached (%llu "
@@ -946,15 +1297,17 @@ static uint32_t conn_cap(const struct server *s)
 }
 
 /* The limit a new connection from host would break, or NULL; *pcp is
- * host's count (NULL if it has none open). */
+ * host's count (NULL if it has none open). room: a connection was
+ * picked to make room, so the global cap does not count. Loop 0, s->mu
+ * held. */
 static const char *conn_limit_hit(struct server *s, const char *host,
-				  struct peer_count **pcp)
+				  struct peer_count **pcp, bool room)
 {
 	const struct conf *cf = s->d->conf;
 	uint32_t cap = conn_cap(s);
 
 	HASH_FIND_STR(s->peers, host, *pcp);
-	if (s->st.connections_open >= cap)
+	if (!room && RLOAD(s->connections_open) >= cap)
 		return cap == cf->max_connections ? "max_connections"
 			: "the descriptor limit";
 	if (*pcp && (*pcp)->n >= cf->max_connections_per_client)
@@ -993,10 +1346,22 @@ static enum conn_listing conn_listed(const struct server *s,
 	return unknown ? LISTED_UNKNOWN : LISTED_NO;
 }
 
+/* On c's loop: close c to make room (conn_make_room's message). */
+static void conn_room_fn(struct loop_msg *m)
+{
+	struct conn *c = (struct conn *)((char *)m - offsetof(struct conn, msg));
+
+	CHECK_OBJ(c, CONN_MAGIC);
+	conn_close(c, CLOSE_NOT_LISTED);
+	conn_put(&c);
+}
+
 /*
  * Make room for a new connection from sa (not yet counted) that a global
  * limit refuses: if sa is listed (or may be), close the oldest open
- * connection from an address no export lists. True if one was closed.
+ * connection from an address no export lists (on its loop: at once on
+ * loop 0, else through its inbox; it counts as gone from now). True if
+ * one was picked. Loop 0, s->mu held.
  */
 static bool conn_make_room(struct server *s, const struct sockaddr *sa)
 {
@@ -1004,8 +1369,9 @@ static bool conn_make_room(struct server *s, const struct sockaddr *sa)
 
 	if (conn_listed(s, sa) == LISTED_NO)
 		return false;
-	DL_FOREACH(s->conns, c)
-		if (conn_listed(s, (const struct sockaddr *)&c->peer) ==
+	DL_FOREACH2(s->all, c, gnext)
+		if (!c->doomed &&
+		    conn_listed(s, (const struct sockaddr *)&c->peer) ==
 		    LISTED_NO)
 			break;
 	if (!c)
@@ -1014,11 +1380,17 @@ static bool conn_make_room(struct server *s, const struct sockaddr *sa)
 		     REFUSAL_NOT_IN_CLIENTS, daemon_now(), "connection",
 		     c->peer_name, "not in any export's clients; closed to "
 		     "make room for a listed client");
-	conn_close(c, CLOSE_NOT_LISTED);
+	c->doomed = true;
+	conn_get(c);
+	c->msg.fn = conn_room_fn;
+	pthread_mutex_unlock(&s->mu);	/* loop 0's close takes it */
+	sl_post(s, c->sl->idx, &c->msg);
+	pthread_mutex_lock(&s->mu);
 	return true;
 }
 
-/* Count c against its address, creating the address's record. */
+/* Count c against its address, creating the address's record, and
+ * list it with every connection. s->mu held. */
 static int peer_take(struct server *s, struct conn *c, struct peer_count *pc)
 {
 	if (!pc) {
@@ -1030,6 +1402,7 @@ static int peer_take(struct server *s, struct conn *c, struct peer_count *pc)
 	}
 	pc->n++;
 	c->pc = pc;
+	DL_APPEND2(s->all, c, gprev, gnext);
 	return 0;
 }
 
@@ -1052,7 +1425,7 @@ static void conn_flush(struct conn *c)
 		evbuffer_freeze(out, 1);
 	}
 	if (evbuffer_get_length(out) > 0) {
-		c->srv->st.reply_waits++;
+		STAT_INC(c->sl->st.reply_waits);
 		bufferevent_enable(c->bev, EV_WRITE);
 	} else {
 		conn_maybe_resume(c);
@@ -1062,14 +1435,14 @@ static void conn_flush(struct conn *c)
 /* The flush event: write every queued connection's output. */
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
+	struct sloop *sl = arg;
 
 	(void)fd;
 	(void)what;
-	while (s->flush_list) {
-		struct conn *c = s->flush_list;
+	while (sl->flush_list) {
+		struct conn *c = sl->flush_list;
 
-		s->flush_list = c->flush_next;
+		sl->flush_list = c->flush_next;
 		c->flush_next = NULL;
 		c->flush_queued = false;
 		if (!c->closed)
@@ -1083,25 +1456,24 @@ static void conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *
 			   void *arg)
 {
 	struct conn *c = arg;
-	struct server *s;
+	struct sloop *sl;
 
 	CHECK_OBJ(c, CONN_MAGIC);
-	s = c->srv;
+	sl = c->sl;
 	(void)out;
 	held_change(c, &c->out_bytes, info->n_added, info->n_deleted);
 	if (info->n_added == 0 || c->flush_queued || c->closed)
 		return;
 	c->flush_queued = true;
 	conn_get(c);
-	c->flush_next = s->flush_list;
-	s->flush_list = c;
-	event_active(s->flush, 0, 0);
+	c->flush_next = sl->flush_list;
+	sl->flush_list = c;
+	event_active(sl->flush, 0, 0);
 }
 
 /* Set up c's bufferevent callbacks, limits and socket options. */
 static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 {
-	const struct conf *cf = c->srv->d->conf;
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1110,67 +1482,111 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	 * 1 MiB READ reply into 64 writes with a loop turn between each. */
 	bufferevent_set_max_single_write(c->bev, CONN_IO_CHUNK);
 	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
-	bufferevent_setwatermark(c->bev, EV_WRITE, cf->max_reply_buffer / 2, 0);
+	bufferevent_setwatermark(c->bev, EV_WRITE, c->srv->max_reply_buffer / 2,
+				 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
 	evbuffer_add_cb(c->in, conn_in_cb, c);
 	bufferevent_disable(c->bev, EV_WRITE);	/* a new one has it enabled */
 	bufferevent_enable(c->bev, EV_READ);
 }
 
-int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
-		 socklen_t salen, uint32_t only_prog)
+/* On the connection's loop: make its bufferevent and start reading. */
+static void conn_adopt_fn(struct loop_msg *m)
+{
+	struct conn *c = (struct conn *)((char *)m - offsetof(struct conn, msg));
+	struct sloop *sl = c->sl;
+
+	CHECK_OBJ(c, CONN_MAGIC);
+	c->bev = bufferevent_socket_new(sl->base, c->fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		log_warn("out of memory accepting a connection");
+		STAT_INC(sl->st.closed[CLOSE_NOMEM]);
+		__atomic_sub_fetch(&c->srv->connections_open, 1,
+				   __ATOMIC_RELAXED);
+		peer_release(c->srv, c);
+		evutil_closesocket(c->fd);
+		c->closed = true;
+		conn_put(&c);
+		return;
+	}
+	c->last_active = daemon_now();
+	conn_setup_io(c, c->fd);
+	DL_APPEND(sl->conns, c);
+}
+
+/* Admit a new connection from sa (loop 0, s->mu held): c, or NULL when a
+ * limit refused it (fd closed, logged) or memory ran out. */
+static struct conn *conn_admit(struct server *s, int fd,
+			       const struct sockaddr *sa, socklen_t salen)
 {
 	const struct conf *cf = s->d->conf;
 	struct peer_count *pc = NULL;
 	const char *limit;
 	struct conn *c = calloc(1, sizeof(*c));
 
-	if (c) {
-		memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer)
-			? (size_t)salen : sizeof(c->peer));
-		conn_name(c, (socklen_t)salen);
-		limit = conn_limit_hit(s, c->peer_host, &pc);
-		if (limit && (!pc || pc->n < cf->max_connections_per_client) &&
-		    conn_make_room(s, sa))
-			limit = conn_limit_hit(s, c->peer_host, &pc);
-		if (limit) {
-			conn_refuse(s, fd, c->peer_name, limit);
-			free(c);
-			return -1;
+	if (!c)
+		return NULL;
+	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer)
+		? (size_t)salen : sizeof(c->peer));
+	conn_name(c, (socklen_t)salen);
+	limit = conn_limit_hit(s, c->peer_host, &pc, false);
+	if (limit && (!pc || pc->n < cf->max_connections_per_client) &&
+	    conn_make_room(s, sa))
+		limit = conn_limit_hit(s, c->peer_host, &pc, true);
+	if (limit) {
+		conn_refuse(s, fd, c->peer_name, limit);
+		free(c);
+		errno = 0;
+		return NULL;
+	}
+	if (!(c->rec = rpcrec_new(cf->max_record_size)) ||
+	    !(c->in = evbuffer_new()) || peer_take(s, c, pc) != 0) {
+		rpcrec_free(&c->rec);
+		if (c->in)
+			evbuffer_free(c->in);
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
+		 socklen_t salen, uint32_t only_prog)
+{
+	struct conn *c;
+
+	pthread_mutex_lock(&s->mu);
+	c = conn_admit(s, fd, sa, salen);
+	pthread_mutex_unlock(&s->mu);
+	if (!c) {
+		if (errno == ENOMEM) {
+			log_warn("out of memory accepting a connection");
+			evutil_closesocket(fd);
 		}
+		return -1;
 	}
 	/* The accept path's sockets are already; a socketpair end is not,
 	 * and a blocking socket would stall the loop on a full buffer. */
 	(void)evutil_make_socket_nonblocking(fd);
-	if (!c || !(c->rec = rpcrec_new(cf->max_record_size)) ||
-	    !(c->in = evbuffer_new()) || peer_take(s, c, pc) != 0 ||
-	    !(c->bev = bufferevent_socket_new(s->d->base, fd,
-					      BEV_OPT_CLOSE_ON_FREE))) {
-		log_warn("out of memory accepting a connection");
-		if (c) {
-			peer_release(s, c);
-			rpcrec_free(&c->rec);
-			if (c->in)
-				evbuffer_free(c->in);
-		}
-		free(c);
-		evutil_closesocket(fd);
-		return -1;
-	}
 	c->magic = CONN_MAGIC;
 	c->refs = 1;
 	c->srv = s;
+	c->fd = fd;
 	c->only_prog = only_prog;
 	c->last_active = daemon_now();
-	conn_setup_io(c, fd);
-	DL_APPEND(s->conns, c);
-	s->st.connections_accepted++;
-	s->st.connections_open++;
+	/* One loop: loop 0. More: loops 1..n-1 in turn, loop 0 keeping to
+	 * the handlers. */
+	c->sl = &s->sl[s->nloops == 1 ? 0 : 1 + s->next_sl++ % (s->nloops - 1)];
+	STAT_INC(s->sl[0].st.connections_accepted);
+	__atomic_add_fetch(&s->connections_open, 1, __ATOMIC_RELAXED);
 	log_debug("connection from %s", c->peer_name);
 	/* Start looking its host name up now, so that a wildcard clients
 	 * entry can usually judge its first call without a wait. */
-	if (conf_needs_client_names(cf))
+	if (conf_needs_client_names(s->d->conf))
 		peername_get(s->d->names, (const struct sockaddr *)&c->peer);
+	c->msg.fn = conn_adopt_fn;
+	sl_post(s, c->sl->idx, &c->msg);
 	return 0;
 }
 
@@ -1186,73 +1602,140 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 
 /* Seconds between sweeps: a quarter of the shorter timeout, at most
  * SWEEP_MAX_S (read each time, so a reload applies). */
-static double sweep_period(const struct conf *cf)
+static double sweep_period(struct server *s)
 {
-	double t = cf->record_timeout < cf->idle_timeout ? cf->record_timeout
-							 : cf->idle_timeout;
+	double idle = dload(&s->idle_timeout), rec = dload(&s->record_timeout);
+	double t = rec < idle ? rec : idle;
 
 	return t / 4 < SWEEP_MAX_S ? t / 4 : SWEEP_MAX_S;
 }
 
-/* Arm the sweep timer. */
-static void sweep_arm(struct server *s)
+/* Arm loop sl's sweep timer: loop 0's on the test clock's timers
+ * (mclock.h), the other loops' on libevent's own (the test clock's list
+ * is loop 0's): their sweeps still judge by daemon_now(). */
+static void sweep_arm(struct sloop *sl)
 {
-	struct timeval tv = mclock_tv(sweep_period(s->d->conf));
+	struct timeval tv = mclock_tv(sweep_period(sl->srv));
 
-	mclock_timer_add(s->sweep, &tv);
+	if (sl->idx == 0)
+		mclock_timer_add(sl->sweep, &tv);
+	else
+		evtimer_add(sl->sweep, &tv);
 }
 
 /* The reason c must be closed for now, or CLOSE_NREASONS. */
 static enum conn_close_reason conn_overdue(const struct conn *c, double now)
 {
-	const struct conf *cf = c->srv->d->conf;
+	struct server *s = c->srv;
 
 	if (c->inflight == 0 && (c->rec_start == 0 || c->paused) &&
-	    now - c->last_active >= cf->idle_timeout)
+	    now - c->last_active >= dload(&s->idle_timeout))
 		return CLOSE_IDLE;	/* also when paused on unread replies */
 	/* Paused: we are not reading. Half-closed: a partial record can
 	 * never complete and is ignored; the calls in flight are answered. */
 	if (c->rec_start > 0 && !c->paused && !c->half_closed &&
-	    now - c->rec_start >= cf->record_timeout)
+	    now - c->rec_start >= dload(&s->record_timeout))
 		return CLOSE_RECORD_TIMEOUT;
 	return CLOSE_NREASONS;
+}
+
+/* Close loop sl's stalled and idle connections. */
+static void sweep_once(struct sloop *sl)
+{
+	struct conn *c, *tmp;
+	enum conn_close_reason why;
+	double now = daemon_now();
+
+	if (!RLOAD(sl->srv->draining))
+		DL_FOREACH_SAFE(sl->conns, c, tmp)
+			if ((why = conn_overdue(c, now)) != CLOSE_NREASONS)
+				conn_close(c, why);
 }
 
 /* Sweep timer: close stalled and idle connections, re-arm. */
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
-	struct conn *c, *tmp;
-	enum conn_close_reason why;
-	double now = daemon_now();
+	struct sloop *sl = arg;
 
 	(void)fd;
 	(void)what;
-	if (!s->draining)
-		DL_FOREACH_SAFE(s->conns, c, tmp)
-			if ((why = conn_overdue(c, now)) != CLOSE_NREASONS)
-				conn_close(c, why);
-	sweep_arm(s);
+	sweep_once(sl);
+	sweep_arm(sl);
+}
+
+/* server_sweep_loops's message to one loop, and what it waits on. */
+struct sweep_wait {
+	struct loop_msg msg;
+	struct sloop *sl;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	unsigned *left;
+};
+
+/* On loop k: its sweep now; tell the waiting loop 0. */
+static void sweep_wait_fn(struct loop_msg *m)
+{
+	struct sweep_wait *w = (struct sweep_wait *)m;
+
+	sweep_once(w->sl);
+	pthread_mutex_lock(w->mu);
+	if (--*w->left == 0)
+		pthread_cond_signal(w->cv);
+	pthread_mutex_unlock(w->mu);
+}
+
+void server_sweep_loops(struct server *s)
+{
+	struct sweep_wait w[LOOPS_MAX];
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	unsigned left = s->nloops - 1;
+
+	for (unsigned k = 1; k < s->nloops; k++) {
+		w[k] = (struct sweep_wait){ .msg.fn = sweep_wait_fn,
+					    .sl = &s->sl[k], .mu = &mu,
+					    .cv = &cv, .left = &left };
+		sl_post(s, k, &w[k].msg);
+	}
+	pthread_mutex_lock(&mu);
+	while (left > 0)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	pthread_cond_destroy(&cv);
+	pthread_mutex_destroy(&mu);
 }
 
 /* The resume event: held fell under the resume mark; resume the open
- * connections that the budget paused and no other limit holds. */
+ * connections of this loop that the budget paused and no other limit
+ * holds. */
 static void resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
+	struct sloop *sl = arg;
 	struct conn *c;
 
 	(void)fd;
 	(void)what;
-	s->budget_waiters = false;
-	DL_FOREACH(s->conns, c) {
+	sl->budget_waiters = false;
+	DL_FOREACH(sl->conns, c) {
 		if (!c->budget_paused)
 			continue;
 		conn_maybe_resume(c);	/* defers its reading: c stays open */
 		if (c->budget_paused && !conn_over_budget(c))
 			c->budget_paused = false; /* paused for another limit */
-		s->budget_waiters |= c->budget_paused;
+		sl->budget_waiters |= c->budget_paused;
 	}
+	if (!sl->budget_waiters)
+		__atomic_and_fetch(&sl->srv->budget_waiting,
+				   ~(1ull << sl->idx), __ATOMIC_RELAXED);
+}
+
+static void resume_msg_fn(struct loop_msg *m)
+{
+	struct sloop *sl = (struct sloop *)((char *)m -
+					    offsetof(struct sloop, resume_msg));
+
+	__atomic_store_n(&sl->resume_posted, false, __ATOMIC_RELEASE);
+	resume_cb(-1, 0, sl);
 }
 
 /* The memory limit of the cgroup v2 this process is in (memory.max), in
@@ -1294,7 +1777,9 @@ static uint64_t server_mem_limit(void)
 	return lim;
 }
 
-uint64_t server_budget(const struct server *s)
+/* The budget of all connections' held bytes from d->conf (see
+ * server_budget). */
+static uint64_t budget_of(const struct server *s)
 {
 	const struct conf *cf = s->d->conf;
 	uint64_t b;
@@ -1307,6 +1792,21 @@ uint64_t server_budget(const struct server *s)
 	if (s->mem_limit && b > s->mem_limit / BUDGET_AUTO_DIV)
 		b = s->mem_limit / BUDGET_AUTO_DIV;
 	return b < SERVER_BUDGET_FLOOR ? SERVER_BUDGET_FLOOR : b;
+}
+
+uint64_t server_budget(const struct server *s)
+{
+	return RLOAD(s->budget);
+}
+
+void server_reconf(struct server *s)
+{
+	const struct conf *cf = s->d->conf;
+
+	RSTORE(s->budget, budget_of(s));
+	dstore(&s->idle_timeout, cf->idle_timeout);
+	dstore(&s->record_timeout, cf->record_timeout);
+	RSTORE(s->max_requests_per_conn, cf->max_requests_per_conn);
 }
 
 /* Raise the soft descriptor limit to the hard one; set s->fd_cap. */
@@ -1333,11 +1833,49 @@ static void server_fd_budget(struct server *s)
 	lim = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
 	lim = lim > 2 * reserve ? lim - reserve : lim / 2;
 	s->fd_cap = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
-	s->st.max_connections = conn_cap(s);
 	log_info("descriptor limit %llu, %llu kept in reserve: at most %u "
 		 "client connections (max_connections %u)",
 		 (unsigned long long)rl.rlim_cur, (unsigned long long)reserve,
-		 (unsigned)s->st.max_connections, s->d->conf->max_connections);
+		 (unsigned)conn_cap(s), s->d->conf->max_connections);
+}
+
+/* server_drain's message: stop reading on this loop's connections. */
+static void drain_fn(struct loop_msg *m)
+{
+	struct sloop *sl = (struct sloop *)((char *)m -
+					    offsetof(struct sloop, drain_msg));
+	struct conn *c;
+
+	DL_FOREACH(sl->conns, c) {
+		if (!c->paused) {
+			c->paused = true;
+			bufferevent_disable(c->bev, EV_READ);
+		}
+	}
+}
+
+/* Make loop k's part of s on base. */
+static int sloop_init(struct server *s, unsigned k, struct event_base *base)
+{
+	struct sloop *sl = &s->sl[k];
+	size_t n = s->procs->count;
+
+	sl->srv = s;
+	sl->idx = k;
+	sl->base = base;
+	sl->resume_msg.fn = resume_msg_fn;
+	sl->drain_msg.fn = drain_fn;
+	sl->st.calls = calloc(n, sizeof(uint64_t));
+	sl->st.replies = calloc(n, sizeof(uint64_t));
+	sl->st.latency = calloc(n, sizeof(struct histogram));
+	sl->sweep = evtimer_new(base, sweep_cb, sl);
+	sl->flush = event_new(base, -1, 0, flush_cb, sl);
+	sl->resume = event_new(base, -1, 0, resume_cb, sl);
+	if (!sl->st.calls || !sl->st.replies || !sl->st.latency ||
+	    !sl->sweep || !sl->flush || !sl->resume)
+		return -1;
+	sweep_arm(sl);	/* before loop k runs: its thread sees it armed */
+	return 0;
 }
 
 struct server *server_new(struct daemon *d)
@@ -1348,26 +1886,32 @@ struct server *server_new(struct daemon *d)
 		return NULL;
 	s->d = d;
 	s->procs = d->procs;
-	s->st.calls = calloc(s->procs->count, sizeof(uint64_t));
-	s->st.replies = calloc(s->procs->count, sizeof(uint64_t));
-	s->st.latency = calloc(s->procs->count, sizeof(struct histogram));
+	s->loops = d->loops;
+	s->nloops = loops_count(d->loops);
+	s->max_reply_buffer = d->conf->max_reply_buffer;
+	s->max_transfer = d->conf->max_transfer;
+	pthread_mutex_init(&s->mu, NULL);
+	s->mem_limit = server_mem_limit();
+	server_reconf(s);
+	s->sl = calloc(s->nloops, sizeof(*s->sl));
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,
 			 drc_deliver, drc_release);
-	s->sweep = evtimer_new(d->base, sweep_cb, s);
-	s->flush = event_new(d->base, -1, 0, flush_cb, s);
-	s->resume = event_new(d->base, -1, 0, resume_cb, s);
-	if (!s->drc || !s->st.calls || !s->st.replies || !s->st.latency ||
-	    !s->sweep || !s->flush || !s->resume) {
+	if (!s->sl || !s->drc) {
 		server_free(&s);
 		return NULL;
 	}
+	s->nsl = s->nloops;
+	for (unsigned k = 0; k < s->nloops; k++)
+		if (sloop_init(s, k, d->loops ? loops_base(d->loops, k)
+					       : d->base) != 0) {
+			server_free(&s);
+			return NULL;
+		}
 	server_fd_budget(s);
-	s->mem_limit = server_mem_limit();
 	log_info("client buffers: at most %llu MiB held for all connections "
 		 "together (client_buffer_limit%s)",
 		 (unsigned long long)(server_budget(s) >> 20),
 		 d->conf->client_buffer_limit ? "" : " automatic");
-	sweep_arm(s);
 	return s;
 }
 
@@ -1404,7 +1948,7 @@ int server_listen(struct server *s, const char *addr, int port,
 		return -1;
 	}
 	li->guard = accept_guard_new(s->d->base, li->l, spec,
-				     &s->st.accept_errors);
+				     &s->sl[0].st.accept_errors);
 	if (!li->guard) {
 		snprintf(err, errlen, "out of memory");
 		evconnlistener_free(li->l);
@@ -1429,15 +1973,9 @@ void server_stop_accepting(struct server *s)
 
 void server_drain(struct server *s)
 {
-	struct conn *c;
-
-	s->draining = true;
-	DL_FOREACH(s->conns, c) {
-		if (!c->paused) {
-			c->paused = true;
-			bufferevent_disable(c->bev, EV_READ);
-		}
-	}
+	RSTORE(s->draining, true);
+	for (unsigned k = 0; k < s->nloops; k++)
+		sl_post(s, k, &s->sl[k].drain_msg);
 }
 
 /* NULL when c's held-byte counts match its buffers, else why not. */
@@ -1453,14 +1991,15 @@ static const char *conn_check_held(const struct conn *c)
 	return NULL;
 }
 
-const char *server_check_why(const struct server *s)
+/* The checks of loop sl's open connections; adds their calls in flight
+ * and held bytes to *inflight and *held. */
+static const char *sloop_check_open(const struct sloop *sl,
+				    unsigned *inflight, uint64_t *held)
 {
 	const struct conn *c;
-	unsigned inflight = 0;
-	uint64_t held = s->held_detached;
 	const char *why;
 
-	DL_FOREACH(s->conns, c) {
+	DL_FOREACH(sl->conns, c) {
 		short en;
 
 		if (c->closed)
@@ -1476,26 +2015,52 @@ const char *server_check_why(const struct server *s)
 			return "a half-closed connection still reads";
 		if (c->budget_paused && !c->paused)
 			return "a budget-paused connection is not paused";
-		if (c->budget_paused && !s->budget_waiters)
+		if (c->budget_paused && !sl->budget_waiters)
 			return "a budget-paused connection has no resume";
 		if ((why = conn_check_held(c)))
 			return why;
-		inflight += c->inflight;
-		held += c->out_bytes + c->in_bytes + c->rec_bytes;
+		*inflight += c->inflight;
+		*held += c->out_bytes + c->in_bytes + c->rec_bytes;
 	}
-	DL_FOREACH(s->lingering, c) {
+	return NULL;
+}
+
+/* The checks of loop sl's connections (sloop_check_open and the
+ * lingering ones). */
+static const char *sloop_check(const struct sloop *sl, unsigned *inflight,
+			       uint64_t *held)
+{
+	const struct conn *c;
+	const char *why = sloop_check_open(sl, inflight, held);
+
+	if (why)
+		return why;
+	DL_FOREACH(sl->lingering, c) {
 		if (!c->lingering)
 			return "a connection on the lingering list is not "
 			       "marked lingering";
 		if ((why = conn_check_held(c)))
 			return why;
-		inflight += c->inflight;
-		held += c->out_bytes + c->in_bytes + c->rec_bytes;
+		*inflight += c->inflight;
+		*held += c->out_bytes + c->in_bytes + c->rec_bytes;
 	}
-	if (inflight > s->inflight)
+	return NULL;
+}
+
+const char *server_check_why(const struct server *s)
+{
+	unsigned inflight = 0;
+	uint64_t held = RLOAD(s->held_detached);
+	const char *why;
+
+	/* With more loops, the others' connections are theirs to read:
+	 * loop 0's alone (it holds none), and the sums are not checked. */
+	if ((why = sloop_check(&s->sl[0], &inflight, &held)))
+		return why;
+	if (s->nloops == 1 && inflight > RLOAD(s->inflight))
 		return "the connections' requests in flight exceed the "
 		       "server's count";
-	if (held != s->held)
+	if (s->nloops == 1 && held != RLOAD(s->held))
 		return "the connections' held bytes do not sum to the "
 		       "server's total";
 	return s->drc ? drc_check_why(s->drc) : NULL;
@@ -1503,24 +2068,71 @@ const char *server_check_why(const struct server *s)
 
 unsigned server_inflight(const struct server *s)
 {
-	return s->inflight;
+	return RLOAD(s->inflight);
 }
 
 void server_close_all(struct server *s)
 {
-	while (s->conns)
-		conn_close(s->conns, CLOSE_SHUTDOWN);
-	while (s->lingering)
-		conn_release_socket(s->lingering);
+	for (unsigned k = 0; k < s->nsl; k++) {
+		struct sloop *sl = &s->sl[k];
+
+		while (sl->conns)
+			conn_close(sl->conns, CLOSE_SHUTDOWN);
+		while (sl->lingering)
+			conn_release_socket(sl->lingering);
+	}
 }
 
-void server_stats_get(const struct server *s, struct server_stats *st)
+/* Add loop sl's counters to *st (relaxed loads: each is one loop's). */
+static void sloop_sum(const struct server *s, const struct sloop *sl,
+		      struct server_stats *st)
 {
-	*st = s->st;
+	const struct server_stats *o = &sl->st;
+
+#define X(t, f, k, n, h) st->f += RLOAD(o->f);
+#define A(f, len, k, n, l, ls, h) \
+	for (unsigned i = 0; i < (len); i++) \
+		st->f[i] += RLOAD(o->f[i]);
+	SERVER_METRICS(X, A)
+#undef X
+#undef A
+	for (size_t i = 0; i < s->procs->count; i++) {
+		st->calls[i] += RLOAD(o->calls[i]);
+		st->replies[i] += RLOAD(o->replies[i]);
+		histogram_merge_relaxed(&st->latency[i], &o->latency[i]);
+	}
+}
+
+int server_stats_get(const struct server *s, struct server_stats *st)
+{
+	size_t n = s->procs->count;
+
+	memset(st, 0, sizeof(*st));
+	st->calls = calloc(n, sizeof(uint64_t));
+	st->replies = calloc(n, sizeof(uint64_t));
+	st->latency = calloc(n, sizeof(struct histogram));
+	if (!st->calls || !st->replies || !st->latency) {
+		server_stats_release(st);
+		return -1;
+	}
+	for (unsigned k = 0; k < s->nsl; k++)
+		sloop_sum(s, &s->sl[k], st);
+	st->connections_open = RLOAD(s->connections_open);
+	st->requests_inflight = server_inflight(s);
 	st->max_connections = conn_cap(s);	/* follows a reload */
 	st->drc_entries = drc_count(s->drc);
-	st->buffer_bytes = s->held;
+	st->buffer_bytes = RLOAD(s->held);
 	st->buffer_limit = server_budget(s);
+	return 0;
+}
+
+void server_stats_release(struct server_stats *st)
+{
+	free(st->calls);
+	free(st->replies);
+	free(st->latency);
+	st->calls = st->replies = NULL;
+	st->latency = NULL;
 }
 
 int server_refuse_program(struct server *s, uint32_t prog)
@@ -1533,6 +2145,22 @@ int server_refuse_program(struct server *s, uint32_t prog)
 	return 0;
 }
 
+/* Free loop sl's part (its connections closed already). */
+static void sloop_free(struct sloop *sl)
+{
+	if (sl->sweep)
+		event_free(sl->sweep);
+	if (sl->flush) {
+		flush_cb(-1, 0, sl);	/* drops the queue's references */
+		event_free(sl->flush);
+	}
+	if (sl->resume)
+		event_free(sl->resume);
+	free(sl->st.calls);
+	free(sl->st.replies);
+	free(sl->st.latency);
+}
+
 void server_free(struct server **sp)
 {
 	struct server *s = sp ? *sp : NULL;
@@ -1540,18 +2168,14 @@ void server_free(struct server **sp)
 	if (!s)
 		return;
 	server_stop_accepting(s);
-	server_close_all(s);
-	if (s->sweep)
-		event_free(s->sweep);
-	flush_cb(-1, 0, s);	/* drops the queue's references */
-	if (s->flush)
-		event_free(s->flush);
-	if (s->resume)
-		event_free(s->resume);
+	if (s->sl) {
+		server_close_all(s);
+		for (unsigned k = 0; k < s->nsl; k++)
+			sloop_free(&s->sl[k]);
+	}
+	free(s->sl);
 	drc_free(&s->drc);
-	free(s->st.calls);
-	free(s->st.replies);
-	free(s->st.latency);
+	pthread_mutex_destroy(&s->mu);
 	free(s);
 	*sp = NULL;
 }

@@ -37,6 +37,7 @@
 
 #include "proc_table.h"
 #include "histogram.h"
+#include "loops.h"
 #include "nfs3_status.h"
 #include "rpcmsg.h"
 
@@ -44,6 +45,7 @@ struct daemon;
 struct server;
 struct conn;
 struct drc_entry;
+struct evbuffer;
 
 /* Why a connection closed; each is a metric label. */
 #define CONN_CLOSE_REASONS(X) \
@@ -161,6 +163,19 @@ struct req {
 	struct drc_entry *drc;			/* non-NULL when tracked */
 	double start;				/* daemon_now() at arrival */
 	void *op;				/* the handler's own state */
+	/* The hand-off between the connection's loop and loop 0, which
+	 * runs every handler (threads > 1; server.c): */
+	struct loop_msg msg;			/* posted to loop 0, then back */
+	bool handed;				/* on loop 0, its connection on
+						 * another loop */
+	bool close;				/* the handler said OP_CLOSE */
+	bool counted;				/* reply to count at delivery */
+	size_t reserved;			/* budget bytes held for its
+						 * reply while handed */
+	int status_idx;				/* nfs3_status_index of the
+						 * reply, or -1 */
+	struct evbuffer *reply;			/* the framed reply handed
+						 * back, owned; NULL: none */
 };
 
 /*
@@ -258,8 +273,8 @@ const char *server_check_why(const struct server *s);
  * client_buffer_limit MiB, or when it is 0 an eighth of cache_size, at
  * least SERVER_BUDGET_MIN, at most an eighth of the process's memory
  * limit (the lower of RLIMIT_AS and the cgroup v2 memory.max, read at
- * server_new) but never below SERVER_BUDGET_FLOOR. Read at each use, so
- * a reload applies. Loop thread.
+ * server_new) but never below SERVER_BUDGET_FLOOR. Taken from the
+ * configuration at server_new and server_reconf. Any loop.
  */
 uint64_t server_budget(const struct server *s);
 
@@ -272,8 +287,32 @@ unsigned server_inflight(const struct server *s);
 /* Close every connection with reason CLOSE_SHUTDOWN. */
 void server_close_all(struct server *s);
 
-/* Copy the counters (the arrays point into s; borrowed). */
-void server_stats_get(const struct server *s, struct server_stats *st);
+/*
+ * Sum every loop's counters into *st (its by-row arrays allocated here:
+ * free them with server_stats_release). Returns 0, or -1 out of memory
+ * (*st then holds nothing to release). Loop 0; the other loops' counters
+ * are read with relaxed atomic loads, so a sum may miss a call they are
+ * counting at that moment.
+ */
+int server_stats_get(const struct server *s, struct server_stats *st);
+
+/*
+ * Run the timeout sweep of loops 1..n-1 now and wait until each has: the
+ * test clock's advance (POST /debug/clock/advance), whose answer must
+ * come after every close the move causes (loop 0's own sweep runs from
+ * the test clock's timers). Loop 0; returns at once with one loop.
+ */
+void server_sweep_loops(struct server *s);
+
+/* Free what server_stats_get allocated in *st. */
+void server_stats_release(struct server_stats *st);
+
+/*
+ * Take the directives a reload may change that the connections' loops
+ * read (idle_timeout, record_timeout, max_requests_per_conn, the budget:
+ * client_buffer_limit) from s->d->conf. Loop 0, after d->conf changed.
+ */
+void server_reconf(struct server *s);
 
 /* Free *s (closes listeners and connections); clears the pointer. */
 void server_free(struct server **s);

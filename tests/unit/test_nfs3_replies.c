@@ -19,8 +19,12 @@ static uint64_t replies(struct nfs3_h *h, unsigned i)
 {
 	struct server_stats st;
 
-	server_stats_get(h->d.server, &st);
-	return st.nfs3_replies[i];
+	uint64_t n;
+
+	CU_ASSERT_FATAL(server_stats_get(h->d.server, &st) == 0);
+	n = st.nfs3_replies[i];
+	server_stats_release(&st);
+	return n;
 }
 
 static void test_replies_counted_by_status(void)
