@@ -4,6 +4,7 @@
  * It holds no state of its own: what it made hangs off struct daemon, and
  * d->start_flags says which optional parts daemon_stop must undo.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <event2/dns.h>
@@ -49,6 +50,8 @@ static void free_fstate(struct fstate *fs, void *arg)
 static int start_loop_helpers(struct daemon *d, unsigned flags, char *err,
 			      size_t len)
 {
+	bool lag_failed = false;
+
 	d->names = peername_new(d->base);
 	/* Upstream host names: /etc/resolv.conf and /etc/hosts, read now. */
 	if ((flags & DAEMON_UPSTREAMS) &&
@@ -59,9 +62,12 @@ static int start_loop_helpers(struct daemon *d, unsigned flags, char *err,
 	}
 	if (!(d->loops = loops_new(d->base, d->conf->threads, err, len)))
 		return -1;
-	if (flags & DAEMON_LOOPLAG)
-		d->lag = looplag_new(d->base, 0);
-	if (!d->names || ((flags & DAEMON_LOOPLAG) && !d->lag) ||
+	/* One lag timer per loop, on its base before its thread runs. */
+	for (unsigned k = 0; (flags & DAEMON_LOOPLAG) &&
+	     k < loops_count(d->loops); k++)
+		lag_failed |= !(d->lag[k] = looplag_new(loops_base(d->loops, k),
+							k));
+	if (!d->names || lag_failed ||
 	    peername_netgroups(d->names, d->conf) != 0) {
 		snprintf(err, len, "out of memory");
 		return -1;
@@ -248,7 +254,8 @@ void daemon_stop(struct daemon *d)
 	nfs3_write_stop(d);
 	nfs3_ops_stop(d);
 	peername_free(&d->names);
-	looplag_free(&d->lag);
+	for (unsigned k = 0; k < LOOPS_MAX; k++)
+		looplag_free(&d->lag[k]);	/* their loops stopped */
 	loops_free(&d->loops);	/* after every event on their bases */
 	service_shutdown(d);
 	free(d->rpcb);		/* unregistered by the orderly stop */

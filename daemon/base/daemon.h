@@ -16,6 +16,7 @@
 #include "cache.h"
 #include "conf.h"
 #include "fh.h"
+#include "loops.h"
 #include "mclock.h"
 #include "refusal.h"
 #include "upcall.h"
@@ -129,8 +130,9 @@ struct daemon {
 	struct conf_reader *conf_reader; /* a reload's file read off the
 					 * loop (ctl/conf_reader.c); owned,
 					 * NULL before the first reload */
-	struct looplag *lag;		/* the loop's lag timer; owned, may
-					 * be NULL (not measured) */
+	struct looplag *lag[LOOPS_MAX];	/* each loop's lag timer, by loop;
+					 * owned, NULL past the last loop or
+					 * when not measured */
 	struct nfs3_ops *nfs3_ops;	/* the NFSv3 handlers' shared
 					 * counters (nfs3_ops.c); owned */
 	struct nfs3_meta *nfs3_meta;	/* the metadata cache and its

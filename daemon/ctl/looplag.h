@@ -26,18 +26,21 @@ struct looplag;
 
 /*
  * Start measuring base's loop, numbered loop (its label). Returns NULL
- * when out of memory. Call from the thread that runs base, before or
- * while it runs; free with looplag_free from the same thread.
+ * when out of memory. Call from the thread that runs base, or before it
+ * runs; free with looplag_free from that thread, or once it stopped.
  */
 struct looplag *looplag_new(struct event_base *base, unsigned loop);
 
 /* Stop the timer and free *lp; clears *lp. NULL or *lp NULL: nothing. */
 void looplag_free(struct looplag **lp);
 
-/* The loop's number and its observations so far (borrowed, valid until
- * looplag_free; read from the loop's own thread). */
+/* The loop's number. Any thread. */
 unsigned looplag_loop(const struct looplag *l);
-const struct histogram *looplag_histogram(const struct looplag *l);
+
+/* Copy the loop's observations so far into *out (relaxed atomic loads:
+ * any thread may read another loop's, missing at most the observation
+ * under way). */
+void looplag_read(const struct looplag *l, struct histogram *out);
 
 /*
  * Block the calling loop for ms milliseconds of the real clock

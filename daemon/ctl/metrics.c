@@ -426,11 +426,14 @@ static void render_loop_lag(struct evbuffer *o, struct daemon *d)
 	head(o, "nfscached_loop_lag_seconds", "histogram",
 	     "How late the event loop ran a timer due every 100 ms: time "
 	     "spent in other work, or blocked, before it got to it, by loop.");
-	if (!d->lag)
-		return;
-	snprintf(labels, sizeof(labels), "loop=\"%u\"", looplag_loop(d->lag));
-	histogram_lines(o, "nfscached_loop_lag_seconds", labels,
-			looplag_histogram(d->lag));
+	for (unsigned k = 0; k < LOOPS_MAX && d->lag[k]; k++) {
+		struct histogram h;
+
+		looplag_read(d->lag[k], &h);
+		snprintf(labels, sizeof(labels), "loop=\"%u\"",
+			 looplag_loop(d->lag[k]));
+		histogram_lines(o, "nfscached_loop_lag_seconds", labels, &h);
+	}
 }
 
 /* The exports' paths and their stats structs (n of size sz at st) as the

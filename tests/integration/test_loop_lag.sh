@@ -51,6 +51,16 @@ read -r c2 o2 <<<"$s2"
 echo "count $c1 -> $c2, observations over 0.5 s $o1 -> $o2"
 ((c2 > c1)) || fail "_count stayed at $c1 across a 600 ms stall"
 ((o2 > o1)) || fail "no observation over 0.5 s after a 600 ms stall ($o1 -> $o2)"
+# One series per event loop: threads = NFSC_PROXY_THREADS (1 unless the
+# harness set it: integration.loop_lag.t4 runs 4), numbered from 0.
+want=${NFSC_PROXY_THREADS:-1}
+loops=$(curl -sf "$m/metrics" |
+	grep -o '^nfscached_loop_lag_seconds_count{loop="[0-9]*"}' | sort -u) ||
+	fail "GET /metrics"
+expect=$(for ((k = 0; k < want; k++)); do
+	echo "nfscached_loop_lag_seconds_count{loop=\"$k\"}"; done | sort -u)
+[[ "$loops" == "$expect" ]] ||
+	fail "lag series $(echo $loops) are not loops 0..$((want - 1))"
 # Out of range is refused.
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$m/debug/loop/stall?ms=0")
 [[ $code == 400 ]] || fail "ms=0 answered $code, not 400"
