@@ -150,8 +150,8 @@ struct conn {
 	struct conn *flush_next;
 	struct server *srv;
 	struct sloop *sl;		/* the loop it lives on */
-	struct loop_msg msg;		/* its adoption, then a close for
-					 * room, posted to its loop */
+	struct loop_msg msg;		/* its adoption, posted to its loop */
+	struct loop_msg room_msg;	/* its close to make room (doomed) */
 	evutil_socket_t fd;		/* until adopted by its loop */
 	struct bufferevent *bev;
 	struct evbuffer *in;		/* read, not yet pulled as records */
@@ -1349,7 +1349,8 @@ static enum conn_listing conn_listed(const struct server *s,
 /* On c's loop: close c to make room (conn_make_room's message). */
 static void conn_room_fn(struct loop_msg *m)
 {
-	struct conn *c = (struct conn *)((char *)m - offsetof(struct conn, msg));
+	struct conn *c = (struct conn *)((char *)m -
+					 offsetof(struct conn, room_msg));
 
 	CHECK_OBJ(c, CONN_MAGIC);
 	conn_close(c, CLOSE_NOT_LISTED);
@@ -1382,9 +1383,9 @@ static bool conn_make_room(struct server *s, const struct sockaddr *sa)
 		     "make room for a listed client");
 	c->doomed = true;
 	conn_get(c);
-	c->msg.fn = conn_room_fn;
+	c->room_msg.fn = conn_room_fn;
 	pthread_mutex_unlock(&s->mu);	/* loop 0's close takes it */
-	sl_post(s, c->sl->idx, &c->msg);
+	sl_post(s, c->sl->idx, &c->room_msg);
 	pthread_mutex_lock(&s->mu);
 	return true;
 }
