@@ -1040,6 +1040,8 @@ static void clock_advance_cb(struct evhttp_request *req, void *arg)
 		s = strtod(v, &end);
 		ok = end != v && !*end;
 	}
+	if (ok)		/* what the other loops were sent until now */
+		server_catch_up_loops(m->d->server);
 	if (!ok || mclock_advance(m->d->base, s) != 0) {
 		evhttp_send_error(req, HTTP_BADREQUEST, NULL);
 		return;

@@ -1664,38 +1664,42 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	sweep_arm(sl);
 }
 
-/* server_sweep_loops's message to one loop, and what it waits on. */
-struct sweep_wait {
+/* A step run on every loop 1..n-1 while loop 0 waits (run_on_loops):
+ * the message to one loop, and what the wait is on. */
+struct loop_wait {
 	struct loop_msg msg;
 	struct sloop *sl;
+	void (*step)(struct sloop *sl);
 	pthread_mutex_t *mu;
 	pthread_cond_t *cv;
 	unsigned *left;
 };
 
-/* On loop k: its sweep now; tell the waiting loop 0. */
-static void sweep_wait_fn(struct loop_msg *m)
+/* On loop k: its step now; tell the waiting loop 0. */
+static void loop_wait_fn(struct loop_msg *m)
 {
-	struct sweep_wait *w = (struct sweep_wait *)m;
+	struct loop_wait *w = (struct loop_wait *)m;
 
-	sweep_once(w->sl);
+	w->step(w->sl);
 	pthread_mutex_lock(w->mu);
 	if (--*w->left == 0)
 		pthread_cond_signal(w->cv);
 	pthread_mutex_unlock(w->mu);
 }
 
-void server_sweep_loops(struct server *s)
+/* Run step on each of loops 1..n-1 and wait until all have (loop 0;
+ * they never wait for loop 0, so this cannot deadlock). */
+static void run_on_loops(struct server *s, void (*step)(struct sloop *sl))
 {
-	struct sweep_wait w[LOOPS_MAX];
+	struct loop_wait w[LOOPS_MAX];
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 	unsigned left = s->nloops - 1;
 
 	for (unsigned k = 1; k < s->nloops; k++) {
-		w[k] = (struct sweep_wait){ .msg.fn = sweep_wait_fn,
-					    .sl = &s->sl[k], .mu = &mu,
-					    .cv = &cv, .left = &left };
+		w[k] = (struct loop_wait){ .msg.fn = loop_wait_fn,
+					   .sl = &s->sl[k], .step = step,
+					   .mu = &mu, .cv = &cv, .left = &left };
 		sl_post(s, k, &w[k].msg);
 	}
 	pthread_mutex_lock(&mu);
@@ -1704,6 +1708,39 @@ void server_sweep_loops(struct server *s)
 	pthread_mutex_unlock(&mu);
 	pthread_cond_destroy(&cv);
 	pthread_mutex_destroy(&mu);
+}
+
+/* Read now what loop sl's open connections' sockets hold (as their read
+ * callbacks would), and handle its records. */
+static void catch_up(struct sloop *sl)
+{
+	struct conn *c, *tmp;
+
+	DL_FOREACH_SAFE(sl->conns, c, tmp) {
+		uint64_t records = c->records;
+		size_t had = evbuffer_get_length(c->in);
+
+		if (c->paused || c->half_closed)
+			continue;
+		conn_get(c);
+		conn_drain(c);
+		/* Nothing new: not active (idle_timeout counts on). */
+		if (!c->closed && evbuffer_get_length(c->in) != had) {
+			conn_pump(c);
+			conn_note_record(c, records);
+		}
+		conn_put(&c);
+	}
+}
+
+void server_catch_up_loops(struct server *s)
+{
+	run_on_loops(s, catch_up);
+}
+
+void server_sweep_loops(struct server *s)
+{
+	run_on_loops(s, sweep_once);
 }
 
 /* The resume event: held fell under the resume mark; resume the open

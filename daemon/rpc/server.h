@@ -297,11 +297,16 @@ void server_close_all(struct server *s);
 int server_stats_get(const struct server *s, struct server_stats *st);
 
 /*
- * Run the timeout sweep of loops 1..n-1 now and wait until each has: the
- * test clock's advance (POST /debug/clock/advance), whose answer must
- * come after every close the move causes (loop 0's own sweep runs from
- * the test clock's timers). Loop 0; returns at once with one loop.
+ * The test clock's advance (POST /debug/clock/advance) with threads > 1,
+ * whose order one loop gives for free. server_catch_up_loops, before the
+ * clock moves: each of loops 1..n-1 reads what its connections' sockets
+ * hold now and handles those records, so bytes a client sent before it
+ * asked to move the clock are read at the old time. server_sweep_loops,
+ * after: each runs its timeout sweep, so the answer comes after every
+ * close the move causes (loop 0's own sweep runs from the test clock's
+ * timers). Both wait until every loop has; loop 0; at once with one loop.
  */
+void server_catch_up_loops(struct server *s);
 void server_sweep_loops(struct server *s);
 
 /* Free what server_stats_get allocated in *st. */
