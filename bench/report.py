@@ -156,6 +156,18 @@ class Cell:
                 self.err = f.read().strip().splitlines()
         except FileNotFoundError:
             self.err = []
+        # A scaling cell's other load generators (loadgen.K.jsonl, K >= 1):
+        # their phases by label, one dict per generator.
+        self.more = []
+        for p in sorted(glob.glob(os.path.join(d, "loadgen.*.jsonl"))):
+            phases = {}
+            with open(p) as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("{"):
+                        q = json.loads(line)
+                        phases[q["label"]] = q
+            self.more.append(phases)
 
     def key(self):
         return (self.w, self.path, self.delay, self.qd, self.page)
@@ -220,12 +232,19 @@ class Cell:
         return cpu + last, hwm / 1024.0
 
 
+# The scaling cells (issue 39), by (workload, threads).
+scaling_cells = {}
+
+
 def load(results):
     cells = {}
     for d in sorted(glob.glob(os.path.join(results, "cells", "*"))):
         if os.path.exists(os.path.join(d, "cell.json")):
             c = Cell(d)
-            cells[c.key()] = c
+            if c.meta.get("threads") is not None:
+                scaling_cells[(c.w, c.meta["threads"])] = c
+            else:
+                cells[c.key()] = c
     with open(os.path.join(results, "run.json")) as f:
         run = json.load(f)
     return cells, run
@@ -521,6 +540,75 @@ def cpu_section(cells):
             "CPU time (user + system) of the nfscached process over the phase, from /proc, divided by "
             "the work done in it; 0 ms, 16 calls in flight.", "",
             table(["work", "done in the phase", "CPU s", "CPU us per unit"], rows), ""]
+
+
+# The scaling rows: (label, workload, phase, unit of work).
+SCALE_ROWS = (
+    ("W1 cached 1 KiB READs", "W1", "w1read", "op"),
+    ("W6 sparse 64 KiB READs", "W6", "w6", "mib"),
+    ("W4 cold sequential 64 KiB READs", "W4", "w4", "mib"),
+    ("W2 2 KiB READ/WRITE 1:2", "W2", "w2", "op"),
+)
+
+
+def scale_figures(c, label, unit):
+    """A scaling cell's phase over all its generators: (ops/s, MB/s, CPU
+    us per unit), None where missing. The CPU is nfscached's over the
+    first generator's phase (its snapshots), the work every generator's
+    counted calls: the generators start together with equal time boxes."""
+    gens = [c.phases] + c.more
+    ps = [g.get(label) for g in gens]
+    if not ps or any(p is None for p in ps):
+        return None, None, None
+    ops_s = sum(p["ops_s"] for p in ps)
+    mb_s = sum(p["mb_s"] for p in ps)
+    n = sum(p["ops"] if unit == "op" else p["ops"] * p["bs"] / MIB for p in ps)
+    cpu = phase_cpu(c, label)
+    return ops_s, mb_s, (cpu * 1e6 / n if cpu is not None and n else None)
+
+
+def scaling_targets():
+    """Issue 39's 2-core targets: W1 reads with 2 loops >= 1.3x one loop,
+    CPU per cached READ with 2 loops <= 1.10x one loop's."""
+    t1, t2 = scaling_cells.get(("W1", 1)), scaling_cells.get(("W1", 2))
+    a = scale_figures(t1, "w1read", "op") if t1 else (None, None, None)
+    b = scale_figures(t2, "w1read", "op") if t2 else (None, None, None)
+    r = ratio(b[0], a[0])
+    cpu_r = ratio(b[2], a[2])
+    return [
+        ("W1 reads, threads = 2 vs 1 (0 ms, 16 in flight over 4 connections): >= 1.3x",
+         fmt_ratio(r), None if r is None else r >= 1.3),
+        ("CPU per cached READ, threads = 2 vs 1: <= 1.10x",
+         fmt_ratio(cpu_r), None if cpu_r is None else cpu_r <= 1.10),
+    ]
+
+
+def scaling_section():
+    """Issue 39: throughput and CPU per unit of work by `threads`."""
+    if not scaling_cells:
+        return []
+    rows = []
+    for what, w, label, unit in SCALE_ROWS:
+        base = None
+        for t in sorted(t for (cw, t) in scaling_cells if cw == w):
+            ops_s, mb_s, cpu = scale_figures(scaling_cells[(w, t)], label, unit)
+            if t == 1:
+                base = ops_s
+            rows.append([what, str(t), fmt(ops_s), fmt(mb_s), fmt(cpu),
+                         "us/op" if unit == "op" else "us/MiB",
+                         fmt_ratio(ratio(ops_s, base)) if t != 1 else "1"])
+    out = ["## Scaling with `threads`", "",
+           f"nfscached with `threads` = 1, 2 and, where the machine has the cores, 4 and 8 ({os.cpu_count()} "
+           "CPUs here, shared with the load generators and the upstream Ganesha); 0 ms, 16 calls in "
+           "flight over 4 connections (4 load generators of 4 calls, started together; W4 and W6 each "
+           "read a quarter of the file). Throughput sums the generators; CPU is nfscached's over the "
+           "first generator's phase, per unit of the work all of them counted. Stage 1 of issue 39: "
+           "loop 0 runs every handler and loops 1..N-1 the client connections.", "",
+           table(["workload", "threads", "ops/s", "MB/s", "CPU", "unit", "vs threads = 1"], rows), "",
+           table(["target", "measured", "met"],
+                 [[t, v, "n/a" if ok is None else ("**yes**" if ok else "no")]
+                  for t, v, ok in scaling_targets()]), ""]
+    return out
 
 
 def local_targets(cells):
@@ -1289,6 +1377,7 @@ def write_report(cells, run, root, out, results_dir=""):
     a(witness_table(cells))
     a("")
     lines.extend(cpu_section(cells))
+    lines.extend(scaling_section())
     lines.extend(relay_ceiling_section(results_dir) if results_dir else [])
     lines.extend(local_section(cells, results_dir))
     lines.extend(hostile_section(results_dir) if results_dir else [])
@@ -1321,7 +1410,7 @@ def main():
     print(summary_table(cells))
     if kernel_cells:
         print(kernel_table(kernel_cells))
-    for t, v, ok in targets(cells, relay_ceilings(args.results)):
+    for t, v, ok in targets(cells, relay_ceilings(args.results)) + (scaling_targets() if scaling_cells else []):
         print(f"target: {t}: {v}: {'n/a' if ok is None else ('met' if ok else 'NOT met')}")
 
 

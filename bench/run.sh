@@ -93,6 +93,10 @@ rm -rf "$res"
 mkdir -p "$res/cells" "$res/data"
 data=$res/data
 
+# The scaling cells (issue 39) set these: nfscached's threads, and how
+# many load generators (connections) share the calls in flight.
+cell_threads='' cell_conns=1
+
 # --------------------------------------------------- processes we own
 
 dbus_pid='' bg_pids=()
@@ -238,9 +242,18 @@ cell_files() {
 
 # Print the load generator's phases for workload $1 with $2 calls in
 # flight, one a line. Every measured phase NAME sits between snapshots
-# NAME-0 and NAME-1.
+# NAME-0 and NAME-1. $3, for the scaling cells: this generator's number
+# of $4 side by side; the sequential reads then walk the file's $3th
+# quarter only (W4's 256 MiB, W6's 1 GiB), so that the generators miss
+# apart instead of reading each other's pages.
 phases() {
-	local w=$1 q=$2
+	local w=$1 q=$2 gen=${3:-} ngen=${4:-1} region=''
+	if [[ -n "$gen" ]] && ((ngen > 1)); then
+		case $w in
+		W4) region=",start=$((gen * 256 / ngen))M,span=$(((gen + 1) * 256 / ngen))M" ;;
+		W6) region=",start=$((gen * 1024 / ngen))M,span=$(((gen + 1) * 1024 / ngen))M" ;;
+		esac
+	fi
 	m() { echo "snap,label=$1-0"; echo "$2,label=$1$3"; echo "snap,label=$1-1"; }
 	case $w in
 	W1)	echo "open,file=w1,base=pat:11"
@@ -257,7 +270,7 @@ phases() {
 		echo "commit,label=w3commit,timeout=$GRACE"
 		echo "snap,label=w3-1" ;;
 	W4)	echo "open,file=w4,base=pat:14"
-		m w4 read ",bs=64K,pattern=seq,qd=$q,time=$T_W4,timeout=$(to "$T_W4")" ;;
+		m w4 read ",bs=64K,pattern=seq,qd=$q,time=$T_W4,timeout=$(to "$T_W4")$region" ;;
 	W5)	echo "open,file=w5,base=pat:14"
 		m w5rand read ",bs=4K,pattern=rand,start=128M,count=1000,qd=$q,time=$T_W5R,timeout=$(to "$T_W5R")"
 		echo "snap,label=w5seq-0"
@@ -270,7 +283,7 @@ phases() {
 		echo "read,label=w5seq,bs=64K,pattern=seq,start=1M,qd=$q,time=$T_W5S,timeout=$(to "$T_W5S")"
 		echo "snap,label=w5seq-1" ;;
 	W6)	echo "open,file=w6,create=1,size=1G,base=zero"
-		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")" ;;
+		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")$region" ;;
 	# W10 (issue 18): 4 KiB WRITE + COMMIT pairs, one call in flight:
 	# an fsync after every write, a database's log.
 	W10)	echo "open,file=w10,create=1,base=zero"
@@ -339,6 +352,7 @@ cell_start() {
 		# BENCH_PROXY_EXTRA: more global directives for every nfscached
 		# cell, one per line (e.g. "upstream_connections = 4").
 		[[ -z "${BENCH_PROXY_EXTRA:-}" ]] || printf '%s\n' "$BENCH_PROXY_EXTRA" >>"$x/nfscached.extra"
+		[[ -z "$cell_threads" ]] || echo "threads = $cell_threads" >>"$x/nfscached.extra"
 		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
 			"$x/export.extra" >"$x/nfscached.conf" || return 1
@@ -385,12 +399,29 @@ w8_restart() {
 }
 
 # Run the load generator on the phases of workload $1 with $2 in flight,
-# appending to the cell's loadgen.jsonl; its exit status.
+# appending to the cell's loadgen.jsonl; its exit status. With
+# cell_conns = C > 1 (the scaling cells), C generators run side by side,
+# each with its own connection and $2 / C calls in flight: the first
+# takes the snapshots and writes loadgen.jsonl, generator K loadgen.K.jsonl;
+# the status is the first failure's.
 cell_load() {
-	local ph=()
-	mapfile -t ph < <(phases "$1" "$2")
+	local ph=() pids=() k st rc=0 q=$(($2 / cell_conns))
+	for ((k = 1; k < cell_conns; k++)); do
+		mapfile -t ph < <(phases "$1" "$q" "$k" "$cell_conns")
+		timeout "$(phase_limit)" "$loadgen" --url "$cell_url" \
+			"${ph[@]}" >>"$cdir/loadgen.$k.jsonl" 2>>"$cdir/loadgen.err" &
+		pids+=($!)
+	done
+	mapfile -t ph < <(phases "$1" "$q" 0 "$cell_conns")
 	timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
-		"${ph[@]}" >>"$cdir/loadgen.jsonl" 2>>"$cdir/loadgen.err"
+		"${ph[@]}" >>"$cdir/loadgen.jsonl" 2>>"$cdir/loadgen.err" || rc=$?
+	for k in "${pids[@]}"; do
+		wait "$k" && st=0 || st=$?
+		if ((rc == 0)); then
+			rc=$st
+		fi
+	done
+	return "$rc"
 }
 
 # Run one cell: workload $1, path $2, delay $3 ms ("none": no relay, to
@@ -401,6 +432,7 @@ cell_run() {
 	local w=$1 path=$2 delay=$3 qd=$4 page=$5
 	local id="$w-$path-${delay}ms-qd$qd-p$page" rc=-1 t0 t1 try
 	[[ "$delay" == none ]] && id="$w-$path-norelay-qd$qd-p$page"
+	[[ -z "$cell_threads" ]] || id="S-$w-$path-t$cell_threads-${delay}ms-qd${qd}x$cell_conns-p$page"
 	[[ -z "$only" || "$id" =~ $only ]] || return 0
 	cdir=$res/cells/$id
 	mkdir -p "$cdir/snaps"
@@ -432,9 +464,9 @@ cell_run() {
 	fi
 	t1=$(date +%s.%N)
 	[[ "$delay" == none ]] && delay='"none"'
-	printf '{"id":"%s","workload":"%s","path":"%s","delay_ms":%s,"qd":%s,"page":%s,"cache_mib":%s,"loadgen_rc":%s,"secs":%.1f}\n' \
+	printf '{"id":"%s","workload":"%s","path":"%s","delay_ms":%s,"qd":%s,"page":%s,"cache_mib":%s,"loadgen_rc":%s,"secs":%.1f,"threads":%s,"conns":%s}\n' \
 		"$id" "$w" "$path" "$delay" "$qd" "$page" "$([[ "$w" == W8 ]] && echo "$w8_cache_mib" || echo "$cache_mib")" "$rc" \
-		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$cdir/cell.json"
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "${cell_threads:-null}" "$cell_conns" >"$cdir/cell.json"
 }
 
 # K1, informational (no target): the Linux kernel's NFS client in the
@@ -546,6 +578,19 @@ done
 for page in 4096 65536; do
 	cell_run W9 nfscached 2 16 "$page"
 done
+# Scaling (issue 39): 0 ms, 16 calls in flight over 4 connections (4
+# load generators of 4), nfscached with threads = 1, 2 and, where the
+# machine has the cores, 4 and 8.
+scale_threads=(1 2)
+(($(nproc) >= 4)) && scale_threads+=(4)
+(($(nproc) >= 8)) && scale_threads+=(8)
+for w in W1 W6 W4 W2; do
+	for t in "${scale_threads[@]}"; do
+		cell_threads=$t cell_conns=4
+		cell_run "$w" nfscached 0 16 "$page_default"
+	done
+done
+cell_threads='' cell_conns=1
 # K1: the kernel client (informational).
 for p in direct nfscached; do
 	kernel_cell "$p" 2
