@@ -243,27 +243,32 @@ cell_files() {
 # Print the load generator's phases for workload $1 with $2 calls in
 # flight, one a line. Every measured phase NAME sits between snapshots
 # NAME-0 and NAME-1. $3, for the scaling cells: this generator's number
-# of $4 side by side; the sequential reads then walk the file's $3th
-# quarter only (W4's 256 MiB, W6's 1 GiB), so that the generators miss
-# apart instead of reading each other's pages.
+# of $4 side by side; each then works in its own part of the file ($3th
+# of $4: W1's and W2's 64 MiB, W4's 256 MiB, W6's 1 GiB), so that the
+# generators miss apart and never read what another wrote (each checks
+# what it reads against what it wrote). Only generator 0 creates W6's
+# file (a CREATE of a file that exists would truncate it).
 phases() {
-	local w=$1 q=$2 gen=${3:-} ngen=${4:-1} region=''
+	local w=$1 q=$2 gen=${3:-} ngen=${4:-1} region='' mib=0
 	if [[ -n "$gen" ]] && ((ngen > 1)); then
 		case $w in
-		W4) region=",start=$((gen * 256 / ngen))M,span=$(((gen + 1) * 256 / ngen))M" ;;
-		W6) region=",start=$((gen * 1024 / ngen))M,span=$(((gen + 1) * 1024 / ngen))M" ;;
+		W1|W2) mib=64 ;;
+		W4) mib=256 ;;
+		W6) mib=1024 ;;
 		esac
+		((mib == 0)) ||
+			region=",start=$((gen * mib / ngen))M,span=$(((gen + 1) * mib / ngen))M"
 	fi
 	m() { echo "snap,label=$1-0"; echo "$2,label=$1$3"; echo "snap,label=$1-1"; }
 	case $w in
 	W1)	echo "open,file=w1,base=pat:11"
 		echo "snap,label=w1write-0"
-		echo "write,label=w1write,bs=1K,pattern=rand,qd=$q,warmup=$WARM,time=$T_W1,timeout=$(to "$WARM" "$T_W1")"
+		echo "write,label=w1write,bs=1K,pattern=rand,qd=$q,warmup=$WARM,time=$T_W1,timeout=$(to "$WARM" "$T_W1")$region"
 		echo "commit,label=w1commit,timeout=$GRACE"
 		echo "snap,label=w1write-1"
 		m w1read read ",bs=1K,pattern=written,qd=$q,warmup=$WARM,time=$T_W1,timeout=$(to "$WARM" "$T_W1")" ;;
 	W2)	echo "open,file=w2,base=pat:12"
-		m w2 rw ",bs=2K,pattern=rand,qd=$q,rmix=1,wmix=2,commit_every=100,warmup=$WARM,time=$T_W2,timeout=$(to "$WARM" "$T_W2")" ;;
+		m w2 rw ",bs=2K,pattern=rand,qd=$q,rmix=1,wmix=2,commit_every=100,warmup=$WARM,time=$T_W2,timeout=$(to "$WARM" "$T_W2")$region" ;;
 	W3)	echo "open,file=w3,create=1,base=zero"
 		echo "snap,label=w3-0"
 		echo "write,label=w3,bs=64K,pattern=seq,span=655360000,count=10000,qd=$q,time=$T_W3,timeout=$(to "$T_W3")"
@@ -282,7 +287,11 @@ phases() {
 		echo "snap,label=w5seq16-1"
 		echo "read,label=w5seq,bs=64K,pattern=seq,start=1M,qd=$q,time=$T_W5S,timeout=$(to "$T_W5S")"
 		echo "snap,label=w5seq-1" ;;
-	W6)	echo "open,file=w6,create=1,size=1G,base=zero"
+	W6)	if [[ -z "$gen" || "$gen" == 0 ]]; then
+			echo "open,file=w6,create=1,size=1G,base=zero"
+		else
+			echo "open,file=w6,base=zero"
+		fi
 		m w6 read ",bs=64K,pattern=seq,qd=$q,time=$T_W6,timeout=$(to "$T_W6")$region" ;;
 	# W10 (issue 18): 4 KiB WRITE + COMMIT pairs, one call in flight:
 	# an fsync after every write, a database's log.
@@ -402,19 +411,29 @@ w8_restart() {
 # appending to the cell's loadgen.jsonl; its exit status. With
 # cell_conns = C > 1 (the scaling cells), C generators run side by side,
 # each with its own connection and $2 / C calls in flight: the first
-# takes the snapshots and writes loadgen.jsonl, generator K loadgen.K.jsonl;
-# the status is the first failure's.
+# takes the snapshots and writes loadgen.jsonl, generator K loadgen.K.jsonl
+# (started once the first took its first snapshot); the status is the
+# first failure's.
 cell_load() {
-	local ph=() pids=() k st rc=0 q=$(($2 / cell_conns))
+	local ph=() pids=() k st rc=0 q=$(($2 / cell_conns)) first i
+	mapfile -t ph < <(phases "$1" "$q" 0 "$cell_conns")
+	timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
+		"${ph[@]}" >>"$cdir/loadgen.jsonl" 2>>"$cdir/loadgen.err" &
+	first=$!
+	# The others start once generator 0 has opened (created) the file
+	# and taken its first snapshot: their phases run beside its own.
+	for ((i = 0; cell_conns > 1 && i < 600; i++)); do
+		compgen -G "$cdir/snaps/*.snap" >/dev/null && break
+		kill -0 "$first" 2>/dev/null || break
+		sleep 0.05
+	done
 	for ((k = 1; k < cell_conns; k++)); do
 		mapfile -t ph < <(phases "$1" "$q" "$k" "$cell_conns")
 		timeout "$(phase_limit)" "$loadgen" --url "$cell_url" \
 			"${ph[@]}" >>"$cdir/loadgen.$k.jsonl" 2>>"$cdir/loadgen.err" &
 		pids+=($!)
 	done
-	mapfile -t ph < <(phases "$1" "$q" 0 "$cell_conns")
-	timeout "$(phase_limit)" "$loadgen" --url "$cell_url" --hook "$root/bench/snap.sh" \
-		"${ph[@]}" >>"$cdir/loadgen.jsonl" 2>>"$cdir/loadgen.err" || rc=$?
+	wait "$first" || rc=$?
 	for k in "${pids[@]}"; do
 		wait "$k" && st=0 || st=$?
 		if ((rc == 0)); then
