@@ -10,9 +10,9 @@
  *
  * Invariants: a message is on at most one inbox (its `next` is the list's
  * own); an inbox's eventfd is written only when a post finds the list
- * empty, so it holds a count exactly while the list is not empty or the
- * loop has not yet run what it took; after loops_stop_threads no thread
- * but the caller's runs any loop, and every inbox is empty.
+ * empty, and each write wakes the loop once (edge-triggered), so a list
+ * that is not empty always has a wake-up coming; after loops_stop_threads
+ * no thread but the caller's runs any loop, and every inbox is empty.
  */
 #ifndef NFSCACHED_DAEMON_LOOPS_H
 #define NFSCACHED_DAEMON_LOOPS_H
@@ -71,6 +71,25 @@ struct event_base *loops_base(const struct loops *l, unsigned k);
  * runs here at once.
  */
 void loops_post(struct loops *l, unsigned k, struct loop_msg *m);
+
+/*
+ * A chain of messages for one loop, gathered by its poster and posted at
+ * once (loops_post_chain): one lock and at most one wake-up for them all.
+ * Zero-initialised is empty. Owned by the thread that gathers it.
+ */
+struct loop_chain {
+	struct loop_msg *head;
+	struct loop_msg **tail;		/* NULL while empty */
+};
+
+/* Add m to c (m not posted, not in another chain). */
+void loop_chain_add(struct loop_chain *c, struct loop_msg *m);
+
+/*
+ * Post every message of c to loop k, in the order they were added, as
+ * loops_post would one by one; c is empty after. Any thread; never fails.
+ */
+void loops_post_chain(struct loops *l, unsigned k, struct loop_chain *c);
 
 /*
  * Stop and join the threads of loops 1..n-1 (each finishes the messages

@@ -188,6 +188,9 @@ struct sloop {
 	struct loop_msg resume_msg;	/* another loop's resume, posted */
 	bool resume_posted;		/* atomic: resume_msg is posted */
 	struct loop_msg drain_msg;	/* server_drain's, posted */
+	struct loop_chain *pend;	/* requests for loop k (pend[k]),
+					 * posted by handoff; threads > 1 */
+	struct event *handoff;		/* posts pend's chains; threads > 1 */
 	struct server_stats st;		/* what this loop counted */
 };
 
@@ -277,6 +280,33 @@ static void sl_post(struct server *s, unsigned k, struct loop_msg *m)
 		return;
 	}
 	loops_post(s->loops, k, m);
+}
+
+/* The handoff event: post each gathered chain of requests to its loop,
+ * one lock and at most one wake-up each. Active once something was
+ * gathered, it runs after the callbacks already due in this loop turn,
+ * so the calls (or replies) of one turn go together. */
+static void handoff_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sloop *sl = arg;
+
+	(void)fd;
+	(void)what;
+	for (unsigned k = 0; k < sl->srv->nloops; k++)
+		loops_post_chain(sl->srv->loops, k, &sl->pend[k]);
+}
+
+/* Post request message m from loop from to loop k with the others of
+ * this turn (handoff_cb); at once when there is one loop. */
+static void sl_post_batched(struct sloop *from, unsigned k,
+			    struct loop_msg *m)
+{
+	if (from->srv->nloops == 1) {
+		sl_post(from->srv, k, m);
+		return;
+	}
+	loop_chain_add(&from->pend[k], m);
+	event_active(from->handoff, 0, 0);
 }
 
 /* Wake the loops whose connections wait for the budget: own's at once,
@@ -626,7 +656,7 @@ static void req_back_fn(struct loop_msg *m)
 static void req_hand_back(struct req *r)
 {
 	r->msg.fn = req_back_fn;
-	sl_post(r->conn->srv, r->conn->sl->idx, &r->msg);
+	sl_post_batched(&r->conn->srv->sl[0], r->conn->sl->idx, &r->msg);
 }
 
 /* Finish r once its reply is in reply (owned by the call, or NULL): to
@@ -1089,7 +1119,7 @@ static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 	req_reserve(r);
 	r->handed = true;
 	r->msg.fn = req_run_fn;
-	sl_post(c->srv, 0, &r->msg);
+	sl_post_batched(c->sl, 0, &r->msg);
 }
 
 /* Read and dispatch whole records until input runs dry or limits hit. */
@@ -1912,6 +1942,10 @@ static int sloop_init(struct server *s, unsigned k, struct event_base *base)
 	if (!sl->st.calls || !sl->st.replies || !sl->st.latency ||
 	    !sl->sweep || !sl->flush || !sl->resume)
 		return -1;
+	if (s->nloops > 1 &&
+	    (!(sl->pend = calloc(s->nloops, sizeof(*sl->pend))) ||
+	     !(sl->handoff = event_new(base, -1, 0, handoff_cb, sl))))
+		return -1;
 	sweep_arm(sl);	/* before loop k runs: its thread sees it armed */
 	return 0;
 }
@@ -2183,9 +2217,31 @@ int server_refuse_program(struct server *s, uint32_t prog)
 	return 0;
 }
 
+/* Release the requests still gathered in loop sl's chains (the loops
+ * stopped with calls in flight): their handlers are not run now. */
+static void sloop_drop_pending(struct sloop *sl)
+{
+	for (unsigned k = 0; sl->pend && k < sl->srv->nloops; k++) {
+		struct loop_msg *m = sl->pend[k].head;
+
+		sl->pend[k] = (struct loop_chain){ NULL, NULL };
+		while (m) {
+			struct loop_msg *next = m->next;
+
+			req_release((struct req *)((char *)m -
+						   offsetof(struct req, msg)));
+			m = next;
+		}
+	}
+}
+
 /* Free loop sl's part (its connections closed already). */
 static void sloop_free(struct sloop *sl)
 {
+	sloop_drop_pending(sl);
+	if (sl->handoff)
+		event_free(sl->handoff);
+	free(sl->pend);
 	if (sl->sweep)
 		event_free(sl->sweep);
 	if (sl->flush) {

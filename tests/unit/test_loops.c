@@ -168,6 +168,47 @@ static void test_posted_messages_wait_for_their_loop(void)
 	event_base_free(base0);
 }
 
+static unsigned chain_seen[4], chain_n;
+
+/* Record which message ran, in order. */
+static void chain_fn(struct loop_msg *m)
+{
+	struct tmsg *t = (struct tmsg *)m;
+
+	chain_seen[chain_n++] = t->seq;
+}
+
+/* A chain gathered on one thread runs on its loop in the order it was
+ * gathered, after what was posted before it; the chain is empty after. */
+static void test_chain_runs_in_order(void)
+{
+	char err[128];
+	struct event_base *base0 = event_base_new();
+	struct loops *l = loops_new(base0, 2, err, sizeof(err));
+	struct tmsg t[4] = {
+		{ .m.fn = chain_fn, .seq = 0 }, { .m.fn = chain_fn, .seq = 1 },
+		{ .m.fn = chain_fn, .seq = 2 }, { .m.fn = chain_fn, .seq = 3 },
+	};
+	struct loop_chain c = { 0 };
+
+	CU_ASSERT_FATAL(l != NULL);
+	chain_n = 0;
+	loops_post(l, 1, &t[0].m);
+	for (unsigned i = 1; i < 4; i++)
+		loop_chain_add(&c, &t[i].m);
+	loops_post_chain(l, 1, &c);
+	CU_ASSERT_PTR_NULL(c.head);
+	loops_post_chain(l, 1, &c);		/* empty: nothing */
+	CU_ASSERT_EQUAL(chain_n, 0);		/* loop 1 never ran yet */
+	CU_ASSERT_EQUAL_FATAL(loops_run(l, err, sizeof(err)), 0);
+	loops_stop_threads(l);
+	CU_ASSERT_EQUAL(chain_n, 4);
+	for (unsigned i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(chain_seen[i], i);
+	loops_free(&l);
+	event_base_free(base0);
+}
+
 /* Out of range: refused with a reason. */
 static void test_thread_count_bounds(void)
 {
@@ -193,6 +234,7 @@ int test_register(void)
 		    test_one_loop_and_stopped_loops_run_at_once);
 	CU_add_test(s, "posted_messages_wait_for_their_loop",
 		    test_posted_messages_wait_for_their_loop);
+	CU_add_test(s, "chain_runs_in_order", test_chain_runs_in_order);
 	CU_add_test(s, "thread_count_bounds", test_thread_count_bounds);
 	return 0;
 }
