@@ -378,8 +378,8 @@ static void stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 		mclock_timer_add(stop_timer, &tv);
 		return;
 	}
-	if ((server_inflight(d->server) > 0 || upstream_calls_out(d)) &&
-	    now < stop_deadline) {
+	if ((!server_drained(d->server) || server_inflight(d->server) > 0 ||
+	     upstream_calls_out(d)) && now < stop_deadline) {
 		mclock_timer_add(stop_timer, &tv);
 		return;
 	}

@@ -214,6 +214,8 @@ struct server {
 	unsigned next_sl;		/* the loop the next connection gets */
 	struct listener *listeners;	/* loop 0 */
 	bool draining;			/* atomic: stopping, read no calls */
+	unsigned drained;		/* atomic: loops that ran server_drain's
+					 * message */
 	unsigned inflight;		/* atomic */
 	uint64_t connections_open;	/* atomic */
 	struct drc *drc;		/* loop 0 */
@@ -655,9 +657,15 @@ static void req_back_fn(struct loop_msg *m)
  * connection's loop. */
 static void req_hand_back(struct req *r)
 {
+	if (r->drc) {	/* unanswered: the DRC is loop 0's */
+		drc_abandon(r->conn->srv->drc, r->drc);
+		r->drc = NULL;
+	}
 	r->msg.fn = req_back_fn;
 	sl_post_batched(&r->conn->srv->sl[0], r->conn->sl->idx, &r->msg);
 }
+
+static void req_finish_unanswered(struct req *r, struct evbuffer *reply);
 
 /* Finish r once its reply is in reply (owned by the call, or NULL): to
  * the DRC if tracked, then to the client; r is released. */
@@ -722,13 +730,30 @@ static enum op_status reply_encoded(struct req *r, struct evbuffer *out,
 	}
 	if (scratch) {
 		/* A tail referenced from the cache is copied in here, on
-		 * the loop that owns the page, which releases it now. */
-		if (r->handed)
-			(void)evbuffer_pullup(out, -1);
+		 * the loop that owns the page, which releases it now; out
+		 * of memory for the copy, the reply is dropped here (the
+		 * page with it) and the client resends. */
+		if (r->handed && !evbuffer_pullup(out, -1) &&
+		    evbuffer_get_length(out) > 0) {
+			evbuffer_free(out);
+			req_finish_unanswered(r, NULL);
+			return OP_DONE;
+		}
 		req_deliver(r, out);
 		return OP_DONE;
 	}
 	req_release(r);
+	return OP_DONE;
+}
+
+/* No buffer for r's reply (reply_target: closed, or out of memory):
+ * released, on its connection's loop when handed. */
+static enum op_status reply_dropped(struct req *r)
+{
+	if (r->handed)
+		req_finish_unanswered(r, NULL);
+	else
+		req_release(r);
 	return OP_DONE;
 }
 
@@ -738,10 +763,8 @@ enum op_status req_reply(struct req *r, xdrproc_t proc, const void *res)
 	struct evbuffer *out = reply_target(r, &scratch);
 
 	note_reply(r, res);
-	if (!out) {
-		req_release(r);
-		return OP_DONE;
-	}
+	if (!out)
+		return reply_dropped(r);
 	return reply_encoded(r, out, scratch,
 			     rpcmsg_reply_success(out, r->call.xid, proc, res));
 }
@@ -756,8 +779,7 @@ enum op_status req_reply_tail(struct req *r, xdrproc_t proc, const void *res,
 	note_reply(r, res);
 	if (!out) {
 		release(tail, len, arg);
-		req_release(r);
-		return OP_DONE;
+		return reply_dropped(r);
 	}
 	return reply_encoded(r, out, scratch,
 			     rpcmsg_reply_success_tail(out, r->call.xid, proc,
@@ -771,10 +793,8 @@ enum op_status req_reply_accept_error(struct req *r, enum accept_stat stat)
 	struct evbuffer *out = reply_target(r, &scratch);
 
 	note_reply(r, NULL);
-	if (!out) {
-		req_release(r);
-		return OP_DONE;
-	}
+	if (!out)
+		return reply_dropped(r);
 	rpcmsg_reply_accept_error(out, r->call.xid, stat, 0, 0);
 	if (scratch) {
 		req_deliver(r, out);
@@ -1069,9 +1089,6 @@ static void req_run(struct req *r)
 	if (r->ent->handler(r) != OP_CLOSE)
 		return;
 	if (r->handed) {
-		if (r->drc)
-			drc_abandon(r->conn->srv->drc, r->drc);
-		r->drc = NULL;
 		r->close = true;
 		req_hand_back(r);
 		return;
@@ -1920,6 +1937,12 @@ static void drain_fn(struct loop_msg *m)
 			bufferevent_disable(c->bev, EV_READ);
 		}
 	}
+	/* The calls this loop read are counted in inflight and on their
+	 * way to loop 0; it reads no more (draining pauses every
+	 * connection): server_drained may now count it. */
+	if (sl->handoff)
+		handoff_cb(-1, 0, sl);
+	__atomic_add_fetch(&sl->srv->drained, 1, __ATOMIC_RELEASE);
 }
 
 /* Make loop k's part of s on base. */
@@ -2048,6 +2071,11 @@ void server_drain(struct server *s)
 	RSTORE(s->draining, true);
 	for (unsigned k = 0; k < s->nloops; k++)
 		sl_post(s, k, &s->sl[k].drain_msg);
+}
+
+bool server_drained(const struct server *s)
+{
+	return __atomic_load_n(&s->drained, __ATOMIC_ACQUIRE) >= s->nloops;
 }
 
 /* NULL when c's held-byte counts match its buffers, else why not. */

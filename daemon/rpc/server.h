@@ -251,8 +251,17 @@ int server_adopt(struct server *s, int fd, const struct sockaddr *sa,
 void server_stop_accepting(struct server *s);
 
 /* Stop reading calls from every connection (shutdown): calls already read
- * are answered, no new work is accepted. */
+ * are answered, no new work is accepted. With threads > 1 each loop stops
+ * at its next turn (a message): server_drained says when all have. */
 void server_drain(struct server *s);
+
+/*
+ * True once every loop has stopped reading after server_drain: from then
+ * on server_inflight only falls, so 0 means no call is left anywhere
+ * (with threads > 1 a loop may be reading a call while server_drain is
+ * posted). Loop 0.
+ */
+bool server_drained(const struct server *s);
 
 /*
  * NULL when the invariants at the top of server.c hold for s's open and
