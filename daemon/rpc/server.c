@@ -1061,6 +1061,13 @@ static bool req_check_drc(struct req *r)
 	case DRC_DONE:
 		STAT_INC(s->sl[0].st.drc_hits);
 		reply = drc_entry_reply(e, &len);
+		if (!r->handed) {	/* its connection is this loop's */
+			if (!c->closed)
+				evbuffer_add(bufferevent_get_output(c->bev),
+					     reply, len);
+			req_release(r);
+			return true;
+		}
 		copy = evbuffer_new();
 		if (copy && evbuffer_add(copy, reply, len) != 0) {
 			evbuffer_free(copy);
