@@ -99,7 +99,8 @@ struct cache *cache_new(const struct cache_params *p)
 	c->page_cost = p->page_size + page_overhead();
 	c->max_pages = p->budget / c->page_cost;
 	if (!(c->pool = pagepool_new(p->page_size,
-				     c->max_pages * p->page_size))) {
+				     c->max_pages * p->page_size,
+				     p->preallocate))) {
 		free(c);
 		return NULL;
 	}

@@ -168,6 +168,9 @@ struct cache_params {
 				 * recently used file that has no pages,
 				 * no write-back state, no error to report
 				 * and no user is forgotten; 0: no limit */
+	bool preallocate;	/* fault the budget's page memory in at
+				 * start, on the page pool's thread
+				 * (pagepool.h, "Preallocate") */
 };
 
 /*

@@ -48,8 +48,8 @@ struct ahead {
 	pthread_mutex_t mu;
 	pthread_cond_t work;		/* the thread: want or stop changed */
 	pthread_cond_t idle;		/* pagepool_ahead_wait */
-	uint8_t *ready[PAGEPOOL_AHEAD_MAX];
-	unsigned nready, want;
+	uint8_t **ready;		/* cap slots */
+	uint64_t nready, want, cap;
 	bool busy, failed, stop;
 };
 
@@ -73,7 +73,8 @@ struct pagepool {
 	bool huge;			/* advise MADV_HUGEPAGE */
 	uint64_t inline_maps;		/* chunks mapped with none ready */
 	uint64_t ahead_taken;		/* chunks taken from the thread */
-	struct ahead *ahead;		/* NULL unless huge */
+	bool prealloc;			/* the thread fills the keep limit */
+	struct ahead *ahead;		/* NULL unless huge or prealloc */
 };
 
 /* Map a chunk at an aligned address: map twice its size, unmap the ends. */
@@ -149,8 +150,9 @@ static void *ahead_main(void *arg)
 }
 
 /* Chunks the pool asks to have ready: PAGEPOOL_AHEAD_MAX, at most an
- * eighth of the keep limit, and never past it with the chunks mapped. */
-static unsigned ahead_target(const struct pagepool *pp)
+ * eighth of the keep limit (the whole keep limit when preallocating),
+ * and never past it with the chunks mapped. */
+static uint64_t ahead_target(const struct pagepool *pp)
 {
 	uint64_t room = pp->keep_chunks > pp->nchunks ?
 			pp->keep_chunks - pp->nchunks : 0;
@@ -158,31 +160,35 @@ static unsigned ahead_target(const struct pagepool *pp)
 
 	if (cap > PAGEPOOL_AHEAD_MAX)
 		cap = PAGEPOOL_AHEAD_MAX;
-	return (unsigned)(room < cap ? room : cap);
+	if (pp->prealloc)
+		cap = pp->keep_chunks;
+	return room < cap ? room : cap;
 }
 
 /* Tell the thread how many chunks to keep ready now; unmap ready ones
- * past that (the pool grew to its keep limit). */
+ * past that (the pool grew to its keep limit), outside the lock. */
 static void ahead_want(struct pagepool *pp)
 {
 	struct ahead *a = pp->ahead;
-	uint8_t *drop[PAGEPOOL_AHEAD_MAX];
-	unsigned ndrop = 0, want;
+	uint64_t want;
+	uint8_t *p;
 
 	if (!a)
 		return;
 	want = ahead_target(pp);
 	pthread_mutex_lock(&a->mu);
-	while (a->nready > want)
-		drop[ndrop++] = a->ready[--a->nready];
 	if (a->want != want)
 		a->failed = false;	/* try mapping again */
-	a->want = want;
+	a->want = want;		/* first: the thread adds no more past it */
+	while (a->nready > want) {
+		p = a->ready[--a->nready];
+		pthread_mutex_unlock(&a->mu);
+		munmap(p, PAGEPOOL_CHUNK);
+		pthread_mutex_lock(&a->mu);
+	}
 	if (a->nready < want)
 		pthread_cond_signal(&a->work);
 	pthread_mutex_unlock(&a->mu);
-	while (ndrop)
-		munmap(drop[--ndrop], PAGEPOOL_CHUNK);
 }
 
 /* A ready chunk, or NULL when the thread has none. */
@@ -217,11 +223,13 @@ static void ahead_stop(struct pagepool *pp)
 	pthread_cond_destroy(&a->work);
 	pthread_cond_destroy(&a->idle);
 	pthread_mutex_destroy(&a->mu);
+	free(a->ready);
 	free(a);
 	pp->ahead = NULL;
 }
 
-/* Start the prefault thread of a huge pool; without one (no memory, no
+/* Start the prefault thread of a huge (or preallocating) pool, with room
+ * for the chunks ahead_target may ask for; without one (no memory, no
  * thread) the pool faults its chunks in itself, as a small pool does. */
 static void ahead_start(struct pagepool *pp)
 {
@@ -229,6 +237,11 @@ static void ahead_start(struct pagepool *pp)
 
 	if (!a)
 		return;
+	a->cap = pp->prealloc ? pp->keep_chunks : PAGEPOOL_AHEAD_MAX;
+	if (!(a->ready = calloc(a->cap ? a->cap : 1, sizeof(*a->ready)))) {
+		free(a);
+		return;
+	}
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->idle, NULL);
@@ -237,6 +250,7 @@ static void ahead_start(struct pagepool *pp)
 		pthread_cond_destroy(&a->work);
 		pthread_cond_destroy(&a->idle);
 		pthread_mutex_destroy(&a->mu);
+		free(a->ready);
 		free(a);
 		pp->ahead = NULL;
 		return;
@@ -244,7 +258,8 @@ static void ahead_start(struct pagepool *pp)
 	ahead_want(pp);
 }
 
-struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
+struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes,
+			      bool preallocate)
 {
 	struct pagepool *pp;
 
@@ -260,7 +275,8 @@ struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes)
 	pp->nslots = PAGEPOOL_CHUNK / page_size;
 	pp->keep_chunks = (keep_bytes + PAGEPOOL_CHUNK - 1) / PAGEPOOL_CHUNK;
 	pp->huge = keep_bytes >= PAGEPOOL_HUGE_MIN;
-	if (pp->huge)
+	pp->prealloc = preallocate && pp->keep_chunks > 0;
+	if (pp->huge || pp->prealloc)
 		ahead_start(pp);
 	return pp;
 }

@@ -39,6 +39,17 @@
  * before. Ready chunks are resident: they count in the pool's mapped
  * bytes.
  *
+ * Preallocate (cache_preallocate): the thread is asked for every chunk
+ * up to the keep limit, not an eighth of it, so the whole budget's pages
+ * are mapped and resident soon after start, off the loop: no call ever
+ * pays for first touching memory, and a budget the machine cannot hold
+ * shows at start, not on the first busy day. Calls served meanwhile take
+ * ready chunks as they come. On the benchmark's virtual machine a first
+ * touch costs about 1.8 ms of CPU per MiB (huge pages; 2.8 ms with 4 KiB
+ * pages) against about 0.06 ms for memory touched before: a cold W4 read
+ * by a fresh daemon spent 70% of its CPU there (docs/operations.md,
+ * "Memory").
+ *
  * A small pool (keep limit under PAGEPOOL_HUGE_MIN, i.e. cache_size under
  * about 64 MiB) is not advised for huge pages: a huge page is resident
  * whole, so a 1 MiB cache would hold 2 MiB; with 4 KiB pages only what
@@ -83,7 +94,8 @@ struct pagepool_stats {
 				 * ready) since it was made */
 	uint64_t ahead_taken;	/* chunks it took ready since then */
 	bool huge;		/* chunks advised MADV_HUGEPAGE, and the
-				 * prefault thread runs */
+				 * prefault thread runs (it runs too
+				 * when preallocating) */
 };
 
 /*
@@ -91,12 +103,16 @@ struct pagepool_stats {
  * most keep_bytes (rounded up to whole chunks; 0: one empty chunk only),
  * advised for huge pages when keep_bytes >= PAGEPOOL_HUGE_MIN.
  * page_size: a power of two from 4 KiB to PAGEPOOL_CHUNK bytes. A small
- * pool maps nothing yet; a huge one starts its prefault thread, which
- * begins faulting chunks in at once (a pool whose thread cannot start
- * works without it). Returns NULL (errno EINVAL) for another page_size,
- * or on ENOMEM. Free with pagepool_free.
+ * pool maps nothing yet; a huge one, or one told to preallocate (with a
+ * keep limit above 0), starts its prefault thread, which begins faulting
+ * chunks in at once: an eighth of the keep limit ahead (at most
+ * PAGEPOOL_AHEAD_MAX chunks), or all of it when preallocating (a pool
+ * whose thread cannot start works without it). Returns NULL (errno
+ * EINVAL) for another page_size, or on ENOMEM. Free with pagepool_free.
+ * Any thread; the pool then belongs to the caller's thread.
  */
-struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes);
+struct pagepool *pagepool_new(uint32_t page_size, uint64_t keep_bytes,
+			      bool preallocate);
 
 /*
  * A buffer of page_size bytes, aligned to page_size, contents undefined

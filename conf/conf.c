@@ -240,6 +240,12 @@ static const struct directive directives[] = {
 	NUM("cache_size", GLOBAL(cache_size), K_U32, "1024", 0, 1048576, "MiB",
 	    "Budget for cached file data, each page charged with its "
 	    "metadata; 0 caches no data."),
+	BOOL("cache_preallocate", GLOBAL(cache_preallocate), "false",
+	     "Map and fault in the memory of cache_size's pages at start, "
+	     "on a thread of its own while clients are served, so that no "
+	     "call pays for first touching memory and a budget the machine "
+	     "cannot hold shows at start; false maps it as the cache grows. "
+	     "Fixed at start."),
 	STR("cache_dir", GLOBAL(cache_dir), K_STR, "", check_cache_dir,
 	    "Directory of the disk tier, an absolute path (created if "
 	    "missing); \"\" keeps the cache in RAM only."),

@@ -178,6 +178,7 @@ struct conf {
 	char *log_level;		/* "error".."debug", owned */
 	uint32_t page_size;		/* cache page size, bytes */
 	uint32_t cache_size;		/* cache data budget, MiB */
+	bool cache_preallocate;		/* fault the budget in at start */
 	char *cache_dir;		/* disk tier directory, "" none; owned */
 	int cache_dir_line;		/* line of cache_dir in source, for
 					 * the disk tier's errors at start;

@@ -33,6 +33,7 @@ int daemon_cache_start(struct daemon *d, char *err, size_t len)
 		.budget = (uint64_t)d->conf->cache_size << 20,
 		.hole_granularity = d->conf->hole_granularity,
 		.max_files = d->conf->max_files,
+		.preallocate = d->conf->cache_preallocate,
 	};
 
 	d->cache = cache_new(&cp);

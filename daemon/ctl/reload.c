@@ -126,6 +126,7 @@ static unsigned keep_fixed(struct conf *cur, struct conf *next)
 	n += KEEP_NUM(cur, next, drc_timeout);
 	n += KEEP_NUM(cur, next, page_size);
 	n += KEEP_NUM(cur, next, cache_size);
+	n += KEEP_NUM(cur, next, cache_preallocate);
 	n += keep_str("cache_dir", &cur->cache_dir, &next->cache_dir);
 	n += KEEP_NUM(cur, next, disk_cache_size);
 	n += KEEP_NUM(cur, next, max_files);

@@ -10,6 +10,13 @@
  * budget plus a constant of 24 MiB (the binary, libraries, buffers,
  * metadata), and nfscached_cache_page_bytes within the budget.
  *
+ * With CT_PREALLOC=1 (cache_memory_prealloc, cachetest_prealloc.conf:
+ * the same budget with cache_preallocate = true) a first case checks the
+ * page pool before any READ: it reaches the budget's pages rounded up to
+ * 2 MiB chunks (16 MiB) with no call served, and the process holds that
+ * much more anonymous memory than at its first sample; then the streaming
+ * case runs as above and no chunk was faulted in by the serving thread.
+ *
  * Not registered in sanitizer builds (ASan inflates RSS).
  */
 #include <pthread.h>
@@ -28,6 +35,8 @@
 #define FILE_BYTES (16 * MIB)
 #define CHUNK (128u * 1024)
 #define MAXWIN 64
+#define POOL_BYTES "nfscached_cache_page_pool_bytes"
+#define POOL_INLINE "nfscached_cache_page_pool_inline_chunks_total"
 
 static struct {
 	pid_t pid;
@@ -39,7 +48,57 @@ static struct {
 	nfs_fh3 fh[NFILES];
 	unsigned win;
 	uint64_t bad;
+	bool prealloc;		/* CT_PREALLOC=1 */
 } T;
+
+/* RssAnon of the proxy in KiB (/proc/PID/status), or -1. */
+static long rss_anon_kib(pid_t pid)
+{
+	char path[64], line[128];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * Preallocation: with no READ served, the pool climbs to the budget's
+ * pages rounded up to whole chunks (16 MiB) on its own thread; the test
+ * waits for that state (a deadline for a stall, not a speed bound) and
+ * checks the memory is resident.
+ */
+static void test_prealloc_pool_fills_before_reads(void)
+{
+	struct ct_metrics m;
+	uint64_t pool = 0, t0 = nfsc_now_ms();
+	struct timespec ts = { 0, 20000000 };
+	long anon;
+
+	do {
+		if (ct_metrics_read(&m) != 0)
+			return;
+		pool = ct_metric(&m, POOL_BYTES);
+		CHECK_EQ(ct_metric(&m, CT_UP_READ), 0);
+		ct_metrics_free(&m);
+		if (pool >= BUDGET)
+			break;
+		nanosleep(&ts, NULL);
+	} while (nfsc_now_ms() - t0 < 120000);
+	anon = rss_anon_kib(T.pid);
+	printf("\ncachetest: prealloc: pool %llu bytes after %llu ms, "
+	       "RssAnon %ld KiB\n", (unsigned long long)pool,
+	       (unsigned long long)(nfsc_now_ms() - t0), anon);
+	CHECK_EQ(pool, BUDGET);
+	CHECK_MSG(anon >= (long)(BUDGET / 1024), "RssAnon %ld KiB < %llu KiB",
+		  anon, (unsigned long long)(BUDGET / 1024));
+}
 
 /* Sample the proxy's VmRSS every 5 ms until told to stop. */
 static void *sampler(void *arg)
@@ -153,6 +212,12 @@ static void test_rss_stays_within_budget(void)
 		  (unsigned long long)page_bytes, (unsigned long long)BUDGET);
 	/* Four times the budget went through: pages were evicted. */
 	CHECK(ct_delta(&m0, &m1, CT_EVICTIONS) > 0);
+	/* Preallocated: the serving thread never faulted a chunk in, and
+	 * the pool stayed within the budget's chunks plus one. */
+	if (T.prealloc) {
+		CHECK_EQ(ct_metric(&m1, POOL_INLINE), 0);
+		CHECK(ct_metric(&m1, POOL_BYTES) <= BUDGET + 2 * MIB);
+	}
 	ct_metrics_free(&m1);
 out0:
 	ct_metrics_free(&m0);
@@ -170,6 +235,7 @@ static int suite_init(void)
 
 	T.pid = (pid_t)ct_env_u64("NFSC_PROXY_PID", 0);
 	T.win = (unsigned)ct_env_u64("CT_MEM_WINDOW", 8);
+	T.prealloc = ct_env_u64("CT_PREALLOC", 0) == 1;
 	if (!buf || !T.pid || !T.win || T.win > MAXWIN)
 		goto out;
 	T.px = nfsc_connect(ct_env("NFSC_PROXY_URL"), 0, 0);
@@ -205,6 +271,10 @@ int test_register(void)
 
 	tcheck_report_at_exit("test_cache_memory");
 	s = CU_add_suite("cache_memory", suite_init, suite_cleanup);
+	if (s && ct_env_u64("CT_PREALLOC", 0) == 1 &&
+	    !CU_add_test(s, "prealloc_pool_fills_before_reads",
+			 test_prealloc_pool_fills_before_reads))
+		return -1;
 	if (!s || !CU_add_test(s, "rss_stays_within_budget",
 			       test_rss_stays_within_budget))
 		return -1;

@@ -61,7 +61,7 @@ static const struct nfs_cred WRITER = { 1000, 1000, 0, { 0 }, NULL };
 /* Make a cache of budget_pages pages of ps bytes. */
 static struct cache *new_cache(uint32_t ps, uint64_t budget_pages)
 {
-	struct cache_params p = { ps, budget_pages * (ps + cache_page_meta_bytes()), 0, 0 };
+	struct cache_params p = { ps, budget_pages * (ps + cache_page_meta_bytes()), 0, 0, false };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -311,12 +311,12 @@ static void test_new_rejects_bad_page_sizes(void)
 	static const uint32_t good[] = { 4096, 8192, 64 * KiB, MiB };
 
 	for (size_t i = 0; i < NR(bad); i++) {
-		struct cache_params p = { bad[i], 1 * MiB, 0, 0 };
+		struct cache_params p = { bad[i], 1 * MiB, 0, 0, false };
 
 		CU_ASSERT_PTR_NULL(cache_new(&p));
 	}
 	for (size_t i = 0; i < NR(good); i++) {
-		struct cache_params p = { good[i], 3 * MiB + 5, 0, 0 };
+		struct cache_params p = { good[i], 3 * MiB + 5, 0, 0, false };
 		struct cache *c = cache_new(&p);
 		struct cache_stats st;
 
@@ -655,7 +655,7 @@ PAGE_VARIANTS(plan_rules)
 static int plan_in_child(uint64_t off, uint32_t count, enum cache_outcome want,
 			 uint64_t want_end, size_t want_n)
 {
-	struct cache_params p = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0 };
+	struct cache_params p = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0, false };
 	struct cache *c = cache_new(&p);
 	uint8_t fh[8];
 	struct cfile *f;
@@ -1088,7 +1088,7 @@ PAGE_VARIANTS(budget_evicts)
 
 static void test_budget_edges(void)
 {
-	struct cache_params p = { 4096, 0, 0, 0 };
+	struct cache_params p = { 4096, 0, 0, 0, false };
 	struct cache *c = cache_new(&p);
 	struct cfile *f;
 	struct cache_stats st;
@@ -1112,7 +1112,7 @@ static void test_budget_edges(void)
 	{
 		struct ra_params rp = { .max_window = 4 * 4096, .min_window = 2 * 4096,
 					.page_size = 4096, .max_streams = 8 };
-		struct cache_params bp = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0 };
+		struct cache_params bp = { 4096, 16 * (4096 + cache_page_meta_bytes()), 0, 0, false };
 		struct cache *c2 = cache_new(&bp);
 		struct cfile *f2;
 

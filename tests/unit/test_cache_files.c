@@ -26,7 +26,7 @@ static const struct ctime3 WALL = { 2000000000u, 0 };
 /* A cache of 16 pages of 4 KiB keeping at most max_files files. */
 static struct cache *mk(uint64_t max_files)
 {
-	struct cache_params p = { 4 * KiB, 16 * (4 * KiB + cache_page_meta_bytes()), 4096, max_files };
+	struct cache_params p = { 4 * KiB, 16 * (4 * KiB + cache_page_meta_bytes()), 4096, max_files, false };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);

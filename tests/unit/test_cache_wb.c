@@ -26,7 +26,7 @@ static const struct ctime3 WALL = { 2000000000u, 0 };
 /* A cache of budget pages of ps bytes with zero detection at g. */
 static struct cache *mk(uint32_t ps, uint64_t pages, uint32_t g)
 {
-	struct cache_params p = { ps, pages * (ps + cache_page_meta_bytes()), g, 0 };
+	struct cache_params p = { ps, pages * (ps + cache_page_meta_bytes()), g, 0, false };
 	struct cache *c = cache_new(&p);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -383,7 +383,7 @@ static void test_wb_since_follows_oldest_unsettled_generation(void)
 static void test_budget_counts_page_metadata(void)
 {
 	uint64_t budget = 1 * MiB, cost = 4096 + cache_page_meta_bytes();
-	struct cache_params p = { 4096, budget, 0, 0 };
+	struct cache_params p = { 4096, budget, 0, 0, false };
 	struct cache *c = cache_new(&p);
 	struct cfile *f;
 	struct cache_stats st;

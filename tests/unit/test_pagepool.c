@@ -38,7 +38,7 @@ static void bad_page_sizes_are_refused(void)
 
 	for (size_t i = 0; i < NR(bad); i++) {
 		errno = 0;
-		CU_ASSERT_PTR_NULL(pagepool_new(bad[i], 0));
+		CU_ASSERT_PTR_NULL(pagepool_new(bad[i], 0, false));
 		CU_ASSERT_EQUAL(errno, EINVAL);
 	}
 }
@@ -46,7 +46,7 @@ static void bad_page_sizes_are_refused(void)
 /* 64 KiB pages: 32 per chunk. The 33rd maps a second chunk. */
 static void chunk_fills_before_the_next_is_mapped(void)
 {
-	struct pagepool *pp = pagepool_new(65536, 0);
+	struct pagepool *pp = pagepool_new(65536, 0, false);
 	uint8_t *b[33];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
@@ -81,7 +81,7 @@ static void chunk_fills_before_the_next_is_mapped(void)
  * others go as they empty; the kept one serves the next get. */
 static void one_empty_chunk_is_kept(void)
 {
-	struct pagepool *pp = pagepool_new(1024 * 1024, 0);	/* 2 a chunk */
+	struct pagepool *pp = pagepool_new(1024 * 1024, 0, false);	/* 2 a chunk */
 	uint8_t *b[6], *again;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
@@ -113,7 +113,7 @@ static void one_empty_chunk_is_kept(void)
  * mapped; getting 3 chunks' worth again maps none. */
 static void empty_chunks_kept_up_to_the_limit(void)
 {
-	struct pagepool *pp = pagepool_new(1024 * 1024, 3 * PAGEPOOL_CHUNK - 1);
+	struct pagepool *pp = pagepool_new(1024 * 1024, 3 * PAGEPOOL_CHUNK - 1, false);
 	uint8_t *b[8];
 
 	struct pagepool_stats st;
@@ -143,7 +143,7 @@ static void empty_chunks_kept_up_to_the_limit(void)
 /* A pool kept at PAGEPOOL_HUGE_MIN or more is advised for huge pages. */
 static void large_pool_is_huge(void)
 {
-	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN);
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN, false);
 	struct pagepool_stats st;
 	uint8_t *b;
 
@@ -159,7 +159,7 @@ static void large_pool_is_huge(void)
 	CU_ASSERT_EQUAL(st.used, 1);
 	pagepool_put(pp, b);
 	pagepool_free(&pp);
-	pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1);
+	pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1, false);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
 	pagepool_stats_get(pp, &st);
 	CU_ASSERT_FALSE(st.huge);
@@ -190,7 +190,7 @@ static void take_chunk(struct pagepool *pp, uint8_t **b)
  */
 static void huge_pool_faults_chunks_in_ahead(void)
 {
-	struct pagepool *pp = pagepool_new(65536, 256ull << 20);
+	struct pagepool *pp = pagepool_new(65536, 256ull << 20, false);
 	struct pagepool_stats st;
 	uint8_t *b[3][32];
 
@@ -235,7 +235,7 @@ static void huge_pool_faults_chunks_in_ahead(void)
  */
 static void ahead_stays_within_the_keep_limit(void)
 {
-	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN);
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN, false);
 	struct pagepool_stats st;
 	uint8_t *(*b)[32] = calloc(33, sizeof(*b));
 
@@ -277,7 +277,7 @@ static void ahead_stays_within_the_keep_limit(void)
 /* A small pool has no prefault thread: it maps every chunk itself. */
 static void small_pool_maps_its_own(void)
 {
-	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1);
+	struct pagepool *pp = pagepool_new(65536, PAGEPOOL_HUGE_MIN - 1, false);
 	struct pagepool_stats st;
 	uint8_t *b[32];
 
@@ -300,7 +300,7 @@ static void small_pool_maps_its_own(void)
 static void random_gets_and_puts_match_a_model(void)
 {
 	enum { N = 2000, STEPS = 20000 };
-	struct pagepool *pp = pagepool_new(16384, 0);
+	struct pagepool *pp = pagepool_new(16384, 0, false);
 	uint8_t **out = calloc(N, sizeof(*out));
 	uint32_t *tag = calloc(N, sizeof(*tag));
 	unsigned n = 0, peak = 0, seed = 16;
@@ -356,6 +356,69 @@ static void random_gets_and_puts_match_a_model(void)
 	pagepool_free(&pp);
 }
 
+/*
+ * Preallocating: the thread faults in every chunk up to the keep limit
+ * before any get, not PAGEPOOL_AHEAD_MAX: a 96 MiB pool (48 chunks) has
+ * all 48 ready and resident, the pool maps none itself however many it
+ * takes, and the 49th chunk (past the limit) is the pool's own. A small
+ * pool (4 MiB: under PAGEPOOL_HUGE_MIN, no thread otherwise) gets the
+ * thread and its 2 chunks too, not advised for huge pages.
+ */
+static void preallocated_pool_faults_the_keep_limit_in(void)
+{
+	const uint64_t keep = 48;
+	struct pagepool *pp = pagepool_new(65536, keep * PAGEPOOL_CHUNK, true);
+	struct pagepool_stats st;
+	uint8_t *(*b)[32] = calloc(keep + 1, sizeof(*b));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	pagepool_ahead_wait(pp);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, 0);
+	CU_ASSERT_EQUAL(st.ahead, keep);
+	CU_ASSERT_EQUAL(st.mapped_bytes, keep * PAGEPOOL_CHUNK);
+	for (uint64_t k = 0; k < keep; k++) {
+		take_chunk(pp, b[k]);
+		for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
+			CU_ASSERT_FATAL(resident(b[k][0] + off));
+	}
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.chunks, keep);
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_EQUAL(st.ahead_taken, keep);
+	CU_ASSERT_EQUAL(st.inline_maps, 0);
+	take_chunk(pp, b[keep]);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.inline_maps, 1);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	for (uint64_t k = 0; k <= keep; k++)
+		for (int i = 0; i < 32; i++)
+			pagepool_put(pp, b[k][i]);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_free(&pp);
+	free(b);
+
+	pp = pagepool_new(65536, 2 * PAGEPOOL_CHUNK, true);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_ahead_wait(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_FALSE(st.huge);
+	CU_ASSERT_EQUAL(st.ahead, 2);
+	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
+	pagepool_free(&pp);
+	/* A keep limit of 0 has nothing to preallocate: no thread. */
+	pp = pagepool_new(65536, 0, true);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pp);
+	pagepool_ahead_wait(pp);
+	pagepool_stats_get(pp, &st);
+	CU_ASSERT_EQUAL(st.ahead, 0);
+	CU_ASSERT_EQUAL(st.mapped_bytes, 0);
+	pagepool_free(&pp);
+}
+
 int test_register(void)
 {
 	static const struct {
@@ -371,6 +434,7 @@ int test_register(void)
 		T(huge_pool_faults_chunks_in_ahead),
 		T(ahead_stays_within_the_keep_limit),
 		T(small_pool_maps_its_own),
+		T(preallocated_pool_faults_the_keep_limit_in),
 		T(random_gets_and_puts_match_a_model),
 #undef T
 	};
