@@ -1274,7 +1274,12 @@ def write_report(cells, run, root, out, results_dir=""):
     a("")
     a("- **direct**: client -> relay -> Ganesha (NFSv3);")
     a("- **nfscached**: client -> nfscached -> relay -> Ganesha; `page_size` 64 KiB unless stated,")
-    a(f"  `cache_size` {next((c.meta['cache_mib'] for c in cells.values()), 256)} MiB, everything else default;")
+    a(f"  `cache_size` {next((c.meta['cache_mib'] for c in cells.values()), 256)} MiB"
+      + (", `cache_preallocate = true` (each cell starts once the page pool has faulted its budget"
+         " in: a daemon that has run a while; on this virtual machine a first touch of memory costs"
+         " far more than the copy after it, docs/operations.md \"Memory\")"
+         if run.get("prealloc", False) else "")
+      + ", everything else default;")
     a("- **peer**: client -> Ganesha's FSAL PROXY_V4 (serving NFSv3, talking NFSv4.1 to the relay's port,")
     a("  attributes cached 60 s as Ganesha's default) -> relay -> Ganesha.")
     a("")

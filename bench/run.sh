@@ -362,6 +362,10 @@ cell_start() {
 		# cell, one per line (e.g. "upstream_connections = 4").
 		[[ -z "${BENCH_PROXY_EXTRA:-}" ]] || printf '%s\n' "$BENCH_PROXY_EXTRA" >>"$x/nfscached.extra"
 		[[ -z "$cell_threads" ]] || echo "threads = $cell_threads" >>"$x/nfscached.extra"
+		# A daemon that has run a while: its page memory faulted in
+		# (docs/operations.md, "Memory"); BENCH_NO_PREALLOC=1 measures
+		# a fresh one, which pays the first touch during the cell.
+		[[ -n "${BENCH_NO_PREALLOC:-}" ]] || echo "cache_preallocate = true" >>"$x/nfscached.extra"
 		nfsc_proxy_config "$p_nfs" "$p_mnt" "127.0.0.1:$metrics" "$x/state" \
 			"nfs://127.0.0.1/export?nfsport=$r_nfs&mountport=$r_mnt" "$x/nfscached.extra" \
 			"$x/export.extra" >"$x/nfscached.conf" || return 1
@@ -371,6 +375,7 @@ cell_start() {
 		cell_proxy=$NFSC_PROXY_PID
 		cell_restart=("$cdir/nfscached.log" "$p_nfs" "$p_mnt" "$nfscached" --config "$x/nfscached.conf")
 		BENCH_METRICS=127.0.0.1:$metrics BENCH_PIDS="nfscached:$cell_proxy"
+		pool_wait
 		cell_url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt" ;;
 	peer)
 		mkdir -p "$x/peer" "$x/peer-dir"
@@ -382,6 +387,22 @@ cell_start() {
 	esac
 	BENCH_PIDS="$BENCH_PIDS upstream:$(nfsc_ganesha_pid "$x/up")"
 	export BENCH_SNAPDIR BENCH_UP_DBUS BENCH_PIDS BENCH_METRICS
+}
+
+# With cache_preallocate, wait until the cell's nfscached has faulted its
+# page budget in: nfscached_cache_page_pool_bytes stops growing (at most
+# 300 s), so that the cell measures calls, not the first touch of memory.
+pool_wait() {
+	local last='' now i
+	[[ -z "${BENCH_NO_PREALLOC:-}" ]] || return 0
+	for ((i = 0; i < 600; i++)); do
+		now=$(curl -sf --max-time 10 "http://$BENCH_METRICS/metrics" |
+			awk '$1 == "nfscached_cache_page_pool_bytes" { print $2 }')
+		[[ -n "$now" && "$now" != 0 && "$now" == "$last" ]] && break
+		last=$now
+		sleep 0.5
+	done
+	say "page pool preallocated: ${now:-?} bytes"
 }
 
 # W8's restart of the cell's nfscached: wait until the disk tier has
@@ -405,6 +426,7 @@ w8_restart() {
 	cell_proxy=$NFSC_PROXY_PID
 	BENCH_PIDS="nfscached:$cell_proxy upstream:$(nfsc_ganesha_pid "$cell_up")"
 	export BENCH_PIDS
+	pool_wait
 }
 
 # Run the load generator on the phases of workload $1 with $2 in flight,
@@ -624,9 +646,9 @@ if [[ -z "$only" || "hostile" =~ $only ]]; then
 		say "bench/hostile.sh failed: $(tail -n 3 "$res/hostile.log" | tr '\n' ' ')"
 fi
 end_time=$(date +%s)
-printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"W9":%s,"W10":%s,"grace":%s},"w8_cache_mib":%s,"w8_disk_mib":%s,"stop_wait":%s,"load_start":"%s","load_end":"%s"}\n' \
+printf '{"start":%s,"end":%s,"scale":%s,"only":"%s","boxes":{"W1":%s,"warmup":%s,"W2":%s,"W3":%s,"W4":%s,"W5rand":%s,"W5scan":%s,"W6":%s,"W6b":%s,"W8":%s,"W9":%s,"W10":%s,"grace":%s},"w8_cache_mib":%s,"w8_disk_mib":%s,"stop_wait":%s,"prealloc":%s,"load_start":"%s","load_end":"%s"}\n' \
 	"$start_time" "$end_time" "$scale" "$only" "$T_W1" "$WARM" "$T_W2" "$T_W3" "$T_W4" \
-	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$T_W9" "$T_W10" "$GRACE" "$w8_cache_mib" "$w8_disk_mib" "$STOP_WAIT" "$load_start" \
+	"$T_W5R" "$T_W5S" "$T_W6" "$T_W6B" "$T_W8" "$T_W9" "$T_W10" "$GRACE" "$w8_cache_mib" "$w8_disk_mib" "$STOP_WAIT" "$([[ -n "${BENCH_NO_PREALLOC:-}" ]] && echo false || echo true)" "$load_start" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)" >"$res/run.json"
 say "cells done in $((end_time - start_time)) s; writing the report"
 python3 "$root/bench/report.py" --results "$res" --out "$outdir" --root "$root"
