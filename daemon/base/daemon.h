@@ -200,9 +200,19 @@ const struct cache_ac *daemon_ac(const struct export_rt *ex, uint32_t type);
 double daemon_now(void);
 
 /*
+ * The memory the process may use, bytes: the lower of RLIMIT_AS and the
+ * memory.max of its cgroup v2 (/proc/self/cgroup); 0 when neither is set
+ * or readable. Reads /proc and /sys each call: at start and reload only.
+ * Any thread.
+ */
+uint64_t daemon_mem_limit(void);
+
+/*
  * Create d's RAM cache and readahead parameters from d->conf (page_size,
  * cache_size in MiB, hole_granularity, max_files, readahead_max,
- * readahead_streams): the first step of daemon_start (lifecycle.h).
+ * readahead_streams, cache_preallocate: not past 7/8 of
+ * daemon_mem_limit(), with a warning): the first step of daemon_start
+ * (lifecycle.h).
  * Returns 0, or -1 with the reason in err[0..len): the cache could not be
  * made, or readahead_max is not a multiple of page_size.
  */

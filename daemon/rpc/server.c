@@ -1830,45 +1830,6 @@ static void resume_msg_fn(struct loop_msg *m)
 	resume_cb(-1, 0, sl);
 }
 
-/* The memory limit of the cgroup v2 this process is in (memory.max), in
- * bytes; 0 when there is none or it cannot be read. */
-static uint64_t cgroup_mem_limit(void)
-{
-	char line[512], path[600];
-	unsigned long long v = 0;
-	FILE *f = fopen("/proc/self/cgroup", "r");
-
-	path[0] = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = 0;
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max",
-				 line + 3);
-		}
-	if (f)
-		fclose(f);
-	if (!path[0] || !(f = fopen(path, "r")))
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;		/* "max": no limit */
-	fclose(f);
-	return v;
-}
-
-/* The memory the process may use: the lower of RLIMIT_AS and its
- * cgroup's memory.max; 0 when neither is set. */
-static uint64_t server_mem_limit(void)
-{
-	struct rlimit rl;
-	uint64_t lim = 0, cg = cgroup_mem_limit();
-
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		lim = (uint64_t)rl.rlim_cur;
-	if (cg && (!lim || cg < lim))
-		lim = cg;
-	return lim;
-}
-
 /* The budget of all connections' held bytes from d->conf (see
  * server_budget). */
 static uint64_t budget_of(const struct server *s)
@@ -1993,7 +1954,7 @@ struct server *server_new(struct daemon *d)
 	s->max_reply_buffer = d->conf->max_reply_buffer;
 	s->max_transfer = d->conf->max_transfer;
 	pthread_mutex_init(&s->mu, NULL);
-	s->mem_limit = server_mem_limit();
+	s->mem_limit = daemon_mem_limit();
 	server_reconf(s);
 	s->sl = calloc(s->nloops, sizeof(*s->sl));
 	s->drc = drc_new(d->conf->drc_entries, d->conf->drc_timeout,

@@ -20,7 +20,9 @@
 #     disk_open, at its line too. Nothing is served: the start fails
 #     before any listener or upstream;
 #   - a metrics address the machine does not have stops the start with
-#     the system's reason ("Cannot assign requested address"), exit 1.
+#     the system's reason ("Cannot assign requested address"), exit 1;
+#   - cache_preallocate with a cache_size over 7/8 of RLIMIT_AS is not
+#     preallocated, with a warning (it would have the kernel kill it).
 # Needs NFSCACHED_BIN.
 set -euo pipefail
 bin=${NFSCACHED_BIN:?set NFSCACHED_BIN}
@@ -227,5 +229,28 @@ else
 	echo "FAIL: metrics bind failure: status $rc, output: $out" >&2
 	fails=$((fails + 1))
 fi
+# cache_preallocate past 7/8 of the memory the process may use (here
+# RLIMIT_AS, 2 GiB, against cache_size 4096 MiB) is not preallocated, with
+# a warning naming both, before the start goes on (to the same metrics
+# failure); under it (cache_size 16) no such warning.
+"$bin" --dump-config --upstream 'nfs://127.0.0.1/x?nfsport=1&mountport=1' \
+	--listen "127.0.0.1:$port" --mount-port 0 --state-dir "$tmp/st" \
+	--metrics 192.0.2.1:9655 --no-rpcbind >"$tmp/pre.conf"
+for size in 4096 16; do
+	sed -e "s/^cache_size = .*/cache_size = $size/" \
+		-e 's/^cache_preallocate = .*/cache_preallocate = true/' \
+		"$tmp/pre.conf" >"$tmp/pre$size.conf"
+	rc=0
+	out=$(timeout 60 prlimit --as=$((2 << 30)) "$bin" --config "$tmp/pre$size.conf" 2>&1) || rc=$?
+	warn="warn: cache_preallocate: cache_size $size MiB is more than 7/8 of the memory this process may use (2048 MiB"
+	if [[ "$rc" == 1 && "$out" == *"cannot listen for metrics"* &&
+		( ($size == 4096 && "$out" == *"$warn"*) ||
+		  ($size == 16 && "$out" != *"cache_preallocate"*) ) ]]; then
+		echo "ok: cache_preallocate with cache_size $size under a 2 GiB RLIMIT_AS"
+	else
+		echo "FAIL: cache_preallocate, cache_size $size: status $rc, output: $out" >&2
+		fails=$((fails + 1))
+	fi
+done
 echo "test_flags: $fails failure(s)"
 ((fails == 0))
