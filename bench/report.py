@@ -68,7 +68,7 @@ PHASE_TITLE = {
 
 def parse_snap(path):
     """Read one .snap file into a dict of its facts."""
-    s = {"time": None, "proc": {}, "v3": {}, "v4": {}, "m": {}}
+    s = {"time": None, "host": None, "proc": {}, "v3": {}, "v4": {}, "m": {}}
     try:
         with open(path) as f:
             for line in f:
@@ -77,6 +77,8 @@ def parse_snap(path):
                     continue
                 if w[0] == "time":
                     s["time"] = float(w[1])
+                elif w[0] == "host" and len(w) == 3:
+                    s["host"] = (float(w[1]), float(w[2]))
                 elif w[0] == "proc" and len(w) == 6:
                     s["proc"][w[1]] = {"cpu": float(w[2]) + float(w[3]),
                                        "hwm_kib": int(w[4]), "rss_kib": int(w[5])}
@@ -540,6 +542,42 @@ def cpu_section(cells):
             "CPU time (user + system) of the nfscached process over the phase, from /proc, divided by "
             "the work done in it; 0 ms, 16 calls in flight.", "",
             table(["work", "done in the phase", "CPU s", "CPU us per unit"], rows), ""]
+
+
+def bound_section(cells):
+    """Issue 42 item 3: what bounds W3 (64 KiB WRITEs to COMMIT, 0 ms, 16
+    in flight) on this machine. Per path, over the write phase and its
+    COMMIT: how busy the machine's CPUs were, and whose CPU it was (the
+    upstream Ganesha, nfscached, and the rest: the load generator, the
+    kernel's flusher threads). A path that keeps every CPU busy is bounded
+    by CPU: the proxy's own CPU then comes out of the same cores."""
+    rows = []
+    for path in ("direct", "nfscached"):
+        c = get(cells, "W3", path, 0, 16)
+        _, s0, s1 = PHASES["w3"]
+        a, b = (c.snaps.get(s0), c.snaps.get(s1)) if c else (None, None)
+        if not a or not b or not a.get("host") or not b.get("host"):
+            rows.append([path] + ["n/a"] * 6)
+            continue
+        secs = b["time"] - a["time"]
+        busy = b["host"][0] - a["host"][0]
+        total = b["host"][1] - a["host"][1]
+        own = {n: b["proc"][n]["cpu"] - a["proc"][n]["cpu"]
+               for n in ("upstream", "nfscached") if n in a["proc"] and n in b["proc"]}
+        mib = (ph(c, "w3") or {}).get("bytes", 0) / MIB
+        rows.append([path, f"{secs:.2f}", f"{busy / total * 100:.0f}%" if total else "n/a",
+                     f"{own.get('upstream', 0):.2f}",
+                     f"{own['nfscached']:.2f}" if "nfscached" in own else "-",
+                     f"{busy - sum(own.values()):.2f}",
+                     fmt(busy * 1e6 / mib) if mib else "n/a"])
+    return ["## What bounds W3 at 0 ms", "",
+            "W3 (64 KiB WRITEs, then COMMIT; 0 ms, 16 in flight), from the first WRITE to the COMMIT's "
+            "reply: the machine's CPU seconds (all CPUs, /proc/stat) and whose they were. With the CPUs "
+            "busy throughout, the path is bounded by CPU: nfscached's own CPU, and the upstream's "
+            "COMMITs of what it has written back, come out of the same cores as the load generator's "
+            "and the upstream's.", "",
+            table(["path", "seconds", "CPUs busy", "upstream CPU s", "nfscached CPU s",
+                   "the rest (load generator, kernel threads) s", "machine CPU us per MiB"], rows), ""]
 
 
 # The scaling rows: (label, workload, phase, unit of work).
@@ -1382,6 +1420,7 @@ def write_report(cells, run, root, out, results_dir=""):
     a(witness_table(cells))
     a("")
     lines.extend(cpu_section(cells))
+    lines.extend(bound_section(cells))
     lines.extend(scaling_section())
     lines.extend(relay_ceiling_section(results_dir) if results_dir else [])
     lines.extend(local_section(cells, results_dir))

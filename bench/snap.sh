@@ -6,6 +6,10 @@
 #   bench/snap.sh LABEL
 # writes $BENCH_SNAPDIR/LABEL.snap, one fact a line:
 #   time SECONDS                    CLOCK_REALTIME, for the record
+#   host BUSY TOTAL                 the machine's CPU seconds, all CPUs
+#                                   (/proc/stat): busy (user, nice,
+#                                   system, irq, softirq, steal) and
+#                                   in all (busy, idle, iowait)
 #   proc NAME UTIME STIME HWM RSS   /proc/PID: CPU seconds, peak and
 #                                   current RSS in KiB, for each NAME:PID
 #                                   in $BENCH_PIDS
@@ -24,6 +28,8 @@ ticks=$(getconf CLK_TCK)
 
 {
 	printf 'time %s\n' "$(date +%s.%N)"
+	awk -v t="$ticks" '$1 == "cpu" { b = $2 + $3 + $4 + $7 + $8 + $9
+		printf "host %.2f %.2f\n", b / t, (b + $5 + $6) / t; exit }' /proc/stat
 	for np in ${BENCH_PIDS:-}; do
 		name=${np%%:*} pid=${np#*:}
 		[[ -r /proc/$pid/stat ]] || continue
