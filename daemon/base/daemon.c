@@ -77,8 +77,10 @@ int daemon_cache_start(struct daemon *d, char *err, size_t len)
 	};
 	uint64_t lim = cp.preallocate ? daemon_mem_limit() : 0;
 
-	/* Preallocating past the process's memory limit would have the
-	 * kernel kill it at start: grow as needed instead, and say so. */
+	/* Preallocating up to the process's memory limit would have the
+	 * cgroup's OOM killer end it at start (memory.max), or take the
+	 * address space its threads and buffers need (RLIMIT_AS: their maps
+	 * then fail): grow as needed instead, and say so. */
 	if (lim && cp.budget > lim - lim / 8) {
 		log_warn("cache_preallocate: cache_size %u MiB is more than "
 			 "7/8 of the memory this process may use (%llu MiB: "

@@ -242,7 +242,8 @@ for size in 4096 16; do
 		"$tmp/pre.conf" >"$tmp/pre$size.conf"
 	rc=0
 	out=$(timeout 60 prlimit --as=$((2 << 30)) "$bin" --config "$tmp/pre$size.conf" 2>&1) || rc=$?
-	warn="warn: cache_preallocate: cache_size $size MiB is more than 7/8 of the memory this process may use (2048 MiB"
+	# The limit named is the lower of RLIMIT_AS and the cgroup's.
+	warn="warn: cache_preallocate: cache_size $size MiB is more than 7/8 of the memory this process may use ("
 	if [[ "$rc" == 1 && "$out" == *"cannot listen for metrics"* &&
 		( ($size == 4096 && "$out" == *"$warn"*) ||
 		  ($size == 16 && "$out" != *"cache_preallocate"*) ) ]]; then
