@@ -149,7 +149,9 @@ if stop_proxy; then
 else
 	fail "nfscached exited $NFSC_PROXY_STATUS on SIGTERM"
 fi
-sleep 0.3
+# The daemon has exited: its STOPPING=1 is sent, and notify_recv (another
+# process, late under load) writes it when it gets to it.
+wait_msg '^STOPPING=1' 20 || true
 last=$(messages | tail -n 1)
 if [[ "$last" == "STOPPING=1|STATUS="* ]] && (($(messages | grep -c '^STOPPING=1') == 1)); then
 	pass "the last message: $last"
@@ -176,6 +178,9 @@ else
 	fail "no READY=1 within 15 s with the upstream down and start_without_upstream"
 fi
 stop_proxy || fail "nfscached exited $NFSC_PROXY_STATUS on SIGTERM (phase 2)"
+# Before phase 3 truncates the file: this instance's last message is in
+# (else it could land after the truncation, as phase 3's first).
+wait_msg '^STOPPING=1' 20 || fail "no STOPPING=1 from phase 2's nfscached"
 
 # ---- phase 3: upstream down, start_without_upstream = false
 write_conf "start_without_upstream = false"
