@@ -4,8 +4,6 @@
  * Kept out of main.c so that a unit test can link the handlers.
  */
 #include <stdio.h>
-#include <string.h>
-#include <sys/resource.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -27,43 +25,6 @@ struct export_rt *daemon_export(struct daemon *d, unsigned id)
 		if (d->exports[i]->conf->id == id)
 			return d->exports[i];
 	return NULL;
-}
-
-/* The memory limit of the cgroup v2 this process is in (memory.max), in
- * bytes; 0 when there is none or it cannot be read. */
-static uint64_t cgroup_mem_limit(void)
-{
-	char line[512], path[600];
-	unsigned long long v = 0;
-	FILE *f = fopen("/proc/self/cgroup", "r");
-
-	path[0] = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = 0;
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max",
-				 line + 3);
-		}
-	if (f)
-		fclose(f);
-	if (!path[0] || !(f = fopen(path, "r")))
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;		/* "max": no limit */
-	fclose(f);
-	return v;
-}
-
-uint64_t daemon_mem_limit(void)
-{
-	struct rlimit rl;
-	uint64_t lim = 0, cg = cgroup_mem_limit();
-
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		lim = (uint64_t)rl.rlim_cur;
-	if (cg && (!lim || cg < lim))
-		lim = cg;
-	return lim;
 }
 
 int daemon_cache_start(struct daemon *d, char *err, size_t len)
