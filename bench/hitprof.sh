@@ -109,15 +109,7 @@ proxy=$NFSC_PROXY_PID
 echo "$proxy" >"$x/pid"
 # With cache_preallocate, start once the pool has stopped growing.
 if [[ "${HITPROF_CONF:-}" == *cache_preallocate*true* ]]; then
-	last=-1
-	while :; do
-		pool=$(curl -s "http://127.0.0.1:$metrics/metrics" |
-			awk '$1 == "nfscached_cache_page_pool_bytes" { print $2 }')
-		[[ -n "$pool" && "$pool" != 0 && "$pool" == "$last" ]] && break
-		last=$pool
-		sleep 0.5
-	done
-	echo "page pool preallocated: $pool bytes"
+	echo "page pool preallocated: $(nfsc_pool_wait "127.0.0.1:$metrics") bytes"
 fi
 url="nfs://127.0.0.1/export?version=3&nfsport=$p_nfs&mountport=$p_mnt"
 if [[ $work == miss ]]; then

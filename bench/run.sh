@@ -393,15 +393,9 @@ cell_start() {
 # page budget in: nfscached_cache_page_pool_bytes stops growing (at most
 # 300 s), so that the cell measures calls, not the first touch of memory.
 pool_wait() {
-	local last='' now i
+	local now
 	[[ -z "${BENCH_NO_PREALLOC:-}" ]] || return 0
-	for ((i = 0; i < 600; i++)); do
-		now=$(curl -sf --max-time 10 "http://$BENCH_METRICS/metrics" |
-			awk '$1 == "nfscached_cache_page_pool_bytes" { print $2 }')
-		[[ -n "$now" && "$now" != 0 && "$now" == "$last" ]] && break
-		last=$now
-		sleep 0.5
-	done
+	now=$(nfsc_pool_wait "$BENCH_METRICS")
 	say "page pool preallocated: ${now:-?} bytes"
 }
 

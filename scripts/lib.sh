@@ -685,6 +685,21 @@ nfsc_metric() {
 	nfsc_metrics "$1" | awk -v s="$2" '$1 == s { print $2; found = 1 } END { exit !found }'
 }
 
+# Wait until the page pool of the nfscached at ADDR:PORT $1 stops growing
+# (nfscached_cache_page_pool_bytes non-zero and the same twice, 0.5 s
+# apart; at most 300 s): with cache_preallocate, its budget is faulted
+# in. Prints the last value read (empty if none).
+nfsc_pool_wait() {
+	local last='' now='' i
+	for ((i = 0; i < 600; i++)); do
+		now=$(nfsc_metric "$1" nfscached_cache_page_pool_bytes 2>/dev/null) || now=''
+		[[ -n "$now" && "$now" != 0 && "$now" == "$last" ]] && break
+		last=$now
+		sleep 0.5
+	done
+	printf '%s\n' "$now"
+}
+
 # -------------------------------------------------------------- captures
 
 # Capture the packets on lo that match BPF filter $1 into pcapng file $2,

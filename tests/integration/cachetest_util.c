@@ -651,9 +651,10 @@ size_t ct_first_diff(const uint8_t *a, const uint8_t *b, size_t n)
 
 /* ---- processes ---- */
 
-long ct_vmrss_kib(pid_t pid)
+long ct_status_kib(pid_t pid, const char *field)
 {
 	char path[64], line[256];
+	size_t n = strlen(field);
 	FILE *f;
 	long kib = -1;
 
@@ -661,8 +662,14 @@ long ct_vmrss_kib(pid_t pid)
 	if (!(f = fopen(path, "r")))
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+		if (strncmp(line, field, n) == 0 && line[n] == ':' &&
+		    sscanf(line + n + 1, " %ld kB", &kib) == 1)
 			break;
 	fclose(f);
 	return kib;
+}
+
+long ct_vmrss_kib(pid_t pid)
+{
+	return ct_status_kib(pid, "VmRSS");
 }

@@ -242,6 +242,10 @@ size_t ct_first_diff(const uint8_t *a, const uint8_t *b, size_t n);
 
 /* ---- processes ---- */
 
+/* The "FIELD: N kB" line field (e.g. "RssAnon") of /proc/PID/status, in
+ * KiB, or -1. */
+long ct_status_kib(pid_t pid, const char *field);
+
 /* VmRSS of pid in KiB from /proc/PID/status, or -1. */
 long ct_vmrss_kib(pid_t pid);
 

@@ -52,23 +52,6 @@ static struct {
 	bool prealloc;		/* CT_PREALLOC=1 */
 } T;
 
-/* RssAnon of the proxy in KiB (/proc/PID/status), or -1. */
-static long rss_anon_kib(pid_t pid)
-{
-	char path[64], line[128];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 /*
  * Preallocation: with no READ served, the pool climbs to the budget's
  * pages rounded up to whole chunks (16 MiB) on its own thread; the test
@@ -94,7 +77,7 @@ static void test_prealloc_pool_fills_before_reads(void)
 			break;
 		nanosleep(&ts, NULL);
 	} while (nfsc_now_ms() - t0 < 120000);
-	anon = rss_anon_kib(T.pid);
+	anon = ct_status_kib(T.pid, "RssAnon");
 	printf("\ncachetest: prealloc: pool %llu bytes after %llu ms, "
 	       "RssAnon %ld KiB\n", (unsigned long long)pool,
 	       (unsigned long long)(nfsc_now_ms() - t0), anon);

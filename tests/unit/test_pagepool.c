@@ -175,6 +175,15 @@ static bool resident(void *p)
 	return v & 1;
 }
 
+/* Whether every 4 KiB of the chunk starting at p is resident. */
+static bool chunk_resident(uint8_t *p)
+{
+	for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
+		if (!resident(p + off))
+			return false;
+	return true;
+}
+
 /* Take one chunk's worth of 64 KiB buffers (32) into b. */
 static void take_chunk(struct pagepool *pp, uint8_t **b)
 {
@@ -205,8 +214,7 @@ static void huge_pool_faults_chunks_in_ahead(void)
 		take_chunk(pp, b[k]);
 		/* Faulted in by the thread: every 4 KiB of the chunk is
 		 * resident before the caller writes a byte. */
-		for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
-			CU_ASSERT_FATAL(resident(b[k][0] + off));
+		CU_ASSERT_FATAL(chunk_resident(b[k][0]));
 		CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
 	}
 	pagepool_stats_get(pp, &st);
@@ -381,8 +389,7 @@ static void preallocated_pool_faults_the_keep_limit_in(void)
 	CU_ASSERT_EQUAL(st.mapped_bytes, keep * PAGEPOOL_CHUNK);
 	for (uint64_t k = 0; k < keep; k++) {
 		take_chunk(pp, b[k]);
-		for (size_t off = 0; off < PAGEPOOL_CHUNK; off += 4096)
-			CU_ASSERT_FATAL(resident(b[k][0] + off));
+		CU_ASSERT_FATAL(chunk_resident(b[k][0]));
 	}
 	CU_ASSERT_PTR_NULL(pagepool_check_why(pp));
 	pagepool_stats_get(pp, &st);
