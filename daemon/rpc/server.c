@@ -6,19 +6,23 @@
  * (bufferevent freed, socket closed; requests still in flight keep the
  * struct alive through their references) -> freed at the last reference.
  * Invariants: conn.inflight counts the requests that reference the
- * connection; server.inflight is their sum; a paused connection has
- * EV_READ disabled and is resumed only through a deferred trigger, so a
- * synchronous reply never re-enters the record loop. A client's EOF with
+ * connection; server.inflight is their sum; a paused connection has its
+ * read event off and is resumed only through an activation of it, run
+ * later in the loop's turn, so a synchronous reply never re-enters the
+ * record loop. A client's EOF with
  * calls in flight half-closes the connection (half_closed: reading off,
  * never resumed, a partial record ignored by record_timeout); the release
  * of its last call closes it, and its replies linger out as any closed
  * connection's, but with idle_timeout, not 5 s, for a write to progress.
  *
- * Calls are read in one loop turn: libevent's bufferevent reads a socket 4
- * KiB at a time; the read callback moves that to the connection's own
- * buffer (in) and reads the rest the socket holds there (conn_drain), up
- * to 1 MiB, unless the connection should pause. Records are pulled from
- * in only.
+ * Calls are read in one loop turn: the connection's own read event (rd,
+ * not its bufferevent's, which only writes) reads what the socket holds
+ * into the connection's buffer (in) with one recv per 256 KiB, up to 1
+ * MiB (conn_drain), unless the connection should pause. Records are
+ * pulled from in only. libevent's own read would cost an ioctl(FIONREAD)
+ * and a 4 KiB read per wake-up before that: on the benchmark's virtual
+ * machine a system call costs about 1 us, and a wake-up with 16 cached
+ * READs in flight carried 5.6 calls.
  *
  * Replies are written without a loop turn: an open connection keeps its
  * bufferevent's EV_WRITE disabled while its output is empty; a reply
@@ -110,7 +114,6 @@
 
 #define CONN_MAGIC 0x434f4e4eu
 #define CONN_IO_CHUNK (1024 * 1024)	/* bytes per socket read or write */
-#define CONN_LIBEVENT_READ 4096		/* libevent 2.1's EVBUFFER_MAX_READ */
 #define CONN_READ_SPACE (256 * 1024)	/* bytes per recv of conn_drain */
 #define CONN_OUT_ROOM (16 * 1024 - 128) /* an output chain of 16 KiB, less
 					 * libevent's chain header */
@@ -152,8 +155,11 @@ struct conn {
 	struct sloop *sl;		/* the loop it lives on */
 	struct loop_msg msg;		/* its adoption, posted to its loop */
 	struct loop_msg room_msg;	/* its close to make room (doomed) */
-	evutil_socket_t fd;		/* until adopted by its loop */
-	struct bufferevent *bev;
+	evutil_socket_t fd;		/* its socket; bev owns it once
+					 * adopted by its loop */
+	struct bufferevent *bev;	/* writes only (EV_READ never on) */
+	struct event *rd;		/* reads: EV_READ, persistent; pending
+					 * exactly while reading is on */
 	struct evbuffer *in;		/* read, not yet pulled as records */
 	struct sockaddr_storage peer;
 	char peer_name[INET6_ADDRSTRLEN + 8];
@@ -396,6 +402,17 @@ static void conn_put(struct conn **cp)
 	free(c);
 }
 
+/* Reading on or off: c's read event watches its socket or not. */
+static void conn_read_on(struct conn *c)
+{
+	event_add(c->rd, NULL);
+}
+
+static void conn_read_off(struct conn *c)
+{
+	event_del(c->rd);
+}
+
 /* Free c's socket and drop the reference that being open held. */
 static void conn_release_socket(struct conn *c)
 {
@@ -407,6 +424,8 @@ static void conn_release_socket(struct conn *c)
 	evbuffer_remove_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
 	held_change(c, &c->out_bytes, 0, c->out_bytes);
 	__atomic_add_fetch(&s->held_detached, c->rec_bytes, __ATOMIC_RELAXED);
+	event_free(c->rd);
+	c->rd = NULL;
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	conn_put(&c);
@@ -451,7 +470,7 @@ static bool conn_close_deferred(struct conn *c,
 	if (!c->close_pending) {
 		c->close_pending = reason;
 		c->paused = true;
-		bufferevent_disable(c->bev, EV_READ);
+		conn_read_off(c);
 		evbuffer_drain(c->in, evbuffer_get_length(c->in));
 	}
 	return true;
@@ -495,7 +514,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	}
 	c->lingering = true;
 	DL_APPEND(c->sl->lingering, c);
-	bufferevent_disable(c->bev, EV_READ);
+	conn_read_off(c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	bufferevent_setcb(c->bev, NULL, conn_linger_write_cb,
 			  conn_linger_event_cb, c);
@@ -541,11 +560,9 @@ static void conn_maybe_resume(struct conn *c)
 	c->budget_paused = false;
 	if (c->rec_start > 0)
 		c->rec_start = daemon_now();	/* our pause is not theirs */
-	bufferevent_enable(c->bev, EV_READ);
+	conn_read_on(c);
 	if (evbuffer_get_length(c->in) > 0)
-		bufferevent_trigger(c->bev, EV_READ,
-				    BEV_TRIG_IGNORE_WATERMARKS |
-				    BEV_TRIG_DEFER_CALLBACKS);
+		event_active(c->rd, EV_READ, 0);	/* later in this turn */
 }
 
 /* Release a request: its record, arguments and connection reference.
@@ -1164,7 +1181,7 @@ static void conn_pump(struct conn *c)
 						  __ATOMIC_RELAXED);
 				STAT_INC(c->sl->st.budget_pauses);
 			}
-			bufferevent_disable(c->bev, EV_READ);
+			conn_read_off(c);
 			return;
 		}
 		switch (rpcrec_pull(c->rec, c->in, &rec,
@@ -1203,17 +1220,15 @@ static void conn_note_record(struct conn *c, uint64_t records_before)
 }
 
 /*
- * Read what else c's socket holds, up to CONN_IO_CHUNK bytes, onto c->in.
- * libevent 2.1 reads a socket at most 4 KiB per readable event, each
- * after an ioctl(FIONREAD), whatever max_single_read says: a 64 KiB WRITE
- * took 16 loop turns of 3 system calls each (strace of the benchmark's
- * W3), a 1 MiB one 256. A short read ends it (the socket is empty for
- * now). EOF is left for libevent's next read, where it recurs; an error
- * closes c as conn_event_cb would.
+ * Read what c's socket holds, up to CONN_IO_CHUNK bytes, onto c->in: one
+ * recv per CONN_READ_SPACE, until a short read (the socket is empty for
+ * now). True when the client's EOF was read (recv returned 0; it recurs
+ * while the socket stays readable). An error closes c: CLOSE_RESET for
+ * ECONNRESET or EPIPE, CLOSE_ERROR otherwise, CLOSE_NOMEM when no buffer
+ * space can be had. c's loop.
  */
-static void conn_drain(struct conn *c)
+static bool conn_drain(struct conn *c)
 {
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
 	size_t total = 0;
 
 	while (total < CONN_IO_CHUNK) {
@@ -1221,9 +1236,11 @@ static void conn_drain(struct conn *c)
 		ssize_t n;
 		int err;
 
-		if (evbuffer_reserve_space(c->in, CONN_READ_SPACE, &v, 1) < 1)
-			return;	/* out of memory: libevent's reads go on */
-		n = recv(fd, v.iov_base, v.iov_len, MSG_DONTWAIT);
+		if (evbuffer_reserve_space(c->in, CONN_READ_SPACE, &v, 1) < 1) {
+			conn_close(c, CLOSE_NOMEM);
+			return false;
+		}
+		n = recv(c->fd, v.iov_base, v.iov_len, MSG_DONTWAIT);
 		err = errno;	/* before the commit can change it */
 		v.iov_len = n > 0 ? (size_t)n : 0;
 		evbuffer_commit_space(c->in, &v, 1);
@@ -1236,32 +1253,57 @@ static void conn_drain(struct conn *c)
 		if (n < 0 && err != EAGAIN && err != EWOULDBLOCK)
 			conn_close(c, err == ECONNRESET || err == EPIPE
 				      ? CLOSE_RESET : CLOSE_ERROR);
-		return;
+		return n == 0;
 	}
+	return false;
 }
 
-/* Bufferevent read callback: take what libevent read, and the rest the
- * socket holds when libevent stopped at its 4 KiB (conn_drain). */
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+/*
+ * The client's EOF (a recv returned 0) with every record before it
+ * pulled. With calls in flight the connection is half-closed
+ * (shutdown(SHUT_WR), RFC 9293 3.6): the client still reads the replies
+ * of the calls it sent. Reading stops (there is nothing more to read);
+ * req_release closes the connection after the last reply, which then
+ * lingers out. Without, it is closed.
+ */
+static void conn_eof(struct conn *c)
+{
+	if (c->closed)
+		return;
+	if (c->inflight == 0) {
+		conn_close(c, CLOSE_EOF);
+		return;
+	}
+	c->half_closed = true;
+	conn_read_off(c);
+	log_debug("connection %s half-closed with %u calls in flight",
+		  c->peer_name, c->inflight);
+}
+
+/*
+ * c's read event: its socket is readable, or a resume made it active to
+ * pull the records c->in already holds. Reads (conn_drain) unless c
+ * should pause, pulls records, and takes an EOF once every record before
+ * it is pulled and c is not paused (a paused connection sees it again
+ * when resumed: the socket stays readable). c's loop.
+ */
+static void conn_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	uint64_t records;
-	struct evbuffer *input = bufferevent_get_input(bev);
-	size_t got = evbuffer_get_length(input);
+	bool eof = false;
 
+	(void)fd;
+	(void)what;
 	CHECK_OBJ(c, CONN_MAGIC);
 	records = c->records;
 	conn_get(c);
-	/* The input's end is frozen inside this callback; its front is not. */
-	if (evbuffer_add_buffer(c->in, input) != 0) {
-		conn_close(c, CLOSE_NOMEM);
-		conn_put(&c);
-		return;
-	}
-	if (got >= CONN_LIBEVENT_READ && !c->half_closed &&
-	    !conn_should_pause(c))
-		conn_drain(c);
-	conn_pump(c);
+	if (!c->closed && !c->half_closed && !conn_should_pause(c))
+		eof = conn_drain(c);
+	if (!c->closed)
+		conn_pump(c);
+	if (eof && !c->closed && !c->paused)
+		conn_eof(c);
 	conn_note_record(c, records);
 	conn_put(&c);
 }
@@ -1280,7 +1322,7 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 	conn_put(&c);
 }
 
-/* Bufferevent event callback: EOF or error. */
+/* Bufferevent event callback: a write's error (reading is c->rd's). */
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -1288,17 +1330,8 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	CHECK_OBJ(c, CONN_MAGIC);
 	(void)bev;
-	if ((what & BEV_EVENT_EOF) && c->inflight > 0 && !c->closed) {
-		/* Half-closed (shutdown(SHUT_WR), RFC 9293 3.6): the client
-		 * still reads the replies of the calls it sent. Reading stops
-		 * (there is nothing more to read); req_release closes the
-		 * connection after the last reply, which then lingers out. */
-		c->half_closed = true;
-		bufferevent_disable(c->bev, EV_READ);
-		log_debug("connection %s half-closed with %u calls in flight",
-			  c->peer_name, c->inflight);
-	} else if (what & BEV_EVENT_EOF)
-		conn_close(c, CLOSE_EOF);
+	if (what & BEV_EVENT_EOF)
+		conn_eof(c);
 	else if ((what & BEV_EVENT_ERROR) &&
 		 (err == ECONNRESET || err == EPIPE))
 		conn_close(c, CLOSE_RESET);	/* the client went away */
@@ -1532,17 +1565,16 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	/* libevent's default of 16 KiB per read and write would split a
-	 * 1 MiB READ reply into 64 writes with a loop turn between each. */
+	bufferevent_setcb(c->bev, NULL, conn_write_cb, conn_event_cb, c);
+	/* libevent's default of 16 KiB per write would split a 1 MiB READ
+	 * reply into 64 writes with a loop turn between each. */
 	bufferevent_set_max_single_write(c->bev, CONN_IO_CHUNK);
-	bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, c->srv->max_reply_buffer / 2,
 				 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
 	evbuffer_add_cb(c->in, conn_in_cb, c);
 	bufferevent_disable(c->bev, EV_WRITE);	/* a new one has it enabled */
-	bufferevent_enable(c->bev, EV_READ);
+	conn_read_on(c);
 }
 
 /* On the connection's loop: make its bufferevent and start reading. */
@@ -1553,13 +1585,20 @@ static void conn_adopt_fn(struct loop_msg *m)
 
 	CHECK_OBJ(c, CONN_MAGIC);
 	c->bev = bufferevent_socket_new(sl->base, c->fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c->bev) {
+	c->rd = c->bev ? event_new(sl->base, c->fd, EV_READ | EV_PERSIST,
+				   conn_readable, c)
+		       : NULL;
+	if (!c->rd) {
+		if (c->bev)
+			bufferevent_free(c->bev);	/* closes c->fd */
+		else
+			evutil_closesocket(c->fd);
+		c->bev = NULL;
 		log_warn("out of memory accepting a connection");
 		STAT_INC(sl->st.closed[CLOSE_NOMEM]);
 		__atomic_sub_fetch(&c->srv->connections_open, 1,
 				   __ATOMIC_RELAXED);
 		peer_release(c->srv, c);
-		evutil_closesocket(c->fd);
 		c->closed = true;
 		conn_put(&c);
 		return;
@@ -1902,7 +1941,7 @@ static void drain_fn(struct loop_msg *m)
 	DL_FOREACH(sl->conns, c) {
 		if (!c->paused) {
 			c->paused = true;
-			bufferevent_disable(c->bev, EV_READ);
+			conn_read_off(c);
 		}
 	}
 	/* The calls this loop read are counted in inflight and on their
@@ -2073,6 +2112,10 @@ static const char *sloop_check_open(const struct sloop *sl,
 		if (c->closed)
 			return "a closed connection is on the open list";
 		en = bufferevent_get_enabled(c->bev);
+		if (en & EV_READ)
+			return "an open connection's bufferevent reads";
+		if (event_pending(c->rd, EV_READ, NULL))
+			en |= EV_READ;
 		if (evbuffer_get_length(bufferevent_get_output(c->bev)) &&
 		    !(en & EV_WRITE) && !c->flush_queued)
 			return "an open connection has replies to write, EV_WRITE "
