@@ -1559,6 +1559,11 @@ struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 	return f->ra;
 }
 
+const struct ra_state *cfile_ra_peek(const struct cfile *f)
+{
+	return f->ra;
+}
+
 bool cfile_range_cached(struct cache *c, struct cfile *f, uint64_t start,
 			uint64_t end)
 {

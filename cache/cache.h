@@ -518,6 +518,10 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 			  const struct ra_params *p);
 
+/* f's readahead state if cfile_ra made one, else NULL; creates nothing.
+ * Borrowed, as cfile_ra's. */
+const struct ra_state *cfile_ra_peek(const struct cfile *f);
+
 /* True if every byte of [start, end) of f is valid or a hole (clamped at
  * the shown size). */
 bool cfile_range_cached(struct cache *c, struct cfile *f, uint64_t start,

@@ -239,6 +239,16 @@ bool ra_in_stream(struct ra_state *s, const struct ra_params *p,
 	return t && t->window > 0;
 }
 
+bool ra_streaming(const struct ra_state *s)
+{
+	if (!s)
+		return false;
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (s->st[i].stamp && s->st[i].window > 0)
+			return true;
+	return false;
+}
+
 /* Take the free or least recently used slot for a stream ending at end. */
 static struct ra_stream *
 ra_replace(struct ra_state *s, const struct ra_params *p, uint64_t end)

@@ -216,6 +216,14 @@ size_t ra_on_read(struct ra_state *s, const struct ra_params *p,
 bool ra_in_stream(struct ra_state *s, const struct ra_params *p,
 		  uint64_t off);
 
+/*
+ * True if s (NULL: none) has a stream found sequential in any slot,
+ * whatever the parameters: false means ra_in_stream is false for every
+ * offset and parameters. A cached READ's check before the parameters are
+ * computed (nfs3_read.c read_ahead). Pure; any thread that owns s.
+ */
+bool ra_streaming(const struct ra_state *s);
+
 struct range ra_prev_range(const struct ra_params *p, uint64_t off,
 			   uint32_t len);
 

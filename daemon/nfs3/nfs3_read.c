@@ -737,12 +737,15 @@ static void read_ahead(struct read_op *op, bool hit)
 	uint32_t rtmax = upcall_rtmax(&op->ex->upc);
 	size_t n;
 
+	/* A hit only advances a stream already sequential: cached data
+	 * read at random must not start readahead. Most hits are of files
+	 * with no such stream: answered before the parameters are made. */
+	if (hit && !ra_streaming(cfile_ra_peek(op->f)))
+		return;
 	nfs3_read_ra_params(d, &op->ex->upc, &rp);
 	ra = cfile_ra(d->cache, op->f, &rp);
 	if (!ra || !rtmax)
 		return;
-	/* A hit only advances a stream already sequential: cached data
-	 * read at random must not start readahead. */
 	if (hit && !ra_in_stream(ra, &rp, a->offset))
 		return;
 	if (!hit) {

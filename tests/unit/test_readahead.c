@@ -733,6 +733,30 @@ test_stream_follows_the_full_window(void)
 	sim_fini(&m);
 }
 
+/*
+ * ra_streaming, the cached READ's check made before the parameters: false
+ * for no state and a fresh one; whenever ra_in_stream holds at an offset
+ * it holds too; true once a sequential reader has its stream.
+ */
+static void
+test_streaming_is_implied_by_in_stream(void)
+{
+	struct sim m;
+
+	CU_ASSERT_FALSE(ra_streaming(NULL));
+	sim_init(&m, 1 * GiB);
+	CU_ASSERT_FALSE(ra_streaming(m.s));
+	CU_ASSERT_FALSE(ra_in_stream(m.s, &m.p, 0));
+	for (uint64_t off = 0; off < 8 * 64 * KiB; off += 64 * KiB) {
+		sim_read(&m, off, 64 * KiB);
+		if (ra_in_stream(m.s, &m.p, off + 64 * KiB))
+			CU_ASSERT_TRUE(ra_streaming(m.s));
+	}
+	CU_ASSERT_TRUE(ra_in_stream(m.s, &m.p, 8 * 64 * KiB));
+	CU_ASSERT_TRUE(ra_streaming(m.s));
+	sim_fini(&m);
+}
+
 int
 test_register(void)
 {
@@ -763,6 +787,7 @@ test_register(void)
 		T(test_candidate_slack_is_one_read_not_a_page),
 		T(test_window_size_is_twice_the_bdp_within_bounds),
 		T(test_stream_follows_the_full_window),
+		T(test_streaming_is_implied_by_in_stream),
 #undef T
 	};
 	CU_pSuite s = CU_add_suite("readahead", NULL, NULL);
