@@ -47,9 +47,10 @@
  *
  * The budget (server_budget): every connection counts the bytes it holds
  * (out_bytes: its bufferevent's output, kept by an evbuffer callback;
- * in_bytes: its in buffer, likewise; rec_bytes: the records of its calls
- * in flight) and the server their sum (held). Invariant: out_bytes and
- * in_bytes equal their buffers' lengths; held is the sum of the open and
+ * in_bytes: its in buffer, counted after each change by conn_in_sync;
+ * rec_bytes: the records of its calls in flight) and the server their
+ * sum (held). Invariant: out_bytes and in_bytes equal their buffers'
+ * lengths between callbacks; held is the sum of the open and
  * lingering connections' three counts plus held_detached, the records in
  * flight of closed connections whose socket is gone. A connection over
  * an equal share of the budget while held is at or over it stops reading
@@ -352,15 +353,16 @@ static void held_change(struct conn *c, size_t *field, size_t add,
 		budget_wake(s, c->sl);
 }
 
-/* Callback of c's in buffer: count what was added and taken. */
-static void conn_in_cb(struct evbuffer *in, const struct evbuffer_cb_info *info,
-		       void *arg)
+/* Count what c's in buffer holds now (in_bytes, and the server's held):
+ * after every change to it, which only c's own code makes (reads, pulled
+ * records, a close's drain). Not an evbuffer callback: with one per
+ * pulled record, libevent's callback machinery cost more than the count. */
+static void conn_in_sync(struct conn *c)
 {
-	struct conn *c = arg;
+	size_t n = evbuffer_get_length(c->in);
 
-	CHECK_OBJ(c, CONN_MAGIC);
-	(void)in;
-	held_change(c, &c->in_bytes, info->n_added, info->n_deleted);
+	if (n != c->in_bytes)
+		held_change(c, &c->in_bytes, n, c->in_bytes);
 }
 
 /* Drop c's share of its address's connection count, and c from the list
@@ -472,6 +474,7 @@ static bool conn_close_deferred(struct conn *c,
 		c->paused = true;
 		conn_read_off(c);
 		evbuffer_drain(c->in, evbuffer_get_length(c->in));
+		conn_in_sync(c);
 	}
 	return true;
 }
@@ -507,6 +510,7 @@ static void conn_close(struct conn *c, enum conn_close_reason reason)
 	DL_DELETE(c->sl->conns, c);
 	peer_release(s, c);
 	evbuffer_drain(c->in, evbuffer_get_length(c->in));  /* never parsed */
+	conn_in_sync(c);
 	if (reason == CLOSE_ERROR || reason == CLOSE_SHUTDOWN ||
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		conn_release_socket(c);
@@ -1166,6 +1170,7 @@ static void conn_handle_record(struct conn *c, uint8_t *rec, size_t len)
 /* Read and dispatch whole records until input runs dry or limits hit. */
 static void conn_pump(struct conn *c)
 {
+	enum rpcrec_status st;
 	uint8_t *rec;
 	size_t len;
 
@@ -1184,8 +1189,9 @@ static void conn_pump(struct conn *c)
 			conn_read_off(c);
 			return;
 		}
-		switch (rpcrec_pull(c->rec, c->in, &rec,
-				    &len)) {
+		st = rpcrec_pull(c->rec, c->in, &rec, &len);
+		conn_in_sync(c);
+		switch (st) {
 		case RPCREC_RECORD:
 			conn_handle_record(c, rec, len);
 			break;
@@ -1244,6 +1250,7 @@ static bool conn_drain(struct conn *c)
 		err = errno;	/* before the commit can change it */
 		v.iov_len = n > 0 ? (size_t)n : 0;
 		evbuffer_commit_space(c->in, &v, 1);
+		conn_in_sync(c);
 		if (n > 0 && (size_t)n == CONN_READ_SPACE) {
 			total += (size_t)n;
 			continue;
@@ -1572,7 +1579,6 @@ static void conn_setup_io(struct conn *c, evutil_socket_t fd)
 	bufferevent_setwatermark(c->bev, EV_WRITE, c->srv->max_reply_buffer / 2,
 				 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), conn_output_cb, c);
-	evbuffer_add_cb(c->in, conn_in_cb, c);
 	bufferevent_disable(c->bev, EV_WRITE);	/* a new one has it enabled */
 	conn_read_on(c);
 }
