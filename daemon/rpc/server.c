@@ -17,9 +17,9 @@
  *
  * Calls are read in one loop turn: the connection's own read event (rd,
  * not its bufferevent's, which only writes) reads what the socket holds
- * into the connection's buffer (in) with one recv per 256 KiB, up to 1
- * MiB (conn_drain), unless the connection should pause. Records are
- * pulled from in only. libevent's own read would cost an ioctl(FIONREAD)
+ * into the connection's buffer (in) with one recv per 256 KiB or more,
+ * up to 1 MiB (conn_drain), unless the connection should pause. Records
+ * are pulled from in only. libevent's own read would cost an ioctl(FIONREAD)
  * and a 4 KiB read per wake-up before that: on the benchmark's virtual
  * machine a system call costs about 1 us, and a wake-up with 16 cached
  * READs in flight carried 5.6 calls.
@@ -1227,8 +1227,8 @@ static void conn_note_record(struct conn *c, uint64_t records_before)
 
 /*
  * Read what c's socket holds, up to CONN_IO_CHUNK bytes, onto c->in: one
- * recv per CONN_READ_SPACE, until a short read (the socket is empty for
- * now). True when the client's EOF was read (recv returned 0; it recurs
+ * recv per buffer space reserved (at least CONN_READ_SPACE), until a
+ * short read (the socket is empty for now). True when the client's EOF was read (recv returned 0; it recurs
  * while the socket stays readable). An error closes c: CLOSE_RESET for
  * ECONNRESET or EPIPE, CLOSE_ERROR otherwise, CLOSE_NOMEM when no buffer
  * space can be had. c's loop.
@@ -1239,6 +1239,7 @@ static bool conn_drain(struct conn *c)
 
 	while (total < CONN_IO_CHUNK) {
 		struct evbuffer_iovec v;
+		size_t room;
 		ssize_t n;
 		int err;
 
@@ -1246,12 +1247,13 @@ static bool conn_drain(struct conn *c)
 			conn_close(c, CLOSE_NOMEM);
 			return false;
 		}
-		n = recv(c->fd, v.iov_base, v.iov_len, MSG_DONTWAIT);
+		room = v.iov_len;	/* at least CONN_READ_SPACE */
+		n = recv(c->fd, v.iov_base, room, MSG_DONTWAIT);
 		err = errno;	/* before the commit can change it */
 		v.iov_len = n > 0 ? (size_t)n : 0;
 		evbuffer_commit_space(c->in, &v, 1);
 		conn_in_sync(c);
-		if (n > 0 && (size_t)n == CONN_READ_SPACE) {
+		if (n > 0 && (size_t)n == room) {
 			total += (size_t)n;
 			continue;
 		}
@@ -1329,7 +1331,8 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 	conn_put(&c);
 }
 
-/* Bufferevent event callback: a write's error (reading is c->rd's). */
+/* Bufferevent event callback: a write's error, or an EOF libevent saw
+ * when a write returned 0 (reading is c->rd's, conn_readable). */
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -1810,7 +1813,9 @@ static void run_on_loops(struct server *s, void (*step)(struct sloop *sl))
 }
 
 /* Read now what loop sl's open connections' sockets hold (as their read
- * callbacks would), and handle its records. */
+ * events would, without their pause check: paused and half-closed ones
+ * are skipped), and handle its records; an EOF read here is left to the
+ * read event, which sees it again. */
 static void catch_up(struct sloop *sl)
 {
 	struct conn *c, *tmp;
