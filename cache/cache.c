@@ -9,7 +9,8 @@
  * cpage (hash per file by page index, and on exactly one of the queues A1in
  * or Am). Callers hold counted references to files; pages are never handed
  * out (cache_peek lends a page's bytes until the next call into the
- * cache). A file is freed when it has no reference, no page and no
+ * cache; cache_lend keeps a page's buffer for a reply until it is put).
+ * A file is freed when it has no reference, no page and no
  * attributes, or with the cache.
  *
  * Invariants (cache_check): every page is on the queue its `queue` field
@@ -22,7 +23,10 @@
  * of its pages' valid bytes; holes and valid bytes never overlap; a file
  * keeps at most CACHE_ACL_SLOTS GETACL replies (nacl of them), of distinct
  * masks, each 1..CACHE_ACL_MAX bytes, and the replies of all files, each
- * charged acl_charge(), sum to st.acl_bytes <= acl_max.
+ * charged acl_charge(), sum to st.acl_bytes <= acl_max; a page's lend
+ * (cache_lend) names that page and its buffer and is held at least once;
+ * `lends` counts the lent pages plus the lends whose page was freed, whose
+ * buffers are counted in `loans`.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +181,17 @@ static void page_free(struct cache *c, struct cpage *p)
 	f->valid_bytes -= rangeset_bytes(&p->valid);
 	c->st.valid_bytes -= rangeset_bytes(&p->valid);
 	rangeset_clear(&p->valid);
-	pagepool_put(c->pool, p->data);
+	if (p->lend) {
+		/* A reply still sends from this buffer: it stays, as a
+		 * loan, until the last lend of it is put. */
+		p->lend->page = NULL;
+		DL_APPEND(c->detached, p->lend);
+		c->loans++;
+		c->lends_detached++;
+		c->st.loan_bytes += c->page_size;
+	} else {
+		pagepool_put(c->pool, p->data);
+	}
 	free(p);
 	c->st.pages--;
 	c->st.page_bytes -= c->page_size;
@@ -548,12 +562,19 @@ void cache_free(struct cache **cp)
 	struct cache *c = cp ? *cp : NULL;
 	struct cfile *f, *ftmp;
 	struct ghost *g, *gtmp;
+	struct cache_lend *l, *ltmp;
 
 	if (!c)
 		return;
 	HASH_ITER(hh, c->files, f, ftmp) {
 		file_drop_pages(c, f);
 		file_free(c, f);
+	}
+	/* Replies that still hold lends are never written now (the
+	 * server is freed first): let them go without the cache. */
+	DL_FOREACH_SAFE(c->detached, l, ltmp) {
+		DL_DELETE(c->detached, l);
+		l->c = NULL;
 	}
 	DL_FOREACH_SAFE(c->ghost_list, g, gtmp) {
 		HASH_DEL(c->ghosts, g);
@@ -1287,6 +1308,54 @@ const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
 	return p->data + (off - ps);
 }
 
+struct cache_lend *cache_lend(struct cache *c, struct cfile *f, uint64_t off,
+			      uint64_t len, const uint8_t **data)
+{
+	uint64_t idx = off >> c->shift, ps = idx << c->shift;
+	struct cpage *p;
+
+	if (!len || off + len < off || (off + len - 1) >> c->shift != idx ||
+	    !(p = page_find(f, idx)) ||
+	    !rangeset_contains(&p->valid, off - ps, off - ps + len))
+		return NULL;
+	if (!p->lend) {
+		if (!(p->lend = malloc(sizeof(*p->lend))))
+			return NULL;
+		*p->lend = (struct cache_lend){ .c = c, .page = p,
+						.buf = p->data };
+		c->lends++;
+	}
+	p->lend->refs++;
+	c->st.lends++;
+	page_touch(c, p);
+	*data = p->data + (off - ps);
+	return p->lend;
+}
+
+void cache_lend_put(struct cache_lend *l)
+{
+	struct cache *c;
+
+	if (!l || --l->refs > 0)
+		return;
+	c = l->c;
+	if (!c) {
+		/* The cache went first (a reply dropped after cache_free
+		 * at shutdown, never written): nothing to give back. */
+		free(l);
+		return;
+	}
+	c->lends--;
+	if (l->page) {
+		l->page->lend = NULL;
+	} else {
+		DL_DELETE(c->detached, l);
+		c->lends_detached--;
+		cache_loan_put(c, l->buf);
+	}
+	free(l);
+}
+
 void page_store(struct cache *c, struct cfile *f, struct cpage *p,
 		uint64_t ps, uint64_t s, uint64_t t, uint64_t off,
 		const uint8_t *data)
@@ -1774,6 +1843,8 @@ const char *cache_check_why(const struct cache *c)
 	const struct cfile *f, *ftmp;
 	const struct cpage *p, *ptmp;
 	uint64_t pages = 0, valid = 0, pinned = 0, nfiles = 0, acl = 0;
+	uint64_t lent = 0, detached = 0;
+	const struct cache_lend *l;
 	const char *why;
 	struct pagepool_stats ps;
 
@@ -1800,6 +1871,11 @@ const char *cache_check_why(const struct cache *c)
 		HASH_ITER(hh, f->pages, p, ptmp) {
 			if ((why = page_check_why(c, f, p)))
 				return why;
+			if (p->lend && (p->lend->page != p ||
+					p->lend->buf != p->data ||
+					p->lend->refs == 0))
+				return "a page's lend is not its own";
+			lent += p->lend != NULL;
 			pinned += p->nwb != 0;
 			fv += rangeset_bytes(&p->valid);
 			fp++;
@@ -1815,6 +1891,16 @@ const char *cache_check_why(const struct cache *c)
 	    pages != c->n_a1in + c->n_am + c->n_ra + pinned ||
 	    pinned != c->st.wb_pinned_pages || valid != c->st.valid_bytes)
 		return "page, pinned or valid byte counts differ from the pages";
+	DL_FOREACH(c->detached, l) {
+		if (l->page || l->c != c || l->refs == 0)
+			return "a detached lend has a page, another cache or "
+			       "no holder";
+		detached++;
+	}
+	if (detached != c->lends_detached ||
+	    lent + c->lends_detached != c->lends ||
+	    c->lends_detached > c->loans)
+		return "the lends differ from the lent pages and the loans";
 	if (acl != c->st.acl_bytes || acl > c->acl_max)
 		return "the GETACL replies' charges differ from acl_bytes or "
 		       "exceed acl_max";

@@ -209,7 +209,9 @@ struct cache_params {
 	X(uint64_t, page_bytes, gauge, "nfscached_cache_page_bytes", \
 	  "Memory held by page buffers (pages times page_size).") \
 	X(uint64_t, loan_bytes, gauge, "nfscached_cache_loan_bytes", \
-	  "Page buffers lent out of the budget (the disk tier's queued stores and loads), each charged as a page.") \
+	  "Page buffers lent out of the budget (the disk tier's queued stores and loads, and the buffers of pages dropped while a reply still referenced them), each charged as a page.") \
+	X(uint64_t, lends, counter, "nfscached_cache_page_lends_total", \
+	  "READ replies sent from a page's memory by reference instead of a copy.") \
 	X(uint64_t, pool_bytes, gauge, "nfscached_cache_page_pool_bytes", \
 	  "Memory mapped for page buffers: whole 2 MiB chunks, free slots included.") \
 	X(uint64_t, pool_inline_chunks, counter, \
@@ -514,7 +516,10 @@ void cache_fill_ex(struct cache *c, struct cfile *f, uint64_t off,
 /* The readahead state of f, created on first use with p (NULL when p is
  * invalid or disables readahead, when the cache has no page budget, or on
  * ENOMEM). Owned by the cache, freed with the file; another writer's
- * change resets it. */
+ * change resets it. p is also kept as the cache's parameters, which
+ * decide when prefetched pages count as abandoned: the last given (a
+ * miss's, or a READ's of a file with a stream; cached READs of other files
+ * do not call this, nfs3_read.c read_ahead). */
 struct ra_state *cfile_ra(struct cache *c, struct cfile *f,
 			  const struct ra_params *p);
 
@@ -892,5 +897,31 @@ void *cache_loan_get(struct cache *c);
 
 /* Return a buffer from cache_loan_get of c (NULL: nothing). */
 void cache_loan_put(struct cache *c, void *buf);
+
+/*
+ * Lend the bytes [off, off + len) of f in place for a reply that sends
+ * them by reference (a READ reply's data, nfs3_read.c), when they lie in
+ * one page and are all valid there: *data points into the page, which is
+ * counted as read (as cache_peek), and the lend is the caller's until
+ * cache_lend_put. Until then the page's buffer is never freed or reused:
+ * a page dropped meanwhile (evicted, invalidated, its file forgotten,
+ * `cache drop`) leaves its buffer to the lend, charged against the budget
+ * as a loan (nfscached_cache_loan_bytes) until the last lend of it is put.
+ * The bytes stay the page's: a WRITE or fill into the page before the
+ * reply is written changes what it sends, as knfsd's spliced READ
+ * replies from the page cache (nfsd_splice_read) may carry a later
+ * write's bytes. Several lends of one page share one record. NULL when len
+ * is 0, the range crosses a page or is not all valid (use cache_copy_ex
+ * then), or on ENOMEM. A lend may be put after cache_free (a reply
+ * dropped at shutdown after the cache, never written): it is then only
+ * freed, its buffer gone with the cache's pool. The loop that owns c,
+ * only.
+ */
+struct cache_lend *cache_lend(struct cache *c, struct cfile *f, uint64_t off,
+			      uint64_t len, const uint8_t **data);
+
+/* Give back a lend of cache_lend (NULL: nothing); the buffer of a page
+ * dropped meanwhile returns to the pool with the last lend of it. */
+void cache_lend_put(struct cache_lend *l);
 
 #endif

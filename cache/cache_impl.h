@@ -88,10 +88,22 @@ struct cpage {
 	struct wbext *wb;		/* sorted, disjoint; wb ⊆ valid */
 	uint16_t nwb, capwb;		/* nwb > 0: pinned, on no queue */
 	uint32_t ra_bytes;		/* prefetched bytes not yet read */
+	struct cache_lend *lend;	/* replies referencing data (cache_lend);
+					 * NULL: none */
 	uint64_t stamp;			/* cache clock when it joined its queue */
 	uint8_t queue;
 	UT_hash_handle hh;		/* in file->pages, key index */
 	struct cpage *prev, *next;	/* on A1in or Am, head = newest */
+};
+
+/* A page buffer referenced by replies (cache_lend). */
+struct cache_lend {
+	struct cache *c;		/* NULL once the cache is freed */
+	struct cpage *page;		/* NULL once the page is freed */
+	uint8_t *buf;			/* the page's data */
+	unsigned refs;			/* lends not yet put */
+	struct cache_lend *prev, *next;	/* on cache.detached once page is
+					 * NULL */
 };
 
 /* A remembered A1in eviction (2Q's A1out). */
@@ -188,7 +200,13 @@ struct cache {
 	uint64_t page_cost;		/* page_size + page_overhead() */
 	uint64_t max_pages;		/* budget / page_cost */
 	uint64_t loans;			/* buffers lent (cache_loan_get) and
-					 * not returned: charged as pages */
+					 * not returned, and buffers of pages
+					 * freed while a cache_lend held them:
+					 * charged as pages */
+	uint64_t lends;			/* struct cache_lend not yet put */
+	uint64_t lends_detached;	/* of those, whose page is gone (its
+					 * buffer counted in loans) */
+	struct cache_lend *detached;	/* those (utlist) */
 	uint64_t kin;			/* A1in target, pages */
 	uint64_t kout;			/* A1out ghosts kept */
 	uint64_t hole_granularity;	/* bytes; 0: no zero detection */

@@ -270,6 +270,16 @@ static void read_data_free(const void *data, size_t len, void *arg)
 	free((void *)(uintptr_t)data);
 }
 
+/* Release callback of a page's bytes lent by cache_lend: give the lend
+ * back. Runs on the loop that owns the cache: after the write, or when the
+ * reply is copied or dropped (daemon/rpc/server.c reply_encoded). */
+static void read_data_lent(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	cache_lend_put(arg);
+}
+
 /* Release callback of data the reply does not own (read_zeros, or a
  * page's bytes lent by cache_peek): nothing to release. */
 static void read_data_keep(const void *data, size_t len, void *arg)
@@ -280,14 +290,18 @@ static void read_data_keep(const void *data, size_t len, void *arg)
 }
 
 /*
- * Reply data[0..count) of the window, eof as the upstream sets it. data is
- * malloc'd and owned by the call (sent without a copy, then freed), or
- * not owned (read_zeros, or at most RPCMSG_TAIL_COPY_MAX bytes lent by
- * cache_peek: copied into the reply before this returns) when keep.
+ * Reply data[0..count) of the window, eof as the upstream sets it. release
+ * (with arg) runs once the reply no longer needs data: read_data_free for
+ * malloc'd data owned by the call (sent without a copy, then freed),
+ * read_data_lent for a page's bytes lent by cache_lend (arg: the lend),
+ * read_data_keep for data not owned (read_zeros, or at most
+ * RPCMSG_TAIL_COPY_MAX bytes lent by cache_peek: copied into the reply
+ * before this returns).
  */
 static void read_reply(struct read_op *op, const uint8_t *data,
 		       uint64_t count, uint64_t upstream_bytes,
-		       uint64_t hole_bytes, bool keep)
+		       uint64_t hole_bytes, rpcmsg_tail_release release,
+		       void *arg)
 {
 	struct req *r = op->r;
 	READ3res res;
@@ -307,18 +321,18 @@ static void read_reply(struct read_op *op, const uint8_t *data,
 			upstream_bytes, hole_bytes);
 	op_free(op);
 	req_reply_tail(r, (xdrproc_t)nfs3_inline_xdr_READ3res, &res, data,
-		       (size_t)count,
-		       keep ? read_data_keep : read_data_free,
-		       NULL);
+		       (size_t)count, release, arg);
 }
 
-/* Answer a HIT or HOLE straight from the pages and holes: a small READ
- * within one page copied from the page into the reply (cache_peek), any
- * other through a buffer of its own. */
+/* Answer a HIT or HOLE straight from the pages and holes: a READ within
+ * one page from the page itself (a small one copied into the reply,
+ * cache_peek; a larger one sent by reference, cache_lend), any other
+ * through a buffer of its own. */
 static void read_from_cache(struct read_op *op)
 {
 	uint64_t n = op->end - op->off, holes = 0;
 	const uint8_t *lent;
+	struct cache_lend *l;
 	uint8_t *data;
 
 	if (op->outcome == CACHE_HOLE && n <= READ_ZEROS_MAX) {
@@ -327,7 +341,7 @@ static void read_from_cache(struct read_op *op)
 		op->cache_bytes = 0;
 		if (op->stale)
 			stale_count(op->d, NFSPROC3_READ);
-		read_reply(op, read_zeros, n, 0, n, true);
+		read_reply(op, read_zeros, n, 0, n, read_data_keep, NULL);
 		return;
 	}
 	if (n <= RPCMSG_TAIL_COPY_MAX &&
@@ -335,7 +349,15 @@ static void read_from_cache(struct read_op *op)
 		op->cache_bytes = n;
 		if (op->stale)
 			stale_count(op->d, NFSPROC3_READ);
-		read_reply(op, lent, n, 0, 0, true);
+		read_reply(op, lent, n, 0, 0, read_data_keep, NULL);
+		return;
+	}
+	if (n > RPCMSG_TAIL_COPY_MAX && op->outcome == CACHE_HIT &&
+	    (l = cache_lend(op->d->cache, op->f, op->off, n, &lent))) {
+		op->cache_bytes = n;
+		if (op->stale)
+			stale_count(op->d, NFSPROC3_READ);
+		read_reply(op, lent, n, 0, 0, read_data_lent, l);
 		return;
 	}
 	data = malloc(n ? n : 1);
@@ -354,7 +376,7 @@ static void read_from_cache(struct read_op *op)
 	op->cache_bytes -= holes;
 	if (op->stale)
 		stale_count(op->d, NFSPROC3_READ);
-	read_reply(op, data, n, 0, holes, false);
+	read_reply(op, data, n, 0, holes, read_data_free, NULL);
 }
 
 /* Park op on fetch fe. 0, or -1 on ENOMEM. */
@@ -404,7 +426,7 @@ static void read_finish(struct read_op *op)
 	buf = op->buf;
 	op->buf = NULL;		/* read_reply owns it now */
 	read_reply(op, buf, op->end - op->off,
-		   op->end - op->off - op->cache_bytes, 0, false);
+		   op->end - op->off - op->cache_bytes, 0, read_data_free, NULL);
 }
 
 /* The file ended at eof_at: trim op's window and needs. Past the

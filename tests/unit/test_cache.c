@@ -973,6 +973,102 @@ static void test_peek_lends_valid_bytes_of_one_page(void)
 	cache_free(&c);
 }
 
+/*
+ * cache_lend keeps a page's buffer for a reply: the same ranges as
+ * cache_peek; lends of one page share one record; a page dropped while
+ * lent (invalidated here, evicted below) leaves its buffer, bytes intact,
+ * charged as a loan, so a new page cannot take it or its place in the
+ * budget; the last put returns it.
+ */
+static void test_lend_keeps_a_dropped_page_buffer(void)
+{
+	struct cache *c = new_cache(4096, 4);
+	struct cfile *f = get_file(c, 1), *f2, *f3;
+	uint8_t *want = pat_buf(0, 8 * 4096, 1, false);
+	struct cache_lend *l1, *l2, *l3;
+	const uint8_t *d1, *d2, *d3;
+
+	set_size(c, f, 8 * 4096);
+	fill_pat(c, f, 0, 4096, 1, false);
+	fill_pat(c, f, 4096, 1000, 1, false);
+	CU_ASSERT_PTR_NULL(cache_lend(c, f, 100, 0, &d1));
+	CU_ASSERT_PTR_NULL(cache_lend(c, f, 4000, 200, &d1));	/* 2 pages */
+	CU_ASSERT_PTR_NULL(cache_lend(c, f, 5000, 200, &d1));	/* invalid */
+	CU_ASSERT_PTR_NULL(cache_lend(c, f, 8192, 10, &d1));	/* no page */
+	l1 = cache_lend(c, f, 0, 4096, &d1);
+	l2 = cache_lend(c, f, 512, 1024, &d2);
+	l3 = cache_lend(c, f, 4096, 1000, &d3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l3);
+	CU_ASSERT_PTR_EQUAL(l1, l2);		/* one record per page */
+	CU_ASSERT_PTR_NOT_EQUAL(l1, l3);
+	CU_ASSERT_PTR_EQUAL(d2, d1 + 512);
+	CU_ASSERT_EQUAL(memcmp(d1, want, 4096), 0);
+	CU_ASSERT_EQUAL(memcmp(d3, want + 4096, 1000), 0);
+	CU_ASSERT_EQUAL(stats(c).lends, 3);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 0);
+	CHECK(c);
+	/* Both pages dropped: their buffers stay, as loans. */
+	cfile_invalidate(c, f);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).pages, 0);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 2 * 4096);
+	/* The budget (4) has room for 2 pages more, not 4. */
+	fill_pat(c, f, 0, 4 * 4096, 2, false);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).pages, 2);
+	CU_ASSERT_EQUAL(memcmp(d1, want, 4096), 0);
+	CU_ASSERT_EQUAL(memcmp(d3, want + 4096, 1000), 0);
+	cache_lend_put(l1);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 2 * 4096);	/* l2 still */
+	cache_lend_put(l2);
+	cache_lend_put(l3);
+	cache_lend_put(NULL);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 0);
+	/* A lent page evicted to make room: its buffer stays too (files
+	 * never cached before, so no page comes back as a 2Q ghost). */
+	cfile_invalidate(c, f);
+	f2 = get_file(c, 2);
+	f3 = get_file(c, 3);
+	set_size(c, f2, 4096);
+	set_size(c, f3, 8 * 4096);
+	fill_pat(c, f2, 0, 4096, 1, false);
+	l1 = cache_lend(c, f2, 0, 4096, &d1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l1);
+	fill_pat(c, f3, 0, 7 * 4096, 3, false);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 4096);
+	CU_ASSERT_EQUAL(stats(c).pages, 3);
+	CU_ASSERT_PTR_NULL(cache_peek(c, f2, 0, 1));	/* evicted */
+	CU_ASSERT_EQUAL(memcmp(d1, want, 4096), 0);
+	cache_lend_put(l1);
+	CHECK(c);
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 0);
+	/* A page still there when its lend is put: the page stays. */
+	fill_pat(c, f, 0, 4096, 1, false);
+	l1 = cache_lend(c, f, 0, 4096, &d1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l1);
+	cache_lend_put(l1);
+	CHECK(c);
+	CU_ASSERT_PTR_NOT_NULL(cache_peek(c, f, 0, 4096));
+	CU_ASSERT_EQUAL(stats(c).loan_bytes, 0);
+	CU_ASSERT_EQUAL(stats(c).lends, 5);
+	/* Lends still held when the cache is freed (a reply dropped after
+	 * it at shutdown): put afterwards, they are only freed. */
+	l1 = cache_lend(c, f, 0, 4096, &d1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l1);
+	l2 = cache_lend(c, f, 0, 4096, &d2);
+	free(want);
+	cfile_put(c, &f3);
+	cfile_put(c, &f2);
+	cfile_put(c, &f);
+	cache_free(&c);
+	cache_lend_put(l1);
+	cache_lend_put(l2);
+}
+
 /* ---- truncate ---- */
 
 static void truncate_trims(uint32_t P)
@@ -2459,6 +2555,7 @@ static const struct tcase data_tests[] = {
 	TV(fill_spreads),
 	T(test_write_overwrites_fill_does_not),
 	T(test_peek_lends_valid_bytes_of_one_page),
+	T(test_lend_keeps_a_dropped_page_buffer),
 	TV(truncate_trims),
 	TV(budget_evicts),
 	T(test_budget_edges),

@@ -659,6 +659,57 @@ static void test_half_closed_slow_reader_gets_everything(void)
 	h_fini(&h);
 }
 
+/* The cache's counters now. */
+static struct cache_stats cstats(struct nfs3_h *h)
+{
+	struct cache_stats st;
+
+	cache_stats_get(h->d.cache, &st);
+	return st;
+}
+
+/*
+ * A cached 64 KiB READ is sent from its page by reference (cache_lend):
+ * while the client does not read, the replies wait in the connection's
+ * output; `cache drop` then frees the pages, whose buffers stay as loans;
+ * another file's READs fill the cache meanwhile (reusing whatever buffers
+ * the pool has free); once the client reads, every reply carries the
+ * first file's bytes, and the loans are gone.
+ */
+static void test_hit_sent_from_its_page_outlives_a_drop(void)
+{
+	struct nfs3_h h;
+	uint32_t xa[8], xb[8];
+	uint64_t a, b, lends;
+
+	h_init(&h, no_readahead);
+	a = toy_add_file(&h.toy, "a", 1 << 20);
+	b = toy_add_file(&h.toy, "b", 1 << 20);
+	for (int i = 0; i < 8; i++)
+		check_read(&h, h_send_read(&h, a, (uint64_t)i * 65536, 65536), a,
+			   (uint64_t)i * 65536, 65536);
+	lends = cstats(&h).lends;
+	event_del(h.rd);		/* the client stops reading */
+	for (int i = 0; i < 8; i++)
+		xa[i] = h_send_read(&h, a, (uint64_t)i * 65536, 65536);
+	h_turns(&h, 50);
+	CU_ASSERT_EQUAL(cstats(&h).lends, lends + 8);
+	CU_ASSERT_EQUAL(h.fu.calls[NFSPROC3_READ], 8);	/* hits */
+	CU_ASSERT(cache_drop_clean(h.d.cache) >= 8 * 65536);
+	CU_ASSERT(cstats(&h).loan_bytes > 0);	/* replies not yet written */
+	for (int i = 0; i < 8; i++)
+		xb[i] = h_send_read(&h, b, (uint64_t)i * 65536, 65536);
+	h_turns(&h, 50);
+	event_add(h.rd, NULL);
+	for (int i = 0; i < 8; i++)
+		check_read(&h, xa[i], a, (uint64_t)i * 65536, 65536);
+	for (int i = 0; i < 8; i++)
+		check_read(&h, xb[i], b, (uint64_t)i * 65536, 65536);
+	h_turns(&h, 10);
+	CU_ASSERT_EQUAL(cstats(&h).loan_bytes, 0);
+	h_fini(&h);
+}
+
 /*
  * A half-closed connection with part of a record buffered is not closed
  * by record_timeout: that record can never complete, and the call already
@@ -812,6 +863,8 @@ int test_register(void)
 		    test_half_closed_slow_reader_gets_everything);
 	CU_add_test(s, "half_closed_partial_record_is_ignored",
 		    test_half_closed_partial_record_is_ignored);
+	CU_add_test(s, "hit_sent_from_its_page_outlives_a_drop",
+		    test_hit_sent_from_its_page_outlives_a_drop);
 	CU_add_test(s, "read_steps_are_counted", test_read_steps_are_counted);
 	CU_add_test(s, "checks_run_every_turn", test_checks_run_every_turn);
 	CU_add_test(s, "broken_invariant_aborts", test_broken_invariant_aborts);
