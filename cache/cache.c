@@ -118,10 +118,25 @@ struct cache *cache_new(const struct cache_params *p)
 	return c;
 }
 
+/* The oldest page on the queue whose newest page is head that no reply
+ * holds (cache_lend): the one eviction may take. NULL: none. */
+static struct cpage *oldest_unlent(const struct cpage *head)
+{
+	if (!head)
+		return NULL;
+	for (const struct cpage *p = head->prev;; p = p->prev) {
+		if (!p->lend)
+			return (struct cpage *)(uintptr_t)p;
+		if (p == head)
+			return NULL;
+	}
+}
+
 bool cache_has_room(const struct cache *c)
 {
-	return c->st.pages + c->loans < c->max_pages || c->n_a1in || c->n_am ||
-	       c->n_ra;
+	return c->st.pages + c->loans < c->max_pages ||
+	       oldest_unlent(c->a1in) || oldest_unlent(c->am) ||
+	       oldest_unlent(c->ra);
 }
 
 uint32_t cache_page_size(const struct cache *c)
@@ -259,8 +274,11 @@ static uint64_t others_since_use(const struct cache *c, const struct cfile *f)
 /* Evict one page by 2Q. False if nothing can be evicted. */
 static bool evict_one(struct cache *c)
 {
-	struct cpage *victim;
-	bool a1 = c->a1in && (c->n_a1in > c->kin || !c->am);
+	/* A page a reply still sends from is passed over: evicting it
+	 * would free no room (its buffer stays, as a loan). */
+	struct cpage *ra = oldest_unlent(c->ra), *in = oldest_unlent(c->a1in);
+	struct cpage *am = oldest_unlent(c->am), *victim;
+	bool a1 = in && (c->n_a1in > c->kin || !am);
 
 	/*
 	 * Prefetched pages never read go first once their reader has gone
@@ -271,15 +289,15 @@ static bool evict_one(struct cache *c)
 	 * than the cache drops what is behind it, not what it is about to
 	 * read.
 	 */
-	if (c->ra && others_since_use(c, c->ra->prev->file) > ra_idle(c)) {
-		victim = c->ra->prev;
+	if (ra && others_since_use(c, ra->file) > ra_idle(c)) {
+		victim = ra;
 	} else if (a1) {
-		victim = c->a1in->prev;
+		victim = in;
 		ghost_add(c, victim->file->id, victim->index);
-	} else if (c->am) {
-		victim = c->am->prev;
-	} else if (c->ra) {
-		victim = c->ra->prev;
+	} else if (am) {
+		victim = am;
+	} else if (ra) {
+		victim = ra;
 	} else {
 		return false;
 	}

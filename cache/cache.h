@@ -211,7 +211,7 @@ struct cache_params {
 	X(uint64_t, loan_bytes, gauge, "nfscached_cache_loan_bytes", \
 	  "Page buffers lent out of the budget (the disk tier's queued stores and loads, and the buffers of pages dropped while a reply still referenced them), each charged as a page.") \
 	X(uint64_t, lends, counter, "nfscached_cache_page_lends_total", \
-	  "READ replies sent from a page's memory by reference instead of a copy.") \
+	  "READ replies given a page's memory by reference instead of a copy (with threads > 1 copied once to reach the connection's loop).") \
 	X(uint64_t, pool_bytes, gauge, "nfscached_cache_page_pool_bytes", \
 	  "Memory mapped for page buffers: whole 2 MiB chunks, free slots included.") \
 	X(uint64_t, pool_inline_chunks, counter, \
@@ -879,7 +879,8 @@ bool cache_check(const struct cache *c);
 const char *cache_check_why(const struct cache *c);
 
 /* True if a page can be had now: the budget has room, or a page on a
- * queue (clean, not pinned by write-back) can be evicted. */
+ * queue (clean, not pinned by write-back, not lent to a reply by
+ * cache_lend) can be evicted. */
 bool cache_has_room(const struct cache *c);
 
 /*
@@ -904,7 +905,8 @@ void cache_loan_put(struct cache *c, void *buf);
  * one page and are all valid there: *data points into the page, which is
  * counted as read (as cache_peek), and the lend is the caller's until
  * cache_lend_put. Until then the page's buffer is never freed or reused:
- * a page dropped meanwhile (evicted, invalidated, its file forgotten,
+ * eviction passes the page over (evicting it would free no room), and a
+ * page dropped meanwhile (invalidated, truncated, its file forgotten,
  * `cache drop`) leaves its buffer to the lend, charged against the budget
  * as a loan (nfscached_cache_loan_bytes) until the last lend of it is put.
  * The bytes stay the page's: a WRITE or fill into the page before the
