@@ -59,7 +59,10 @@
  * A closed connection's in buffer is emptied at the close (nothing more
  * is read from it). The total can pass the budget by what the connections
  * under their share read next: a reply each (at most max_transfer and its
- * header) and the replies of calls already in flight.
+ * header) and the replies of calls already in flight. With threads > 1
+ * each connection loop reads held without a lock (relaxed atomics), so
+ * each may admit one call before it sees another loop's reservation: a
+ * reply per connection loop more.
  *
  * Strangers: when a listed client (conn_listed) would be refused for
  * max_connections or the descriptor limit, the oldest open connection
