@@ -1311,8 +1311,13 @@ uint64_t cache_copy_ex(struct cache *c, struct cfile *f, uint64_t off,
 	return copied;
 }
 
-const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
-			  uint64_t len)
+/* The page holding all of [off, off + len) of f, every byte of it valid
+ * there (valid bytes are never holes: nothing to zero); NULL when len is
+ * 0, the range crosses a page, or any byte is missing. cache_peek's and
+ * cache_lend's test. */
+static struct cpage *page_valid_range(const struct cache *c,
+				      const struct cfile *f, uint64_t off,
+				      uint64_t len)
 {
 	uint64_t idx = off >> c->shift, ps = idx << c->shift;
 	struct cpage *p;
@@ -1321,20 +1326,26 @@ const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
 	    !(p = page_find(f, idx)) ||
 	    !rangeset_contains(&p->valid, off - ps, off - ps + len))
 		return NULL;
-	/* Valid bytes are never holes (the invariants): nothing to zero. */
+	return p;
+}
+
+const uint8_t *cache_peek(struct cache *c, struct cfile *f, uint64_t off,
+			  uint64_t len)
+{
+	struct cpage *p = page_valid_range(c, f, off, len);
+
+	if (!p)
+		return NULL;
 	page_touch(c, p);
-	return p->data + (off - ps);
+	return p->data + (off - ((off >> c->shift) << c->shift));
 }
 
 struct cache_lend *cache_lend(struct cache *c, struct cfile *f, uint64_t off,
 			      uint64_t len, const uint8_t **data)
 {
-	uint64_t idx = off >> c->shift, ps = idx << c->shift;
-	struct cpage *p;
+	struct cpage *p = page_valid_range(c, f, off, len);
 
-	if (!len || off + len < off || (off + len - 1) >> c->shift != idx ||
-	    !(p = page_find(f, idx)) ||
-	    !rangeset_contains(&p->valid, off - ps, off - ps + len))
+	if (!p)
 		return NULL;
 	if (!p->lend) {
 		if (!(p->lend = malloc(sizeof(*p->lend))))
@@ -1346,7 +1357,7 @@ struct cache_lend *cache_lend(struct cache *c, struct cfile *f, uint64_t off,
 	p->lend->refs++;
 	c->st.lends++;
 	page_touch(c, p);
-	*data = p->data + (off - ps);
+	*data = p->data + (off - ((off >> c->shift) << c->shift));
 	return p->lend;
 }
 
